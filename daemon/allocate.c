@@ -1,0 +1,291 @@
+/* Allocate and GetPreferredAllocation: validate every ID the kubelet sends,
+ * then answer in the resource's configured modes. */
+#include <stdio.h>
+#include <string.h>
+
+#include "config.h"
+#include "plugin.h"
+#include "util.h"
+
+/* IDs in error messages are cut: they come from the peer. */
+#define ID_FMT "\"%.80s\""
+
+static int invalid(char **ret_msg, const char *fmt, ...) _printf_(2, 3);
+
+static int invalid(char **ret_msg, const char *fmt, ...) {
+        va_list ap;
+        char *msg;
+
+        va_start(ap, fmt);
+        if (vasprintf(&msg, fmt, ap) < 0)
+                msg = NULL;
+        va_end(ap);
+        *ret_msg = msg;
+        return -EINVAL;
+}
+
+static const struct dp_alloc_id *lookup(const struct dp_plugin *p, const char *id) {
+        size_t lo = 0, hi = p->n_ids;
+        while (lo < hi) {
+                size_t mid = (lo + hi) / 2;
+                int c = strcmp(p->ids[mid].id, id);
+                if (c == 0)
+                        return &p->ids[mid];
+                if (c < 0)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return NULL;
+}
+
+/* Resolve a list of IDs: each known, non-empty, and not already marked in
+ * seen (shared across a request, so no ID goes to two containers). */
+static int resolve(const struct dp_plugin *p, char **ids, size_t n, const char *where,
+                   bool *seen, char **ret_msg) {
+        for (size_t i = 0; i < n; i++) {
+                const struct dp_alloc_id *a;
+                if (!ids[i][0])
+                        return invalid(ret_msg, "%s: empty device ID", where);
+                a = lookup(p, ids[i]);
+                if (!a)
+                        return invalid(ret_msg, "%s: unknown device ID " ID_FMT " for resource \"%s\"",
+                                       where, ids[i], p->cfg->name);
+                if (seen[a - p->ids])
+                        return invalid(ret_msg, "%s: device ID " ID_FMT " requested twice", where, ids[i]);
+                seen[a - p->ids] = true;
+        }
+        return 0;
+}
+
+static char *dup_or_null(const char *s, bool *oom) {
+        char *d = strdup(s);
+        if (!d)
+                *oom = true;
+        return d;
+}
+
+static int container_answer(const struct dp_plugin *p, const V1beta1__ContainerAllocateRequest *creq,
+                            V1beta1__ContainerAllocateResponse *cr) {
+        unsigned modes = p->cfg->alloc_modes;
+        size_t *devs = calloc(creq->n_devices_ids + 1, sizeof(*devs));
+        size_t n_devs = 0, n_nodes = 0, vlen = 0;
+        bool oom = !devs;
+
+        /* Shares of one device map to one CDI device: name it once. */
+        for (size_t i = 0; !oom && i < creq->n_devices_ids; i++) {
+                size_t d = lookup(p, creq->devices_ids[i])->dev, k;
+                for (k = 0; k < n_devs && devs[k] != d; k++)
+                        ;
+                if (k == n_devs) {
+                        devs[n_devs++] = d;
+                        n_nodes += p->devs[d].n_nodes;
+                        vlen += strlen(p->devs[d].qualified) + 1;
+                }
+        }
+        if (!oom && (modes & CFG_ALLOC_CDI_CRI)) {
+                cr->cdi_devices = calloc(n_devs + 1, sizeof(*cr->cdi_devices));
+                oom = !cr->cdi_devices;
+                for (size_t k = 0; !oom && k < n_devs; k++) {
+                        V1beta1__CDIDevice *c = malloc(sizeof(*c));
+                        if (!c) {
+                                oom = true;
+                                break;
+                        }
+                        v1beta1__cdidevice__init(c);
+                        cr->cdi_devices[cr->n_cdi_devices++] = c;
+                        c->name = dup_or_null(p->devs[devs[k]].qualified, &oom);
+                }
+        }
+        if (!oom && (modes & CFG_ALLOC_CDI_ANNOTATIONS)) {
+                V1beta1__ContainerAllocateResponse__AnnotationsEntry *e = malloc(sizeof(*e));
+                cr->annotations = calloc(2, sizeof(*cr->annotations));
+                char *value = calloc(vlen + 1, 1);
+                oom = !e || !cr->annotations || !value;
+                if (!oom) {
+                        char *w = value;
+                        v1beta1__container_allocate_response__annotations_entry__init(e);
+                        /* SPEC.md: the value is a comma-separated list of
+                         * fully-qualified names. vlen counted a byte each. */
+                        for (size_t k = 0; k < n_devs; k++) {
+                                size_t l = strlen(p->devs[devs[k]].qualified);
+                                if (k)
+                                        *w++ = ',';
+                                memcpy(w, p->devs[devs[k]].qualified, l);
+                                w += l;
+                        }
+                        e->value = value;
+                        e->key = dup_or_null(p->annotation_key, &oom);
+                        cr->annotations[cr->n_annotations++] = e;
+                } else {
+                        free(e);
+                        free(value);
+                }
+        }
+        if (!oom && (modes & CFG_ALLOC_DEVICE_SPECS)) {
+                cr->devices = calloc(n_nodes + 1, sizeof(*cr->devices));
+                oom = !cr->devices;
+                for (size_t k = 0; !oom && k < n_devs; k++)
+                        for (size_t j = 0; !oom && j < p->devs[devs[k]].n_nodes; j++) {
+                                const char *node = p->devs[devs[k]].nodes[j];
+                                V1beta1__DeviceSpec *s = malloc(sizeof(*s));
+                                if (!s) {
+                                        oom = true;
+                                        break;
+                                }
+                                v1beta1__device_spec__init(s);
+                                cr->devices[cr->n_devices++] = s;
+                                s->host_path = dup_or_null(node, &oom);
+                                s->container_path = dup_or_null(node, &oom);
+                                s->permissions = dup_or_null("rw", &oom);
+                        }
+        }
+        free(devs);
+        return oom ? -ENOMEM : 0;
+}
+
+int dp_allocate(const struct dp_plugin *p, const V1beta1__AllocateRequest *req,
+                V1beta1__AllocateResponse **ret, char **ret_msg) {
+        _cleanup_free_ bool *seen = NULL;
+        V1beta1__AllocateResponse *resp;
+        size_t total = 0;
+        int r = 0;
+
+        if (req->n_container_requests == 0)
+                return invalid(ret_msg, "no container_requests");
+        for (size_t c = 0; c < req->n_container_requests; c++)
+                total += req->container_requests[c]->n_devices_ids;
+        if (total > p->n_ids)
+                return invalid(ret_msg, "request names %zu device IDs, resource \"%s\" has %zu",
+                               total, p->cfg->name, p->n_ids);
+        seen = calloc(p->n_ids + 1, sizeof(*seen));
+        if (!seen)
+                return -ENOMEM;
+        for (size_t c = 0; c < req->n_container_requests; c++) {
+                const V1beta1__ContainerAllocateRequest *creq = req->container_requests[c];
+                char where[64];
+                snprintf(where, sizeof(where), "container_requests[%zu]", c);
+                if (creq->n_devices_ids == 0)
+                        return invalid(ret_msg, "%s: no device IDs", where);
+                r = resolve(p, creq->devices_ids, creq->n_devices_ids, where, seen, ret_msg);
+                if (r < 0)
+                        return r;
+        }
+
+        resp = malloc(sizeof(*resp));
+        if (!resp)
+                return -ENOMEM;
+        v1beta1__allocate_response__init(resp);
+        resp->container_responses = calloc(req->n_container_requests, sizeof(*resp->container_responses));
+        if (!resp->container_responses)
+                r = -ENOMEM;
+        for (size_t c = 0; r >= 0 && c < req->n_container_requests; c++) {
+                V1beta1__ContainerAllocateResponse *cr = malloc(sizeof(*cr));
+                if (!cr) {
+                        r = -ENOMEM;
+                        break;
+                }
+                v1beta1__container_allocate_response__init(cr);
+                resp->container_responses[resp->n_container_responses++] = cr;
+                r = container_answer(p, req->container_requests[c], cr);
+        }
+        if (r < 0) {
+                dp_allocate_response_free(resp);
+                return r;
+        }
+        *ret = resp;
+        return 0;
+}
+
+static int preferred_one(const struct dp_plugin *p, const V1beta1__ContainerPreferredAllocationRequest *creq,
+                         const char *where, V1beta1__ContainerPreferredAllocationResponse *cr,
+                         char **ret_msg) {
+        _cleanup_free_ bool *avail = calloc(p->n_ids + 1, sizeof(bool));
+        _cleanup_free_ bool *must = calloc(p->n_ids + 1, sizeof(bool));
+        size_t size;
+        int r;
+
+        if (!avail || !must)
+                return -ENOMEM;
+        if (creq->n_available_deviceids > p->n_ids)
+                return invalid(ret_msg, "%s: %zu available IDs, resource \"%s\" has %zu", where,
+                               creq->n_available_deviceids, p->cfg->name, p->n_ids);
+        r = resolve(p, creq->available_deviceids, creq->n_available_deviceids, where, avail, ret_msg);
+        if (r >= 0)
+                r = resolve(p, creq->must_include_deviceids, creq->n_must_include_deviceids, where, must, ret_msg);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < creq->n_must_include_deviceids; i++)
+                if (!avail[lookup(p, creq->must_include_deviceids[i]) - p->ids])
+                        return invalid(ret_msg, "%s: must-include ID " ID_FMT " is not available", where,
+                                       creq->must_include_deviceids[i]);
+        if (creq->allocation_size < 1 || (size_t)creq->allocation_size > creq->n_available_deviceids)
+                return invalid(ret_msg, "%s: allocation_size %d is not between 1 and the %zu available IDs",
+                               where, creq->allocation_size, creq->n_available_deviceids);
+        size = (size_t)creq->allocation_size;
+        if (creq->n_must_include_deviceids > size)
+                return invalid(ret_msg, "%s: %zu must-include IDs exceed allocation_size %zu", where,
+                               creq->n_must_include_deviceids, size);
+
+        cr->deviceids = calloc(size, sizeof(char *));
+        if (!cr->deviceids)
+                return -ENOMEM;
+        /* Must-include IDs first, then the available ones in the kubelet's
+         * order (its order already reflects its own topology hints). */
+        for (size_t i = 0; i < creq->n_must_include_deviceids; i++)
+                if (!(cr->deviceids[cr->n_deviceids++] = strdup(creq->must_include_deviceids[i])))
+                        return -ENOMEM;
+        for (size_t i = 0; cr->n_deviceids < size && i < creq->n_available_deviceids; i++) {
+                const char *id = creq->available_deviceids[i];
+                if (must[lookup(p, id) - p->ids])
+                        continue;
+                if (!(cr->deviceids[cr->n_deviceids++] = strdup(id)))
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
+int dp_preferred(const struct dp_plugin *p, const V1beta1__PreferredAllocationRequest *req,
+                 V1beta1__PreferredAllocationResponse **ret, char **ret_msg) {
+        V1beta1__PreferredAllocationResponse *resp;
+        int r = 0;
+
+        if (req->n_container_requests == 0)
+                return invalid(ret_msg, "no container_requests");
+        resp = malloc(sizeof(*resp));
+        if (!resp)
+                return -ENOMEM;
+        v1beta1__preferred_allocation_response__init(resp);
+        resp->container_responses = calloc(req->n_container_requests, sizeof(*resp->container_responses));
+        if (!resp->container_responses)
+                r = -ENOMEM;
+        for (size_t c = 0; r >= 0 && c < req->n_container_requests; c++) {
+                V1beta1__ContainerPreferredAllocationResponse *cr = malloc(sizeof(*cr));
+                char where[64];
+                if (!cr) {
+                        r = -ENOMEM;
+                        break;
+                }
+                v1beta1__container_preferred_allocation_response__init(cr);
+                resp->container_responses[resp->n_container_responses++] = cr;
+                snprintf(where, sizeof(where), "container_requests[%zu]", c);
+                r = preferred_one(p, req->container_requests[c], where, cr, ret_msg);
+        }
+        if (r < 0) {
+                dp_preferred_response_free(resp);
+                return r;
+        }
+        *ret = resp;
+        return 0;
+}
+
+/* Every member was malloc'd, so protobuf-c's own destructor frees it all. */
+void dp_allocate_response_free(V1beta1__AllocateResponse *resp) {
+        if (resp)
+                v1beta1__allocate_response__free_unpacked(resp, NULL);
+}
+
+void dp_preferred_response_free(V1beta1__PreferredAllocationResponse *resp) {
+        if (resp)
+                v1beta1__preferred_allocation_response__free_unpacked(resp, NULL);
+}

@@ -1,0 +1,355 @@
+#include "config.h"
+
+#include <cjson/cJSON.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "resources.h"
+#include "util.h"
+
+static int fail(struct cfg_error *err, const char *field, const char *fmt, ...) _printf_(3, 4);
+
+static int fail(struct cfg_error *err, const char *field, const char *fmt, ...) {
+        va_list ap;
+        char *msg = NULL;
+
+        cfg_error_clear(err);
+        va_start(ap, fmt);
+        if (vasprintf(&msg, fmt, ap) < 0)
+                msg = NULL;
+        va_end(ap);
+        err->field = strdup(field);
+        err->msg = msg;
+        return -EINVAL;
+}
+
+void cfg_error_clear(struct cfg_error *err) {
+        free(err->field);
+        free(err->msg);
+        err->field = err->msg = NULL;
+}
+
+static bool is_alnum(char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+/* DNS-1123 subdomain: lowercase labels of [a-z0-9-], alphanumeric at both
+ * ends, dot-separated, at most 253 characters. */
+static bool is_dns_subdomain(const char *s, size_t len) {
+        if (len == 0 || len > 253)
+                return false;
+        for (size_t i = 0; i < len; i++) {
+                char c = s[i];
+                bool edge = i == 0 || i == len - 1 || s[i - 1] == '.' || s[i + 1] == '.';
+                if (c == '.' ? edge : !((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'))
+                        return false;
+                if (edge && c == '-')
+                        return false;
+        }
+        return true;
+}
+
+const char *cfg_resource_name_problem(const char *name) {
+        const char *slash = strchr(name, '/');
+        size_t dlen, nlen;
+
+        if (!slash)
+                return "must be <domain>/<name>, e.g. example.com/serial";
+        dlen = (size_t)(slash - name);
+        if (!is_dns_subdomain(name, dlen))
+                return "domain must be a lowercase DNS subdomain";
+        if ((dlen == 13 && strncmp(name, "kubernetes.io", 13) == 0) ||
+            (dlen > 14 && strncmp(slash - 14, ".kubernetes.io", 14) == 0))
+                return "the kubernetes.io domain is reserved for native resources";
+        if (strncmp(name, "requests.", 9) == 0)
+                return "must not start with \"requests.\"";
+        nlen = strlen(slash + 1);
+        if (nlen == 0 || nlen > 63)
+                return "name part must be 1 to 63 characters";
+        for (const char *p = slash + 1; *p; p++)
+                if (!is_alnum(*p) && *p != '-' && *p != '_' && *p != '.')
+                        return "name part may hold only letters, digits, '-', '_' and '.'";
+        if (!is_alnum(slash[1]) || !is_alnum(slash[nlen]))
+                return "name part must start and end with a letter or digit";
+        return NULL;
+}
+
+static int parse_modes(const cJSON *arr, const char *field, unsigned *ret, struct cfg_error *err) {
+        static const struct { const char *name; unsigned bit; } modes[] = {
+                {"cdi-cri", CFG_ALLOC_CDI_CRI},
+                {"cdi-annotations", CFG_ALLOC_CDI_ANNOTATIONS},
+                {"device-specs", CFG_ALLOC_DEVICE_SPECS},
+        };
+        unsigned bits = 0;
+        size_t i = 0;
+        const cJSON *m;
+
+        if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) == 0)
+                return fail(err, field, "must be a non-empty array of \"cdi-cri\", \"cdi-annotations\", \"device-specs\"");
+        cJSON_ArrayForEach(m, arr) {
+                size_t k;
+                for (k = 0; k < ELEMENTSOF(modes); k++)
+                        if (cJSON_IsString(m) && strcmp(m->valuestring, modes[k].name) == 0)
+                                break;
+                if (k == ELEMENTSOF(modes)) {
+                        char f[512];
+                        snprintf(f, sizeof(f), "%s[%zu]", field, i);
+                        return fail(err, f, "unknown allocate mode (expected \"cdi-cri\", \"cdi-annotations\" or \"device-specs\")");
+                }
+                bits |= modes[k].bit;
+                i++;
+        }
+        *ret = bits;
+        return 0;
+}
+
+static int parse_match(const cJSON *match, const char *field, struct cfg_resource *res,
+                       struct cfg_error *err) {
+        const cJSON *entry;
+        size_t i = 0;
+
+        if (!cJSON_IsArray(match) || cJSON_GetArraySize(match) == 0)
+                return fail(err, field, "must be a non-empty array of selectors");
+        res->selectors = calloc((size_t)cJSON_GetArraySize(match), sizeof(*res->selectors));
+        if (!res->selectors)
+                return -ENOMEM;
+        cJSON_ArrayForEach(entry, match) {
+                _cleanup_free_ char *sub = NULL, *msg = NULL;
+                int r = res_selector_parse(entry, &res->selectors[i], &sub, &msg);
+                if (r == -EINVAL) {
+                        char f[512];
+                        snprintf(f, sizeof(f), "%s[%zu]%s%s", field, i, sub && *sub ? "." : "", sub ? sub : "");
+                        return fail(err, f, "%s", msg ? msg : "invalid selector");
+                }
+                if (r < 0)
+                        return r;
+                res->n_selectors = ++i;
+        }
+        return 0;
+}
+
+static int parse_resource(const cJSON *obj, size_t idx, unsigned default_modes,
+                          struct cfg_resource *res, struct cfg_error *err) {
+        char base[64], f[512];
+        const cJSON *it, *name = NULL, *match = NULL, *shares = NULL, *modes = NULL;
+        const char *problem;
+        int r;
+
+        snprintf(base, sizeof(base), "resources[%zu]", idx);
+        if (!cJSON_IsObject(obj))
+                return fail(err, base, "must be an object");
+        cJSON_ArrayForEach(it, obj) {
+                if (strcmp(it->string, "name") == 0)
+                        name = it;
+                else if (strcmp(it->string, "match") == 0)
+                        match = it;
+                else if (strcmp(it->string, "shares") == 0)
+                        shares = it;
+                else if (strcmp(it->string, "allocate") == 0)
+                        modes = it;
+                else {
+                        snprintf(f, sizeof(f), "%s.%s", base, it->string);
+                        return fail(err, f, "unknown key");
+                }
+        }
+        snprintf(f, sizeof(f), "%s.name", base);
+        if (!name)
+                return fail(err, f, "is required");
+        if (!cJSON_IsString(name))
+                return fail(err, f, "must be a string");
+        problem = cfg_resource_name_problem(name->valuestring);
+        if (problem)
+                return fail(err, f, "\"%s\": %s", name->valuestring, problem);
+        res->name = strdup(name->valuestring);
+        if (!res->name)
+                return -ENOMEM;
+        /* The kubelet takes the bare file name as the endpoint; '/' cannot
+         * appear in it, and the name stays recognisably ours. */
+        r = xasprintf(&res->socket_name, "cdiplug-%s.sock", res->name);
+        if (r < 0)
+                return r;
+        *strchr(res->socket_name, '/') = '-';
+
+        snprintf(f, sizeof(f), "%s.match", base);
+        if (!match)
+                return fail(err, f, "is required");
+        r = parse_match(match, f, res, err);
+        if (r < 0)
+                return r;
+
+        res->shares = 1;
+        if (shares) {
+                snprintf(f, sizeof(f), "%s.shares", base);
+                if (!cJSON_IsNumber(shares) || shares->valuedouble != (double)(int)shares->valuedouble ||
+                    shares->valuedouble < 1 || shares->valuedouble > CFG_MAX_SHARES)
+                        return fail(err, f, "must be a whole number from 1 to %d", CFG_MAX_SHARES);
+                res->shares = (unsigned)shares->valueint;
+        }
+        res->alloc_modes = default_modes;
+        if (modes) {
+                snprintf(f, sizeof(f), "%s.allocate", base);
+                r = parse_modes(modes, f, &res->alloc_modes, err);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int parse_doc(const cJSON *doc, struct cfg_config *cfg, struct cfg_error *err) {
+        const cJSON *it, *resources = NULL, *modes = NULL, *user = NULL;
+        unsigned default_modes = CFG_ALLOC_CDI_CRI;
+        size_t i = 0;
+        int r;
+
+        if (!cJSON_IsObject(doc))
+                return fail(err, "", "the configuration must be a JSON object");
+        cJSON_ArrayForEach(it, doc) {
+                if (strcmp(it->string, "resources") == 0)
+                        resources = it;
+                else if (strcmp(it->string, "allocate") == 0)
+                        modes = it;
+                else if (strcmp(it->string, "user") == 0)
+                        user = it;
+                else
+                        return fail(err, it->string, "unknown key");
+        }
+        if (modes) {
+                r = parse_modes(modes, "allocate", &default_modes, err);
+                if (r < 0)
+                        return r;
+        }
+        if (user) {
+                if (!cJSON_IsString(user) || !*user->valuestring)
+                        return fail(err, "user", "must be a user name or UID[:GID]");
+                cfg->user = strdup(user->valuestring);
+                if (!cfg->user)
+                        return -ENOMEM;
+        }
+        if (!resources)
+                return fail(err, "resources", "is required");
+        if (!cJSON_IsArray(resources) || cJSON_GetArraySize(resources) == 0)
+                return fail(err, "resources", "must be a non-empty array");
+        if (cJSON_GetArraySize(resources) > CFG_MAX_RESOURCES)
+                return fail(err, "resources", "at most %d resources", CFG_MAX_RESOURCES);
+        cfg->resources = calloc((size_t)cJSON_GetArraySize(resources), sizeof(*cfg->resources));
+        if (!cfg->resources)
+                return -ENOMEM;
+        cJSON_ArrayForEach(it, resources) {
+                struct cfg_resource *res = &cfg->resources[i];
+                cfg->n_resources = i + 1;
+                r = parse_resource(it, i, default_modes, res, err);
+                if (r < 0)
+                        return r;
+                for (size_t j = 0; j < i; j++) {
+                        const char *other = cfg->resources[j].name;
+                        if (strcmp(other, res->name) == 0 ||
+                            strcmp(cfg->resources[j].socket_name, res->socket_name) == 0) {
+                                char f[64];
+                                snprintf(f, sizeof(f), "resources[%zu].name", i);
+                                return fail(err, f, "\"%s\" duplicates resources[%zu] (\"%s\")",
+                                            res->name, j, other);
+                        }
+                }
+                i++;
+        }
+        return 0;
+}
+
+/* 1-based line and column of an offset, for JSON syntax errors. */
+static void position(const char *text, size_t off, unsigned *line, unsigned *col) {
+        *line = 1;
+        *col = 1;
+        for (size_t i = 0; i < off; i++) {
+                if (text[i] == '\n') {
+                        (*line)++;
+                        *col = 1;
+                } else
+                        (*col)++;
+        }
+}
+
+int cfg_parse(const char *text, size_t len, struct cfg_config **ret, struct cfg_error *err) {
+        const char *end = NULL;
+        cJSON *doc;
+        struct cfg_config *cfg;
+        int r;
+
+        if (len > CFG_MAX_BYTES)
+                return fail(err, "", "the configuration is larger than %d bytes", CFG_MAX_BYTES);
+        if (memchr(text, '\0', len))
+                return fail(err, "", "the configuration holds a NUL byte");
+        /* cJSON's trailing-garbage check wants the terminating NUL inside
+         * the length it is given. */
+        _cleanup_free_ char *copy = malloc(len + 1);
+        if (!copy)
+                return -ENOMEM;
+        memcpy(copy, text, len);
+        copy[len] = '\0';
+        doc = cJSON_ParseWithLengthOpts(copy, len + 1, &end, true);
+        if (!doc) {
+                unsigned line, col;
+                size_t off = end && end >= copy && end <= copy + len ? (size_t)(end - copy) : len;
+                position(text, off, &line, &col);
+                return fail(err, "", "invalid JSON at line %u, column %u", line, col);
+        }
+        cfg = calloc(1, sizeof(*cfg));
+        if (!cfg) {
+                cJSON_Delete(doc);
+                return -ENOMEM;
+        }
+        r = parse_doc(doc, cfg, err);
+        cJSON_Delete(doc);
+        if (r < 0) {
+                cfg_free(cfg);
+                return r;
+        }
+        *ret = cfg;
+        return 0;
+}
+
+int cfg_load(const char *path, struct cfg_config **ret, struct cfg_error *err) {
+        _cleanup_close_ int fd = -1;
+        _cleanup_free_ char *buf = NULL;
+        struct stat st;
+        size_t len = 0;
+
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0 || fstat(fd, &st) < 0)
+                return fail(err, "", "cannot read %s: %s", path, strerror(errno));
+        if (!S_ISREG(st.st_mode))
+                return fail(err, "", "%s is not a regular file", path);
+        if (st.st_size > CFG_MAX_BYTES)
+                return fail(err, "", "%s is larger than %d bytes", path, CFG_MAX_BYTES);
+        buf = malloc((size_t)st.st_size + 1);
+        if (!buf)
+                return -ENOMEM;
+        while (len < (size_t)st.st_size) {
+                ssize_t n = read(fd, buf + len, (size_t)st.st_size - len);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return fail(err, "", "cannot read %s: %s", path, strerror(errno));
+                if (n == 0)
+                        break;
+                len += (size_t)n;
+        }
+        return cfg_parse(buf, len, ret, err);
+}
+
+void cfg_free(struct cfg_config *cfg) {
+        if (!cfg)
+                return;
+        for (size_t i = 0; i < cfg->n_resources; i++) {
+                struct cfg_resource *res = &cfg->resources[i];
+                free(res->name);
+                free(res->socket_name);
+                for (size_t j = 0; j < res->n_selectors; j++)
+                        res_selector_free(res->selectors[j]);
+                free(res->selectors);
+        }
+        free(cfg->resources);
+        free(cfg->user);
+        free(cfg);
+}

@@ -1,0 +1,47 @@
+/* cfg: the daemon's JSON configuration. Parsing is all-or-nothing: any
+ * mistake yields -EINVAL and a cfg_error naming the JSON path of the field. */
+#pragma once
+
+#include <stddef.h>
+
+struct res_selector;
+
+/* Allocate answer modes, combinable per resource. */
+enum {
+        CFG_ALLOC_CDI_CRI = 1 << 0,         /* names in cdi_devices */
+        CFG_ALLOC_CDI_ANNOTATIONS = 1 << 1, /* names in a cdi.k8s.io/ annotation */
+        CFG_ALLOC_DEVICE_SPECS = 1 << 2,    /* plain DeviceSpecs, envs, mounts */
+};
+
+struct cfg_resource {
+        char *name;        /* kubelet extended resource, "example.com/serial" */
+        char *socket_name; /* "cdiplug-example.com-serial.sock" */
+        struct res_selector **selectors;
+        size_t n_selectors;
+        unsigned shares;   /* allocatable IDs per device, >= 1 */
+        unsigned alloc_modes;
+};
+
+struct cfg_config {
+        struct cfg_resource *resources;
+        size_t n_resources;
+        char *user;        /* "NAME|UID[:GID]" or NULL */
+};
+
+struct cfg_error {
+        char *field;       /* JSON path, e.g. "resources[1].shares"; "" for the document */
+        char *msg;
+};
+
+#define CFG_MAX_BYTES (1024 * 1024)
+#define CFG_MAX_RESOURCES 256
+#define CFG_MAX_SHARES 1024
+
+int cfg_parse(const char *text, size_t len, struct cfg_config **ret, struct cfg_error *err);
+int cfg_load(const char *path, struct cfg_config **ret, struct cfg_error *err);
+void cfg_free(struct cfg_config *cfg);
+void cfg_error_clear(struct cfg_error *err);
+
+/* The kubelet's rule for extended resource names; NULL when valid, else
+ * a static message saying what is wrong. */
+const char *cfg_resource_name_problem(const char *name);

@@ -1,0 +1,261 @@
+/* Start-up in a fixed order, then two loops.
+ *
+ * 1. open what start-up needs: signalfd, inotify (kubelet dir, device
+ *    dirs), timerfd;
+ * 2. lock down (sandbox/): identity, capabilities, no_new_privs, seccomp;
+ * 3. grpc_init(), which starts grpc's threads: they inherit the filter;
+ * 4. discover devices and write CDI specs, serve, then register.
+ * Then the main thread drains the completion queue while the watcher
+ * thread waits on the signalfd, inotify and the retry timer. */
+#include <grpc/grpc.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <sys/un.h>
+
+#include "cdi.h"
+#include "daemon.h"
+#include "resources.h"
+#include "sandbox.h"
+#include "util.h"
+
+static int lockdown(const struct dp_daemon *d) {
+        struct sbx_options so = {0};
+        struct sbx_error err = {0};
+        const char *user = d->opts->user ? d->opts->user : d->cfg->user;
+        int r;
+
+        if (d->opts->no_sandbox) {
+                log_warn("--no-sandbox: serving with full privileges and no seccomp filter; for debugging only");
+                return 0;
+        }
+        if (user) {
+                r = sbx_parse_user(user, &so);
+                if (r < 0) {
+                        log_error("user \"%s\": %s", user, strerror(-r));
+                        return r;
+                }
+        }
+        r = sbx_lockdown(&so, &err);
+        if (r < 0) {
+                log_error("sandbox: %s failed: %s", err.step ? err.step : "lock-down", strerror(-r));
+                return r;
+        }
+        log_info("sandbox: no capabilities, no_new_privs, seccomp filter loaded%s",
+                 user ? " (running as the configured user)" : "");
+        return 0;
+}
+
+static void stop_all(struct dp_daemon *d) {
+        if (d->stopping)
+                return;
+        d->stopping = true;
+        for (size_t i = 0; i < d->n_res; i++) {
+                struct dp_resource *res = &d->res[i];
+                dp_server_stop(res, false);
+                dp_register_cancel(res);
+        }
+        dp_maybe_finish(d);
+}
+
+/* Run every completion until the queue is shut down (dp_maybe_finish). */
+static void drain(struct dp_daemon *d) {
+        for (;;) {
+                grpc_event ev = grpc_completion_queue_next(d->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+                if (ev.type == GRPC_QUEUE_SHUTDOWN)
+                        return;
+                if (ev.type != GRPC_OP_COMPLETE)
+                        continue;
+                pthread_mutex_lock(&d->lock);
+                ((struct dp_tag *)ev.tag)->fn(d, ev.tag, ev.success);
+                pthread_mutex_unlock(&d->lock);
+        }
+}
+
+static void *watcher(void *arg) {
+        struct dp_daemon *d = arg;
+        struct pollfd fds[] = {
+                {.fd = d->signal_fd, .events = POLLIN},
+                {.fd = d->inotify_fd, .events = POLLIN},
+                {.fd = d->timer_fd, .events = POLLIN},
+        };
+
+        for (;;) {
+                if (poll(fds, ELEMENTSOF(fds), -1) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        log_error("poll: %m");
+                        break;
+                }
+                pthread_mutex_lock(&d->lock);
+                if (fds[0].revents & POLLIN) {
+                        struct signalfd_siginfo si;
+                        while (read(d->signal_fd, &si, sizeof(si)) == sizeof(si)) {
+                                if (si.ssi_signo == SIGHUP) {
+                                        log_info("SIGHUP ignored: restart the daemon to reload its configuration");
+                                        continue;
+                                }
+                                log_info("signal %s: shutting down", strsignal((int)si.ssi_signo));
+                                stop_all(d);
+                        }
+                }
+                if (!d->stopping && (fds[1].revents & POLLIN))
+                        dp_watch_handle(d);
+                if (fds[2].revents & POLLIN) {
+                        uint64_t expirations;
+                        (void)!read(d->timer_fd, &expirations, sizeof(expirations));
+                        if (!d->stopping)
+                                dp_register_due(d);
+                }
+                bool done = d->stopping;
+                pthread_mutex_unlock(&d->lock);
+                if (done)
+                        break;
+        }
+        return NULL;
+}
+
+static int setup_fds(struct dp_daemon *d) {
+        sigset_t mask;
+
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGHUP);
+        /* Blocked before any thread exists, so every thread inherits it and
+         * only the signalfd sees these signals. */
+        if (pthread_sigmask(SIG_BLOCK, &mask, NULL) != 0)
+                return -errno;
+        signal(SIGPIPE, SIG_IGN);
+        d->signal_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+        d->inotify_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+        d->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+        if (d->signal_fd < 0 || d->inotify_fd < 0 || d->timer_fd < 0) {
+                log_error("cannot create signalfd/inotify/timerfd: %m");
+                return -errno;
+        }
+        return 0;
+}
+
+static int setup_resources(struct dp_daemon *d) {
+        d->res = calloc(d->cfg->n_resources, sizeof(*d->res));
+        if (!d->res)
+                return -ENOMEM;
+        d->n_res = d->cfg->n_resources;
+        for (size_t i = 0; i < d->n_res; i++) {
+                struct dp_resource *res = &d->res[i];
+                struct sockaddr_un sa;
+                int r;
+
+                res->d = d;
+                res->cfg = &d->cfg->resources[i];
+                res->list = grpc_empty_slice();
+                r = xasprintf(&res->socket_path, "%s/%s", d->opts->kubelet_dir, res->cfg->socket_name);
+                if (r < 0)
+                        return r;
+                if (strlen(res->socket_path) >= sizeof(sa.sun_path)) {
+                        log_error("socket path %s is longer than a unix socket allows (%zu bytes)",
+                                  res->socket_path, sizeof(sa.sun_path) - 1);
+                        return -ENAMETOOLONG;
+                }
+                r = dp_plugin_new(res->cfg, &res->plugin);
+                if (r < 0) {
+                        log_error("resource \"%s\": %s", res->cfg->name, strerror(-r));
+                        return r;
+                }
+                r = res_watch_dirs(d->opts->host_root, res->cfg->selectors, res->cfg->n_selectors,
+                                   &res->watch_dirs);
+                if (r < 0) {
+                        log_error("resource \"%s\": cannot list device dirs: %s", res->cfg->name, strerror(-r));
+                        return r;
+                }
+        }
+        return 0;
+}
+
+static void daemon_free(struct dp_daemon *d) {
+        for (size_t i = 0; i < d->n_res; i++) {
+                dp_plugin_free(d->res[i].plugin);
+                free(d->res[i].socket_path);
+                res_strv_free(d->res[i].watch_dirs);
+                grpc_slice_unref(d->res[i].list);
+        }
+        free(d->res);
+        free(d->kubelet_sock);
+        free(d->dev_wds);
+        strv_free(d->dev_wd_dirs);
+        if (d->signal_fd >= 0)
+                close(d->signal_fd);
+        if (d->inotify_fd >= 0)
+                close(d->inotify_fd);
+        if (d->timer_fd >= 0)
+                close(d->timer_fd);
+}
+
+int dp_daemon_run(const struct dp_options *opts, struct cfg_config *cfg) {
+        struct dp_daemon d = {
+                .opts = opts, .cfg = cfg, .signal_fd = -1, .inotify_fd = -1, .timer_fd = -1,
+                .kubelet_wd = -1, .ancestor_wd = -1,
+        };
+        pthread_t thread;
+        int r, ret = 1;
+
+        pthread_mutex_init(&d.lock, NULL);
+        if (xasprintf(&d.kubelet_sock, "%s/kubelet.sock", opts->kubelet_dir) < 0)
+                goto out;
+        r = setup_resources(&d);
+        if (r == -ENAMETOOLONG)
+                ret = 2;
+        if (r < 0 || setup_fds(&d) < 0 || dp_watch_setup(&d) < 0)
+                goto out;
+        if (lockdown(&d) < 0)
+                goto out;
+
+        grpc_init();
+        d.cq = grpc_completion_queue_create_for_next(NULL);
+        pthread_mutex_lock(&d.lock);
+        for (size_t i = 0; i < d.n_res; i++) {
+                bool changed;
+                if (dp_resource_refresh(&d.res[i], &changed) < 0) {
+                        pthread_mutex_unlock(&d.lock);
+                        goto out_grpc;
+                }
+        }
+        /* Serve first, then register: the kubelet dials back at once. */
+        for (size_t i = 0; i < d.n_res && d.kubelet_wd >= 0; i++)
+                if (dp_server_start(&d.res[i]) >= 0)
+                        dp_register(&d.res[i]);
+        pthread_mutex_unlock(&d.lock);
+
+        if (pthread_create(&thread, NULL, watcher, &d) != 0) {
+                log_error("cannot start the watcher thread: %m");
+                goto out_grpc;
+        }
+        drain(&d);
+        pthread_join(thread, NULL);
+        log_info("stopped; sockets removed, CDI specs left in %s for pods that still use them", opts->cdi_dir);
+        ret = 0;
+        goto out_cq;
+
+out_grpc:
+        /* Start-up failed after grpc_init: stop whatever did start. */
+        pthread_mutex_lock(&d.lock);
+        stop_all(&d);
+        pthread_mutex_unlock(&d.lock);
+        drain(&d);
+out_cq:
+        grpc_completion_queue_destroy(d.cq);
+        daemon_free(&d);
+        d.n_res = 0;
+        grpc_shutdown();
+        pthread_mutex_destroy(&d.lock);
+        return ret;
+out:
+        daemon_free(&d);
+        pthread_mutex_destroy(&d.lock);
+        return ret;
+}

@@ -1,0 +1,100 @@
+/* The running daemon: one grpc server per resource on one completion queue
+ * drained by the main thread, and a watcher thread that turns signals,
+ * inotify events and retry timers into actions. Both hold d->lock while
+ * they touch any of this state, so handlers never race. */
+#pragma once
+
+#include <grpc/grpc.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "plugin.h"
+
+struct dp_daemon;
+
+/* Command-line values, in one place. */
+struct dp_options {
+        const char *config_path;
+        const char *kubelet_dir;
+        const char *cdi_dir;
+        const char *host_root;
+        const char *user;     /* --user, overrides the config's "user" */
+        bool no_sandbox;
+};
+
+/* Every completion-queue tag is one of these, embedded in its owner. */
+struct dp_tag {
+        void (*fn)(struct dp_daemon *d, struct dp_tag *tag, bool ok);
+};
+
+enum dp_server_state { SRV_DOWN, SRV_UP, SRV_STOPPING };
+
+struct dp_call;
+struct dp_reg;
+
+struct dp_resource {
+        struct dp_daemon *d;
+        const struct cfg_resource *cfg;
+        struct dp_plugin *plugin;
+        char *socket_path;
+        char **watch_dirs;            /* device dirs, for hotplug */
+
+        grpc_server *server;
+        enum dp_server_state state;
+        bool restart;                 /* start again once stopped */
+        struct dp_tag shutdown_tag;
+        grpc_slice list;              /* packed list of the current generation */
+        struct dp_call *streams;      /* open ListAndWatch streams */
+
+        struct dp_reg *reg;           /* Register call in flight */
+        bool reg_again;               /* a new kubelet appeared meanwhile */
+        bool registered;
+        unsigned reg_failures;
+        uint64_t retry_at_ms;         /* CLOCK_MONOTONIC, 0 = none */
+        uint64_t restarts;            /* kubelet restarts seen */
+};
+
+struct dp_daemon {
+        const struct dp_options *opts;
+        struct cfg_config *cfg;
+        struct dp_resource *res;
+        size_t n_res;
+        grpc_completion_queue *cq;
+        pthread_mutex_t lock;
+        bool stopping;
+        unsigned live;                /* servers, calls and Registers not yet done */
+        char *kubelet_sock;
+
+        int signal_fd;
+        int inotify_fd;
+        int timer_fd;
+        int kubelet_wd;               /* watch on the kubelet dir, or -1 */
+        int ancestor_wd;              /* watch on its nearest ancestor while it is missing */
+        int *dev_wds;                 /* device dir watches, one per watch_dirs entry */
+        char **dev_wd_dirs;
+        size_t n_dev_wds;
+};
+
+/* server.c */
+int dp_server_start(struct dp_resource *res);
+void dp_server_stop(struct dp_resource *res, bool restart);
+void dp_server_push(struct dp_resource *res);
+int dp_resource_refresh(struct dp_resource *res, bool *ret_changed);
+
+/* kubelet.c */
+void dp_register(struct dp_resource *res);
+void dp_register_due(struct dp_daemon *d);
+void dp_register_cancel(struct dp_resource *res);
+bool dp_kubelet_present(const struct dp_daemon *d);
+void dp_arm_timer(struct dp_daemon *d);
+uint64_t dp_now_ms(void);
+void dp_maybe_finish(struct dp_daemon *d);
+
+/* watch.c */
+int dp_watch_setup(struct dp_daemon *d);
+void dp_watch_handle(struct dp_daemon *d);
+
+/* daemon.c */
+int dp_daemon_run(const struct dp_options *opts, struct cfg_config *cfg);

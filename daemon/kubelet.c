@@ -1,0 +1,193 @@
+/* Registration with the kubelet: Register on kubelet.sock, asynchronously
+ * on the daemon's completion queue, because the kubelet dials back and
+ * calls GetDevicePluginOptions before it answers, and that call must be
+ * served by the same loop. Failures retry with backoff; a missing
+ * kubelet.sock waits for inotify instead of a timer. */
+#include <grpc/support/alloc.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <time.h>
+
+#include "daemon.h"
+#include "rpc.h"
+#include "util.h"
+
+#define REG_TIMEOUT_MS 10000
+#define RETRY_MIN_MS 100
+#define RETRY_MAX_MS 10000
+
+struct dp_reg {
+        struct dp_tag tag;
+        struct dp_resource *res;
+        grpc_channel *ch;
+        grpc_call *call;
+        grpc_byte_buffer *send;
+        grpc_byte_buffer *recv;
+        grpc_metadata_array md_initial;
+        grpc_metadata_array md_trailing;
+        grpc_status_code status;
+        grpc_slice details;
+};
+
+uint64_t dp_now_ms(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+bool dp_kubelet_present(const struct dp_daemon *d) {
+        struct stat st;
+        return stat(d->kubelet_sock, &st) == 0 && S_ISSOCK(st.st_mode);
+}
+
+/* Once stopping and nothing is left in flight, end the main loop. */
+void dp_maybe_finish(struct dp_daemon *d) {
+        if (d->stopping && d->live == 0)
+                grpc_completion_queue_shutdown(d->cq);
+}
+
+void dp_arm_timer(struct dp_daemon *d) {
+        uint64_t next = 0, now = dp_now_ms();
+        struct itimerspec its = {0};
+
+        for (size_t i = 0; i < d->n_res; i++)
+                if (d->res[i].retry_at_ms && (!next || d->res[i].retry_at_ms < next))
+                        next = d->res[i].retry_at_ms;
+        if (next) {
+                uint64_t in = next > now ? next - now : 1;
+                its.it_value.tv_sec = (time_t)(in / 1000);
+                its.it_value.tv_nsec = (long)(in % 1000) * 1000000;
+        }
+        /* An all-zero value disarms: no wake-ups while nothing is due. */
+        timerfd_settime(d->timer_fd, 0, &its, NULL);
+}
+
+static void reg_free(struct dp_reg *g) {
+        if (g->call)
+                grpc_call_unref(g->call);
+        if (g->ch)
+                grpc_channel_destroy(g->ch);
+        if (g->send)
+                grpc_byte_buffer_destroy(g->send);
+        if (g->recv)
+                grpc_byte_buffer_destroy(g->recv);
+        grpc_metadata_array_destroy(&g->md_initial);
+        grpc_metadata_array_destroy(&g->md_trailing);
+        grpc_slice_unref(g->details);
+        free(g);
+}
+
+static void on_registered(struct dp_daemon *d, struct dp_tag *tag, bool ok) {
+        struct dp_reg *g = (struct dp_reg *)tag;
+        struct dp_resource *res = g->res;
+
+        res->reg = NULL;
+        if (ok && g->status == GRPC_STATUS_OK) {
+                res->registered = true;
+                res->reg_failures = 0;
+                res->retry_at_ms = 0;
+                log_info("resource \"%s\": registered with the kubelet (endpoint %s)", res->cfg->name,
+                         res->cfg->socket_name);
+        } else if (!d->stopping && !res->reg_again) {
+                char *why = grpc_slice_to_c_string(g->details);
+                uint64_t delay = RETRY_MIN_MS << (res->reg_failures < 7 ? res->reg_failures : 7);
+                if (delay > RETRY_MAX_MS)
+                        delay = RETRY_MAX_MS;
+                res->reg_failures++;
+                if (dp_kubelet_present(d)) {
+                        res->retry_at_ms = dp_now_ms() + delay;
+                        log_warn("resource \"%s\": Register failed (status %d: %s), retrying in %llu ms",
+                                 res->cfg->name, g->status, why, (unsigned long long)delay);
+                } else
+                        log_info("resource \"%s\": kubelet.sock is gone, waiting for the kubelet",
+                                 res->cfg->name);
+                gpr_free(why);
+                dp_arm_timer(d);
+        }
+        reg_free(g);
+        d->live--;
+        if (res->reg_again && !d->stopping) {
+                res->reg_again = false;
+                dp_register(res);
+        }
+        dp_maybe_finish(d);
+}
+
+void dp_register(struct dp_resource *res) {
+        struct dp_daemon *d = res->d;
+        V1beta1__RegisterRequest req = V1BETA1__REGISTER_REQUEST__INIT;
+        V1beta1__DevicePluginOptions opts = dp_plugin_options;
+        struct dp_reg *g;
+        grpc_op ops[6];
+
+        if (d->stopping || res->state != SRV_UP)
+                return;
+        if (res->reg) {
+                /* A Register is in flight to what may be the old kubelet. */
+                res->reg_again = true;
+                return;
+        }
+        res->retry_at_ms = 0;
+        if (!dp_kubelet_present(d)) {
+                log_info("resource \"%s\": waiting for %s", res->cfg->name, d->kubelet_sock);
+                return;
+        }
+        g = calloc(1, sizeof(*g));
+        if (!g)
+                goto fail;
+        g->tag.fn = on_registered;
+        g->res = res;
+        g->details = grpc_empty_slice();
+        grpc_metadata_array_init(&g->md_initial);
+        grpc_metadata_array_init(&g->md_trailing);
+        req.version = "v1beta1";
+        req.endpoint = res->cfg->socket_name;
+        req.resource_name = res->cfg->name;
+        req.options = &opts;
+        g->send = dp_pack(&req.base);
+        g->ch = dp_channel_unix(d->kubelet_sock);
+        if (!g->send || !g->ch)
+                goto fail;
+        g->call = grpc_channel_create_call(g->ch, NULL, GRPC_PROPAGATE_DEFAULTS, d->cq,
+                                           grpc_slice_from_static_string(DP_METHOD_REGISTER), NULL,
+                                           dp_deadline_ms(REG_TIMEOUT_MS), NULL);
+        memset(ops, 0, sizeof(ops));
+        ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+        ops[1].op = GRPC_OP_SEND_MESSAGE;
+        ops[1].data.send_message.send_message = g->send;
+        ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
+        ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
+        ops[3].data.recv_initial_metadata.recv_initial_metadata = &g->md_initial;
+        ops[4].op = GRPC_OP_RECV_MESSAGE;
+        ops[4].data.recv_message.recv_message = &g->recv;
+        ops[5].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
+        ops[5].data.recv_status_on_client.trailing_metadata = &g->md_trailing;
+        ops[5].data.recv_status_on_client.status = &g->status;
+        ops[5].data.recv_status_on_client.status_details = &g->details;
+        if (grpc_call_start_batch(g->call, ops, ELEMENTSOF(ops), &g->tag, NULL) != GRPC_CALL_OK)
+                goto fail;
+        res->reg = g;
+        d->live++;
+        return;
+fail:
+        log_error("resource \"%s\": cannot start Register on %s", res->cfg->name, d->kubelet_sock);
+        if (g)
+                reg_free(g);
+        res->retry_at_ms = dp_now_ms() + RETRY_MAX_MS;
+        dp_arm_timer(d);
+}
+
+void dp_register_due(struct dp_daemon *d) {
+        uint64_t now = dp_now_ms();
+        for (size_t i = 0; i < d->n_res; i++)
+                if (d->res[i].retry_at_ms && d->res[i].retry_at_ms <= now)
+                        dp_register(&d->res[i]);
+        dp_arm_timer(d);
+}
+
+void dp_register_cancel(struct dp_resource *res) {
+        res->retry_at_ms = 0;
+        if (res->reg)
+                grpc_call_cancel(res->reg->call, NULL);
+}

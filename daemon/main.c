@@ -1,0 +1,184 @@
+/* cdiplug: command line. Exit codes: 0 success, 1 runtime failure,
+ * 2 usage or configuration error (nothing written). */
+#include <getopt.h>
+#include <grpc/grpc.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cdi.h"
+#include "config.h"
+#include "daemon.h"
+#include "plugin.h"
+#include "resources.h"
+#include "util.h"
+
+#define DEFAULT_CONFIG "/etc/cdiplug/config.json"
+#define DEFAULT_KUBELET_DIR "/var/lib/kubelet/device-plugins"
+#define DEFAULT_CDI_DIR "/etc/cdi"
+
+static const char usage[] =
+        "Usage: cdiplug COMMAND [OPTIONS]\n"
+        "\n"
+        "Expose host devices to Kubernetes pods through the kubelet's device\n"
+        "plugin API, with CDI specs for the container runtime.\n"
+        "\n"
+        "Commands:\n"
+        "  serve      run the device plugin daemon\n"
+        "  check      validate the configuration and exit\n"
+        "  generate   discover devices once, write the CDI specs and exit\n"
+        "  version    print the version\n"
+        "\n"
+        "Options:\n"
+        "  --config FILE        configuration (default " DEFAULT_CONFIG ")\n"
+        "  --kubelet-dir DIR    kubelet device-plugin dir (default " DEFAULT_KUBELET_DIR ")\n"
+        "  --cdi-dir DIR        where CDI specs go (default " DEFAULT_CDI_DIR ")\n"
+        "  --host-root DIR      read /dev and /sys under DIR (default /)\n"
+        "  --user NAME|UID[:GID]  serve as this identity (default: uid 0, no capabilities)\n"
+        "  --stdout             generate: print the specs instead of writing them\n"
+        "  --no-sandbox         serve without the lock-down (debugging only)\n"
+        "  --verbose            log debug messages\n"
+        "  -h, --help           show this help\n";
+
+enum { OPT_CONFIG = 1, OPT_KUBELET_DIR, OPT_CDI_DIR, OPT_HOST_ROOT, OPT_USER, OPT_STDOUT,
+       OPT_NO_SANDBOX, OPT_VERBOSE };
+
+static int load_config(const struct dp_options *o, struct cfg_config **ret) {
+        struct cfg_error err = {0};
+        int r = cfg_load(o->config_path, ret, &err);
+
+        if (r == -EINVAL) {
+                if (err.field && *err.field)
+                        fprintf(stderr, "cdiplug: error: %s: %s: %s\n", o->config_path, err.field, err.msg);
+                else
+                        fprintf(stderr, "cdiplug: error: %s: %s\n", o->config_path, err.msg);
+        } else if (r < 0)
+                fprintf(stderr, "cdiplug: error: %s: %s\n", o->config_path, strerror(-r));
+        cfg_error_clear(&err);
+        return r;
+}
+
+/* Build every resource's spec once, outside the daemon: for podman and
+ * other CDI users that have no kubelet. */
+static int generate(const struct dp_options *o, const struct cfg_config *cfg, bool to_stdout) {
+        size_t written = 0;
+
+        for (size_t i = 0; i < cfg->n_resources; i++) {
+                const struct cfg_resource *rc = &cfg->resources[i];
+                struct dp_plugin *p = NULL;
+                struct res_devlist found = {0};
+                struct cdi_spec spec = {0};
+                _cleanup_free_ char *json = NULL;
+                bool changed;
+                int r;
+
+                r = dp_plugin_new(rc, &p);
+                if (r >= 0)
+                        r = res_discover(o->host_root, rc->selectors, rc->n_selectors, &found);
+                if (r >= 0)
+                        r = dp_plugin_update(p, &found, &changed);
+                if (r >= 0)
+                        r = dp_plugin_spec(p, &spec);
+                if (r >= 0 && to_stdout) {
+                        r = cdi_spec_to_json(&spec, &json);
+                        if (r >= 0)
+                                printf("%s\n", json);
+                } else if (r >= 0)
+                        r = cdi_spec_write(o->cdi_dir, &spec);
+                if (r < 0)
+                        log_error("resource \"%s\": cannot generate its CDI spec%s%s: %s", rc->name,
+                                  to_stdout ? "" : " in ", to_stdout ? "" : o->cdi_dir, strerror(-r));
+                else {
+                        written++;
+                        log_info("resource \"%s\": %zu devices in CDI kind \"%s\"", rc->name, p->n_devs, p->kind);
+                }
+                cdi_spec_free(&spec);
+                res_devlist_free(&found);
+                dp_plugin_free(p);
+        }
+        if (written == 0) {
+                log_error("no CDI spec could be written");
+                return 1;
+        }
+        return written == cfg->n_resources ? 0 : 1;
+}
+
+int main(int argc, char **argv) {
+        static const struct option longopts[] = {
+                {"config", required_argument, NULL, OPT_CONFIG},
+                {"kubelet-dir", required_argument, NULL, OPT_KUBELET_DIR},
+                {"cdi-dir", required_argument, NULL, OPT_CDI_DIR},
+                {"host-root", required_argument, NULL, OPT_HOST_ROOT},
+                {"user", required_argument, NULL, OPT_USER},
+                {"stdout", no_argument, NULL, OPT_STDOUT},
+                {"no-sandbox", no_argument, NULL, OPT_NO_SANDBOX},
+                {"verbose", no_argument, NULL, OPT_VERBOSE},
+                {"help", no_argument, NULL, 'h'},
+                {},
+        };
+        struct dp_options o = {
+                .config_path = DEFAULT_CONFIG,
+                .kubelet_dir = DEFAULT_KUBELET_DIR,
+                .cdi_dir = DEFAULT_CDI_DIR,
+                .host_root = "/",
+        };
+        struct cfg_config *cfg = NULL;
+        bool to_stdout = false;
+        const char *cmd;
+        int c, ret;
+
+        if (argc < 2) {
+                fputs(usage, stderr);
+                return 2;
+        }
+        cmd = argv[1];
+        if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {
+                fputs(usage, stdout);
+                return 0;
+        }
+        if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
+                printf("cdiplug %s (grpc %s, device plugin API v1beta1)\n", CDIPLUG_VERSION,
+                       grpc_version_string());
+                return 0;
+        }
+        if (strcmp(cmd, "serve") != 0 && strcmp(cmd, "check") != 0 && strcmp(cmd, "generate") != 0) {
+                fprintf(stderr, "cdiplug: error: unknown command \"%s\" (see cdiplug --help)\n", cmd);
+                return 2;
+        }
+        optind = 2;
+        while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+                switch (c) {
+                case OPT_CONFIG: o.config_path = optarg; break;
+                case OPT_KUBELET_DIR: o.kubelet_dir = optarg; break;
+                case OPT_CDI_DIR: o.cdi_dir = optarg; break;
+                case OPT_HOST_ROOT: o.host_root = optarg; break;
+                case OPT_USER: o.user = optarg; break;
+                case OPT_STDOUT: to_stdout = true; break;
+                case OPT_NO_SANDBOX: o.no_sandbox = true; break;
+                case OPT_VERBOSE: log_set_level(LOG_DEBUG); break;
+                case 'h': fputs(usage, stdout); return 0;
+                default: return 2;
+                }
+        }
+        if (optind < argc) {
+                fprintf(stderr, "cdiplug: error: unexpected argument \"%s\"\n", argv[optind]);
+                return 2;
+        }
+        if (!*o.kubelet_dir || !*o.cdi_dir || !*o.host_root) {
+                fprintf(stderr, "cdiplug: error: --kubelet-dir, --cdi-dir and --host-root must not be empty\n");
+                return 2;
+        }
+        if (load_config(&o, &cfg) < 0)
+                return 2;
+        if (strcmp(cmd, "check") == 0) {
+                printf("%s: valid, %zu resources\n", o.config_path, cfg->n_resources);
+                ret = 0;
+        } else if (strcmp(cmd, "generate") == 0)
+                ret = generate(&o, cfg, to_stdout);
+        else {
+                log_info("cdiplug %s starting: %zu resources, kubelet dir %s, CDI dir %s", CDIPLUG_VERSION,
+                         cfg->n_resources, o.kubelet_dir, o.cdi_dir);
+                ret = dp_daemon_run(&o, cfg);
+        }
+        cfg_free(cfg);
+        return ret;
+}

@@ -1,0 +1,46 @@
+/* dp_rpc: glue between grpc core byte buffers and protobuf-c messages, the
+ * errno → gRPC status mapping, and a blocking unary client call (used by the
+ * test kubelet and the benchmark; the daemon itself never blocks). */
+#pragma once
+
+#include <grpc/grpc.h>
+#include <protobuf-c/protobuf-c.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Largest message either side accepts; matches grpc's default receive
+ * limit, stated here so the bound is ours and visible. */
+#define DP_MAX_MESSAGE (4 * 1024 * 1024)
+
+/* Full method names of the v1beta1 API. */
+#define DP_METHOD_REGISTER "/v1beta1.Registration/Register"
+#define DP_METHOD_OPTIONS "/v1beta1.DevicePlugin/GetDevicePluginOptions"
+#define DP_METHOD_LIST_AND_WATCH "/v1beta1.DevicePlugin/ListAndWatch"
+#define DP_METHOD_PREFERRED "/v1beta1.DevicePlugin/GetPreferredAllocation"
+#define DP_METHOD_ALLOCATE "/v1beta1.DevicePlugin/Allocate"
+#define DP_METHOD_PRESTART "/v1beta1.DevicePlugin/PreStartContainer"
+
+/* A grpc byte buffer holding the packed message; NULL on allocation failure. */
+grpc_byte_buffer *dp_pack(const ProtobufCMessage *msg);
+
+/* Decode a byte buffer (NULL means an empty message). -EMSGSIZE over
+ * DP_MAX_MESSAGE, -EBADMSG when it does not decode. */
+int dp_unpack(grpc_byte_buffer *buf, const ProtobufCMessageDescriptor *desc,
+              ProtobufCMessage **ret);
+
+grpc_status_code dp_status_from_errno(int neg_errno);
+
+/* A channel to a unix socket path; NULL when path does not fit. */
+grpc_channel *dp_channel_unix(const char *path);
+
+/* Blocking unary call: sends req, decodes the answer into *ret (when
+ * status is OK and ret is non-NULL). Returns the call's gRPC status;
+ * *ret_details gets the status message (malloc'd) when non-NULL. */
+grpc_status_code dp_call_unary(grpc_channel *ch, const char *method,
+                               const ProtobufCMessage *req,
+                               const ProtobufCMessageDescriptor *resp_desc,
+                               ProtobufCMessage **ret, char **ret_details,
+                               int timeout_ms);
+
+/* Monotonic-clock deadline timeout_ms from now. */
+gpr_timespec dp_deadline_ms(int timeout_ms);

@@ -1,0 +1,392 @@
+/* One grpc core server per resource, all on the daemon's completion queue.
+ *
+ * A unary call goes through three tags in turn: the server hands us the
+ * call (NEW), we read the request (RECV), we answer and wait for the peer
+ * to close (FINISH). A ListAndWatch stream instead keeps two tags alive:
+ * one for "the peer went away" and one for the send in flight; grpc allows
+ * only one send at a time, so a change that arrives while a send is in
+ * flight is sent when that send completes, always as the newest list. */
+#include <grpc/byte_buffer.h>
+#include <grpc/grpc_security.h>
+#include <grpc/support/alloc.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cdi.h"
+#include "daemon.h"
+#include "resources.h"
+#include "rpc.h"
+#include "util.h"
+
+enum call_phase { PH_NEW, PH_RECV, PH_FINISH };
+
+struct dp_call {
+        struct dp_tag tag;        /* unary phases, and a stream's first read */
+        struct dp_tag send_tag;   /* streams: the send in flight */
+        struct dp_tag close_tag;  /* streams: peer closed or call cancelled */
+        struct dp_resource *res;
+        enum call_phase phase;
+        grpc_call *call;
+        grpc_call_details details;
+        grpc_metadata_array md;
+        grpc_byte_buffer *recv;
+        grpc_byte_buffer *send;
+        grpc_slice status_details;
+        int cancelled;
+        /* streams */
+        unsigned refs;
+        bool sending;
+        bool closed;
+        uint64_t sent_gen;
+        struct dp_call *next;
+};
+
+static void on_call(struct dp_daemon *d, struct dp_tag *tag, bool ok);
+static void on_stream_send(struct dp_daemon *d, struct dp_tag *tag, bool ok);
+static void on_stream_close(struct dp_daemon *d, struct dp_tag *tag, bool ok);
+
+#define CALL_OF(t, member) ((struct dp_call *)((char *)(t) - offsetof(struct dp_call, member)))
+
+static void call_free(struct dp_call *c) {
+        if (c->call)
+                grpc_call_unref(c->call);
+        grpc_call_details_destroy(&c->details);
+        grpc_metadata_array_destroy(&c->md);
+        if (c->recv)
+                grpc_byte_buffer_destroy(c->recv);
+        if (c->send)
+                grpc_byte_buffer_destroy(c->send);
+        grpc_slice_unref(c->status_details);
+        c->res->d->live--;
+        dp_maybe_finish(c->res->d);
+        free(c);
+}
+
+/* Offer the server a slot for its next incoming call. */
+static int request_next(struct dp_resource *res) {
+        struct dp_call *c = calloc(1, sizeof(*c));
+
+        if (!c)
+                return -ENOMEM;
+        c->res = res;
+        c->tag.fn = on_call;
+        c->send_tag.fn = on_stream_send;
+        c->close_tag.fn = on_stream_close;
+        c->phase = PH_NEW;
+        c->status_details = grpc_empty_slice();
+        grpc_call_details_init(&c->details);
+        grpc_metadata_array_init(&c->md);
+        if (grpc_server_request_call(res->server, &c->call, &c->details, &c->md, res->d->cq,
+                                     res->d->cq, &c->tag) != GRPC_CALL_OK) {
+                grpc_call_details_destroy(&c->details);
+                grpc_metadata_array_destroy(&c->md);
+                free(c);
+                return -EIO;
+        }
+        res->d->live++;
+        return 0;
+}
+
+static void finish(struct dp_call *c, grpc_status_code status, const char *msg) {
+        grpc_op ops[3];
+        size_t n = 0;
+
+        memset(ops, 0, sizeof(ops));
+        if (status == GRPC_STATUS_OK && c->send) {
+                ops[n].op = GRPC_OP_SEND_MESSAGE;
+                ops[n++].data.send_message.send_message = c->send;
+        }
+        c->status_details = grpc_slice_from_copied_string(msg ? msg : "");
+        ops[n].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
+        ops[n].data.send_status_from_server.status = status;
+        ops[n++].data.send_status_from_server.status_details = &c->status_details;
+        ops[n].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+        ops[n++].data.recv_close_on_server.cancelled = &c->cancelled;
+        c->phase = PH_FINISH;
+        if (grpc_call_start_batch(c->call, ops, n, &c->tag, NULL) != GRPC_CALL_OK)
+                call_free(c);
+}
+
+/* Decode, answer with the plugin, encode: returns the gRPC status. */
+static grpc_status_code answer(struct dp_call *c, const char *method, char **ret_msg) {
+        struct dp_plugin *p = c->res->plugin;
+        ProtobufCMessage *req = NULL;
+        const ProtobufCMessageDescriptor *desc;
+        grpc_status_code st;
+        int r;
+
+        if (strcmp(method, DP_METHOD_OPTIONS) == 0)
+                desc = &v1beta1__empty__descriptor;
+        else if (strcmp(method, DP_METHOD_ALLOCATE) == 0)
+                desc = &v1beta1__allocate_request__descriptor;
+        else if (strcmp(method, DP_METHOD_PREFERRED) == 0)
+                desc = &v1beta1__preferred_allocation_request__descriptor;
+        else if (strcmp(method, DP_METHOD_PRESTART) == 0)
+                desc = &v1beta1__pre_start_container_request__descriptor;
+        else {
+                xasprintf(ret_msg, "unknown method %.100s", method);
+                return GRPC_STATUS_UNIMPLEMENTED;
+        }
+        r = dp_unpack(c->recv, desc, &req);
+        if (r < 0) {
+                xasprintf(ret_msg, "cannot decode %s: %s", desc->name, strerror(-r));
+                return dp_status_from_errno(r);
+        }
+        if (desc == &v1beta1__allocate_request__descriptor) {
+                V1beta1__AllocateResponse *resp = NULL;
+                r = dp_allocate(p, (V1beta1__AllocateRequest *)req, &resp, ret_msg);
+                if (r >= 0)
+                        c->send = dp_pack(&resp->base);
+                dp_allocate_response_free(resp);
+        } else if (desc == &v1beta1__preferred_allocation_request__descriptor) {
+                V1beta1__PreferredAllocationResponse *resp = NULL;
+                r = dp_preferred(p, (V1beta1__PreferredAllocationRequest *)req, &resp, ret_msg);
+                if (r >= 0)
+                        c->send = dp_pack(&resp->base);
+                dp_preferred_response_free(resp);
+        } else if (desc == &v1beta1__empty__descriptor) {
+                c->send = dp_pack(&dp_plugin_options.base);
+        } else {
+                V1beta1__PreStartContainerResponse resp = V1BETA1__PRE_START_CONTAINER_RESPONSE__INIT;
+                c->send = dp_pack(&resp.base);
+        }
+        protobuf_c_message_free_unpacked(req, NULL);
+        st = dp_status_from_errno(r);
+        if (r >= 0 && !c->send)
+                st = GRPC_STATUS_RESOURCE_EXHAUSTED;
+        if (st != GRPC_STATUS_OK && !*ret_msg)
+                xasprintf(ret_msg, "%s failed: %s", method, strerror(-r));
+        return st;
+}
+
+static void stream_send(struct dp_call *c) {
+        struct dp_resource *res = c->res;
+        grpc_op op;
+
+        if (c->sending || c->closed || c->sent_gen == res->plugin->generation)
+                return;
+        if (c->send)
+                grpc_byte_buffer_destroy(c->send);
+        /* The buffer refs the generation's slice: no copy per stream. */
+        c->send = grpc_raw_byte_buffer_create(&res->list, 1);
+        memset(&op, 0, sizeof(op));
+        op.op = GRPC_OP_SEND_MESSAGE;
+        op.data.send_message.send_message = c->send;
+        if (grpc_call_start_batch(c->call, &op, 1, &c->send_tag, NULL) != GRPC_CALL_OK)
+                return;
+        c->sending = true;
+        c->refs++;
+        c->sent_gen = res->plugin->generation;
+}
+
+static void stream_unref(struct dp_call *c) {
+        if (--c->refs > 0)
+                return;
+        for (struct dp_call **pp = &c->res->streams; *pp; pp = &(*pp)->next)
+                if (*pp == c) {
+                        *pp = c->next;
+                        break;
+                }
+        log_debug("resource \"%s\": ListAndWatch stream closed", c->res->cfg->name);
+        call_free(c);
+}
+
+static void on_stream_send(struct dp_daemon *d, struct dp_tag *tag, bool ok) {
+        struct dp_call *c = CALL_OF(tag, send_tag);
+
+        c->sending = false;
+        if (!ok)
+                c->closed = true;
+        else
+                stream_send(c);
+        stream_unref(c);
+}
+
+static void on_stream_close(struct dp_daemon *d, struct dp_tag *tag, bool ok) {
+        struct dp_call *c = CALL_OF(tag, close_tag);
+
+        c->closed = true;
+        stream_unref(c);
+}
+
+static void stream_open(struct dp_call *c) {
+        grpc_op op;
+
+        memset(&op, 0, sizeof(op));
+        op.op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+        op.data.recv_close_on_server.cancelled = &c->cancelled;
+        if (grpc_call_start_batch(c->call, &op, 1, &c->close_tag, NULL) != GRPC_CALL_OK) {
+                call_free(c);
+                return;
+        }
+        c->refs = 1;
+        c->next = c->res->streams;
+        c->res->streams = c;
+        log_debug("resource \"%s\": ListAndWatch stream opened", c->res->cfg->name);
+        stream_send(c);
+}
+
+static void on_call(struct dp_daemon *d, struct dp_tag *tag, bool ok) {
+        struct dp_call *c = CALL_OF(tag, tag);
+        struct dp_resource *res = c->res;
+        _cleanup_free_ char *method = NULL, *msg = NULL;
+        grpc_op ops[2];
+
+        switch (c->phase) {
+        case PH_NEW:
+                if (!ok) { /* the server is shutting down */
+                        call_free(c);
+                        return;
+                }
+                if (res->state == SRV_UP && request_next(res) < 0)
+                        log_error("resource \"%s\": cannot accept further calls", res->cfg->name);
+                memset(ops, 0, sizeof(ops));
+                ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+                ops[1].op = GRPC_OP_RECV_MESSAGE;
+                ops[1].data.recv_message.recv_message = &c->recv;
+                c->phase = PH_RECV;
+                if (grpc_call_start_batch(c->call, ops, 2, &c->tag, NULL) != GRPC_CALL_OK)
+                        call_free(c);
+                return;
+        case PH_RECV:
+                if (!ok) {
+                        call_free(c);
+                        return;
+                }
+                method = strndup((const char *)GRPC_SLICE_START_PTR(c->details.method),
+                                 GRPC_SLICE_LENGTH(c->details.method));
+                if (!method) {
+                        finish(c, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+                        return;
+                }
+                if (strcmp(method, DP_METHOD_LIST_AND_WATCH) == 0) {
+                        stream_open(c);
+                        return;
+                }
+                grpc_status_code st = answer(c, method, &msg);
+                if (st != GRPC_STATUS_OK)
+                        log_warn("resource \"%s\": %s refused: %s", res->cfg->name, method, msg);
+                finish(c, st, msg);
+                return;
+        case PH_FINISH:
+                call_free(c);
+                return;
+        }
+}
+
+static void on_shutdown(struct dp_daemon *d, struct dp_tag *tag, bool ok) {
+        struct dp_resource *res = (struct dp_resource *)((char *)tag - offsetof(struct dp_resource, shutdown_tag));
+
+        grpc_server_destroy(res->server);
+        res->server = NULL;
+        res->state = SRV_DOWN;
+        d->live--;
+        if (res->restart && !d->stopping) {
+                res->restart = false;
+                if (dp_server_start(res) >= 0)
+                        dp_register(res);
+        } else
+                /* grpc unlinks its listener's path too; ENOENT is fine. */
+                (void)unlink(res->socket_path);
+        dp_maybe_finish(d);
+}
+
+int dp_server_start(struct dp_resource *res) {
+        struct dp_daemon *d = res->d;
+        _cleanup_free_ char *addr = NULL;
+        grpc_server_credentials *creds;
+        grpc_arg args[] = {
+                {.type = GRPC_ARG_INTEGER, .key = (char *)GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, .value.integer = DP_MAX_MESSAGE},
+                {.type = GRPC_ARG_INTEGER, .key = (char *)GRPC_ARG_MAX_CONCURRENT_STREAMS, .value.integer = 64},
+        };
+        grpc_channel_args cargs = {.num_args = ELEMENTSOF(args), .args = args};
+        int port;
+
+        if (res->state != SRV_DOWN)
+                return 0;
+        if (xasprintf(&addr, "unix:%s", res->socket_path) < 0)
+                return -ENOMEM;
+        /* A socket left by an earlier run would make bind fail; the name is
+         * ours alone. */
+        if (unlink(res->socket_path) < 0 && errno != ENOENT)
+                log_warn("resource \"%s\": cannot remove stale socket %s: %m", res->cfg->name, res->socket_path);
+        res->server = grpc_server_create(&cargs, NULL);
+        grpc_server_register_completion_queue(res->server, d->cq, NULL);
+        creds = grpc_insecure_server_credentials_create();
+        port = grpc_server_add_http2_port(res->server, addr, creds);
+        grpc_server_credentials_release(creds);
+        if (port == 0) {
+                log_error("resource \"%s\": cannot listen on %s", res->cfg->name, res->socket_path);
+                grpc_server_destroy(res->server);
+                res->server = NULL;
+                return -EADDRNOTAVAIL;
+        }
+        grpc_server_start(res->server);
+        res->state = SRV_UP;
+        d->live++;
+        res->shutdown_tag.fn = on_shutdown;
+        if (request_next(res) < 0) {
+                dp_server_stop(res, false);
+                return -EIO;
+        }
+        log_info("resource \"%s\": serving on %s", res->cfg->name, res->socket_path);
+        return 0;
+}
+
+void dp_server_stop(struct dp_resource *res, bool restart) {
+        res->restart = restart;
+        if (res->state != SRV_UP)
+                return;
+        res->state = SRV_STOPPING;
+        res->registered = false;
+        grpc_server_shutdown_and_notify(res->server, res->d->cq, &res->shutdown_tag);
+        grpc_server_cancel_all_calls(res->server);
+}
+
+void dp_server_push(struct dp_resource *res) {
+        for (struct dp_call *c = res->streams; c; c = c->next)
+                stream_send(c);
+}
+
+/* Rediscover the resource's devices; on a change rewrite its CDI spec
+ * first, so every ID the kubelet is about to see resolves. */
+int dp_resource_refresh(struct dp_resource *res, bool *ret_changed) {
+        struct dp_daemon *d = res->d;
+        struct res_devlist found = {0};
+        struct cdi_spec spec = {0};
+        bool changed = false;
+        int r;
+
+        r = res_discover(d->opts->host_root, res->cfg->selectors, res->cfg->n_selectors, &found);
+        if (r < 0) {
+                log_error("resource \"%s\": device discovery under %s failed: %s", res->cfg->name,
+                          d->opts->host_root, strerror(-r));
+                return r;
+        }
+        r = dp_plugin_update(res->plugin, &found, &changed);
+        res_devlist_free(&found);
+        if (r < 0)
+                return r;
+        if (changed) {
+                r = dp_plugin_spec(res->plugin, &spec);
+                if (r >= 0) {
+                        r = cdi_spec_write(d->opts->cdi_dir, &spec);
+                        cdi_spec_free(&spec);
+                }
+                if (r < 0) {
+                        log_error("resource \"%s\": cannot write CDI spec into %s: %s", res->cfg->name,
+                                  d->opts->cdi_dir, strerror(-r));
+                        return r;
+                }
+                grpc_slice_unref(res->list);
+                res->list = grpc_slice_from_copied_buffer((const char *)res->plugin->list,
+                                                          res->plugin->list_len);
+                size_t healthy = 0;
+                for (size_t i = 0; i < res->plugin->n_devs; i++)
+                        healthy += res->plugin->devs[i].healthy;
+                log_info("resource \"%s\": %zu devices (%zu healthy), %zu IDs", res->cfg->name,
+                         res->plugin->n_devs, healthy, res->plugin->n_ids);
+        }
+        *ret_changed = changed;
+        return 0;
+}

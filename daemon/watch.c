@@ -1,0 +1,206 @@
+/* inotify: the kubelet's dir (restarts) and the resources' device dirs
+ * (hotplug). No timers: the kernel tells us.
+ *
+ * The kubelet, when it starts, deletes every socket in its dir and then
+ * creates kubelet.sock. We may see these in either order, so each half is
+ * handled on its own: a deleted socket of ours is re-created (and
+ * registered if kubelet.sock is there), a new kubelet.sock gets every
+ * serving resource registered. When the dir itself is missing we watch its
+ * nearest existing ancestor until it appears. */
+#include <limits.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+
+#include "daemon.h"
+#include "util.h"
+
+#define KUBELET_MASK (IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE_SELF | \
+                      IN_MOVE_SELF | IN_ONLYDIR | IN_MASK_ADD)
+#define ANCESTOR_MASK (IN_CREATE | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR | IN_MASK_ADD)
+#define DEVICE_MASK (IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM | IN_ATTRIB | IN_ONLYDIR | \
+                     IN_MASK_ADD)
+
+/* Watch the kubelet dir, or its nearest existing ancestor when it is
+ * missing. Returns 1 when the dir itself is watched, 0 when waiting. */
+static int watch_kubelet_dir(struct dp_daemon *d) {
+        const char *dir = d->opts->kubelet_dir;
+        _cleanup_free_ char *path = NULL;
+        int wd;
+
+        wd = inotify_add_watch(d->inotify_fd, dir, KUBELET_MASK);
+        if (wd >= 0) {
+                d->kubelet_wd = wd;
+                if (d->ancestor_wd >= 0 && d->ancestor_wd != wd)
+                        inotify_rm_watch(d->inotify_fd, d->ancestor_wd);
+                d->ancestor_wd = -1;
+                return 1;
+        }
+        if (errno != ENOENT && errno != ENOTDIR)
+                return -errno;
+        path = strdup(dir);
+        if (!path)
+                return -ENOMEM;
+        for (;;) {
+                char *slash = strrchr(path, '/');
+                if (!slash)
+                        return -ENOENT;
+                if (slash == path)
+                        slash[1] = '\0';
+                else
+                        *slash = '\0';
+                wd = inotify_add_watch(d->inotify_fd, path, ANCESTOR_MASK);
+                if (wd >= 0)
+                        break;
+                if ((errno != ENOENT && errno != ENOTDIR) || strcmp(path, "/") == 0)
+                        return -errno;
+        }
+        if (d->ancestor_wd >= 0 && d->ancestor_wd != wd)
+                inotify_rm_watch(d->inotify_fd, d->ancestor_wd);
+        d->ancestor_wd = wd;
+        log_info("kubelet dir %s does not exist yet, waiting for it (watching %s)", dir, path);
+        return 0;
+}
+
+static bool has_dir(char **dirs, const char *dir) {
+        for (char **p = dirs; p && *p; p++)
+                if (strcmp(*p, dir) == 0)
+                        return true;
+        return false;
+}
+
+int dp_watch_setup(struct dp_daemon *d) {
+        int r = watch_kubelet_dir(d);
+        if (r < 0) {
+                log_error("cannot watch kubelet dir %s: %s", d->opts->kubelet_dir, strerror(-r));
+                return r;
+        }
+        for (size_t i = 0; i < d->n_res; i++)
+                for (char **dir = d->res[i].watch_dirs; dir && *dir; dir++) {
+                        int wd;
+                        if (has_dir(d->dev_wd_dirs, *dir))
+                                continue;
+                        wd = inotify_add_watch(d->inotify_fd, *dir, DEVICE_MASK);
+                        if (wd < 0) {
+                                log_warn("resource \"%s\": cannot watch %s for hotplug: %m; continuing without",
+                                         d->res[i].cfg->name, *dir);
+                                continue;
+                        }
+                        int *wds = realloc(d->dev_wds, (d->n_dev_wds + 1) * sizeof(int));
+                        if (!wds)
+                                return -ENOMEM;
+                        d->dev_wds = wds;
+                        size_t n = d->n_dev_wds;
+                        char *copy = strdup(*dir);
+                        if (!copy || strv_push(&d->dev_wd_dirs, &n, copy) < 0) {
+                                free(copy);
+                                return -ENOMEM;
+                        }
+                        d->dev_wds[d->n_dev_wds++] = wd;
+                }
+        return 0;
+}
+
+static void kubelet_dir_appeared(struct dp_daemon *d) {
+        log_info("kubelet dir %s is there, serving", d->opts->kubelet_dir);
+        for (size_t i = 0; i < d->n_res; i++) {
+                struct dp_resource *res = &d->res[i];
+                if (res->state == SRV_STOPPING)
+                        res->restart = true;
+                else if (res->state == SRV_DOWN && dp_server_start(res) >= 0)
+                        dp_register(res);
+        }
+}
+
+static void kubelet_dir_gone(struct dp_daemon *d) {
+        log_warn("kubelet dir %s was removed; sockets stop until it is back", d->opts->kubelet_dir);
+        d->kubelet_wd = -1;
+        for (size_t i = 0; i < d->n_res; i++)
+                dp_server_stop(&d->res[i], false);
+        if (watch_kubelet_dir(d) == 1)
+                kubelet_dir_appeared(d);
+}
+
+static void socket_gone(struct dp_resource *res) {
+        struct stat st;
+
+        /* Our own server re-binding makes the same events; a socket that
+         * is there again is the new one. */
+        if (res->state != SRV_UP || stat(res->socket_path, &st) == 0)
+                return;
+        log_info("resource \"%s\": socket %s was removed (kubelet restart), re-creating it",
+                 res->cfg->name, res->socket_path);
+        res->restarts++;
+        dp_server_stop(res, true);
+}
+
+static void kubelet_event(struct dp_daemon *d, const struct inotify_event *ev) {
+        if (ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED)) {
+                if (d->kubelet_wd >= 0)
+                        kubelet_dir_gone(d);
+                return;
+        }
+        if (!ev->len)
+                return;
+        if (strcmp(ev->name, "kubelet.sock") == 0 && (ev->mask & (IN_CREATE | IN_MOVED_TO))) {
+                log_info("kubelet.sock appeared: registering %zu resources", d->n_res);
+                for (size_t i = 0; i < d->n_res; i++)
+                        dp_register(&d->res[i]);
+                return;
+        }
+        if (ev->mask & (IN_DELETE | IN_MOVED_FROM))
+                for (size_t i = 0; i < d->n_res; i++)
+                        if (strcmp(ev->name, d->res[i].cfg->socket_name) == 0)
+                                socket_gone(&d->res[i]);
+}
+
+static void refresh(struct dp_resource *res) {
+        bool changed = false;
+        if (dp_resource_refresh(res, &changed) >= 0 && changed)
+                dp_server_push(res);
+}
+
+/* After a lost event nothing can be trusted: check everything. */
+static void resync(struct dp_daemon *d) {
+        log_warn("inotify queue overflowed; re-checking sockets and devices");
+        for (size_t i = 0; i < d->n_res; i++) {
+                socket_gone(&d->res[i]);
+                dp_register(&d->res[i]);
+                refresh(&d->res[i]);
+        }
+}
+
+void dp_watch_handle(struct dp_daemon *d) {
+        char buf[64 * (sizeof(struct inotify_event) + NAME_MAX + 1)]
+                __attribute__((aligned(__alignof__(struct inotify_event))));
+        _cleanup_free_ bool *dirty = calloc(d->n_res + 1, sizeof(bool));
+        ssize_t n;
+
+        if (!dirty)
+                return;
+        while ((n = read(d->inotify_fd, buf, sizeof(buf))) > 0) {
+                for (char *p = buf; p < buf + n;) {
+                        const struct inotify_event *ev = (const struct inotify_event *)p;
+                        p += sizeof(*ev) + ev->len;
+                        if (ev->mask & IN_Q_OVERFLOW) {
+                                resync(d);
+                                continue;
+                        }
+                        if (ev->wd == d->kubelet_wd)
+                                kubelet_event(d, ev);
+                        if (ev->wd == d->ancestor_wd && watch_kubelet_dir(d) == 1)
+                                kubelet_dir_appeared(d);
+                        for (size_t w = 0; w < d->n_dev_wds; w++) {
+                                if (ev->wd != d->dev_wds[w])
+                                        continue;
+                                for (size_t i = 0; i < d->n_res; i++)
+                                        if (has_dir(d->res[i].watch_dirs, d->dev_wd_dirs[w]))
+                                                dirty[i] = true;
+                        }
+                }
+        }
+        /* One rediscovery per resource per batch of events. */
+        for (size_t i = 0; i < d->n_res; i++)
+                if (dirty[i] && !d->stopping)
+                        refresh(&d->res[i]);
+}

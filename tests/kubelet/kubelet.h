@@ -1,0 +1,44 @@
+/* tk: a test kubelet written with grpc core. It serves Registration on
+ * <dir>/kubelet.sock like the kubelet's device manager: on Register it
+ * dials the plugin back, calls GetDevicePluginOptions before answering, and
+ * then keeps a ListAndWatch stream open, recording every list it gets. */
+#pragma once
+
+#include <stdbool.h>
+#include <grpc/grpc.h>
+
+#include "deviceplugin.pb-c.h"
+
+struct tk;
+
+int tk_start(const char *dir, struct tk **ret);
+void tk_stop(struct tk *tk);
+
+/* Restart like the kubelet does: drop every stream, delete every socket in
+ * the dir, and serve a new kubelet.sock. With sock_first, kubelet.sock is
+ * re-created before the plugins' sockets are deleted (the other order). */
+int tk_restart(struct tk *tk, bool sock_first);
+
+/* Registrations of a resource so far (0 when never seen). */
+unsigned tk_registrations(struct tk *tk, const char *resource);
+/* Wait until the resource has registered at least count times and its
+ * stream has delivered a list since; -ETIMEDOUT otherwise. */
+int tk_wait_registered(struct tk *tk, const char *resource, unsigned count, int timeout_ms);
+
+/* Wait until the resource's streams delivered at least n lists in all, then
+ * return a copy of the newest (free with
+ * v1beta1__list_and_watch_response__free_unpacked). */
+int tk_wait_lists(struct tk *tk, const char *resource, unsigned n, int timeout_ms,
+                  V1beta1__ListAndWatchResponse **ret);
+unsigned tk_lists(struct tk *tk, const char *resource);
+
+/* The RegisterRequest most recently received for the resource (a copy),
+ * and the options its GetDevicePluginOptions answered. */
+int tk_last_register(struct tk *tk, const char *resource, V1beta1__RegisterRequest **ret_req,
+                     V1beta1__DevicePluginOptions **ret_opts);
+
+/* A channel to the resource's registered endpoint, for test calls. */
+grpc_channel *tk_dial(struct tk *tk, const char *resource);
+
+/* Total registrations across all resources. */
+unsigned tk_total_registrations(struct tk *tk);
