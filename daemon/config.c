@@ -94,8 +94,9 @@ static int parse_modes(const cJSON *arr, const char *field, unsigned *ret, struc
                         if (cJSON_IsString(m) && strcmp(m->valuestring, modes[k].name) == 0)
                                 break;
                 if (k == ELEMENTSOF(modes)) {
-                        char f[512];
-                        snprintf(f, sizeof(f), "%s[%zu]", field, i);
+                        _cleanup_free_ char *f = NULL;
+                        if (xasprintf(&f, "%s[%zu]", field, i) < 0)
+                                return -ENOMEM;
                         return fail(err, f, "unknown allocate mode (expected \"cdi-cri\", \"cdi-annotations\" or \"device-specs\")");
                 }
                 bits |= modes[k].bit;
@@ -119,8 +120,9 @@ static int parse_match(const cJSON *match, const char *field, struct cfg_resourc
                 _cleanup_free_ char *sub = NULL, *msg = NULL;
                 int r = res_selector_parse(entry, &res->selectors[i], &sub, &msg);
                 if (r == -EINVAL) {
-                        char f[512];
-                        snprintf(f, sizeof(f), "%s[%zu]%s%s", field, i, sub && *sub ? "." : "", sub ? sub : "");
+                        _cleanup_free_ char *f = NULL;
+                        if (xasprintf(&f, "%s[%zu]%s%s", field, i, sub && *sub ? "." : "", sub ? sub : "") < 0)
+                                return -ENOMEM;
                         return fail(err, f, "%s", msg ? msg : "invalid selector");
                 }
                 if (r < 0)
@@ -150,8 +152,10 @@ static int parse_resource(const cJSON *obj, size_t idx, unsigned default_modes,
                 else if (strcmp(it->string, "allocate") == 0)
                         modes = it;
                 else {
-                        snprintf(f, sizeof(f), "%s.%s", base, it->string);
-                        return fail(err, f, "unknown key");
+                        _cleanup_free_ char *key = NULL;
+                        if (xasprintf(&key, "%s.%s", base, it->string) < 0)
+                                return -ENOMEM;
+                        return fail(err, key, "unknown key");
                 }
         }
         snprintf(f, sizeof(f), "%s.name", base);

@@ -1,0 +1,118 @@
+/* cfg: every mistake names its JSON path; valid configs parse fully. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+
+static struct cfg_config *parse_ok(const char *json) {
+        struct cfg_config *cfg = NULL;
+        struct cfg_error err = {0};
+        int r = cfg_parse(json, strlen(json), &cfg, &err);
+        cr_assert_eq(r, 0, "%s: %s", err.field, err.msg);
+        return cfg;
+}
+
+Test(config, parses_resources_with_defaults) {
+        struct cfg_config *cfg = parse_ok(
+                "{\"resources\":[{\"name\":\"example.com/serial\",\"match\":[{\"path\":\"/dev/ttyUSB*\"}]},"
+                "{\"name\":\"example.com/fuse\",\"match\":[{\"path\":\"/dev/fuse\"}],\"shares\":8,"
+                "\"allocate\":[\"cdi-annotations\",\"device-specs\"]}],\"allocate\":[\"cdi-cri\"],\"user\":\"65534\"}");
+        cr_assert_eq(cfg->n_resources, 2);
+        cr_assert_str_eq(cfg->resources[0].name, "example.com/serial");
+        cr_assert_str_eq(cfg->resources[0].socket_name, "cdiplug-example.com-serial.sock");
+        cr_assert_eq(cfg->resources[0].shares, 1);
+        cr_assert_eq(cfg->resources[0].n_selectors, 1);
+        cr_assert_eq(cfg->resources[0].alloc_modes, CFG_ALLOC_CDI_CRI);
+        cr_assert_eq(cfg->resources[1].shares, 8);
+        cr_assert_eq(cfg->resources[1].alloc_modes, CFG_ALLOC_CDI_ANNOTATIONS | CFG_ALLOC_DEVICE_SPECS);
+        cr_assert_str_eq(cfg->user, "65534");
+        cfg_free(cfg);
+}
+
+struct bad {
+        const char *json;
+        const char *field;
+        const char *msg_has;
+};
+
+static const struct bad cases[] = {
+        {"{\"resources\": [", "", "line 1"},
+                {"[]", "", "object"},
+                {"{}", "resources", "required"},
+                {"{\"resources\": []}", "resources", "non-empty"},
+                {"{\"resources\": [], \"extra\": 1}", "extra", "unknown key"},
+                {"{\"resources\": [{\"name\": \"example.com/a\", \"match\": [{\"path\": \"/dev/a\"}], \"colour\": 1}]}",
+                 "resources[0].colour", "unknown key"},
+                {"{\"resources\": [{\"match\": [{\"path\": \"/dev/a\"}]}]}", "resources[0].name", "required"},
+                {"{\"resources\": [{\"name\": 7, \"match\": [{\"path\": \"/dev/a\"}]}]}", "resources[0].name", "string"},
+                {"{\"resources\": [{\"name\": \"serial\", \"match\": [{\"path\": \"/dev/a\"}]}]}", "resources[0].name", "domain"},
+                {"{\"resources\": [{\"name\": \"kubernetes.io/serial\", \"match\": [{\"path\": \"/dev/a\"}]}]}",
+                 "resources[0].name", "kubernetes.io"},
+                {"{\"resources\": [{\"name\": \"x.kubernetes.io/serial\", \"match\": [{\"path\": \"/dev/a\"}]}]}",
+                 "resources[0].name", "kubernetes.io"},
+                {"{\"resources\": [{\"name\": \"Example.com/serial\", \"match\": [{\"path\": \"/dev/a\"}]}]}",
+                 "resources[0].name", "lowercase"},
+                {"{\"resources\": [{\"name\": \"example.com/-serial\", \"match\": [{\"path\": \"/dev/a\"}]}]}",
+                 "resources[0].name", "start and end"},
+                {"{\"resources\": [{\"name\": \"example.com/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\", "
+                 "\"match\": [{\"path\": \"/dev/a\"}]}]}", "resources[0].name", "63"},
+                {"{\"resources\": [{\"name\": \"example.com/a\"}]}", "resources[0].match", "required"},
+                {"{\"resources\": [{\"name\": \"example.com/a\", \"match\": []}]}", "resources[0].match", "non-empty"},
+                {"{\"resources\": [{\"name\": \"example.com/a\", \"match\": [{\"bogus\": 1}]}]}",
+                 "resources[0].match[0].bogus", ""},
+                {"{\"resources\": [{\"name\": \"example.com/a\", \"match\": [{\"path\": \"/dev/a\"}], \"shares\": 0}]}",
+                 "resources[0].shares", "1 to"},
+                {"{\"resources\": [{\"name\": \"example.com/a\", \"match\": [{\"path\": \"/dev/a\"}], \"shares\": 1.5}]}",
+                 "resources[0].shares", "whole"},
+                {"{\"resources\": [{\"name\": \"example.com/a\", \"match\": [{\"path\": \"/dev/a\"}], \"shares\": \"2\"}]}",
+                 "resources[0].shares", "whole"},
+                {"{\"resources\": [{\"name\": \"example.com/a\", \"match\": [{\"path\": \"/dev/a\"}], \"allocate\": [\"magic\"]}]}",
+                 "resources[0].allocate[0]", "unknown allocate mode"},
+                {"{\"resources\": [{\"name\": \"example.com/a\", \"match\": [{\"path\": \"/dev/a\"}]},"
+                 "{\"name\": \"example.com/a\", \"match\": [{\"path\": \"/dev/b\"}]}]}", "resources[1].name", "duplicates"},
+                {"{\"resources\": [{\"name\": \"a.com/b-c\", \"match\": [{\"path\": \"/dev/a\"}]},"
+                 "{\"name\": \"a.com-b/c\", \"match\": [{\"path\": \"/dev/b\"}]}]}", "resources[1].name", "duplicates"},
+                {"{\"resources\": [{\"name\": \"example.com/a\", \"match\": [{\"path\": \"/dev/a\"}]}], \"user\": 5}",
+                 "user", "user"},
+};
+
+Test(config, reports_the_field_of_every_mistake) {
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                const struct bad *c = &cases[i];
+                struct cfg_config *cfg = NULL;
+                struct cfg_error err = {0};
+                int r = cfg_parse(c->json, strlen(c->json), &cfg, &err);
+                cr_assert_eq(r, -EINVAL, "accepted: %s", c->json);
+                cr_assert_null(cfg);
+                cr_assert_str_eq(err.field, c->field, "for %s: field \"%s\" (%s)", c->json, err.field, err.msg);
+                cr_assert_not_null(strstr(err.msg, c->msg_has), "for %s: message \"%s\"", c->json, err.msg);
+                cfg_error_clear(&err);
+        }
+}
+
+Test(config, refuses_oversized_and_nul) {
+        struct cfg_config *cfg = NULL;
+        struct cfg_error err = {0};
+        char nul[] = "{\"resources\":\0[]}";
+        cr_assert_eq(cfg_parse(nul, sizeof(nul) - 1, &cfg, &err), -EINVAL);
+        cfg_error_clear(&err);
+        char *big = calloc(CFG_MAX_BYTES + 2, 1);
+        memset(big, ' ', CFG_MAX_BYTES + 1);
+        cr_assert_eq(cfg_parse(big, CFG_MAX_BYTES + 1, &cfg, &err), -EINVAL);
+        cr_assert_not_null(strstr(err.msg, "larger"));
+        cfg_error_clear(&err);
+        free(big);
+}
+
+Test(config, resource_name_rule) {
+        cr_assert_null(cfg_resource_name_problem("example.com/serial"));
+        cr_assert_null(cfg_resource_name_problem("a.b-c.example/x_y.z-1"));
+        cr_assert_not_null(cfg_resource_name_problem("example.com/"));
+        cr_assert_not_null(cfg_resource_name_problem("/serial"));
+        cr_assert_not_null(cfg_resource_name_problem("example..com/serial"));
+        cr_assert_not_null(cfg_resource_name_problem("requests.example.com/serial"));
+        cr_assert_not_null(cfg_resource_name_problem("example.com/ser ial"));
+        cr_assert_null(cfg_resource_name_problem("notkubernetes.io/serial"));
+}
