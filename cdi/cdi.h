@@ -119,7 +119,10 @@ int cdi_spec_file_name(const char *kind, char **ret_name);
 /* Write the spec atomically into dir (temp file, fsync, rename, fsync dir;
  * mode 0644), so a crash at any moment leaves either the old or the new
  * file, never a partial one. Creates dir (last component, 0755) if
- * missing. -EEXIST when a file cdiplug did not write has the name. */
+ * missing. -EEXIST when a file cdiplug did not write has the name.
+ * A spec with no devices is invalid for every consumer, so writing one
+ * removes cdiplug's own file for the kind instead (0 if there is none):
+ * devices that are all gone must stop being advertised. */
 int cdi_spec_write(const char *dir, const struct cdi_spec *spec);
 
 /* cdi_spec_write on an open directory (O_DIRECTORY), e.g. opened before

@@ -46,18 +46,70 @@ struct res_selector;
 
 /* Parse one entry of a resource's "match" list. On -EINVAL, *ret_field is
  * the offending key relative to the entry ("" for the entry itself) and
- * *ret_msg says what is wrong; both are malloc'd, for the caller to free. */
+ * *ret_msg says what is wrong; both are malloc'd, for the caller to free.
+ * Field names nest with '.' and '[i]': "usb.vendor", "paths[1]",
+ * "mounts[0].hostPath", "env.NAME".
+ *
+ * An entry is an object with exactly one of:
+ *   "path":  "/dev/ttyUSB*"  a glob (fnmatch; '*' skips dotfiles); every
+ *            match that is a char/block device or a regular file (fake
+ *            trees) is one device, its ID from res_id_from_path.
+ *   "paths": [glob, ...]     1..16 globs; one device per match of the
+ *            first. Each further glob adds, per device, its matches with
+ *            the same sysfs parent (/sys/dev/{char,block}/MAJ:MIN/device,
+ *            e.g. a GPU's card and render node); failing that, its single
+ *            match if it has exactly one and that node has no sysfs parent
+ *            (control nodes like /dev/nvidiactl, shared by every device);
+ *            failing that the first match is not a device. ID and NUMA node
+ *            come from the first node.
+ *   "usb":   {"vendor": "046d", "product"?: "0825", "serial"?: "..."}
+ *            hex as lsusb prints it (1-4 digits, "0x" allowed). One device
+ *            per /sys/bus/usb/devices/<port> entry, node /dev/bus/usb/BBB/DDD,
+ *            ID "usb-<port>" ("usb-1-1.2": stable per physical port).
+ *   "pci":   any of "vendor", "device" (up to 4 hex digits), "class",
+ *            "class_mask" (up to 6; mask defaults to ffffff), "driver" (name
+ *            of the bound driver). ID is the PCI address ("0000:3b:00.0").
+ *            A function bound to vfio-pci has /dev/vfio/<iommu group> and
+ *            /dev/vfio/vfio; any other function has the card<N> and renderD<N> nodes
+ *            under its sysfs drm/ dir as /dev/dri/<name>, and a function
+ *            with neither is not listed. Functions sharing an IOMMU group
+ *            are separate devices with the same group node.
+ * and optionally, for every device it finds:
+ *   "env": {"NAME": "value"}, "permissions": subset of "rwm",
+ *   "mounts": [{"hostPath": "/abs", "containerPath": "/abs", "readOnly"?: bool}].
+ * Paths must be absolute, without "." or ".." components or a trailing '/'.
+ * Unknown keys, duplicate keys and wrong types are errors. */
 int res_selector_parse(const struct cJSON *entry, struct res_selector **ret,
                        char **ret_field, char **ret_msg);
 void res_selector_free(struct res_selector *sel);
 
-/* All devices the selectors match now, under host_root. */
+/* All devices the selectors match now, under host_root (NULL means "/").
+ * Only nodes that exist are handed out. At most 65536 devices (-E2BIG).
+ * numa_node: PCI functions read their numa_node; USB devices and device
+ * nodes (real char/block nodes, via /sys/dev/...) take that of their
+ * nearest PCI ancestor; otherwise -1.
+ * IDs: a device found by several selectors (same ID, same nodes) is listed
+ * once, with the first selector's env/mounts/permissions. Distinct devices
+ * that would share an ID all become "<id>-<16 hex digits hashing their
+ * nodes>" (cut to fit RES_ID_MAX): deterministic, nothing dropped; should
+ * that still clash, -EEXIST. Symlinks resolve inside host_root (openat2
+ * RESOLVE_IN_ROOT; on kernels without it, plain openat). */
 int res_discover(const char *host_root, struct res_selector *const *sels,
                  size_t n_sels, struct res_devlist *ret);
 void res_devlist_free(struct res_devlist *list);
 
 /* Host-root-prefixed directories whose entries can change what res_discover
- * finds, for inotify; NULL-terminated, free with res_strv_free. */
+ * finds, for inotify; NULL-terminated (possibly empty), sorted, unique, free
+ * with res_strv_free.
+ * For a glob: the directory above its first glob component (for a literal
+ * path, the node's directory), or the nearest existing ancestor if that is
+ * missing; plus every existing directory matching the pattern's deeper
+ * directory levels (/dev/bus/usb/ * / * gives /dev/bus/usb, /dev/bus/usb/001,
+ * ...). The set changes as directories come and go: call again after every
+ * event and update the watches. usb watches as /dev/bus/usb/ * / *, pci as
+ * /dev/vfio/ * and /dev/dri/ *: sysfs sends no inotify events, the node
+ * appearing in devtmpfs is the signal (rebinding a driver without a node
+ * change is not seen). */
 int res_watch_dirs(const char *host_root, struct res_selector *const *sels,
                    size_t n_sels, char ***ret_dirs);
 void res_strv_free(char **strv);
@@ -65,7 +117,10 @@ void res_strv_free(char **strv);
 /* Device ID derived from a device node path below /dev: the path relative
  * to /dev with '/' turned into '-', characters outside [A-Za-z0-9_.-]
  * turned into '_', and names too long for the kubelet shortened with a
- * hash so they stay unique and stable. */
+ * hash so they stay unique and stable: the first 46 characters, '-', and 16
+ * hex digits of FNV-1a-64 of the unsanitised relative path (63 in all).
+ * A path outside /dev is taken relative to "/" ("/tmp/x" -> "tmp-x").
+ * -EINVAL for a relative path or one naming no file ("/dev/"). */
 int res_id_from_path(const char *host_path, char **ret_id);
 
 /* ID of share k (0-based) of a device shared "shares" times: the device ID

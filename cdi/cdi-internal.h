@@ -1,0 +1,84 @@
+/* cdi-internal: helpers shared by the cdi/ sources only; never included
+ * outside cdi/. */
+#pragma once
+
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "cdi.h"
+
+/* Spec files and the ownership record are read whole into memory; anything
+ * bigger than this is not something we wrote nor a sane CDI spec. */
+#define CDI_MAX_FILE_SIZE ((size_t)4 << 20)
+
+/* Limits from SPEC.md's description of kinds: the vendor is a DNS
+ * subdomain (at most 253 chars), the class at most 63 chars. Device IDs
+ * have no spec limit; ours keeps names and qualified names bounded. */
+#define CDI_MAX_VENDOR 253
+#define CDI_MAX_CLASS 63
+#define CDI_MAX_DEVICE_ID 1024
+/* Room for cdi_device_name's "dev-" prefix and "-%08x" suffix. */
+#define CDI_MAX_DEVICE_NAME (CDI_MAX_DEVICE_ID + 16)
+
+/* Lives next to the specs; it starts with a dot and does not end in
+ * ".json"/".yaml", so CDI consumers never load it. */
+#define CDI_OWNER_RECORD ".cdiplug-owned"
+/* Prefix of our temp files, same reasoning; recognisable for clean-up. */
+#define CDI_TMP_PREFIX ".cdiplug-tmp."
+
+static inline void cdi_freep(void *p) { free(*(void **)p); }
+static inline void cdi_closep(int *fd)
+{
+        if (*fd >= 0) {
+                int saved = errno;
+                close(*fd);
+                errno = saved;
+        }
+}
+static inline void cdi_json_deletep(cJSON **j) { cJSON_Delete(*j); }
+static inline void cdi_closedirp(DIR **d)
+{
+        if (*d)
+                closedir(*d);
+}
+static inline void cdi_strv_freep(char ***strv) { cdi_strv_free(*strv); }
+
+#define _cleanup_(f) __attribute__((cleanup(f)))
+#define _cleanup_free_ _cleanup_(cdi_freep)
+#define _cleanup_close_ _cleanup_(cdi_closep)
+#define _cleanup_json_ _cleanup_(cdi_json_deletep)
+#define _cleanup_closedir_ _cleanup_(cdi_closedirp)
+#define _cleanup_strv_ _cleanup_(cdi_strv_freep)
+
+/* Hand ownership out of a cleanup-attributed variable. */
+#define TAKE_PTR(p)                                    \
+        ({                                             \
+                __typeof__(p) _cdi_tmp_ = (p);         \
+                (p) = NULL;                            \
+                _cdi_tmp_;                             \
+        })
+#define TAKE_FD(fd)                                    \
+        ({                                             \
+                int _cdi_fd_ = (fd);                   \
+                (fd) = -1;                             \
+                _cdi_fd_;                              \
+        })
+
+/* names.c */
+bool cdi_vendor_is_valid(const char *vendor, size_t len);
+bool cdi_class_is_valid(const char *class_, size_t len);
+
+/* strv.c */
+size_t cdi_strv_length(char *const *strv);
+bool cdi_strv_contains(char *const *strv, const char *s);
+int cdi_strv_push(char ***strv, const char *s);
+
+/* file.c */
+int cdi_read_file_at(int dfd, const char *name, bool nofollow, char **ret_buf,
+                     size_t *ret_len);
+int cdi_owned_load(int dfd, char ***ret_names);

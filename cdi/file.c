@@ -1,0 +1,453 @@
+/* Spec files on disk: atomic replacement, the ownership record, and removal
+ * of cdiplug's own stale specs.
+ *
+ * CDI consumers (containerd, CRI-O, podman) watch the spec directories and
+ * load every "*.json"/"*.yaml" in them, so anything transient we create
+ * there must be a dot-file with another suffix. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+
+#include "cdi-internal.h"
+#include "cdi.h"
+
+int cdi_read_file_at(int dfd, const char *name, bool nofollow, char **ret_buf,
+                     size_t *ret_len)
+{
+        _cleanup_close_ int fd = -1;
+        _cleanup_free_ char *buf = NULL;
+        struct stat st;
+        size_t len = 0, cap;
+
+        /* O_NONBLOCK: a FIFO planted under a spec name must not hang us. */
+        fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK |
+                                       (nofollow ? O_NOFOLLOW : 0));
+        if (fd < 0)
+                return -errno;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode))
+                return -EINVAL;
+        if ((unsigned long long)st.st_size > CDI_MAX_FILE_SIZE)
+                return -EFBIG;
+
+        /* One byte more than the limit, to notice a file growing under us. */
+        cap = (size_t)st.st_size + 1;
+        buf = malloc(cap + 1);
+        if (!buf)
+                return -ENOMEM;
+        for (;;) {
+                ssize_t n = read(fd, buf + len, cap - len);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return -errno;
+                if (n == 0)
+                        break;
+                len += (size_t)n;
+                if (len == cap) {
+                        char *nbuf;
+                        if (cap > CDI_MAX_FILE_SIZE)
+                                return -EFBIG;
+                        cap = cap * 2 > CDI_MAX_FILE_SIZE + 1 ? CDI_MAX_FILE_SIZE + 1 : cap * 2;
+                        nbuf = realloc(buf, cap + 1);
+                        if (!nbuf)
+                                return -ENOMEM;
+                        buf = nbuf;
+                }
+        }
+        buf[len] = '\0';
+        *ret_buf = TAKE_PTR(buf);
+        *ret_len = len;
+        return 0;
+}
+
+static int write_all(int fd, const char *buf, size_t len)
+{
+        while (len > 0) {
+                ssize_t n = write(fd, buf, len);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return -errno;
+                buf += n;
+                len -= (size_t)n;
+        }
+        return 0;
+}
+
+/* A fresh, exclusively created temp file. The random part keeps two
+ * writers (or a stale leftover) from ever sharing one. */
+static int tmp_create_at(int dfd, char **ret_name, int *ret_fd)
+{
+        for (int attempt = 0; attempt < 16; attempt++) {
+                _cleanup_free_ char *name = NULL;
+                unsigned long long rnd;
+                size_t sz = strlen(CDI_TMP_PREFIX) + 16 + 1;
+                int fd, r;
+
+                if (getrandom(&rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+                        return errno ? -errno : -EIO;
+                name = malloc(sz);
+                if (!name)
+                        return -ENOMEM;
+                r = snprintf(name, sz, "%s%016llx", CDI_TMP_PREFIX, rnd);
+                if (r < 0 || (size_t)r >= sz)
+                        return -EOVERFLOW;
+                fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+                            0600);
+                if (fd < 0 && errno == EEXIST)
+                        continue;
+                if (fd < 0)
+                        return -errno;
+                *ret_name = TAKE_PTR(name);
+                *ret_fd = fd;
+                return 0;
+        }
+        return -EEXIST;
+}
+
+/* Replace dfd/name with data so that a crash at any instant leaves either
+ * the old or the new content under name. */
+static int replace_at(int dfd, const char *name, const char *data, size_t len)
+{
+        _cleanup_free_ char *tmp = NULL;
+        _cleanup_close_ int fd = -1;
+        int r;
+
+        r = tmp_create_at(dfd, &tmp, &fd);
+        if (r < 0)
+                return r;
+        r = write_all(fd, data, len);
+        /* Explicit mode: the temp was created 0600 and umask must not
+         * decide whether runtimes running as other users can read it. */
+        if (r == 0 && fchmod(fd, 0644) < 0)
+                r = -errno;
+        /* Data must be on disk before the rename makes it visible, or a
+         * power cut could leave the new name pointing at an empty file. */
+        if (r == 0 && fsync(fd) < 0)
+                r = -errno;
+        if (r == 0 && renameat(dfd, tmp, dfd, name) < 0)
+                r = -errno;
+        if (r < 0) {
+                unlinkat(dfd, tmp, 0);
+                return r;
+        }
+        /* Make the rename itself durable. */
+        if (fsync(dfd) < 0)
+                return -errno;
+        return 0;
+}
+
+/* ---- ownership record --------------------------------------------------- */
+
+static const char owned_header[] =
+        "# cdiplug: CDI spec files in this directory that cdiplug wrote and may\n"
+        "# replace or remove. One file name per line. Do not edit.\n";
+
+/* Only plain spec names we could have produced: a damaged or hand-edited
+ * record must never make us unlink "../x" or a dot-file. */
+static bool owned_name_ok(const char *s, size_t len)
+{
+        if (len <= strlen(".json") || len > NAME_MAX || s[0] == '.')
+                return false;
+        if (memchr(s, '/', len) || memchr(s, '\0', len))
+                return false;
+        return memcmp(s + len - strlen(".json"), ".json", strlen(".json")) == 0;
+}
+
+int cdi_owned_load(int dfd, char ***ret_names)
+{
+        _cleanup_free_ char *buf = NULL;
+        _cleanup_strv_ char **names = NULL;
+        size_t len = 0;
+        int r;
+
+        names = calloc(1, sizeof(char *));
+        if (!names)
+                return -ENOMEM;
+        r = cdi_read_file_at(dfd, CDI_OWNER_RECORD, true, &buf, &len);
+        if (r == -ENOENT) {
+                *ret_names = TAKE_PTR(names);
+                return 0;
+        }
+        if (r < 0)
+                return r;
+
+        for (char *line = buf, *end; line < buf + len; line = end + 1) {
+                end = memchr(line, '\n', (size_t)(buf + len - line));
+                if (!end)
+                        end = buf + len; /* last line without newline */
+                *end = '\0';
+                if (line[0] == '#' || !owned_name_ok(line, (size_t)(end - line)))
+                        continue;
+                if (cdi_strv_contains(names, line))
+                        continue;
+                r = cdi_strv_push(&names, line);
+                if (r < 0)
+                        return r;
+        }
+        *ret_names = TAKE_PTR(names);
+        return 0;
+}
+
+static int owned_store(int dfd, char *const *names)
+{
+        _cleanup_free_ char *buf = NULL;
+        size_t len = strlen(owned_header), off;
+
+        for (char *const *n = names; n && *n; n++)
+                len += strlen(*n) + 1;
+        buf = malloc(len + 1);
+        if (!buf)
+                return -ENOMEM;
+        memcpy(buf, owned_header, strlen(owned_header));
+        off = strlen(owned_header);
+        for (char *const *n = names; n && *n; n++) {
+                size_t l = strlen(*n);
+                memcpy(buf + off, *n, l);
+                buf[off + l] = '\n';
+                off += l + 1;
+        }
+        return replace_at(dfd, CDI_OWNER_RECORD, buf, len);
+}
+
+int cdi_spec_is_owned_at(int dir_fd, const char *file_name, bool *ret_owned)
+{
+        _cleanup_strv_ char **owned = NULL;
+        int r;
+
+        r = cdi_owned_load(dir_fd, &owned);
+        if (r < 0)
+                return r;
+        *ret_owned = cdi_strv_contains(owned, file_name);
+        return 0;
+}
+
+/* ---- public entry points ------------------------------------------------ */
+
+int cdi_dir_open(const char *path, int *ret_fd)
+{
+        int fd;
+
+        if (!path || !*path)
+                return -EINVAL;
+        /* Only the last component: /etc or /run missing is not ours to fix. */
+        if (mkdir(path, 0755) < 0 && errno != EEXIST)
+                return -errno;
+        fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        *ret_fd = fd;
+        return 0;
+}
+
+/* Consumers reject a spec without devices, so "no devices" is written as
+ * "no file": leaving the last one would advertise devices that are gone.
+ * The claim in the record stays, for when devices come back. */
+static int remove_own_spec(int dir_fd, const char *kind)
+{
+        _cleanup_free_ char *name = NULL;
+        _cleanup_strv_ char **owned = NULL;
+        struct stat st;
+        int r;
+
+        r = cdi_spec_file_name(kind, &name);
+        if (r < 0)
+                return r;
+        r = cdi_owned_load(dir_fd, &owned);
+        if (r < 0)
+                return r;
+        if (!cdi_strv_contains(owned, name))
+                return 0;
+        if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return errno == ENOENT ? 0 : -errno;
+        if (!S_ISREG(st.st_mode))
+                return 0;
+        if (unlinkat(dir_fd, name, 0) < 0 && errno != ENOENT)
+                return -errno;
+        return fsync(dir_fd) < 0 ? -errno : 0;
+}
+
+int cdi_spec_write_at(int dir_fd, const struct cdi_spec *spec)
+{
+        _cleanup_free_ char *json = NULL, *name = NULL;
+        _cleanup_strv_ char **owned = NULL;
+        struct stat st;
+        int r;
+
+        if (spec && spec->n_devices == 0)
+                return remove_own_spec(dir_fd, spec->kind);
+        r = cdi_spec_to_json(spec, &json);
+        if (r < 0)
+                return r;
+        r = cdi_spec_file_name(spec->kind, &name);
+        if (r < 0)
+                return r;
+        r = cdi_owned_load(dir_fd, &owned);
+        if (r < 0)
+                return r;
+
+        if (!cdi_strv_contains(owned, name)) {
+                /* Someone else's file under our name: never clobber it. */
+                if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+                        return -EEXIST;
+                if (errno != ENOENT)
+                        return -errno;
+                /* Claim the name before the file exists: a crash in between
+                 * leaves a claim without a file (harmless), never a file of
+                 * ours that we would later refuse to touch as foreign. */
+                r = cdi_strv_push(&owned, name);
+                if (r < 0)
+                        return r;
+                r = owned_store(dir_fd, owned);
+                if (r < 0)
+                        return r;
+        }
+        return replace_at(dir_fd, name, json, strlen(json));
+}
+
+int cdi_spec_write(const char *dir, const struct cdi_spec *spec)
+{
+        _cleanup_close_ int dfd = -1;
+        int r;
+
+        r = cdi_dir_open(dir, &dfd);
+        if (r < 0)
+                return r;
+        return cdi_spec_write_at(dfd, spec);
+}
+
+static int remove_tmp_leftovers(int dfd)
+{
+        _cleanup_closedir_ DIR *d = NULL;
+        struct dirent *de;
+        int fd;
+
+        fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        d = fdopendir(fd);
+        if (!d) {
+                int r = -errno;
+                close(fd);
+                return r;
+        }
+        while ((errno = 0, de = readdir(d))) {
+                struct stat st;
+                if (strncmp(de->d_name, CDI_TMP_PREFIX, strlen(CDI_TMP_PREFIX)) != 0)
+                        continue;
+                if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+                        continue;
+                if (unlinkat(dfd, de->d_name, 0) < 0 && errno != ENOENT)
+                        return -errno;
+        }
+        return errno ? -errno : 0;
+}
+
+static int keep_names(const char *const *kinds, char ***ret)
+{
+        _cleanup_strv_ char **keep = NULL;
+        int r;
+
+        keep = calloc(1, sizeof(char *));
+        if (!keep)
+                return -ENOMEM;
+        for (; kinds && *kinds; kinds++) {
+                _cleanup_free_ char *name = NULL;
+                r = cdi_spec_file_name(*kinds, &name);
+                if (r < 0)
+                        return r;
+                r = cdi_strv_push(&keep, name);
+                if (r < 0)
+                        return r;
+        }
+        *ret = TAKE_PTR(keep);
+        return 0;
+}
+
+int cdi_remove_stale_at(int dir_fd, const char *const *kinds, char ***ret_removed)
+{
+        _cleanup_strv_ char **owned = NULL, **keep = NULL, **still = NULL, **removed = NULL;
+        bool changed = false;
+        int r;
+
+        r = keep_names(kinds, &keep);
+        if (r < 0)
+                return r;
+        r = cdi_owned_load(dir_fd, &owned);
+        if (r < 0)
+                return r;
+        still = calloc(1, sizeof(char *));
+        removed = calloc(1, sizeof(char *));
+        if (!still || !removed)
+                return -ENOMEM;
+
+        for (char **n = owned; *n; n++) {
+                struct stat st;
+
+                if (cdi_strv_contains(keep, *n)) {
+                        r = cdi_strv_push(&still, *n);
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
+                changed = true;
+                /* We only ever write regular files; anything else under the
+                 * name was put there by someone else: forget it, keep it. */
+                if (fstatat(dir_fd, *n, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+                        if (errno != ENOENT)
+                                return -errno;
+                        continue;
+                }
+                if (!S_ISREG(st.st_mode))
+                        continue;
+                if (unlinkat(dir_fd, *n, 0) < 0 && errno != ENOENT)
+                        return -errno;
+                r = cdi_strv_push(&removed, *n);
+                if (r < 0)
+                        return r;
+        }
+
+        r = remove_tmp_leftovers(dir_fd);
+        if (r < 0)
+                return r;
+        /* The record shrinks only after the unlinks: a crash in between
+         * leaves claims without files, never our files without a claim. */
+        if (changed) {
+                r = owned_store(dir_fd, still);
+                if (r < 0)
+                        return r;
+        } else if (fsync(dir_fd) < 0) {
+                return -errno;
+        }
+        if (ret_removed)
+                *ret_removed = TAKE_PTR(removed);
+        return 0;
+}
+
+int cdi_remove_stale(const char *dir, const char *const *kinds, char ***ret_removed)
+{
+        _cleanup_close_ int dfd = -1;
+
+        if (!dir || !*dir)
+                return -EINVAL;
+        dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0 && errno == ENOENT) {
+                /* Nothing there, nothing of ours to remove. */
+                if (ret_removed) {
+                        char **empty = calloc(1, sizeof(char *));
+                        if (!empty)
+                                return -ENOMEM;
+                        *ret_removed = empty;
+                }
+                return 0;
+        }
+        if (dfd < 0)
+                return -errno;
+        return cdi_remove_stale_at(dfd, kinds, ret_removed);
+}

@@ -1,0 +1,194 @@
+/* Kinds, device names, qualified names and spec file names.
+ *
+ * The character rules follow what CDI consumers actually enforce (the
+ * reference parser in container-device-interface), which is stricter than
+ * SPEC.md's prose in one place: vendor and class must start with a letter.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cdi-internal.h"
+#include "cdi.h"
+
+static bool is_letter(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); }
+static bool is_digit(char c) { return c >= '0' && c <= '9'; }
+static bool is_alnum(char c) { return is_letter(c) || is_digit(c); }
+
+static bool vendor_class_char(char c) { return is_alnum(c) || c == '_' || c == '-' || c == '.'; }
+static bool device_char(char c) { return vendor_class_char(c) || c == ':'; }
+
+/* Vendor and class share one rule: letter first, letter or digit last,
+ * [A-Za-z0-9_.-] between. */
+static bool segment_is_valid(const char *s, size_t len, size_t max)
+{
+        if (len == 0 || len > max)
+                return false;
+        if (!is_letter(s[0]) || !is_alnum(s[len - 1]))
+                return false;
+        for (size_t i = 1; i + 1 < len; i++)
+                if (!vendor_class_char(s[i]))
+                        return false;
+        return true;
+}
+
+bool cdi_vendor_is_valid(const char *vendor, size_t len)
+{
+        return segment_is_valid(vendor, len, CDI_MAX_VENDOR);
+}
+
+bool cdi_class_is_valid(const char *class_, size_t len)
+{
+        return segment_is_valid(class_, len, CDI_MAX_CLASS);
+}
+
+bool cdi_kind_is_valid(const char *kind)
+{
+        const char *slash;
+
+        if (!kind)
+                return false;
+        slash = strchr(kind, '/');
+        if (!slash)
+                return false;
+        /* A second '/' lands in the class and fails its character rule. */
+        return cdi_vendor_is_valid(kind, (size_t)(slash - kind)) &&
+               cdi_class_is_valid(slash + 1, strlen(slash + 1));
+}
+
+bool cdi_device_name_is_valid(const char *name)
+{
+        size_t len;
+
+        if (!name)
+                return false;
+        len = strlen(name);
+        if (len == 0 || len > CDI_MAX_DEVICE_NAME)
+                return false;
+        if (!is_alnum(name[0]) || !is_alnum(name[len - 1]))
+                return false;
+        for (size_t i = 1; i + 1 < len; i++)
+                if (!device_char(name[i]))
+                        return false;
+        return true;
+}
+
+int cdi_kind_from_resource(const char *resource, char **ret_kind)
+{
+        char *kind;
+
+        /* Extended resources are "domain/name" just like kinds, so the name
+         * carries over unchanged; rewriting it would make the kind differ
+         * from what users see in their pod specs. */
+        if (!cdi_kind_is_valid(resource))
+                return -EINVAL;
+        kind = strdup(resource);
+        if (!kind)
+                return -ENOMEM;
+        *ret_kind = kind;
+        return 0;
+}
+
+/* 32-bit FNV-1a: tiny, fixed forever, and good enough to tell apart IDs that
+ * rewrite to the same characters. Changing it would rename devices. */
+static uint32_t fnv1a32(const char *s)
+{
+        uint32_t h = 2166136261u;
+
+        for (; *s; s++) {
+                h ^= (unsigned char)*s;
+                h *= 16777619u;
+        }
+        return h;
+}
+
+int cdi_device_name(const char *id, char **ret_name)
+{
+        _cleanup_free_ char *name = NULL;
+        size_t len, start = 0, n = 0, cap;
+        int r;
+
+        if (!id || !*id)
+                return -EINVAL;
+        len = strlen(id);
+        if (len > CDI_MAX_DEVICE_ID)
+                return -ENAMETOOLONG;
+
+        if (cdi_device_name_is_valid(id)) {
+                name = strdup(id);
+                if (!name)
+                        return -ENOMEM;
+                *ret_name = TAKE_PTR(name);
+                return 0;
+        }
+
+        /* The rules are spelled out at cdi_device_name in cdi.h. Dropping
+         * the leading punctuation keeps "/dev/ttyS0" readable as
+         * "dev_ttyS0-..." rather than inventing a prefix. */
+        while (start < len && !is_alnum(id[start]))
+                start++;
+
+        /* "dev-" + kept chars + "-" + 8 hex + NUL */
+        cap = 4 + (len - start) + 1 + 8 + 1;
+        name = malloc(cap);
+        if (!name)
+                return -ENOMEM;
+        if (start == len) {
+                memcpy(name, "dev", 3);
+                n = 3;
+        }
+        for (size_t i = start; i < len; i++)
+                name[n++] = device_char(id[i]) ? id[i] : '_';
+        r = snprintf(name + n, cap - n, "-%08x", fnv1a32(id));
+        if (r < 0 || (size_t)r >= cap - n)
+                return -EOVERFLOW;
+
+        *ret_name = TAKE_PTR(name);
+        return 0;
+}
+
+int cdi_qualified_name(const char *kind, const char *name, char **ret)
+{
+        size_t klen, nlen;
+        char *q;
+
+        if (!cdi_kind_is_valid(kind) || !cdi_device_name_is_valid(name))
+                return -EINVAL;
+        klen = strlen(kind);
+        nlen = strlen(name);
+        q = malloc(klen + 1 + nlen + 1);
+        if (!q)
+                return -ENOMEM;
+        memcpy(q, kind, klen);
+        q[klen] = '=';
+        memcpy(q + klen + 1, name, nlen + 1);
+        *ret = q;
+        return 0;
+}
+
+int cdi_spec_file_name(const char *kind, char **ret_name)
+{
+        size_t klen;
+        char *name, *slash;
+
+        /* A valid kind holds only [A-Za-z0-9_.-] besides its one '/', and
+         * starts with a letter: replacing the '/' yields a plain, visible
+         * file name with no further sanitising. */
+        if (!cdi_kind_is_valid(kind))
+                return -EINVAL;
+        klen = strlen(kind);
+        if (klen + strlen(".json") > NAME_MAX)
+                return -ENAMETOOLONG;
+        name = malloc(klen + strlen(".json") + 1);
+        if (!name)
+                return -ENOMEM;
+        memcpy(name, kind, klen);
+        memcpy(name + klen, ".json", strlen(".json") + 1);
+        slash = strchr(name, '/');
+        *slash = '-';
+        *ret_name = name;
+        return 0;
+}

@@ -1,0 +1,265 @@
+/* res_discover and res_watch_dirs: run every selector, then make the IDs
+ * unique.
+ *
+ * ID collisions: two selectors finding the same device (same ID, same
+ * nodes) is a duplicate, and the first selector in the match list wins,
+ * with its env/mounts/permissions. Distinct devices with the same ID (say
+ * /dev/a/b and /dev/a-b, both "a-b") all get "<id>-<16 hex digits of a hash
+ * of their nodes>" instead: deterministic, and no device is dropped. Their
+ * IDs change only while the clash lasts. Were two IDs still to clash after
+ * that (a 64-bit hash collision), res_discover fails with -EEXIST.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "res-internal.h"
+
+void res_devlist_free(struct res_devlist *list) {
+        if (!list)
+                return;
+        for (size_t i = 0; i < list->n; i++)
+                res_device_clear(&list->devs[i]);
+        free(list->devs);
+        *list = (struct res_devlist){ 0 };
+}
+
+static void devvec_clear(struct res_devvec *v) {
+        for (size_t i = 0; i < v->n; i++)
+                res_device_clear(&v->devs[i]);
+        free(v->devs);
+        *v = (struct res_devvec){ 0 };
+}
+
+static int discover_one(int rootfd, const struct res_selector *sel, struct res_devvec *out) {
+        switch (sel->kind) {
+        case RES_SEL_PATH:
+        case RES_SEL_PATHS:
+                return res_discover_paths(rootfd, sel, out);
+        case RES_SEL_USB:
+                return res_discover_usb(rootfd, sel, out);
+        case RES_SEL_PCI:
+                return res_discover_pci(rootfd, sel, out);
+        }
+        return -EINVAL;
+}
+
+/* Sorted by ID, then by discovery order, so the first selector's copy of
+ * a duplicate comes first (qsort is not stable). */
+struct slot {
+        struct res_device *dev;
+        size_t order;
+};
+
+static int cmp_slot(const void *a, const void *b) {
+        const struct slot *x = a, *y = b;
+        int c = strcmp(x->dev->id, y->dev->id);
+        if (c)
+                return c;
+        return x->order < y->order ? -1 : x->order > y->order;
+}
+
+static bool same_nodes(const struct res_device *a, const struct res_device *b) {
+        if (a->n_nodes != b->n_nodes)
+                return false;
+        for (size_t i = 0; i < a->n_nodes; i++)
+                if (strcmp(a->nodes[i], b->nodes[i]) != 0)
+                        return false;
+        return true;
+}
+
+static uint64_t nodes_hash(const struct res_device *d) {
+        /* FNV-1a continued over "node\n" for each node. */
+        uint64_t h = 0xcbf29ce484222325ULL;
+        for (size_t i = 0; i < d->n_nodes; i++)
+                for (const unsigned char *p = (const unsigned char *)d->nodes[i];; p++) {
+                        h ^= *p ? *p : '\n';
+                        h *= 0x100000001b3ULL;
+                        if (!*p)
+                                break;
+                }
+        return h;
+}
+
+static int disambiguate(struct res_device *d) {
+        size_t keep = strlen(d->id);
+        if (keep > RES_ID_MAX - 17)
+                keep = RES_ID_MAX - 17;
+        char *id = res_strdup_printf("%.*s-%016llx", (int)keep, d->id,
+                                     (unsigned long long)nodes_hash(d));
+        if (!id)
+                return -ENOMEM;
+        free(d->id);
+        d->id = id;
+        return 0;
+}
+
+static void sort_slots(struct slot *s, size_t n) {
+        if (n > 1)
+                qsort(s, n, sizeof(*s), cmp_slot);
+}
+
+/* Drops duplicates, renames clashes; leaves s[0..*n) sorted and unique. */
+static int make_unique(struct slot *s, size_t *n) {
+        sort_slots(s, *n);
+        size_t w = 0;
+        bool renamed = false;
+        for (size_t i = 0; i < *n;) {
+                size_t j = i + 1;
+                while (j < *n && strcmp(s[j].dev->id, s[i].dev->id) == 0)
+                        j++;
+                size_t group = w;
+                for (size_t k = i; k < j; k++) {
+                        bool dup = false;
+                        for (size_t m = group; m < w && !dup; m++)
+                                dup = same_nodes(s[m].dev, s[k].dev);
+                        if (dup)
+                                res_device_clear(s[k].dev);
+                        else
+                                s[w++] = s[k];
+                }
+                if (w - group > 1) {
+                        for (size_t m = group; m < w; m++) {
+                                int r = disambiguate(s[m].dev);
+                                if (r < 0)
+                                        return r;
+                        }
+                        renamed = true;
+                }
+                i = j;
+        }
+        *n = w;
+        if (!renamed)
+                return 0;
+        sort_slots(s, *n);
+        for (size_t i = 1; i < *n; i++)
+                if (strcmp(s[i - 1].dev->id, s[i].dev->id) == 0)
+                        return -EEXIST;
+        return 0;
+}
+
+int res_discover(const char *host_root, struct res_selector *const *sels, size_t n_sels,
+                 struct res_devlist *ret) {
+        _cleanup_close_ int rootfd = -1;
+        int r = res_root_open(host_root, &rootfd);
+        if (r < 0)
+                return r;
+
+        struct res_devvec v = { 0 };
+        for (size_t i = 0; i < n_sels && r >= 0; i++)
+                r = discover_one(rootfd, sels[i], &v);
+        if (r < 0) {
+                devvec_clear(&v);
+                return r;
+        }
+
+        struct res_devlist list = { 0 };
+        if (v.n == 0) {
+                devvec_clear(&v);
+                *ret = list;
+                return 0;
+        }
+        _cleanup_free_ struct slot *slots = calloc(v.n, sizeof(*slots));
+        list.devs = calloc(v.n, sizeof(*list.devs));
+        if (!slots || !list.devs) {
+                free(list.devs);
+                devvec_clear(&v);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < v.n; i++)
+                slots[i] = (struct slot){ .dev = &v.devs[i], .order = i };
+        size_t n = v.n;
+        r = make_unique(slots, &n);
+        if (r < 0) {
+                free(list.devs);
+                devvec_clear(&v);
+                return r;
+        }
+        /* Move the survivors into ID order; dropped duplicates are already
+         * cleared, so freeing v's array releases nothing twice. */
+        for (size_t i = 0; i < n; i++) {
+                list.devs[i] = *slots[i].dev;
+                *slots[i].dev = (struct res_device){ .numa_node = -1 };
+        }
+        list.n = n;
+        devvec_clear(&v);
+        *ret = list;
+        return 0;
+}
+
+static int cmp_str(const void *a, const void *b) {
+        return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Where nodes for a USB or PCI selector appear; sysfs itself sends no
+ * inotify events, but devtmpfs does when the kernel adds the node. */
+static const char *const usb_globs[] = { "/dev/bus/usb/*/*", NULL };
+static const char *const pci_globs[] = { "/dev/vfio/*", "/dev/dri/*", NULL };
+
+static int sel_watch(int rootfd, const struct res_selector *sel, struct res_strvec *out) {
+        int r = 0;
+        switch (sel->kind) {
+        case RES_SEL_PATH:
+        case RES_SEL_PATHS:
+                for (size_t i = 0; i < sel->n_globs && r >= 0; i++)
+                        r = res_glob_watch_dirs(rootfd, sel->globs[i], out);
+                return r;
+        case RES_SEL_USB:
+                for (size_t i = 0; usb_globs[i] && r >= 0; i++)
+                        r = res_glob_watch_dirs(rootfd, usb_globs[i], out);
+                return r;
+        case RES_SEL_PCI:
+                for (size_t i = 0; pci_globs[i] && r >= 0; i++)
+                        r = res_glob_watch_dirs(rootfd, pci_globs[i], out);
+                return r;
+        }
+        return -EINVAL;
+}
+
+int res_watch_dirs(const char *host_root, struct res_selector *const *sels, size_t n_sels,
+                   char ***ret_dirs) {
+        _cleanup_close_ int rootfd = -1;
+        int r = res_root_open(host_root, &rootfd);
+        if (r < 0)
+                return r;
+
+        struct res_strvec dirs = { 0 };
+        for (size_t i = 0; i < n_sels && r >= 0; i++)
+                r = sel_watch(rootfd, sels[i], &dirs);
+        if (r < 0) {
+                res_strvec_clear(&dirs);
+                return r;
+        }
+        if (dirs.n > 1)
+                qsort(dirs.v, dirs.n, sizeof(char *), cmp_str);
+
+        /* "/" and "/host/" both mean "prefix nothing extra". */
+        size_t plen = host_root ? strlen(host_root) : 0;
+        while (plen > 0 && host_root[plen - 1] == '/')
+                plen--;
+
+        struct res_strvec out = { 0 };
+        for (size_t i = 0; i < dirs.n && r >= 0; i++) {
+                if (i > 0 && strcmp(dirs.v[i], dirs.v[i - 1]) == 0)
+                        continue;
+                if (plen == 0)
+                        r = res_strvec_push_dup(&out, dirs.v[i]);
+                else if (strcmp(dirs.v[i], "/") == 0)
+                        r = res_strvec_push(&out, strndup(host_root, plen));
+                else
+                        r = res_strvec_push(&out, res_strdup_printf("%.*s%s", (int)plen,
+                                                                    host_root, dirs.v[i]));
+        }
+        res_strvec_clear(&dirs);
+        if (r >= 0 && !out.v) {
+                out.v = calloc(1, sizeof(char *));
+                if (!out.v)
+                        r = -ENOMEM;
+        }
+        if (r < 0) {
+                res_strvec_clear(&out);
+                return r;
+        }
+        *ret_dirs = out.v;
+        return 0;
+}

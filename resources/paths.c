@@ -1,0 +1,197 @@
+/* "path" and "paths" selectors.
+ *
+ * "paths" builds one device per match of its first glob. Each further glob
+ * contributes, to that device:
+ *   - its matches whose hardware parent is the same as the first match's
+ *     (same directory behind /sys/dev/{char,block}/MAJ:MIN/device — the
+ *     DRM card and render node of one GPU share their PCI function);
+ *   - else, when the glob has exactly one match and that node has no
+ *     hardware parent (a control node such as /dev/nvidiactl or
+ *     /dev/vfio/vfio), that node, shared by every device;
+ *   - else nothing, and the first match is not a device: a card without a
+ *     render node is not what the operator asked for.
+ * Pairing by sort order would silently give one GPU's render node to
+ * another as soon as one of them lacks a node; the sysfs parent cannot.
+ * Regular files (fake trees) have no parent, so only the sharing rule
+ * applies to them.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "res-internal.h"
+
+struct match {
+        char *path;
+        bool owned; /* has a hardware parent, identified by dev/ino */
+        uint64_t dev, ino;
+};
+
+struct glob_matches {
+        struct match *m;
+        size_t n;
+};
+
+static void matches_clear(struct glob_matches *g) {
+        for (size_t i = 0; i < g->n; i++)
+                free(g->m[i].path);
+        free(g->m);
+        *g = (struct glob_matches){ 0 };
+}
+
+static int cmp_match(const void *a, const void *b) {
+        const struct match *x = a, *y = b;
+        if (x->owned != y->owned)
+                return x->owned ? -1 : 1;
+        if (x->dev != y->dev)
+                return x->dev < y->dev ? -1 : 1;
+        if (x->ino != y->ino)
+                return x->ino < y->ino ? -1 : 1;
+        return strcmp(x->path, y->path);
+}
+
+/* sorted: owned matches first, grouped by parent, for binary search. */
+static int collect(int rootfd, const char *glob, bool sorted, struct glob_matches *ret) {
+        struct res_strvec sv = { 0 };
+        int r = res_glob(rootfd, glob, &sv);
+        if (r < 0)
+                return r;
+        struct glob_matches g = { .m = calloc(sv.n ? sv.n : 1, sizeof(struct match)) };
+        if (!g.m) {
+                res_strvec_clear(&sv);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < sv.n; i++) {
+                struct match *m = &g.m[g.n++];
+                m->path = TAKE_PTR(sv.v[i]);
+                r = res_node_parent(rootfd, m->path, &m->dev, &m->ino);
+                if (r == -ENOMEM)
+                        break;
+                m->owned = r == 0;
+                r = 0;
+        }
+        res_strvec_clear(&sv);
+        if (r < 0) {
+                matches_clear(&g);
+                return r;
+        }
+        if (sorted && g.n > 1)
+                qsort(g.m, g.n, sizeof(struct match), cmp_match);
+        *ret = g;
+        return 0;
+}
+
+/* First index of an owned match with this parent, or g->n. */
+static size_t find_parent(const struct glob_matches *g, uint64_t dev, uint64_t ino) {
+        size_t lo = 0, hi = g->n;
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                const struct match *m = &g->m[mid];
+                bool less = m->owned && (m->dev < dev || (m->dev == dev && m->ino < ino));
+                if (less)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        if (lo < g->n && g->m[lo].owned && g->m[lo].dev == dev && g->m[lo].ino == ino)
+                return lo;
+        return g->n;
+}
+
+static bool has_node(const struct res_strvec *sv, const char *path) {
+        for (size_t i = 0; i < sv->n; i++)
+                if (strcmp(sv->v[i], path) == 0)
+                        return true;
+        return false;
+}
+
+/* Adds glob g's nodes for first match m0; 0 if none fit (not a device). */
+static int pair(const struct match *m0, const struct glob_matches *g, struct res_strvec *nodes) {
+        size_t added = 0;
+        if (m0->owned) {
+                for (size_t i = find_parent(g, m0->dev, m0->ino);
+                     i < g->n && g->m[i].owned && g->m[i].dev == m0->dev && g->m[i].ino == m0->ino;
+                     i++) {
+                        if (has_node(nodes, g->m[i].path))
+                                continue;
+                        int r = res_strvec_push_dup(nodes, g->m[i].path);
+                        if (r < 0)
+                                return r;
+                        added++;
+                }
+                if (added)
+                        return 1;
+        }
+        if (g->n == 1 && !g->m[0].owned) {
+                if (has_node(nodes, g->m[0].path))
+                        return 1;
+                int r = res_strvec_push_dup(nodes, g->m[0].path);
+                return r < 0 ? r : 1;
+        }
+        return 0;
+}
+
+static int emit(struct res_devvec *out, int rootfd, const struct res_selector *sel,
+                struct res_strvec *nodes) {
+        struct res_device dev = { .numa_node = -1 };
+        int r = res_id_from_path(nodes->v[0], &dev.id);
+        if (r < 0) {
+                res_strvec_clear(nodes);
+                return r;
+        }
+        /* Only real device nodes lead to sysfs; regular files get -1. */
+        dev.numa_node = res_node_numa(rootfd, nodes->v[0]);
+        dev.nodes = nodes->v;
+        dev.n_nodes = nodes->n;
+        *nodes = (struct res_strvec){ 0 };
+        r = res_device_apply_edits(&dev, sel);
+        if (r >= 0)
+                r = res_devvec_push(out, &dev);
+        res_device_clear(&dev);
+        return r;
+}
+
+int res_discover_paths(int rootfd, const struct res_selector *sel, struct res_devvec *out) {
+        struct glob_matches *g = calloc(sel->n_globs, sizeof(*g));
+        if (!g)
+                return -ENOMEM;
+        int r = 0;
+        for (size_t i = 0; i < sel->n_globs && r >= 0; i++) {
+                /* The first glob only needs parents when there is pairing
+                 * to do; a plain "path" skips that sysfs work. */
+                if (i == 0 && sel->n_globs == 1) {
+                        struct res_strvec sv = { 0 };
+                        r = res_glob(rootfd, sel->globs[0], &sv);
+                        if (r < 0)
+                                break;
+                        g[0].m = calloc(sv.n ? sv.n : 1, sizeof(struct match));
+                        if (!g[0].m) {
+                                res_strvec_clear(&sv);
+                                r = -ENOMEM;
+                                break;
+                        }
+                        for (size_t j = 0; j < sv.n; j++)
+                                g[0].m[g[0].n++].path = TAKE_PTR(sv.v[j]);
+                        res_strvec_clear(&sv);
+                } else {
+                        r = collect(rootfd, sel->globs[i], i > 0, &g[i]);
+                }
+        }
+
+        for (size_t k = 0; r >= 0 && k < g[0].n; k++) {
+                struct res_strvec nodes = { 0 };
+                r = res_strvec_push_dup(&nodes, g[0].m[k].path);
+                int ok = 1;
+                for (size_t i = 1; r >= 0 && ok > 0 && i < sel->n_globs; i++) {
+                        ok = pair(&g[0].m[k], &g[i], &nodes);
+                        if (ok < 0)
+                                r = ok;
+                }
+                if (r >= 0 && ok > 0)
+                        r = emit(out, rootfd, sel, &nodes);
+                res_strvec_clear(&nodes);
+        }
+        for (size_t i = 0; i < sel->n_globs; i++)
+                matches_clear(&g[i]);
+        free(g);
+        return r;
+}

@@ -1,0 +1,422 @@
+/* Parsing of one "match" entry. Every error names the key it is about, so
+ * the daemon can point the operator at the exact spot in the config. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "res-internal.h"
+
+struct perr {
+        char *field;
+        char *msg;
+};
+
+/* Always returns -EINVAL (or -ENOMEM when even the message fails). */
+__attribute__((format(printf, 3, 4))) static int fail(struct perr *e, const char *field,
+                                                      const char *fmt, ...) {
+        va_list ap;
+        char *msg = NULL;
+
+        va_start(ap, fmt);
+        int r = vasprintf(&msg, fmt, ap);
+        va_end(ap);
+        char *f = strdup(field);
+        if (r < 0 || !f) {
+                free(f);
+                if (r >= 0)
+                        free(msg);
+                return -ENOMEM;
+        }
+        free(e->field);
+        free(e->msg);
+        e->field = f;
+        e->msg = msg;
+        return -EINVAL;
+}
+
+void res_selector_free(struct res_selector *sel) {
+        if (!sel)
+                return;
+        for (size_t i = 0; i < sel->n_globs; i++)
+                free(sel->globs[i]);
+        free(sel->globs);
+        free(sel->usb_serial);
+        free(sel->pci_driver);
+        res_strv_free(sel->env);
+        for (size_t i = 0; i < sel->n_mounts; i++) {
+                free(sel->mounts[i].host_path);
+                free(sel->mounts[i].container_path);
+        }
+        free(sel->mounts);
+        free(sel->permissions);
+        free(sel);
+}
+
+static void selector_freep(struct res_selector **p) {
+        res_selector_free(*p);
+}
+
+/* A path the config names must be absolute and clean: "." and ".." would
+ * make IDs and watch directories ambiguous, and ".." could leave /dev. */
+static const char *path_problem(const char *s) {
+        if (!*s)
+                return "must not be empty";
+        if (s[0] != '/')
+                return "must be an absolute path";
+        if (strlen(s) >= PATH_MAX)
+                return "is too long";
+        if (s[strlen(s) - 1] == '/')
+                return "must name a node, not end in '/'";
+        for (const char *p = s; (p = strchr(p, '/')); p++) {
+                const char *c = p + 1;
+                size_t len = strcspn(c, "/");
+                if ((len == 1 && c[0] == '.') || (len == 2 && c[0] == '.' && c[1] == '.'))
+                        return "must not contain \".\" or \"..\" components";
+        }
+        return NULL;
+}
+
+static int parse_glob(const cJSON *item, const char *field, char **ret, struct perr *e) {
+        if (!cJSON_IsString(item))
+                return fail(e, field, "must be a string (a path glob)");
+        const char *problem = path_problem(item->valuestring);
+        if (problem)
+                return fail(e, field, "%s", problem);
+        char *s = strdup(item->valuestring);
+        if (!s)
+                return -ENOMEM;
+        *ret = s;
+        return 0;
+}
+
+static int parse_path(struct res_selector *sel, const cJSON *item, struct perr *e) {
+        sel->globs = calloc(1, sizeof(char *));
+        if (!sel->globs)
+                return -ENOMEM;
+        int r = parse_glob(item, "path", &sel->globs[0], e);
+        if (r < 0)
+                return r;
+        sel->n_globs = 1;
+        return 0;
+}
+
+static int parse_paths(struct res_selector *sel, const cJSON *item, struct perr *e) {
+        if (!cJSON_IsArray(item))
+                return fail(e, "paths", "must be an array of path globs");
+        int n = cJSON_GetArraySize(item);
+        if (n == 0)
+                return fail(e, "paths", "must not be empty");
+        if (n > RES_MAX_PATHS)
+                return fail(e, "paths", "has more than %d globs", RES_MAX_PATHS);
+        sel->globs = calloc((size_t)n, sizeof(char *));
+        if (!sel->globs)
+                return -ENOMEM;
+        const cJSON *g;
+        cJSON_ArrayForEach(g, item) {
+                _cleanup_free_ char *field = res_strdup_printf("paths[%zu]", sel->n_globs);
+                if (!field)
+                        return -ENOMEM;
+                int r = parse_glob(g, field, &sel->globs[sel->n_globs], e);
+                if (r < 0)
+                        return r;
+                sel->n_globs++;
+        }
+        return 0;
+}
+
+static int parse_hex_field(const cJSON *item, const char *field, unsigned digits,
+                           uint32_t *ret, struct perr *e) {
+        if (!cJSON_IsString(item))
+                return fail(e, field, "must be a string of up to %u hex digits", digits);
+        if (res_parse_hex(item->valuestring, digits, ret) < 0)
+                return fail(e, field, "\"%s\" is not up to %u hex digits", item->valuestring,
+                            digits);
+        return 0;
+}
+
+static int parse_name(const cJSON *item, const char *field, char **ret, struct perr *e) {
+        if (!cJSON_IsString(item))
+                return fail(e, field, "must be a string");
+        if (!*item->valuestring)
+                return fail(e, field, "must not be empty");
+        char *s = strdup(item->valuestring);
+        if (!s)
+                return -ENOMEM;
+        *ret = s;
+        return 0;
+}
+
+static int check_dup(const cJSON *obj, const cJSON *item, const char *field, struct perr *e) {
+        for (const cJSON *o = obj->child; o && o != item; o = o->next)
+                if (strcmp(o->string, item->string) == 0)
+                        return fail(e, field, "duplicate key");
+        return 0;
+}
+
+static int parse_usb(struct res_selector *sel, const cJSON *obj, struct perr *e) {
+        if (!cJSON_IsObject(obj))
+                return fail(e, "usb", "must be an object like {\"vendor\": \"046d\"}");
+        bool has_vendor = false;
+        const cJSON *item;
+        cJSON_ArrayForEach(item, obj) {
+                _cleanup_free_ char *field = res_strdup_printf("usb.%s", item->string);
+                if (!field)
+                        return -ENOMEM;
+                uint32_t v;
+                int r = check_dup(obj, item, field, e);
+                if (r < 0)
+                        return r;
+                if (strcmp(item->string, "vendor") == 0) {
+                        r = parse_hex_field(item, field, 4, &v, e);
+                        sel->usb_vendor = (uint16_t)v;
+                        has_vendor = true;
+                } else if (strcmp(item->string, "product") == 0) {
+                        r = parse_hex_field(item, field, 4, &v, e);
+                        sel->usb_product = (uint16_t)v;
+                        sel->has_usb_product = true;
+                } else if (strcmp(item->string, "serial") == 0) {
+                        r = parse_name(item, field, &sel->usb_serial, e);
+                } else {
+                        r = fail(e, field, "unknown key (expected vendor, product, serial)");
+                }
+                if (r < 0)
+                        return r;
+        }
+        if (!has_vendor)
+                return fail(e, "usb.vendor", "is required");
+        return 0;
+}
+
+static int parse_pci(struct res_selector *sel, const cJSON *obj, struct perr *e) {
+        if (!cJSON_IsObject(obj))
+                return fail(e, "pci", "must be an object like {\"vendor\": \"10de\"}");
+        bool has_mask = false;
+        const cJSON *item;
+        cJSON_ArrayForEach(item, obj) {
+                _cleanup_free_ char *field = res_strdup_printf("pci.%s", item->string);
+                if (!field)
+                        return -ENOMEM;
+                uint32_t v;
+                int r = check_dup(obj, item, field, e);
+                if (r < 0)
+                        return r;
+                if (strcmp(item->string, "vendor") == 0) {
+                        r = parse_hex_field(item, field, 4, &v, e);
+                        sel->pci_vendor = (uint16_t)v;
+                        sel->has_pci_vendor = true;
+                } else if (strcmp(item->string, "device") == 0) {
+                        r = parse_hex_field(item, field, 4, &v, e);
+                        sel->pci_device = (uint16_t)v;
+                        sel->has_pci_device = true;
+                } else if (strcmp(item->string, "class") == 0) {
+                        r = parse_hex_field(item, field, 6, &sel->pci_class, e);
+                        sel->has_pci_class = true;
+                } else if (strcmp(item->string, "class_mask") == 0) {
+                        r = parse_hex_field(item, field, 6, &sel->pci_class_mask, e);
+                        has_mask = true;
+                } else if (strcmp(item->string, "driver") == 0) {
+                        r = parse_name(item, field, &sel->pci_driver, e);
+                        if (r >= 0 && strchr(sel->pci_driver, '/'))
+                                r = fail(e, field, "must be a driver name, not a path");
+                } else {
+                        r = fail(e, field,
+                                 "unknown key (expected vendor, device, class, class_mask, driver)");
+                }
+                if (r < 0)
+                        return r;
+        }
+        if (has_mask && !sel->has_pci_class)
+                return fail(e, "pci.class_mask", "needs \"class\"");
+        if (!sel->has_pci_vendor && !sel->has_pci_device && !sel->has_pci_class &&
+            !sel->pci_driver)
+                return fail(e, "pci", "needs at least one of vendor, device, class, driver");
+        if (!has_mask)
+                sel->pci_class_mask = 0xffffff;
+        sel->pci_class &= sel->pci_class_mask;
+        return 0;
+}
+
+static int parse_env(struct res_selector *sel, const cJSON *obj, struct perr *e) {
+        if (!cJSON_IsObject(obj))
+                return fail(e, "env", "must be an object of strings");
+        struct res_strvec sv = { 0 };
+        const cJSON *item;
+        int r = 0;
+        cJSON_ArrayForEach(item, obj) {
+                _cleanup_free_ char *field = res_strdup_printf("env.%s", item->string);
+                if (!field) {
+                        r = -ENOMEM;
+                        break;
+                }
+                r = check_dup(obj, item, field, e);
+                if (r < 0)
+                        break;
+                if (!*item->string || strchr(item->string, '=')) {
+                        r = fail(e, field, "is not a valid variable name");
+                        break;
+                }
+                if (!cJSON_IsString(item)) {
+                        r = fail(e, field, "must be a string");
+                        break;
+                }
+                r = res_strvec_push(&sv, res_strdup_printf("%s=%s", item->string,
+                                                           item->valuestring));
+                if (r < 0)
+                        break;
+        }
+        if (r < 0) {
+                res_strvec_clear(&sv);
+                return r;
+        }
+        sel->env = sv.v ? sv.v : calloc(1, sizeof(char *));
+        return sel->env ? 0 : -ENOMEM;
+}
+
+static int parse_mount(struct res_mount *m, const cJSON *obj, size_t idx, struct perr *e) {
+        _cleanup_free_ char *base = res_strdup_printf("mounts[%zu]", idx);
+        if (!base)
+                return -ENOMEM;
+        if (!cJSON_IsObject(obj))
+                return fail(e, base, "must be an object with hostPath and containerPath");
+        const cJSON *item;
+        cJSON_ArrayForEach(item, obj) {
+                _cleanup_free_ char *field = res_strdup_printf("%s.%s", base, item->string);
+                if (!field)
+                        return -ENOMEM;
+                int r = check_dup(obj, item, field, e);
+                if (r < 0)
+                        return r;
+                char **dst = NULL;
+                if (strcmp(item->string, "hostPath") == 0)
+                        dst = &m->host_path;
+                else if (strcmp(item->string, "containerPath") == 0)
+                        dst = &m->container_path;
+                else if (strcmp(item->string, "readOnly") == 0) {
+                        if (!cJSON_IsBool(item))
+                                return fail(e, field, "must be true or false");
+                        m->read_only = cJSON_IsTrue(item);
+                        continue;
+                } else
+                        return fail(e, field,
+                                    "unknown key (expected hostPath, containerPath, readOnly)");
+                if (!cJSON_IsString(item))
+                        return fail(e, field, "must be a string (an absolute path)");
+                const char *problem = path_problem(item->valuestring);
+                if (problem)
+                        return fail(e, field, "%s", problem);
+                *dst = strdup(item->valuestring);
+                if (!*dst)
+                        return -ENOMEM;
+        }
+        if (!m->host_path)
+                return fail(e, base, "needs hostPath");
+        if (!m->container_path)
+                return fail(e, base, "needs containerPath");
+        return 0;
+}
+
+static int parse_mounts(struct res_selector *sel, const cJSON *arr, struct perr *e) {
+        if (!cJSON_IsArray(arr))
+                return fail(e, "mounts", "must be an array of objects");
+        int n = cJSON_GetArraySize(arr);
+        if (n == 0)
+                return 0;
+        sel->mounts = calloc((size_t)n, sizeof(*sel->mounts));
+        if (!sel->mounts)
+                return -ENOMEM;
+        const cJSON *item;
+        cJSON_ArrayForEach(item, arr) {
+                /* Counted first so a half-parsed mount is freed too. */
+                size_t idx = sel->n_mounts++;
+                int r = parse_mount(&sel->mounts[idx], item, idx, e);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int parse_permissions(struct res_selector *sel, const cJSON *item, struct perr *e) {
+        if (!cJSON_IsString(item))
+                return fail(e, "permissions", "must be a string like \"rw\"");
+        const char *s = item->valuestring;
+        if (!*s)
+                return fail(e, "permissions", "must not be empty");
+        for (const char *p = s; *p; p++)
+                if (!strchr("rwm", *p) || strchr(p + 1, *p))
+                        return fail(e, "permissions",
+                                    "\"%s\" is not a subset of \"rwm\"", s);
+        sel->permissions = strdup(s);
+        return sel->permissions ? 0 : -ENOMEM;
+}
+
+static int parse_entry(struct res_selector *sel, const cJSON *entry, struct perr *e) {
+        if (!cJSON_IsObject(entry))
+                return fail(e, "", "must be an object like {\"path\": \"/dev/ttyUSB*\"}");
+        const char *kind_key = NULL;
+        const cJSON *item;
+        cJSON_ArrayForEach(item, entry) {
+                const char *k = item->string;
+                int r = check_dup(entry, item, k, e);
+                if (r < 0)
+                        return r;
+                bool is_kind = strcmp(k, "path") == 0 || strcmp(k, "paths") == 0 ||
+                               strcmp(k, "usb") == 0 || strcmp(k, "pci") == 0;
+                if (is_kind && kind_key)
+                        return fail(e, k, "only one of path, paths, usb, pci per entry (\"%s\" is already set)",
+                                    kind_key);
+                if (is_kind)
+                        kind_key = k;
+                if (strcmp(k, "path") == 0) {
+                        sel->kind = RES_SEL_PATH;
+                        r = parse_path(sel, item, e);
+                } else if (strcmp(k, "paths") == 0) {
+                        sel->kind = RES_SEL_PATHS;
+                        r = parse_paths(sel, item, e);
+                } else if (strcmp(k, "usb") == 0) {
+                        sel->kind = RES_SEL_USB;
+                        r = parse_usb(sel, item, e);
+                } else if (strcmp(k, "pci") == 0) {
+                        sel->kind = RES_SEL_PCI;
+                        r = parse_pci(sel, item, e);
+                } else if (strcmp(k, "env") == 0) {
+                        r = parse_env(sel, item, e);
+                } else if (strcmp(k, "mounts") == 0) {
+                        r = parse_mounts(sel, item, e);
+                } else if (strcmp(k, "permissions") == 0) {
+                        r = parse_permissions(sel, item, e);
+                } else {
+                        r = fail(e, k,
+                                 "unknown key (expected path, paths, usb, pci, env, mounts, permissions)");
+                }
+                if (r < 0)
+                        return r;
+        }
+        if (!kind_key)
+                return fail(e, "", "needs one of path, paths, usb, pci");
+        return 0;
+}
+
+int res_selector_parse(const cJSON *entry, struct res_selector **ret, char **ret_field,
+                       char **ret_msg) {
+        __attribute__((cleanup(selector_freep))) struct res_selector *sel =
+                calloc(1, sizeof(*sel));
+        if (!sel)
+                return -ENOMEM;
+        struct perr e = { 0 };
+        int r = parse_entry(sel, entry, &e);
+        if (r < 0) {
+                if (r == -EINVAL && ret_field && ret_msg) {
+                        *ret_field = e.field;
+                        *ret_msg = e.msg;
+                } else {
+                        free(e.field);
+                        free(e.msg);
+                }
+                return r;
+        }
+        *ret = TAKE_PTR(sel);
+        return 0;
+}

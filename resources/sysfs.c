@@ -1,0 +1,396 @@
+/* USB and PCI selectors, NUMA affinity and device-node parents, all read
+ * from sysfs under the host root.
+ *
+ * A device that vanishes or half-appears while we read it (hotplug races
+ * sysfs) is skipped, not an error: the next inotify event rediscovers it.
+ * Only running out of memory aborts a scan.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include "res-internal.h"
+
+/* sysfs device trees are a dozen levels deep at most; the bound only
+ * guards against a fake or corrupt tree. */
+#define MAX_PARENT_DEPTH 16
+
+static int parse_long(const char *s, long min, long max, long *ret) {
+        if (!*s)
+                return -EINVAL;
+        char *end;
+        errno = 0;
+        long v = strtol(s, &end, 10);
+        if (errno || *end || v < min || v > max)
+                return -EINVAL;
+        *ret = v;
+        return 0;
+}
+
+static int read_hex(int rootfd, const char *dir, const char *attr, unsigned digits,
+                    uint32_t *ret) {
+        _cleanup_free_ char *path = res_strdup_printf("%s/%s", dir, attr);
+        _cleanup_free_ char *val = NULL;
+        if (!path)
+                return -ENOMEM;
+        int r = res_read_attr(rootfd, path, &val);
+        if (r < 0)
+                return r;
+        return res_parse_hex(val, digits, ret);
+}
+
+static int read_long(int rootfd, const char *dir, const char *attr, long min, long max,
+                     long *ret) {
+        _cleanup_free_ char *path = res_strdup_printf("%s/%s", dir, attr);
+        _cleanup_free_ char *val = NULL;
+        if (!path)
+                return -ENOMEM;
+        int r = res_read_attr(rootfd, path, &val);
+        if (r < 0)
+                return r;
+        return parse_long(val, min, max, ret);
+}
+
+/* The kernel writes -1 for "no affinity"; a missing or odd file means
+ * the same to the kubelet's topology manager. */
+static int read_numa(int rootfd, const char *dir) {
+        long v;
+        if (read_long(rootfd, dir, "numa_node", -1, INT_MAX, &v) < 0)
+                return -1;
+        return (int)v;
+}
+
+/* NUMA node of the nearest PCI device at or above dir. USB devices and tty
+ * class devices have no numa_node of their own: the host controller's is
+ * the one that matters for DMA. */
+static int numa_walk(int rootfd, const char *dir) {
+        _cleanup_free_ char *p = strdup(dir);
+        if (!p)
+                return -1;
+        for (int depth = 0; depth < MAX_PARENT_DEPTH; depth++) {
+                _cleanup_free_ char *sub = res_strdup_printf("%s/subsystem", p);
+                _cleanup_free_ char *name = NULL;
+                if (!sub)
+                        return -1;
+                int r = res_readlink_base(rootfd, sub, &name);
+                if (r == 0 && strcmp(name, "pci") == 0)
+                        return read_numa(rootfd, p);
+                if (r < 0 && r != -ENOENT)
+                        return -1;
+                /* ".." after a symlink is the physical parent, which is
+                 * what walks from /sys/bus/... into /sys/devices/... */
+                char *up = res_strdup_printf("%s/..", p);
+                if (!up)
+                        return -1;
+                free(p);
+                p = up;
+        }
+        return -1;
+}
+
+static int node_sysfs_dir(int rootfd, const char *node, char **ret) {
+        _cleanup_close_ int fd = res_open_in_root(rootfd, node, O_PATH);
+        if (fd < 0)
+                return fd;
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISCHR(st.st_mode) && !S_ISBLK(st.st_mode))
+                return -ENOENT;
+        char *p = res_strdup_printf("/sys/dev/%s/%u:%u/device",
+                                    S_ISCHR(st.st_mode) ? "char" : "block",
+                                    major(st.st_rdev), minor(st.st_rdev));
+        if (!p)
+                return -ENOMEM;
+        *ret = p;
+        return 0;
+}
+
+int res_node_parent(int rootfd, const char *node, uint64_t *ret_dev, uint64_t *ret_ino) {
+        _cleanup_free_ char *dir = NULL;
+        int r = node_sysfs_dir(rootfd, node, &dir);
+        if (r < 0)
+                return r;
+        _cleanup_close_ int fd = res_open_in_root(rootfd, dir, O_PATH | O_DIRECTORY);
+        if (fd < 0)
+                return fd;
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        *ret_dev = st.st_dev;
+        *ret_ino = st.st_ino;
+        return 0;
+}
+
+int res_node_numa(int rootfd, const char *node) {
+        _cleanup_free_ char *dir = NULL;
+        if (node_sysfs_dir(rootfd, node, &dir) < 0)
+                return -1;
+        return numa_walk(rootfd, dir);
+}
+
+static int for_each_entry(int rootfd, const char *dir,
+                          int (*fn)(int rootfd, const char *name, void *ud), void *ud) {
+        int fd = res_open_in_root(rootfd, dir, O_RDONLY | O_DIRECTORY);
+        if (fd < 0)
+                return fd == -ENOENT ? 0 : fd;
+        DIR *d = fdopendir(fd);
+        if (!d) {
+                close(fd);
+                return -errno;
+        }
+        int r = 0;
+        for (;;) {
+                errno = 0;
+                struct dirent *de = readdir(d);
+                if (!de) {
+                        r = errno ? -errno : 0;
+                        break;
+                }
+                if (de->d_name[0] == '.')
+                        continue;
+                r = fn(rootfd, de->d_name, ud);
+                if (r < 0)
+                        break;
+        }
+        closedir(d);
+        return r;
+}
+
+/* Pushes a finished device; dev is cleared either way. */
+static int emit(struct res_devvec *out, struct res_device *dev, const struct res_selector *sel) {
+        int r = res_device_apply_edits(dev, sel);
+        if (r >= 0)
+                r = res_devvec_push(out, dev);
+        res_device_clear(dev);
+        return r;
+}
+
+static void set_nodes(struct res_device *dev, struct res_strvec *nodes) {
+        dev->nodes = nodes->v;
+        dev->n_nodes = nodes->n;
+        *nodes = (struct res_strvec){ 0 };
+}
+
+struct scan {
+        const struct res_selector *sel;
+        struct res_devvec *out;
+};
+
+/* Errors that mean "this device is in flux or not what we want", as
+ * opposed to a failing daemon. */
+static int skip_unless_fatal(int r) {
+        return r == -ENOMEM || r == -E2BIG ? r : 0;
+}
+
+static int usb_one(int rootfd, const char *name, void *ud) {
+        struct scan *s = ud;
+        const struct res_selector *sel = s->sel;
+        /* "1-1.2:1.0" are interfaces of device "1-1.2", not devices; the
+         * kernel names devices "<bus>-<port>[.<port>...]" or "usb<bus>". */
+        if (name[strspn(name, "0123456789.-usb")] != '\0')
+                return 0;
+        _cleanup_free_ char *dir = res_strdup_printf("/sys/bus/usb/devices/%s", name);
+        if (!dir)
+                return -ENOMEM;
+
+        uint32_t v;
+        int r = read_hex(rootfd, dir, "idVendor", 4, &v);
+        if (r < 0 || v != sel->usb_vendor)
+                return skip_unless_fatal(r);
+        if (sel->has_usb_product) {
+                r = read_hex(rootfd, dir, "idProduct", 4, &v);
+                if (r < 0 || v != sel->usb_product)
+                        return skip_unless_fatal(r);
+        }
+        if (sel->usb_serial) {
+                _cleanup_free_ char *path = res_strdup_printf("%s/serial", dir);
+                _cleanup_free_ char *serial = NULL;
+                if (!path)
+                        return -ENOMEM;
+                r = res_read_attr(rootfd, path, &serial);
+                if (r < 0 || strcmp(serial, sel->usb_serial) != 0)
+                        return skip_unless_fatal(r);
+        }
+        long bus, devnum;
+        r = read_long(rootfd, dir, "busnum", 1, 999, &bus);
+        if (r >= 0)
+                r = read_long(rootfd, dir, "devnum", 1, 999, &devnum);
+        if (r < 0)
+                return skip_unless_fatal(r);
+
+        struct res_device dev = { .numa_node = -1 };
+        struct res_strvec nodes = { 0 };
+        r = res_strvec_push(&nodes, res_strdup_printf("/dev/bus/usb/%03ld/%03ld", bus, devnum));
+        if (r < 0)
+                return r;
+        if (!res_node_exists(rootfd, nodes.v[0])) {
+                res_strvec_clear(&nodes);
+                return 0;
+        }
+        set_nodes(&dev, &nodes);
+        /* The sysfs name ("1-1.2") is the port path: stable across
+         * reboots and replugs into the same port, unlike devnum. */
+        _cleanup_free_ char *raw = res_strdup_printf("usb-%s", name);
+        if (!raw || res_id_fit(raw, &dev.id) < 0) {
+                res_device_clear(&dev);
+                return -ENOMEM;
+        }
+        dev.numa_node = numa_walk(rootfd, dir);
+        return emit(s->out, &dev, sel);
+}
+
+int res_discover_usb(int rootfd, const struct res_selector *sel, struct res_devvec *out) {
+        struct scan s = { .sel = sel, .out = out };
+        return for_each_entry(rootfd, "/sys/bus/usb/devices", usb_one, &s);
+}
+
+/* "dddd:bb:dd.f", domain 4 to 8 hex digits (VMD domains are 5). */
+static bool is_pci_addr(const char *s) {
+        size_t len = strlen(s);
+        if (len < 12 || len > 16)
+                return false;
+        const char *tail = s + len - 8; /* ":bb:dd.f" */
+        for (const char *p = s; p < tail; p++)
+                if (!strchr("0123456789abcdef", *p))
+                        return false;
+        return tail[0] == ':' && tail[3] == ':' && tail[6] == '.' &&
+               strchr("0123456789abcdef", tail[1]) && strchr("0123456789abcdef", tail[2]) &&
+               strchr("0123456789abcdef", tail[4]) && strchr("0123456789abcdef", tail[5]) &&
+               tail[7] >= '0' && tail[7] <= '7';
+}
+
+static bool all_digits(const char *s) {
+        if (!*s)
+                return false;
+        for (; *s; s++)
+                if (*s < '0' || *s > '9')
+                        return false;
+        return true;
+}
+
+static int vfio_nodes(int rootfd, const char *dir, struct res_strvec *nodes) {
+        _cleanup_free_ char *link = res_strdup_printf("%s/iommu_group", dir);
+        _cleanup_free_ char *group = NULL;
+        if (!link)
+                return -ENOMEM;
+        int r = res_readlink_base(rootfd, link, &group);
+        if (r < 0)
+                return r;
+        if (!all_digits(group))
+                return -EINVAL;
+        r = res_strvec_push(nodes, res_strdup_printf("/dev/vfio/%s", group));
+        if (r >= 0)
+                r = res_strvec_push_dup(nodes, "/dev/vfio/vfio");
+        return r;
+}
+
+struct drm_scan {
+        struct res_strvec *nodes;
+};
+
+static bool is_drm_node(const char *name) {
+        if (strncmp(name, "card", 4) == 0)
+                return all_digits(name + 4);
+        if (strncmp(name, "renderD", 7) == 0)
+                return all_digits(name + 7);
+        return false;
+}
+
+static int drm_one(int rootfd, const char *name, void *ud) {
+        struct drm_scan *d = ud;
+        if (!is_drm_node(name))
+                return 0;
+        char *node = res_strdup_printf("/dev/dri/%s", name);
+        if (!node)
+                return -ENOMEM;
+        if (!res_node_exists(rootfd, node)) {
+                free(node);
+                return 0;
+        }
+        return res_strvec_push(d->nodes, node);
+}
+
+static int cmp_str(const void *a, const void *b) {
+        return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int pci_matches(int rootfd, const char *dir, const struct res_selector *sel,
+                       const char *driver) {
+        uint32_t v;
+        int r;
+        if (sel->has_pci_vendor) {
+                r = read_hex(rootfd, dir, "vendor", 4, &v);
+                if (r < 0 || v != sel->pci_vendor)
+                        return r < 0 ? r : 0;
+        }
+        if (sel->has_pci_device) {
+                r = read_hex(rootfd, dir, "device", 4, &v);
+                if (r < 0 || v != sel->pci_device)
+                        return r < 0 ? r : 0;
+        }
+        if (sel->has_pci_class) {
+                r = read_hex(rootfd, dir, "class", 6, &v);
+                if (r < 0 || (v & sel->pci_class_mask) != sel->pci_class)
+                        return r < 0 ? r : 0;
+        }
+        if (sel->pci_driver && (!driver || strcmp(driver, sel->pci_driver) != 0))
+                return 0;
+        return 1;
+}
+
+static int pci_one(int rootfd, const char *name, void *ud) {
+        struct scan *s = ud;
+        if (!is_pci_addr(name))
+                return 0;
+        _cleanup_free_ char *dir = res_strdup_printf("/sys/bus/pci/devices/%s", name);
+        _cleanup_free_ char *drvlink = res_strdup_printf("%s/driver", dir ? dir : "");
+        _cleanup_free_ char *driver = NULL;
+        if (!dir || !drvlink)
+                return -ENOMEM;
+        /* No driver link: the function is unbound. */
+        int r = res_readlink_base(rootfd, drvlink, &driver);
+        if (r < 0 && r != -ENOENT)
+                return skip_unless_fatal(r);
+
+        r = pci_matches(rootfd, dir, s->sel, driver);
+        if (r <= 0)
+                return skip_unless_fatal(r);
+
+        struct res_strvec nodes = { 0 };
+        if (driver && strcmp(driver, "vfio-pci") == 0) {
+                r = vfio_nodes(rootfd, dir, &nodes);
+        } else {
+                _cleanup_free_ char *drm = res_strdup_printf("%s/drm", dir);
+                struct drm_scan d = { .nodes = &nodes };
+                r = drm ? for_each_entry(rootfd, drm, drm_one, &d) : -ENOMEM;
+                if (nodes.n > 1)
+                        qsort(nodes.v, nodes.n, sizeof(char *), cmp_str);
+        }
+        for (size_t i = 0; r >= 0 && i < nodes.n; i++)
+                if (!res_node_exists(rootfd, nodes.v[i]))
+                        r = -ENOENT;
+        if (r < 0 || nodes.n == 0) {
+                res_strvec_clear(&nodes);
+                return skip_unless_fatal(r);
+        }
+
+        struct res_device dev = { .numa_node = read_numa(rootfd, dir) };
+        set_nodes(&dev, &nodes);
+        /* The PCI address is fixed by the slot, so it survives restarts. */
+        if (res_id_fit(name, &dev.id) < 0) {
+                res_device_clear(&dev);
+                return -ENOMEM;
+        }
+        return emit(s->out, &dev, s->sel);
+}
+
+int res_discover_pci(int rootfd, const struct res_selector *sel, struct res_devvec *out) {
+        struct scan s = { .sel = sel, .out = out };
+        return for_each_entry(rootfd, "/sys/bus/pci/devices", pci_one, &s);
+}

@@ -1,0 +1,277 @@
+/* Small helpers: growable vectors, bounded sysfs reads, opening under the
+ * host root. */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+#include "res-internal.h"
+
+void res_strv_free(char **strv) {
+        if (!strv)
+                return;
+        for (char **p = strv; *p; p++)
+                free(*p);
+        free(strv);
+}
+
+char *res_strdup_printf(const char *fmt, ...) {
+        va_list ap;
+        char *s = NULL;
+
+        va_start(ap, fmt);
+        int r = vasprintf(&s, fmt, ap);
+        va_end(ap);
+        return r < 0 ? NULL : s;
+}
+
+/* Grow *p (of *cap elements of size sz) to hold at least need, doubling. */
+static int grow(void **p, size_t *cap, size_t need, size_t sz) {
+        if (need <= *cap)
+                return 0;
+        size_t ncap = *cap ? *cap : 16;
+        while (ncap < need) {
+                if (ncap > SIZE_MAX / 2 / sz)
+                        return -ENOMEM;
+                ncap *= 2;
+        }
+        void *n = realloc(*p, ncap * sz);
+        if (!n)
+                return -ENOMEM;
+        *p = n;
+        *cap = ncap;
+        return 0;
+}
+
+int res_strvec_push(struct res_strvec *sv, char *s) {
+        if (!s)
+                return -ENOMEM;
+        /* +1 keeps room for the NULL terminator. */
+        int r = grow((void **)&sv->v, &sv->cap, sv->n + 2, sizeof(char *));
+        if (r < 0) {
+                free(s);
+                return r;
+        }
+        sv->v[sv->n++] = s;
+        sv->v[sv->n] = NULL;
+        return 0;
+}
+
+int res_strvec_push_dup(struct res_strvec *sv, const char *s) {
+        return res_strvec_push(sv, strdup(s));
+}
+
+void res_strvec_clear(struct res_strvec *sv) {
+        for (size_t i = 0; i < sv->n; i++)
+                free(sv->v[i]);
+        free(sv->v);
+        *sv = (struct res_strvec){ 0 };
+}
+
+void res_device_clear(struct res_device *dev) {
+        free(dev->id);
+        res_strv_free(dev->nodes);
+        res_strv_free(dev->env);
+        for (size_t i = 0; i < dev->n_mounts; i++) {
+                free(dev->mounts[i].host_path);
+                free(dev->mounts[i].container_path);
+        }
+        free(dev->mounts);
+        free(dev->permissions);
+        *dev = (struct res_device){ .numa_node = -1 };
+}
+
+int res_devvec_push(struct res_devvec *v, struct res_device *dev) {
+        if (v->n >= RES_MAX_DEVICES)
+                return -E2BIG;
+        int r = grow((void **)&v->devs, &v->cap, v->n + 1, sizeof(*v->devs));
+        if (r < 0)
+                return r;
+        v->devs[v->n++] = *dev;
+        *dev = (struct res_device){ .numa_node = -1 };
+        return 0;
+}
+
+static char **strv_copy(char *const *src) {
+        size_t n = 0;
+        while (src[n])
+                n++;
+        char **dst = calloc(n + 1, sizeof(char *));
+        if (!dst)
+                return NULL;
+        for (size_t i = 0; i < n; i++) {
+                dst[i] = strdup(src[i]);
+                if (!dst[i]) {
+                        res_strv_free(dst);
+                        return NULL;
+                }
+        }
+        return dst;
+}
+
+int res_device_apply_edits(struct res_device *dev, const struct res_selector *sel) {
+        if (sel->env) {
+                dev->env = strv_copy(sel->env);
+                if (!dev->env)
+                        return -ENOMEM;
+        }
+        if (sel->permissions) {
+                dev->permissions = strdup(sel->permissions);
+                if (!dev->permissions)
+                        return -ENOMEM;
+        }
+        if (sel->n_mounts == 0)
+                return 0;
+        dev->mounts = calloc(sel->n_mounts, sizeof(*dev->mounts));
+        if (!dev->mounts)
+                return -ENOMEM;
+        for (size_t i = 0; i < sel->n_mounts; i++) {
+                struct res_mount *m = &dev->mounts[i];
+                m->host_path = strdup(sel->mounts[i].host_path);
+                m->container_path = strdup(sel->mounts[i].container_path);
+                m->read_only = sel->mounts[i].read_only;
+                dev->n_mounts = i + 1;
+                if (!m->host_path || !m->container_path)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
+int res_root_open(const char *host_root, int *ret_fd) {
+        if (!host_root || !*host_root)
+                host_root = "/";
+        int fd = open(host_root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        *ret_fd = fd;
+        return 0;
+}
+
+int res_open_in_root(int rootfd, const char *path, int flags) {
+        while (*path == '/')
+                path++;
+        if (!*path)
+                path = ".";
+
+        /* RESOLVE_IN_ROOT makes "/" and ".." in symlinks mean the host root,
+         * so an absolute link such as /dev/disk/by-id/x -> /dev/sda under
+         * --host-root=/host resolves to /host/dev/sda, not our own /dev. */
+        struct open_how how = {
+                .flags = (uint64_t)(flags | O_CLOEXEC),
+                .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+        };
+        long fd = syscall(SYS_openat2, rootfd, path, &how, sizeof(how));
+        if (fd >= 0)
+                return (int)fd;
+        if (errno != ENOSYS)
+                return -errno;
+        /* Kernels before 5.6: plain openat, where absolute symlinks escape
+         * the host root. The host's /dev and /sys use relative links, so
+         * this only loses exotic setups. */
+        fd = openat(rootfd, path, flags | O_CLOEXEC);
+        return fd >= 0 ? (int)fd : -errno;
+}
+
+int res_read_attr(int rootfd, const char *path, char **ret) {
+        _cleanup_close_ int fd = res_open_in_root(rootfd, path, O_RDONLY | O_NOCTTY);
+        if (fd < 0)
+                return fd;
+
+        _cleanup_free_ char *buf = malloc(RES_ATTR_MAX + 1);
+        if (!buf)
+                return -ENOMEM;
+        size_t len = 0;
+        for (;;) {
+                ssize_t n = read(fd, buf + len, RES_ATTR_MAX + 1 - len);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (n == 0)
+                        break;
+                len += (size_t)n;
+                if (len > RES_ATTR_MAX)
+                        return -EFBIG;
+        }
+        /* sysfs ends values with one newline; keep everything else, so a
+         * serial number with odd spacing still matches exactly. */
+        if (len > 0 && buf[len - 1] == '\n')
+                len--;
+        if (memchr(buf, '\0', len))
+                return -EINVAL;
+        buf[len] = '\0';
+        *ret = TAKE_PTR(buf);
+        return 0;
+}
+
+int res_readlink_base(int rootfd, const char *path, char **ret) {
+        _cleanup_free_ char *dir = strdup(path);
+        if (!dir)
+                return -ENOMEM;
+        char *slash = strrchr(dir, '/');
+        if (!slash)
+                return -EINVAL;
+        *slash = '\0';
+        const char *name = slash + 1;
+
+        _cleanup_close_ int dfd = res_open_in_root(rootfd, dir, O_PATH | O_DIRECTORY);
+        if (dfd < 0)
+                return dfd;
+
+        _cleanup_free_ char *target = malloc(RES_ATTR_MAX + 1);
+        if (!target)
+                return -ENOMEM;
+        ssize_t n = readlinkat(dfd, name, target, RES_ATTR_MAX + 1);
+        if (n < 0)
+                return -errno;
+        if (n > RES_ATTR_MAX)
+                return -ENAMETOOLONG;
+        target[n] = '\0';
+        while (n > 0 && target[n - 1] == '/')
+                target[--n] = '\0';
+        const char *base = strrchr(target, '/');
+        base = base ? base + 1 : target;
+        if (!*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
+                return -EINVAL;
+        char *b = strdup(base);
+        if (!b)
+                return -ENOMEM;
+        *ret = b;
+        return 0;
+}
+
+bool res_node_exists(int rootfd, const char *path) {
+        _cleanup_close_ int fd = res_open_in_root(rootfd, path, O_PATH);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) < 0)
+                return false;
+        return S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) || S_ISREG(st.st_mode);
+}
+
+int res_parse_hex(const char *s, unsigned max_digits, uint32_t *ret) {
+        if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+                s += 2;
+        size_t len = strlen(s);
+        if (len == 0 || len > max_digits || len > 8)
+                return -EINVAL;
+        uint32_t v = 0;
+        for (const char *p = s; *p; p++) {
+                unsigned d;
+                if (*p >= '0' && *p <= '9')
+                        d = (unsigned)(*p - '0');
+                else if (*p >= 'a' && *p <= 'f')
+                        d = (unsigned)(*p - 'a' + 10);
+                else if (*p >= 'A' && *p <= 'F')
+                        d = (unsigned)(*p - 'A' + 10);
+                else
+                        return -EINVAL;
+                v = v << 4 | d;
+        }
+        *ret = v;
+        return 0;
+}

@@ -1,0 +1,23 @@
+/* faketree: build fake /dev and /sys trees in a temp dir, for tests that
+ * pass the result as a host root.
+ *
+ * Paths are relative to the tree's root (a leading '/' is ignored); missing
+ * parent directories are created. Functions return 0 or a negative errno.
+ * Regular files stand in for device nodes; ft_chrdev makes a real one where
+ * the test may call mknod (root outside a user namespace).
+ */
+#pragma once
+
+/* A fresh directory under $TMPDIR (or /tmp); malloc'd path, NULL on error. */
+char *ft_new(void);
+/* Remove the tree and free root; accepts NULL. */
+void ft_free(char *root);
+
+int ft_dir(const char *root, const char *path);
+/* content may be NULL for an empty file. */
+int ft_file(const char *root, const char *path, const char *content);
+int ft_symlink(const char *root, const char *path, const char *target);
+int ft_chrdev(const char *root, const char *path, unsigned major, unsigned minor);
+int ft_fifo(const char *root, const char *path);
+/* root + "/" + path, malloc'd; NULL on error. */
+char *ft_path(const char *root, const char *path);
