@@ -21,11 +21,26 @@ struct sbx_error {
 
 /* Drop groups, gid and uid (if asked), every capability in every set
  * (effective, permitted, inheritable, ambient, bounding), set no_new_privs,
- * then load the seccomp allowlist for all threads. */
+ * then load the seccomp allowlist for all threads. One way, once.
+ *
+ * Call it from the only thread (-EBUSY otherwise: capabilities are per
+ * thread), after opening everything start-up needs and before grpc_init()
+ * or anything else that starts threads. Needs root's capabilities
+ * (CAP_SETPCAP always, CAP_SETUID/CAP_SETGID with set_ids); every set is
+ * re-read from the kernel afterwards, so a silent partial drop fails.
+ * After it, execve, ptrace, fork, mount and the setuid family kill the
+ * process and everything not allowlisted fails with EPERM (see SECURITY.md).
+ * In ASan builds it runs LeakSanitizer's check first (see sandbox.c).
+ * On failure err->step (err may be NULL) names the step; the process is
+ * then half locked down and should exit. */
 int sbx_lockdown(const struct sbx_options *opts, struct sbx_error *err);
 
-/* Parse "NAME|UID[:GID]" for --user; resolves names (call before the
- * lock-down). */
+/* Parse "NAME|UID[:GROUP|GID]" for --user into *ret (with set_ids true);
+ * resolves names through NSS, so call it before the lock-down. Without a
+ * group, a name uses its primary group; a bare UID uses the primary group
+ * of its passwd entry if there is one, else the GID of the same number.
+ * Returns -EINVAL (malformed), -ERANGE (id >= 4294967295), -ENOENT
+ * (unknown name) or another negative errno from NSS. */
 int sbx_parse_user(const char *spec, struct sbx_options *ret);
 
 /* The seccomp policy as data: one entry per syscall group, each saying who

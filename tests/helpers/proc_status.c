@@ -1,0 +1,150 @@
+/* Reading /proc/<pid>/task/<tid>/status, for the sandbox's tests and the
+ * daemon's integration tests. */
+#include <dirent.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "proc_status.h"
+
+static int status_path(pid_t pid, pid_t tid, char *buf, size_t size)
+{
+        int n = tid > 0 ? snprintf(buf, size, "/proc/%d/task/%d/status", (int)pid, (int)tid)
+                        : snprintf(buf, size, "/proc/%d/status", (int)pid);
+
+        return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+}
+
+int proc_status_field(pid_t pid, pid_t tid, const char *field, char **ret_value)
+{
+        char path[64];
+        char *line = NULL;
+        size_t cap = 0, flen = strlen(field);
+        FILE *f;
+        int r = status_path(pid, tid, path, sizeof(path));
+
+        if (r < 0)
+                return r;
+        f = fopen(path, "re");
+        if (!f)
+                return -errno;
+        r = -ENOENT;
+        while (getline(&line, &cap, f) > 0) {
+                if (strncmp(line, field, flen) != 0 || line[flen] != ':')
+                        continue;
+                char *v = line + flen + 1;
+                v += strspn(v, " \t");
+                v[strcspn(v, "\n")] = '\0';
+                char *copy = strdup(v);
+                if (!copy) {
+                        r = -ENOMEM;
+                        break;
+                }
+                *ret_value = copy;
+                r = 0;
+                break;
+        }
+        free(line);
+        fclose(f);
+        return r;
+}
+
+__attribute__((format(printf, 2, 3)))
+static void set_msg(char **ret_msg, const char *fmt, ...)
+{
+        va_list ap;
+        char *m;
+
+        if (!ret_msg)
+                return;
+        va_start(ap, fmt);
+        if (vasprintf(&m, fmt, ap) < 0)
+                m = NULL;
+        va_end(ap);
+        *ret_msg = m;
+}
+
+static const struct {
+        const char *field;
+        const char *want;
+} confined[] = {
+        { "CapInh", "0000000000000000" },
+        { "CapPrm", "0000000000000000" },
+        { "CapEff", "0000000000000000" },
+        { "CapBnd", "0000000000000000" },
+        { "CapAmb", "0000000000000000" },
+        { "NoNewPrivs", "1" },
+        { "Seccomp", "2" },
+};
+
+static int thread_exists(pid_t pid, pid_t tid)
+{
+        char path[64];
+
+        return status_path(pid, tid, path, sizeof(path)) == 0 && access(path, F_OK) == 0;
+}
+
+static int check_thread(pid_t pid, pid_t tid, char **ret_msg)
+{
+        for (size_t i = 0; i < sizeof(confined) / sizeof(confined[0]); i++) {
+                char *v = NULL;
+                int r = proc_status_field(pid, tid, confined[i].field, &v);
+
+                /* The thread ended after readdir(): nothing left to check. */
+                if (r == -ENOENT && !thread_exists(pid, tid))
+                        return 0;
+                if (r < 0) {
+                        set_msg(ret_msg, "pid %d thread %d: cannot read %s: %s", (int)pid,
+                                (int)tid, confined[i].field, strerror(-r));
+                        return r;
+                }
+                int ok = strcmp(v, confined[i].want) == 0;
+                if (!ok)
+                        set_msg(ret_msg, "pid %d thread %d: %s is %s, want %s", (int)pid,
+                                (int)tid, confined[i].field, v, confined[i].want);
+                free(v);
+                if (!ok)
+                        return -EPERM;
+        }
+        return 0;
+}
+
+int proc_check_confined(pid_t pid, char **ret_msg)
+{
+        char path[64];
+        struct dirent *de;
+        unsigned threads = 0;
+        DIR *d;
+        int n = snprintf(path, sizeof(path), "/proc/%d/task", (int)pid), r = 0;
+
+        if (n < 0 || (size_t)n >= sizeof(path))
+                return -ENAMETOOLONG;
+        d = opendir(path);
+        if (!d) {
+                r = -errno;
+                set_msg(ret_msg, "%s: %s", path, strerror(-r));
+                return r;
+        }
+        while (r == 0 && (de = readdir(d))) {
+                char *end;
+                long tid;
+
+                if (de->d_name[0] == '.')
+                        continue;
+                errno = 0;
+                tid = strtol(de->d_name, &end, 10);
+                if (errno != 0 || *end != '\0' || tid <= 0)
+                        continue;
+                threads++;
+                r = check_thread(pid, (pid_t)tid, ret_msg);
+        }
+        closedir(d);
+        if (r == 0 && threads == 0) {
+                set_msg(ret_msg, "%s: no threads", path);
+                r = -ESRCH;
+        }
+        return r;
+}
