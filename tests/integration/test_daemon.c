@@ -12,6 +12,7 @@
 #include "calls.h"
 #include "env.h"
 #include "kubelet.h"
+#include "proc_status.h"
 #include "rpc.h"
 
 static struct env e;
@@ -321,4 +322,20 @@ Test(daemon, stops_cleanly_on_sigterm) {
         }
         /* Specs stay: the kubelet replays old Allocate answers. */
         cr_assert(defined_in_cdi_dir("example.com/serial=ttyUSB0"));
+}
+
+Test(daemon, serves_with_no_capability_and_seccomp_on_every_thread) {
+        char *msg = NULL;
+        /* Work first, so grpc's threads all exist: a hotplug, a restart,
+         * an Allocate. */
+        env_touch(&e, "dev/ttyUSB7");
+        cr_assert_eq(tk_restart(tk, false), 0);
+        cr_assert_eq(tk_wait_registered(tk, "example.com/serial", 2, 10000), 0);
+        grpc_channel *ch = tk_dial(tk, "example.com/serial");
+        cr_assert_eq(call_allocate(ch, NULL, NULL, "ttyUSB7", NULL, NULL), GRPC_STATUS_OK);
+        grpc_channel_destroy(ch);
+        if (getenv("CDIPLUG_TEST_NO_SANDBOX"))
+                cr_skip_test("sandbox turned off for debugging");
+        int r = proc_check_confined(e.pid, &msg);
+        cr_assert_eq(r, 0, "daemon not confined: %s", msg ? msg : "?");
 }

@@ -33,6 +33,7 @@ struct tk_plugin {
         unsigned registrations;
         unsigned lists;
         unsigned lists_at_register;
+        uint64_t registered_at_ns;  /* CLOCK_MONOTONIC of the latest Register */
         V1beta1__ListAndWatchResponse *latest;
         V1beta1__RegisterRequest *last_req;
         V1beta1__DevicePluginOptions *last_opts;
@@ -49,7 +50,14 @@ struct tk {
         struct tk_plugin plugins[TK_MAX_PLUGINS];
         size_t n_plugins;
         struct tk_stream *streams;  /* all streams ever opened, joined on restart */
+        uint64_t restarted_at_ns;   /* when the last restart deleted the sockets */
 };
+
+static uint64_t now_ns(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 static struct tk_plugin *plugin_get(struct tk *tk, const char *resource, bool create) {
         for (size_t i = 0; i < tk->n_plugins; i++)
@@ -181,6 +189,7 @@ static grpc_status_code handle_register(struct tk *tk, grpc_byte_buffer *buf, ch
         p->last_req = req;
         p->last_opts = (V1beta1__DevicePluginOptions *)opts;
         p->registrations++;
+        p->registered_at_ns = now_ns();
         p->lists_at_register = p->lists;
         stream_open(tk, p);
         pthread_cond_broadcast(&tk->cond);
@@ -188,65 +197,109 @@ static grpc_status_code handle_register(struct tk *tk, grpc_byte_buffer *buf, ch
         return GRPC_STATUS_OK;
 }
 
+/* One incoming call, handled on its own thread and completion queue, as
+ * the kubelet serves each RPC on its own goroutine: 64 plugins registering
+ * at once are not queued behind each other's dial-backs. */
+struct tk_call {
+        struct tk *tk;
+        grpc_completion_queue *cq;
+        grpc_call *call;
+        grpc_call_details details;
+        grpc_metadata_array md;
+        pthread_t thread;
+        struct tk_call *next;
+};
+
+static void *call_main(void *arg) {
+        struct tk_call *c = arg;
+        grpc_byte_buffer *recv = NULL, *send;
+        grpc_slice status_details;
+        grpc_status_code st;
+        _cleanup_free_ char *msg = NULL;
+        int cancelled = 0, tag;
+        grpc_op ops[4];
+        size_t n = 0;
+
+        memset(ops, 0, sizeof(ops));
+        ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+        ops[1].op = GRPC_OP_RECV_MESSAGE;
+        ops[1].data.recv_message.recv_message = &recv;
+        grpc_call_start_batch(c->call, ops, 2, &tag, NULL);
+        grpc_completion_queue_next(c->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+        if (grpc_slice_str_cmp(c->details.method, DP_METHOD_REGISTER) != 0)
+                st = GRPC_STATUS_UNIMPLEMENTED;
+        else
+                st = handle_register(c->tk, recv, &msg);
+        V1beta1__Empty empty = V1BETA1__EMPTY__INIT;
+        send = dp_pack(&empty.base);
+        status_details = grpc_slice_from_copied_string(msg ? msg : "");
+        memset(ops, 0, sizeof(ops));
+        if (st == GRPC_STATUS_OK) {
+                ops[n].op = GRPC_OP_SEND_MESSAGE;
+                ops[n++].data.send_message.send_message = send;
+        }
+        ops[n].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
+        ops[n].data.send_status_from_server.status = st;
+        ops[n++].data.send_status_from_server.status_details = &status_details;
+        ops[n].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+        ops[n++].data.recv_close_on_server.cancelled = &cancelled;
+        grpc_call_start_batch(c->call, ops, n, &tag, NULL);
+        grpc_completion_queue_next(c->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+        grpc_slice_unref(status_details);
+        grpc_byte_buffer_destroy(send);
+        if (recv)
+                grpc_byte_buffer_destroy(recv);
+        return NULL;
+}
+
+static void call_free(struct tk_call *c) {
+        pthread_join(c->thread, NULL);
+        grpc_call_unref(c->call);
+        grpc_call_details_destroy(&c->details);
+        grpc_metadata_array_destroy(&c->md);
+        grpc_completion_queue_shutdown(c->cq);
+        while (grpc_completion_queue_next(c->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type !=
+               GRPC_QUEUE_SHUTDOWN)
+                ;
+        grpc_completion_queue_destroy(c->cq);
+        free(c);
+}
+
 static void *server_main(void *arg) {
         struct tk *tk = arg;
+        struct tk_call *calls = NULL;
 
         for (;;) {
-                grpc_call *call = NULL;
-                grpc_call_details details;
-                grpc_metadata_array md;
-                grpc_byte_buffer *recv = NULL, *send = NULL;
-                grpc_slice status_details;
-                grpc_status_code st = GRPC_STATUS_OK;
-                _cleanup_free_ char *msg = NULL;
-                int cancelled = 0, tag_new, tag_io;
-                grpc_op ops[4];
+                struct tk_call *c = calloc(1, sizeof(*c));
                 grpc_event ev;
 
-                grpc_call_details_init(&details);
-                grpc_metadata_array_init(&md);
-                grpc_server_request_call(tk->server, &call, &details, &md, tk->cq, tk->cq, &tag_new);
-                ev = grpc_completion_queue_next(tk->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
-                if (ev.type != GRPC_OP_COMPLETE || ev.tag != &tag_new || !ev.success) {
-                        grpc_call_details_destroy(&details);
-                        grpc_metadata_array_destroy(&md);
-                        if (ev.type == GRPC_OP_COMPLETE && ev.tag != &tag_new)
-                                continue; /* the shutdown tag; keep draining */
+                c->tk = tk;
+                c->cq = grpc_completion_queue_create_for_next(NULL);
+                grpc_call_details_init(&c->details);
+                grpc_metadata_array_init(&c->md);
+                grpc_server_request_call(tk->server, &c->call, &c->details, &c->md, c->cq, tk->cq, c);
+                do
+                        ev = grpc_completion_queue_next(tk->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+                while (ev.type == GRPC_OP_COMPLETE && ev.tag != c); /* the shutdown tag */
+                if (ev.type != GRPC_OP_COMPLETE || !ev.success) {
+                        grpc_call_details_destroy(&c->details);
+                        grpc_metadata_array_destroy(&c->md);
+                        grpc_completion_queue_shutdown(c->cq);
+                        while (grpc_completion_queue_next(c->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type !=
+                               GRPC_QUEUE_SHUTDOWN)
+                                ;
+                        grpc_completion_queue_destroy(c->cq);
+                        free(c);
                         break;
                 }
-                memset(ops, 0, sizeof(ops));
-                ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
-                ops[1].op = GRPC_OP_RECV_MESSAGE;
-                ops[1].data.recv_message.recv_message = &recv;
-                grpc_call_start_batch(call, ops, 2, &tag_io, NULL);
-                ev = grpc_completion_queue_next(tk->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
-                if (grpc_slice_str_cmp(details.method, DP_METHOD_REGISTER) != 0)
-                        st = GRPC_STATUS_UNIMPLEMENTED;
-                else
-                        st = handle_register(tk, recv, &msg);
-                V1beta1__Empty empty = V1BETA1__EMPTY__INIT;
-                send = dp_pack(&empty.base);
-                status_details = grpc_slice_from_copied_string(msg ? msg : "");
-                memset(ops, 0, sizeof(ops));
-                size_t n = 0;
-                if (st == GRPC_STATUS_OK) {
-                        ops[n].op = GRPC_OP_SEND_MESSAGE;
-                        ops[n++].data.send_message.send_message = send;
-                }
-                ops[n].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
-                ops[n].data.send_status_from_server.status = st;
-                ops[n++].data.send_status_from_server.status_details = &status_details;
-                ops[n].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
-                ops[n++].data.recv_close_on_server.cancelled = &cancelled;
-                grpc_call_start_batch(call, ops, n, &tag_io, NULL);
-                grpc_completion_queue_next(tk->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
-                grpc_slice_unref(status_details);
-                grpc_byte_buffer_destroy(send);
-                if (recv)
-                        grpc_byte_buffer_destroy(recv);
-                grpc_call_details_destroy(&details);
-                grpc_metadata_array_destroy(&md);
-                grpc_call_unref(call);
+                c->next = calls;
+                calls = c;
+                pthread_create(&c->thread, NULL, call_main, c);
+        }
+        while (calls) {
+                struct tk_call *next = calls->next;
+                call_free(calls);
+                calls = next;
         }
         return NULL;
 }
@@ -347,6 +400,7 @@ int tk_start(const char *dir, struct tk **ret) {
 int tk_restart(struct tk *tk, bool sock_first) {
         unserve(tk);
         streams_close(tk);
+        tk->restarted_at_ns = now_ns();
         if (sock_first) {
                 unlink(tk->sock);
                 int r = serve(tk);
@@ -499,4 +553,19 @@ grpc_channel *tk_dial(struct tk *tk, const char *resource) {
         grpc_channel *ch = p && p->endpoint ? dp_channel_unix(p->endpoint) : NULL;
         pthread_mutex_unlock(&tk->lock);
         return ch;
+}
+
+uint64_t tk_restarted_at_ns(struct tk *tk) {
+        pthread_mutex_lock(&tk->lock);
+        uint64_t t = tk->restarted_at_ns;
+        pthread_mutex_unlock(&tk->lock);
+        return t;
+}
+
+uint64_t tk_registered_at_ns(struct tk *tk, const char *resource) {
+        pthread_mutex_lock(&tk->lock);
+        struct tk_plugin *p = plugin_get(tk, resource, false);
+        uint64_t t = p ? p->registered_at_ns : 0;
+        pthread_mutex_unlock(&tk->lock);
+        return t;
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <grpc/grpc.h>
 
 #include "deviceplugin.pb-c.h"
@@ -42,3 +43,8 @@ grpc_channel *tk_dial(struct tk *tk, const char *resource);
 
 /* Total registrations across all resources. */
 unsigned tk_total_registrations(struct tk *tk);
+
+/* CLOCK_MONOTONIC nanoseconds: when the last restart deleted the sockets,
+ * and when the resource's latest Register arrived (0 if never). */
+uint64_t tk_restarted_at_ns(struct tk *tk);
+uint64_t tk_registered_at_ns(struct tk *tk, const char *resource);

@@ -27,9 +27,16 @@ static void print_allocate(struct tk *tk, const char *resource, const char *id) 
         printf("  Allocate([\"%s\"]) -> status %d %s\n", id, st, details ? details : "");
         if (resp) {
                 V1beta1__AllocateResponse *a = (V1beta1__AllocateResponse *)resp;
-                for (size_t i = 0; i < a->n_container_responses; i++)
-                        for (size_t j = 0; j < a->container_responses[i]->n_cdi_devices; j++)
-                                printf("    cdi_devices: %s\n", a->container_responses[i]->cdi_devices[j]->name);
+                for (size_t i = 0; i < a->n_container_responses; i++) {
+                        V1beta1__ContainerAllocateResponse *c = a->container_responses[i];
+                        for (size_t j = 0; j < c->n_cdi_devices; j++)
+                                printf("    cdi_devices: %s\n", c->cdi_devices[j]->name);
+                        for (size_t j = 0; j < c->n_annotations; j++)
+                                printf("    annotation:  %s=%s\n", c->annotations[j]->key, c->annotations[j]->value);
+                        for (size_t j = 0; j < c->n_devices; j++)
+                                printf("    device:      %s -> %s (%s)\n", c->devices[j]->host_path,
+                                       c->devices[j]->container_path, c->devices[j]->permissions);
+                }
                 protobuf_c_message_free_unpacked(resp, NULL);
         }
         free(details);
