@@ -1,0 +1,66 @@
+#!/bin/sh
+# collect-runtime.sh BINARY ROOTFS [CONFIG]
+#
+# Build a minimal root file system for a FROM-scratch image: BINARY as
+# /usr/bin/cdiplug, every shared library ldd says it loads, the dynamic
+# loader, an ld.so.cache for exactly those libraries, and CONFIG (if given)
+# as /etc/cdiplug/config.json. Used by deploy/Containerfile's build stage;
+# packaging/ci-check.sh runs the result with chroot to prove it complete.
+set -eu
+
+if [ $# -lt 2 ]; then
+	echo "usage: $0 BINARY ROOTFS [CONFIG]" >&2
+	exit 2
+fi
+bin=$1
+root=$2
+config=${3:-}
+
+mkdir -p "$root/usr/bin" "$root/etc"
+
+# Debian 12 has a merged /usr: /lib, /lib64, /bin, /sbin are symlinks into
+# /usr, and ldd and the ELF interpreter name the short paths. Recreate the
+# same links so those paths resolve inside the image too.
+for d in bin sbin lib lib32 lib64 libx32; do
+	if [ -L "/$d" ]; then
+		target=$(readlink "/$d")
+		case "$target" in
+		/*) mkdir -p "$root$target" ;;
+		*) mkdir -p "$root/$target" ;;
+		esac
+		ln -sfn "$target" "$root/$d"
+	fi
+done
+
+install -m 0755 "$bin" "$root/usr/bin/cdiplug"
+
+# ldd lines: "libfoo.so.1 => /lib/.../libfoo.so.1 (0x...)" and, for the
+# loader, "/lib64/ld-linux-x86-64.so.2 (0x...)". A "not found" is fatal.
+libs=$(ldd "$bin") || { echo "ldd $bin failed" >&2; exit 1; }
+if printf '%s\n' "$libs" | grep -q 'not found'; then
+	printf '%s\n' "$libs" >&2
+	echo "missing shared libraries" >&2
+	exit 1
+fi
+printf '%s\n' "$libs" | awk '
+	$2 == "=>" && $3 ~ /^\// { print $3; next }
+	$1 ~ /^\// { print $1 }
+' | sort -u | while IFS= read -r lib; do
+	mkdir -p "$root$(dirname "$lib")"
+	# -L: copy the file a SONAME symlink points to, under the SONAME.
+	cp -L "$lib" "$root$lib"
+done
+
+# The loader finds the libraries in Debian's multiarch directories through
+# the cache; build one that lists only what the image holds.
+: > "$root/etc/ld.so.conf"
+multiarch=$(gcc -print-multiarch 2>/dev/null || true)
+if [ -n "$multiarch" ]; then
+	echo "/usr/lib/$multiarch" > "$root/etc/ld.so.conf"
+fi
+ldconfig -r "$root"
+
+if [ -n "$config" ]; then
+	mkdir -p "$root/etc/cdiplug"
+	install -m 0644 "$config" "$root/etc/cdiplug/config.json"
+fi
