@@ -198,3 +198,13 @@ int env_fd_count(pid_t pid) {
         snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
         return env_dir_entries(path);
 }
+
+int env_wait_fds(pid_t pid, int max, int timeout_ms) {
+        struct timespec ts = {0, 10000000};
+        int n = env_fd_count(pid);
+        for (int waited = 0; n > max && waited < timeout_ms; waited += 10) {
+                nanosleep(&ts, NULL); /* /proc has no change notification */
+                n = env_fd_count(pid);
+        }
+        return n;
+}

@@ -31,5 +31,7 @@ int env_run(const struct env *e, char **out, ...);
 char *env_read(const char *path);
 /* Number of open fds of a process. */
 int env_fd_count(pid_t pid);
+/* Wait up to timeout_ms for pid to hold at most max fds; returns the last count. */
+int env_wait_fds(pid_t pid, int max, int timeout_ms);
 /* Number of entries in a dir (not . and ..), -1 if missing. */
 int env_dir_entries(const char *path);

@@ -128,16 +128,28 @@ static void *stream_main(void *arg) {
         grpc_metadata_array_destroy(&md);
         grpc_metadata_array_destroy(&trailing);
         grpc_byte_buffer_destroy(send);
+        /* A replaced or broken stream gives its connection back at once,
+         * as the kubelet closes the old endpoint's client. */
+        pthread_mutex_lock(&tk->lock);
+        grpc_call_unref(s->call);
+        s->call = NULL;
+        pthread_mutex_unlock(&tk->lock);
+        grpc_channel_destroy(s->ch);
+        s->ch = NULL;
         return NULL;
 }
 
-static void stream_open(struct tk *tk, struct tk_plugin *p) {
+/* The stream takes over ch, the connection the kubelet dialed for
+ * GetDevicePluginOptions, as the kubelet's client does. */
+static void stream_open(struct tk *tk, struct tk_plugin *p, grpc_channel *ch) {
         struct tk_stream *s = calloc(1, sizeof(*s));
-        if (!s)
+        if (!s) {
+                grpc_channel_destroy(ch);
                 return;
+        }
         s->tk = tk;
         s->plugin = p;
-        s->ch = dp_channel_unix(p->endpoint);
+        s->ch = ch;
         s->cq = grpc_completion_queue_create_for_next(NULL);
         s->call = grpc_channel_create_call(s->ch, NULL, GRPC_PROPAGATE_DEFAULTS, s->cq,
                                            grpc_slice_from_static_string(DP_METHOD_LIST_AND_WATCH), NULL,
@@ -172,8 +184,8 @@ static grpc_status_code handle_register(struct tk *tk, grpc_byte_buffer *buf, ch
         V1beta1__Empty empty = V1BETA1__EMPTY__INIT;
         st = dp_call_unary(ch, DP_METHOD_OPTIONS, &empty.base, &v1beta1__device_plugin_options__descriptor,
                            &opts, ret_msg, 5000);
-        grpc_channel_destroy(ch);
         if (st != GRPC_STATUS_OK) {
+                grpc_channel_destroy(ch);
                 protobuf_c_message_free_unpacked(msg, NULL);
                 return GRPC_STATUS_FAILED_PRECONDITION;
         }
@@ -188,10 +200,15 @@ static grpc_status_code handle_register(struct tk *tk, grpc_byte_buffer *buf, ch
                 protobuf_c_message_free_unpacked(&p->last_opts->base, NULL);
         p->last_req = req;
         p->last_opts = (V1beta1__DevicePluginOptions *)opts;
+        /* Like the kubelet, a new registration replaces the endpoint: the
+         * old client's stream is closed. */
+        for (struct tk_stream *old = tk->streams; old; old = old->next)
+                if (old->plugin == p && old->call)
+                        grpc_call_cancel(old->call, NULL);
         p->registrations++;
         p->registered_at_ns = now_ns();
         p->lists_at_register = p->lists;
-        stream_open(tk, p);
+        stream_open(tk, p, ch);
         pthread_cond_broadcast(&tk->cond);
         pthread_mutex_unlock(&tk->lock);
         return GRPC_STATUS_OK;
@@ -343,15 +360,16 @@ static void streams_close(struct tk *tk) {
         pthread_mutex_unlock(&tk->lock);
         while (s) {
                 struct tk_stream *next = s->next;
-                grpc_call_cancel(s->call, NULL);
+                pthread_mutex_lock(&tk->lock);
+                if (s->call)
+                        grpc_call_cancel(s->call, NULL);
+                pthread_mutex_unlock(&tk->lock);
                 pthread_join(s->thread, NULL);
-                grpc_call_unref(s->call);
                 grpc_completion_queue_shutdown(s->cq);
                 while (grpc_completion_queue_next(s->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type !=
                        GRPC_QUEUE_SHUTDOWN)
                         ;
                 grpc_completion_queue_destroy(s->cq);
-                grpc_channel_destroy(s->ch);
                 free(s);
                 s = next;
         }
