@@ -1,5 +1,6 @@
 /* Allocate and GetPreferredAllocation: validate every ID the kubelet sends,
  * then answer in the resource's configured modes. */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -58,11 +59,60 @@ static int resolve(const struct dp_plugin *p, char **ids, size_t n, const char *
         return 0;
 }
 
+
 static char *dup_or_null(const char *s, bool *oom) {
         char *d = strdup(s);
         if (!d)
                 *oom = true;
         return d;
+}
+
+/* device-specs mode: the selectors' env and mounts, which CDI would
+ * otherwise carry. A key set twice keeps its first value. */
+static int plain_extras(const struct dp_plugin *p, const size_t *devs, size_t n_devs,
+                        V1beta1__ContainerAllocateResponse *cr) {
+        size_t n_env = 0, n_mounts = 0;
+        bool oom = false;
+
+        for (size_t k = 0; k < n_devs; k++) {
+                for (char **e = p->devs[devs[k]].env; e && *e; e++)
+                        n_env++;
+                n_mounts += p->devs[devs[k]].n_mounts;
+        }
+        cr->envs = calloc(n_env + 1, sizeof(*cr->envs));
+        cr->mounts = calloc(n_mounts + 1, sizeof(*cr->mounts));
+        if (!cr->envs || !cr->mounts)
+                return -ENOMEM;
+        for (size_t k = 0; !oom && k < n_devs; k++) {
+                const struct dp_device *d = &p->devs[devs[k]];
+                for (char **e = d->env; !oom && e && *e; e++) {
+                        size_t klen = strcspn(*e, "=");
+                        bool dup = false;
+                        for (size_t i = 0; i < cr->n_envs; i++)
+                                dup |= strlen(cr->envs[i]->key) == klen && strncmp(cr->envs[i]->key, *e, klen) == 0;
+                        if (dup)
+                                continue;
+                        V1beta1__ContainerAllocateResponse__EnvsEntry *en = malloc(sizeof(*en));
+                        if (!en)
+                                return -ENOMEM;
+                        v1beta1__container_allocate_response__envs_entry__init(en);
+                        cr->envs[cr->n_envs++] = en;
+                        en->key = strndup(*e, klen);
+                        en->value = dup_or_null((*e)[klen] ? *e + klen + 1 : "", &oom);
+                        oom |= !en->key;
+                }
+                for (size_t i = 0; !oom && i < d->n_mounts; i++) {
+                        V1beta1__Mount *m = malloc(sizeof(*m));
+                        if (!m)
+                                return -ENOMEM;
+                        v1beta1__mount__init(m);
+                        cr->mounts[cr->n_mounts++] = m;
+                        m->host_path = dup_or_null(d->mounts[i].host_path, &oom);
+                        m->container_path = dup_or_null(d->mounts[i].container_path, &oom);
+                        m->read_only = d->mounts[i].read_only;
+                }
+        }
+        return oom ? -ENOMEM : 0;
 }
 
 static int container_answer(const struct dp_plugin *p, const V1beta1__ContainerAllocateRequest *creq,
@@ -137,8 +187,11 @@ static int container_answer(const struct dp_plugin *p, const V1beta1__ContainerA
                                 cr->devices[cr->n_devices++] = s;
                                 s->host_path = dup_or_null(node, &oom);
                                 s->container_path = dup_or_null(node, &oom);
-                                s->permissions = dup_or_null("rw", &oom);
+                                s->permissions = dup_or_null(p->devs[devs[k]].permissions ?
+                                                             p->devs[devs[k]].permissions : "rw", &oom);
                         }
+                if (!oom)
+                        oom = plain_extras(p, devs, n_devs, cr) < 0;
         }
         free(devs);
         return oom ? -ENOMEM : 0;
@@ -197,6 +250,73 @@ int dp_allocate(const struct dp_plugin *p, const V1beta1__AllocateRequest *req,
         return 0;
 }
 
+/* How close candidate a is to the IDs chosen so far: how many share its
+ * NUMA node, then its physical device; and, to break ties, how many other
+ * candidates share its node (so "packed" starts on the fullest node). */
+struct closeness {
+        size_t numa, dev, room;
+};
+
+static struct closeness affinity(const struct dp_plugin *p, const bool *chosen, const bool *avail,
+                                 const struct dp_alloc_id *a) {
+        struct closeness c = {0};
+        int node = p->devs[a->dev].numa_node;
+        for (size_t i = 0; i < p->n_ids; i++) {
+                bool same = p->devs[p->ids[i].dev].numa_node == node;
+                if (chosen[i]) {
+                        c.numa += same;
+                        c.dev += p->ids[i].dev == a->dev;
+                } else if (avail[i])
+                        c.room += same;
+        }
+        return c;
+}
+
+/* > 0 when x is closer than y. */
+static int closer(struct closeness x, struct closeness y) {
+        if (x.numa != y.numa)
+                return x.numa > y.numa ? 1 : -1;
+        if (x.dev != y.dev)
+                return x.dev > y.dev ? 1 : -1;
+        return 0;
+}
+
+/* Fill the answer up to size from the available IDs, greedily: "packed"
+ * takes the candidate closest to what is chosen (same NUMA node, then the
+ * same shared device), "spread" the farthest, "none" the kubelet's order.
+ * Ties keep the kubelet's order, which already reflects its own hints. */
+static int pick(const struct dp_plugin *p, const V1beta1__ContainerPreferredAllocationRequest *creq,
+                bool *chosen, const bool *avail, size_t size, V1beta1__ContainerPreferredAllocationResponse *cr) {
+        enum cfg_policy policy = p->cfg->policy;
+
+        while (cr->n_deviceids < size) {
+                size_t best = SIZE_MAX;
+                struct closeness best_c = {0};
+                for (size_t i = 0; i < creq->n_available_deviceids; i++) {
+                        const struct dp_alloc_id *a = lookup(p, creq->available_deviceids[i]);
+                        if (chosen[a - p->ids])
+                                continue;
+                        struct closeness c = affinity(p, chosen, avail, a);
+                        int cmp = best == SIZE_MAX ? 1 : closer(c, best_c);
+                        if (policy == CFG_POLICY_SPREAD)
+                                cmp = best == SIZE_MAX ? 1 : -cmp;
+                        if (policy == CFG_POLICY_PACKED && best != SIZE_MAX && cmp == 0)
+                                cmp = c.room > best_c.room ? 1 : 0;
+                        if (cmp > 0) {
+                                best = i;
+                                best_c = c;
+                        }
+                        if (policy == CFG_POLICY_NONE)
+                                break;
+                }
+                const char *id = creq->available_deviceids[best];
+                chosen[lookup(p, id) - p->ids] = true;
+                if (!(cr->deviceids[cr->n_deviceids++] = strdup(id)))
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
 static int preferred_one(const struct dp_plugin *p, const V1beta1__ContainerPreferredAllocationRequest *creq,
                          const char *where, V1beta1__ContainerPreferredAllocationResponse *cr,
                          char **ret_msg) {
@@ -230,19 +350,10 @@ static int preferred_one(const struct dp_plugin *p, const V1beta1__ContainerPref
         cr->deviceids = calloc(size, sizeof(char *));
         if (!cr->deviceids)
                 return -ENOMEM;
-        /* Must-include IDs first, then the available ones in the kubelet's
-         * order (its order already reflects its own topology hints). */
         for (size_t i = 0; i < creq->n_must_include_deviceids; i++)
                 if (!(cr->deviceids[cr->n_deviceids++] = strdup(creq->must_include_deviceids[i])))
                         return -ENOMEM;
-        for (size_t i = 0; cr->n_deviceids < size && i < creq->n_available_deviceids; i++) {
-                const char *id = creq->available_deviceids[i];
-                if (must[lookup(p, id) - p->ids])
-                        continue;
-                if (!(cr->deviceids[cr->n_deviceids++] = strdup(id)))
-                        return -ENOMEM;
-        }
-        return 0;
+        return pick(p, creq, must, avail, size, cr);
 }
 
 int dp_preferred(const struct dp_plugin *p, const V1beta1__PreferredAllocationRequest *req,

@@ -135,7 +135,7 @@ static int parse_match(const cJSON *match, const char *field, struct cfg_resourc
 static int parse_resource(const cJSON *obj, size_t idx, unsigned default_modes,
                           struct cfg_resource *res, struct cfg_error *err) {
         char base[64], f[512];
-        const cJSON *it, *name = NULL, *match = NULL, *shares = NULL, *modes = NULL;
+        const cJSON *it, *name = NULL, *match = NULL, *shares = NULL, *modes = NULL, *policy = NULL;
         const char *problem;
         int r;
 
@@ -151,6 +151,8 @@ static int parse_resource(const cJSON *obj, size_t idx, unsigned default_modes,
                         shares = it;
                 else if (strcmp(it->string, "allocate") == 0)
                         modes = it;
+                else if (strcmp(it->string, "policy") == 0)
+                        policy = it;
                 else {
                         _cleanup_free_ char *key = NULL;
                         if (xasprintf(&key, "%s.%s", base, it->string) < 0)
@@ -190,6 +192,18 @@ static int parse_resource(const cJSON *obj, size_t idx, unsigned default_modes,
                     shares->valuedouble < 1 || shares->valuedouble > CFG_MAX_SHARES)
                         return fail(err, f, "must be a whole number from 1 to %d", CFG_MAX_SHARES);
                 res->shares = (unsigned)shares->valueint;
+        }
+        if (policy) {
+                static const char *const names[] = {
+                        [CFG_POLICY_PACKED] = "packed", [CFG_POLICY_SPREAD] = "spread", [CFG_POLICY_NONE] = "none"};
+                size_t k;
+                snprintf(f, sizeof(f), "%s.policy", base);
+                for (k = 0; k < ELEMENTSOF(names); k++)
+                        if (cJSON_IsString(policy) && strcmp(policy->valuestring, names[k]) == 0)
+                                break;
+                if (k == ELEMENTSOF(names))
+                        return fail(err, f, "must be \"packed\", \"spread\" or \"none\"");
+                res->policy = (enum cfg_policy)k;
         }
         res->alloc_modes = default_modes;
         if (modes) {

@@ -13,6 +13,13 @@ enum {
         CFG_ALLOC_DEVICE_SPECS = 1 << 2,    /* plain DeviceSpecs, envs, mounts */
 };
 
+/* GetPreferredAllocation: which of the kubelet's available IDs to pick. */
+enum cfg_policy {
+        CFG_POLICY_PACKED, /* fill one NUMA node (and one shared device) first */
+        CFG_POLICY_SPREAD, /* balance across NUMA nodes and shared devices */
+        CFG_POLICY_NONE,   /* the kubelet's own order */
+};
+
 struct cfg_resource {
         char *name;        /* kubelet extended resource, "example.com/serial" */
         char *socket_name; /* "cdiplug-example.com-serial.sock" */
@@ -20,6 +27,7 @@ struct cfg_resource {
         size_t n_selectors;
         unsigned shares;   /* allocatable IDs per device, >= 1 */
         unsigned alloc_modes;
+        enum cfg_policy policy;
 };
 
 struct cfg_config {

@@ -19,6 +19,13 @@ const V1beta1__DevicePluginOptions dp_plugin_options = {
 static void device_clear(struct dp_device *d) {
         free(d->id);
         strv_free(d->nodes);
+        strv_free(d->env);
+        for (size_t i = 0; i < d->n_mounts; i++) {
+                free(d->mounts[i].host_path);
+                free(d->mounts[i].container_path);
+        }
+        free(d->mounts);
+        free(d->permissions);
         free(d->cdi_name);
         free(d->qualified);
         memset(d, 0, sizeof(*d));
@@ -103,6 +110,29 @@ static int device_fill(struct dp_plugin *p, struct dp_device *d, const struct re
                 }
         }
         d->n_nodes = n;
+        n = 0;
+        for (char **e = src->env; e && *e; e++) {
+                char *s = strdup(*e);
+                if (!s || strv_push(&d->env, &n, s) < 0) {
+                        free(s);
+                        return -ENOMEM;
+                }
+        }
+        if (src->n_mounts) {
+                d->mounts = calloc(src->n_mounts, sizeof(*d->mounts));
+                if (!d->mounts)
+                        return -ENOMEM;
+                for (size_t i = 0; i < src->n_mounts; i++) {
+                        d->n_mounts = i + 1;
+                        d->mounts[i].host_path = strdup(src->mounts[i].host_path);
+                        d->mounts[i].container_path = strdup(src->mounts[i].container_path);
+                        d->mounts[i].read_only = src->mounts[i].read_only;
+                        if (!d->mounts[i].host_path || !d->mounts[i].container_path)
+                                return -ENOMEM;
+                }
+        }
+        if (src->permissions && !(d->permissions = strdup(src->permissions)))
+                return -ENOMEM;
         d->numa_node = src->numa_node;
         d->healthy = true;
         r = cdi_device_name(src->id, &d->cdi_name);
@@ -279,6 +309,43 @@ int dp_plugin_update(struct dp_plugin *p, const struct res_devlist *found, bool 
         return 0;
 }
 
+/* Bind mounts from the selector: read-only ones stay read-only, and none
+ * may carry set-uid binaries or device nodes in. */
+static int spec_extras(const struct dp_device *d, struct cdi_edits *edits) {
+        size_t n = 0;
+
+        for (char **e = d->env; e && *e; e++) {
+                char *s = strdup(*e);
+                if (!s || strv_push(&edits->env, &n, s) < 0) {
+                        free(s);
+                        return -ENOMEM;
+                }
+        }
+        if (!d->n_mounts)
+                return 0;
+        edits->mounts = calloc(d->n_mounts, sizeof(*edits->mounts));
+        if (!edits->mounts)
+                return -ENOMEM;
+        for (size_t i = 0; i < d->n_mounts; i++) {
+                struct cdi_mount *m = &edits->mounts[i];
+                size_t k = 0;
+                edits->n_mounts = i + 1;
+                m->host_path = strdup(d->mounts[i].host_path);
+                m->container_path = strdup(d->mounts[i].container_path);
+                if (!m->host_path || !m->container_path)
+                        return -ENOMEM;
+                const char *opts[] = {"rbind", "nosuid", "nodev", d->mounts[i].read_only ? "ro" : "rw"};
+                for (size_t j = 0; j < ELEMENTSOF(opts); j++) {
+                        char *s = strdup(opts[j]);
+                        if (!s || strv_push(&m->options, &k, s) < 0) {
+                                free(s);
+                                return -ENOMEM;
+                        }
+                }
+        }
+        return 0;
+}
+
 int dp_plugin_spec(const struct dp_plugin *p, struct cdi_spec *ret) {
         struct cdi_spec spec = {0};
         int r = -ENOMEM;
@@ -298,9 +365,12 @@ int dp_plugin_spec(const struct dp_plugin *p, struct cdi_spec *ret) {
                 for (size_t j = 0; j < d->n_nodes; j++) {
                         cd->edits.n_nodes = j + 1;
                         cd->edits.nodes[j].path = strdup(d->nodes[j]);
-                        if (!cd->edits.nodes[j].path)
+                        if (!cd->edits.nodes[j].path ||
+                            (d->permissions && !(cd->edits.nodes[j].permissions = strdup(d->permissions))))
                                 goto fail;
                 }
+                if (spec_extras(d, &cd->edits) < 0)
+                        goto fail;
         }
         *ret = spec;
         return 0;

@@ -13,10 +13,20 @@ struct cfg_resource;
 struct res_devlist;
 struct cdi_spec;
 
+struct dp_mount {
+        char *host_path;
+        char *container_path;
+        bool read_only;
+};
+
 struct dp_device {
         char *id;          /* physical device ID */
         char **nodes;      /* host-absolute device nodes, NULL-terminated */
         size_t n_nodes;
+        char **env;        /* "KEY=VALUE" from the selector, NULL-terminated or NULL */
+        struct dp_mount *mounts;
+        size_t n_mounts;
+        char *permissions; /* "rwm" subset from the selector, or NULL */
         int numa_node;
         bool healthy;
         char *cdi_name;    /* CDI device name */

@@ -18,7 +18,7 @@ Test(config, parses_resources_with_defaults) {
         struct cfg_config *cfg = parse_ok(
                 "{\"resources\":[{\"name\":\"example.com/serial\",\"match\":[{\"path\":\"/dev/ttyUSB*\"}]},"
                 "{\"name\":\"example.com/fuse\",\"match\":[{\"path\":\"/dev/fuse\"}],\"shares\":8,"
-                "\"allocate\":[\"cdi-annotations\",\"device-specs\"]}],\"allocate\":[\"cdi-cri\"],\"user\":\"65534\"}");
+                "\"allocate\":[\"cdi-annotations\",\"device-specs\"],\"policy\":\"spread\"}],\"allocate\":[\"cdi-cri\"],\"user\":\"65534\"}");
         cr_assert_eq(cfg->n_resources, 2);
         cr_assert_str_eq(cfg->resources[0].name, "example.com/serial");
         cr_assert_str_eq(cfg->resources[0].socket_name, "cdiplug-example.com-serial.sock");
@@ -26,6 +26,8 @@ Test(config, parses_resources_with_defaults) {
         cr_assert_eq(cfg->resources[0].n_selectors, 1);
         cr_assert_eq(cfg->resources[0].alloc_modes, CFG_ALLOC_CDI_CRI);
         cr_assert_eq(cfg->resources[1].shares, 8);
+        cr_assert_eq(cfg->resources[0].policy, CFG_POLICY_PACKED, "packed is the default");
+        cr_assert_eq(cfg->resources[1].policy, CFG_POLICY_SPREAD);
         cr_assert_eq(cfg->resources[1].alloc_modes, CFG_ALLOC_CDI_ANNOTATIONS | CFG_ALLOC_DEVICE_SPECS);
         cr_assert_str_eq(cfg->user, "65534");
         cfg_free(cfg);
@@ -74,7 +76,9 @@ static const struct bad cases[] = {
                  "{\"name\": \"example.com/a\", \"match\": [{\"path\": \"/dev/b\"}]}]}", "resources[1].name", "duplicates"},
                 {"{\"resources\": [{\"name\": \"a.com/b-c\", \"match\": [{\"path\": \"/dev/a\"}]},"
                  "{\"name\": \"a.com-b/c\", \"match\": [{\"path\": \"/dev/b\"}]}]}", "resources[1].name", "duplicates"},
-                {"{\"resources\": [{\"name\": \"example.com/a\", \"match\": [{\"path\": \"/dev/a\"}]}], \"user\": 5}",
+                {"{\"resources\": [{\"name\": \"example.com/a\", \"match\": [{\"path\": \"/dev/a\"}], \"policy\": \"tight\"}]}",
+         "resources[0].policy", "packed"},
+        {"{\"resources\": [{\"name\": \"example.com/a\", \"match\": [{\"path\": \"/dev/a\"}]}], \"user\": 5}",
                  "user", "user"},
 };
 

@@ -1,0 +1,226 @@
+/* dp_plugin: device merging, share IDs, lists, and the answers to
+ * Allocate and GetPreferredAllocation, without grpc. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cdi.h"
+#include "config.h"
+#include "plugin.h"
+#include "resources.h"
+
+static struct res_device dev(const char *id, const char *node, int numa) {
+        struct res_device d = {0};
+        d.id = (char *)id;
+        d.nodes = calloc(2, sizeof(char *));
+        d.nodes[0] = (char *)node;
+        d.n_nodes = 1;
+        d.numa_node = numa;
+        return d;
+}
+
+static struct dp_plugin *plugin(struct cfg_resource *cfg, struct res_device *devs, size_t n) {
+        struct dp_plugin *p;
+        struct res_devlist list = {devs, n};
+        bool changed;
+        cr_assert_eq(dp_plugin_new(cfg, &p), 0);
+        cr_assert_eq(dp_plugin_update(p, &list, &changed), 0);
+        cr_assert(changed);
+        return p;
+}
+
+static V1beta1__ListAndWatchResponse *list_of(struct dp_plugin *p) {
+        return v1beta1__list_and_watch_response__unpack(NULL, p->list_len, p->list);
+}
+
+Test(plugin, merges_discoveries_keeping_vanished_devices_unhealthy) {
+        struct cfg_resource cfg = {.name = "example.com/serial", .socket_name = "cdiplug-example.com-serial.sock",
+                                   .shares = 1, .alloc_modes = CFG_ALLOC_CDI_CRI};
+        struct res_device a[] = {dev("ttyUSB0", "/dev/ttyUSB0", -1), dev("ttyUSB1", "/dev/ttyUSB1", 1)};
+        struct dp_plugin *p = plugin(&cfg, a, 2);
+        uint64_t gen = p->generation;
+        V1beta1__ListAndWatchResponse *l = list_of(p);
+        cr_assert_eq(l->n_devices, 2);
+        cr_assert_null(l->devices[0]->topology, "NUMA -1: no topology");
+        cr_assert_not_null(l->devices[1]->topology);
+        cr_assert_eq(l->devices[1]->topology->nodes[0]->id, 1);
+        v1beta1__list_and_watch_response__free_unpacked(l, NULL);
+
+        /* ttyUSB0 vanishes: still listed, Unhealthy; the same list again is no change. */
+        struct res_devlist one = {&a[1], 1};
+        bool changed;
+        cr_assert_eq(dp_plugin_update(p, &one, &changed), 0);
+        cr_assert(changed);
+        cr_assert_gt(p->generation, gen);
+        l = list_of(p);
+        cr_assert_eq(l->n_devices, 2);
+        cr_assert_str_eq(l->devices[0]->health, "Unhealthy");
+        cr_assert_str_eq(l->devices[1]->health, "Healthy");
+        v1beta1__list_and_watch_response__free_unpacked(l, NULL);
+        gen = p->generation;
+        cr_assert_eq(dp_plugin_update(p, &one, &changed), 0);
+        cr_assert_not(changed);
+        cr_assert_eq(p->generation, gen);
+
+        /* It returns under the same ID; the spec kept it all along. */
+        struct res_devlist both = {a, 2};
+        cr_assert_eq(dp_plugin_update(p, &both, &changed), 0);
+        cr_assert(changed);
+        l = list_of(p);
+        cr_assert_str_eq(l->devices[0]->health, "Healthy");
+        v1beta1__list_and_watch_response__free_unpacked(l, NULL);
+        struct cdi_spec spec;
+        cr_assert_eq(dp_plugin_spec(p, &spec), 0);
+        cr_assert_eq(spec.n_devices, 2);
+        cr_assert_str_eq(spec.kind, "example.com/serial");
+        cdi_spec_free(&spec);
+        dp_plugin_free(p);
+        free(a[0].nodes);
+        free(a[1].nodes);
+}
+
+Test(plugin, shares_expose_ids_per_device) {
+        struct cfg_resource cfg = {.name = "example.com/fuse", .socket_name = "cdiplug-example.com-fuse.sock",
+                                   .shares = 3, .alloc_modes = CFG_ALLOC_CDI_CRI};
+        struct res_device a[] = {dev("fuse", "/dev/fuse", -1)};
+        struct dp_plugin *p = plugin(&cfg, a, 1);
+        cr_assert_eq(p->n_ids, 3);
+        cr_assert_str_eq(p->ids[0].id, "fuse-0");
+        cr_assert_str_eq(p->ids[2].id, "fuse-2");
+        dp_plugin_free(p);
+        free(a[0].nodes);
+}
+
+static V1beta1__PreferredAllocationResponse *prefer(struct dp_plugin *p, char **avail, size_t n, char **must,
+                                                    size_t n_must, int size) {
+        V1beta1__PreferredAllocationRequest req = V1BETA1__PREFERRED_ALLOCATION_REQUEST__INIT;
+        V1beta1__ContainerPreferredAllocationRequest c = V1BETA1__CONTAINER_PREFERRED_ALLOCATION_REQUEST__INIT;
+        V1beta1__ContainerPreferredAllocationRequest *cs[] = {&c};
+        V1beta1__PreferredAllocationResponse *resp = NULL;
+        char *msg = NULL;
+        c.available_deviceids = avail;
+        c.n_available_deviceids = n;
+        c.must_include_deviceids = must;
+        c.n_must_include_deviceids = n_must;
+        c.allocation_size = size;
+        req.container_requests = cs;
+        req.n_container_requests = 1;
+        cr_assert_eq(dp_preferred(p, &req, &resp, &msg), 0, "%s", msg);
+        return resp;
+}
+
+static void expect(V1beta1__PreferredAllocationResponse *r, const char *want) {
+        char got[256] = "";
+        for (size_t i = 0; i < r->container_responses[0]->n_deviceids; i++) {
+                strncat(got, r->container_responses[0]->deviceids[i], sizeof(got) - strlen(got) - 2);
+                if (i + 1 < r->container_responses[0]->n_deviceids)
+                        strcat(got, ",");
+        }
+        cr_assert_str_eq(got, want);
+        dp_preferred_response_free(r);
+}
+
+/* Four devices on two NUMA nodes, two shares each:
+ * a (node 0), b (node 1), c (node 0), d (node 1). */
+static struct dp_plugin *numa_plugin(struct cfg_resource *cfg, enum cfg_policy policy, struct res_device *a) {
+        *cfg = (struct cfg_resource){.name = "example.com/acc", .socket_name = "cdiplug-example.com-acc.sock",
+                                     .shares = 2, .alloc_modes = CFG_ALLOC_CDI_CRI, .policy = policy};
+        a[0] = dev("a", "/dev/a", 0);
+        a[1] = dev("b", "/dev/b", 1);
+        a[2] = dev("c", "/dev/c", 0);
+        a[3] = dev("d", "/dev/d", 1);
+        return plugin(cfg, a, 4);
+}
+
+static char *all[] = {"a-0", "b-0", "c-0", "d-0", "a-1", "b-1", "c-1", "d-1"};
+
+Test(plugin, packed_fills_a_numa_node_then_a_device) {
+        struct cfg_resource cfg;
+        struct res_device a[4];
+        struct dp_plugin *p = numa_plugin(&cfg, CFG_POLICY_PACKED, a);
+        char *must[] = {"b-0"};
+        /* With b-0 required: its node 1 first, its own second share next. */
+        expect(prefer(p, all, 8, must, 1, 3), "b-0,b-1,d-0");
+        expect(prefer(p, all, 8, NULL, 0, 4), "a-0,a-1,c-0,c-1");
+        /* Node 1 has more room among these: start there. */
+        char *some[] = {"a-0", "b-0", "d-0", "d-1"};
+        expect(prefer(p, some, 4, NULL, 0, 2), "b-0,d-0");
+        dp_plugin_free(p);
+        for (int i = 0; i < 4; i++)
+                free(a[i].nodes);
+}
+
+Test(plugin, spread_balances_numa_nodes_and_devices) {
+        struct cfg_resource cfg;
+        struct res_device a[4];
+        struct dp_plugin *p = numa_plugin(&cfg, CFG_POLICY_SPREAD, a);
+        expect(prefer(p, all, 8, NULL, 0, 4), "a-0,b-0,c-0,d-0");
+        char *must[] = {"a-0"};
+        expect(prefer(p, all, 8, must, 1, 2), "a-0,b-0");
+        dp_plugin_free(p);
+        for (int i = 0; i < 4; i++)
+                free(a[i].nodes);
+}
+
+Test(plugin, none_keeps_the_kubelet_order) {
+        struct cfg_resource cfg;
+        struct res_device a[4];
+        struct dp_plugin *p = numa_plugin(&cfg, CFG_POLICY_NONE, a);
+        char *must[] = {"d-1"};
+        expect(prefer(p, all, 8, must, 1, 3), "d-1,a-0,b-0");
+        dp_plugin_free(p);
+        for (int i = 0; i < 4; i++)
+                free(a[i].nodes);
+}
+
+Test(plugin, device_specs_carry_selector_env_mounts_and_permissions) {
+        struct cfg_resource cfg = {.name = "example.com/cam", .socket_name = "cdiplug-example.com-cam.sock",
+                                   .shares = 1, .alloc_modes = CFG_ALLOC_DEVICE_SPECS | CFG_ALLOC_CDI_ANNOTATIONS};
+        struct res_device a = dev("video0", "/dev/video0", -1);
+        char *env[] = {"CAMERA=1", "LANG=C.UTF-8", NULL};
+        struct res_mount m = {.host_path = "/usr/lib/cam", .container_path = "/opt/cam", .read_only = true};
+        a.env = env;
+        a.mounts = &m;
+        a.n_mounts = 1;
+        a.permissions = "r";
+        struct dp_plugin *p = plugin(&cfg, &a, 1);
+        V1beta1__AllocateRequest req = V1BETA1__ALLOCATE_REQUEST__INIT;
+        V1beta1__ContainerAllocateRequest c = V1BETA1__CONTAINER_ALLOCATE_REQUEST__INIT;
+        V1beta1__ContainerAllocateRequest *cs[] = {&c};
+        char *ids[] = {"video0"};
+        c.devices_ids = ids;
+        c.n_devices_ids = 1;
+        req.container_requests = cs;
+        req.n_container_requests = 1;
+        V1beta1__AllocateResponse *r = NULL;
+        char *msg = NULL;
+        cr_assert_eq(dp_allocate(p, &req, &r, &msg), 0);
+        V1beta1__ContainerAllocateResponse *cr = r->container_responses[0];
+        cr_assert_eq(cr->n_cdi_devices, 0, "cdi-cri is not among the modes");
+        cr_assert_eq(cr->n_devices, 1);
+        cr_assert_str_eq(cr->devices[0]->permissions, "r");
+        cr_assert_eq(cr->n_envs, 2);
+        cr_assert_str_eq(cr->envs[0]->key, "CAMERA");
+        cr_assert_str_eq(cr->envs[0]->value, "1");
+        cr_assert_eq(cr->n_mounts, 1);
+        cr_assert_str_eq(cr->mounts[0]->container_path, "/opt/cam");
+        cr_assert(cr->mounts[0]->read_only);
+        cr_assert_eq(cr->n_annotations, 1);
+        cr_assert_str_eq(cr->annotations[0]->value, "example.com/cam=video0");
+        dp_allocate_response_free(r);
+
+        /* The same extras land in the CDI spec. */
+        struct cdi_spec spec;
+        char *json = NULL;
+        cr_assert_eq(dp_plugin_spec(p, &spec), 0);
+        cr_assert_eq(cdi_spec_to_json(&spec, &json), 0);
+        cr_assert_not_null(strstr(json, "CAMERA=1"), "%s", json);
+        cr_assert_not_null(strstr(json, "/opt/cam"), "%s", json);
+        cr_assert_not_null(strstr(json, "\"ro\""), "%s", json);
+        cr_assert_not_null(strstr(json, "\"permissions\""), "%s", json);
+        free(json);
+        cdi_spec_free(&spec);
+        dp_plugin_free(p);
+        free(a.nodes);
+}
