@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "daemon.h"
+#include "resources.h"
 #include "util.h"
 
 #define KUBELET_MASK (IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE_SELF | \
@@ -69,6 +70,41 @@ static bool has_dir(char **dirs, const char *dir) {
         return false;
 }
 
+/* Watch one device dir (once, whoever needs it). Returns 1 when a new
+ * watch was added, 0 when it already existed or could not be added. */
+static int dev_watch_add(struct dp_daemon *d, const char *dir, const char *resource) {
+        size_t slot = d->n_dev_wds;
+        int wd;
+
+        for (size_t i = 0; i < d->n_dev_wds; i++)
+                if (strcmp(d->dev_wd_dirs[i], dir) == 0) {
+                        if (d->dev_wds[i] >= 0)
+                                return 0;
+                        slot = i; /* watched before, removed since: reuse */
+                }
+        wd = inotify_add_watch(d->inotify_fd, dir, DEVICE_MASK);
+        if (wd < 0) {
+                log_warn("resource \"%s\": cannot watch %s for hotplug: %m; continuing without", resource, dir);
+                return 0;
+        }
+        if (slot == d->n_dev_wds) {
+                int *wds = realloc(d->dev_wds, (d->n_dev_wds + 1) * sizeof(int));
+                char *copy = strdup(dir);
+                size_t n = d->n_dev_wds;
+                if (wds)
+                        d->dev_wds = wds;
+                if (!wds || !copy || strv_push(&d->dev_wd_dirs, &n, copy) < 0) {
+                        free(copy);
+                        inotify_rm_watch(d->inotify_fd, wd);
+                        return -ENOMEM;
+                }
+                d->n_dev_wds++;
+        }
+        d->dev_wds[slot] = wd;
+        log_debug("resource \"%s\": watching %s", resource, dir);
+        return 1;
+}
+
 int dp_watch_setup(struct dp_daemon *d) {
         int r = watch_kubelet_dir(d);
         if (r < 0) {
@@ -76,28 +112,9 @@ int dp_watch_setup(struct dp_daemon *d) {
                 return r;
         }
         for (size_t i = 0; i < d->n_res; i++)
-                for (char **dir = d->res[i].watch_dirs; dir && *dir; dir++) {
-                        int wd;
-                        if (has_dir(d->dev_wd_dirs, *dir))
-                                continue;
-                        wd = inotify_add_watch(d->inotify_fd, *dir, DEVICE_MASK);
-                        if (wd < 0) {
-                                log_warn("resource \"%s\": cannot watch %s for hotplug: %m; continuing without",
-                                         d->res[i].cfg->name, *dir);
-                                continue;
-                        }
-                        int *wds = realloc(d->dev_wds, (d->n_dev_wds + 1) * sizeof(int));
-                        if (!wds)
+                for (char **dir = d->res[i].watch_dirs; dir && *dir; dir++)
+                        if (dev_watch_add(d, *dir, d->res[i].cfg->name) < 0)
                                 return -ENOMEM;
-                        d->dev_wds = wds;
-                        size_t n = d->n_dev_wds;
-                        char *copy = strdup(*dir);
-                        if (!copy || strv_push(&d->dev_wd_dirs, &n, copy) < 0) {
-                                free(copy);
-                                return -ENOMEM;
-                        }
-                        d->dev_wds[d->n_dev_wds++] = wd;
-                }
         return 0;
 }
 
@@ -154,9 +171,28 @@ static void kubelet_event(struct dp_daemon *d, const struct inotify_event *ev) {
                                 socket_gone(&d->res[i]);
 }
 
+/* Rediscover; then watch any dir that has appeared (a new USB bus, a
+ * /dev/dri created by a driver load) and look once more, for nodes made
+ * in it before the watch existed. */
 static void refresh(struct dp_resource *res) {
-        bool changed = false;
-        if (dp_resource_refresh(res, &changed) >= 0 && changed)
+        struct dp_daemon *d = res->d;
+        bool changed = false, again = false;
+        char **dirs = NULL;
+
+        if (dp_resource_refresh(res, &changed) < 0)
+                return;
+        if (res_watch_dirs(d->opts->host_root, res->cfg->selectors, res->cfg->n_selectors, &dirs) >= 0) {
+                for (char **dir = dirs; dir && *dir; dir++)
+                        again |= dev_watch_add(d, *dir, res->cfg->name) > 0;
+                res_strv_free(res->watch_dirs);
+                res->watch_dirs = dirs;
+        }
+        if (again) {
+                bool more = false;
+                if (dp_resource_refresh(res, &more) >= 0)
+                        changed |= more;
+        }
+        if (changed)
                 dp_server_push(res);
 }
 
@@ -193,6 +229,10 @@ void dp_watch_handle(struct dp_daemon *d) {
                         for (size_t w = 0; w < d->n_dev_wds; w++) {
                                 if (ev->wd != d->dev_wds[w])
                                         continue;
+                                /* The dir is gone; its parent's watch
+                                 * (or a later refresh) brings it back. */
+                                if (ev->mask & IN_IGNORED)
+                                        d->dev_wds[w] = -1;
                                 for (size_t i = 0; i < d->n_res; i++)
                                         if (has_dir(d->res[i].watch_dirs, d->dev_wd_dirs[w]))
                                                 dirty[i] = true;

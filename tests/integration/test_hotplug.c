@@ -1,0 +1,125 @@
+/* Hotplug through the running daemon: nodes that appear in dirs that did
+ * not exist at start, USB devices plugged and unplugged, and health. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "calls.h"
+#include "env.h"
+#include "kubelet.h"
+
+static struct env e;
+static struct tk *tk;
+
+static void stop(void) {
+        tk_stop(tk);
+        env_cleanup(&e);
+}
+
+TestSuite(hotplug, .fini = stop, .timeout = 60);
+
+/* The next list on s, which must hold n devices. */
+static V1beta1__ListAndWatchResponse *next_with(struct lw_stream *s, size_t n) {
+        V1beta1__ListAndWatchResponse *l = lw_next(s, 5000);
+        cr_assert_not_null(l, "no list pushed");
+        cr_assert_eq(l->n_devices, n, "list has %zu devices, want %zu", l->n_devices, n);
+        return l;
+}
+
+Test(hotplug, sees_nodes_in_dirs_created_after_start) {
+        env_init(&e);
+        env_touch(&e, "dev/bus/usb/001/001");
+        env_write(&e, "config.json",
+                  "{ \"resources\": [ { \"name\": \"example.com/usbraw\", \"match\": [ { \"path\": \"/dev/bus/usb/*/*\" } ] } ] }");
+        env_spawn(&e, NULL);
+        cr_assert_eq(tk_start(e.kubelet_dir, &tk), 0);
+        cr_assert_eq(tk_wait_registered(tk, "example.com/usbraw", 1, 10000), 0);
+        grpc_channel *ch = tk_dial(tk, "example.com/usbraw");
+        struct lw_stream *s = lw_open(ch);
+        V1beta1__ListAndWatchResponse *l = next_with(s, 1);
+        cr_assert_str_eq(l->devices[0]->id, "bus-usb-001-001");
+        v1beta1__list_and_watch_response__free_unpacked(l, NULL);
+
+        /* A new bus dir, then a node in it. */
+        env_touch(&e, "dev/bus/usb/002/005");
+        l = lw_next(s, 5000);
+        cr_assert_not_null(l);
+        if (l->n_devices == 1) { /* the dir first, its node in the next list */
+                v1beta1__list_and_watch_response__free_unpacked(l, NULL);
+                l = lw_next(s, 5000);
+                cr_assert_not_null(l);
+        }
+        cr_assert_eq(l->n_devices, 2);
+        cr_assert_str_eq(l->devices[1]->id, "bus-usb-002-005");
+        v1beta1__list_and_watch_response__free_unpacked(l, NULL);
+
+        /* And one more in the now-watched dir. */
+        env_touch(&e, "dev/bus/usb/002/006");
+        l = next_with(s, 3);
+        v1beta1__list_and_watch_response__free_unpacked(l, NULL);
+        lw_close(s);
+        grpc_channel_destroy(ch);
+}
+
+static void usb_sysfs(const char *port, const char *vendor, const char *product, int bus, int dev) {
+        char path[256], val[16];
+        const char *attrs[][2] = {{"idVendor", vendor}, {"idProduct", product}};
+        for (size_t i = 0; i < 2; i++) {
+                snprintf(path, sizeof(path), "host/sys/bus/usb/devices/%s/%s", port, attrs[i][0]);
+                snprintf(val, sizeof(val), "%s\n", attrs[i][1]);
+                env_write(&e, path, val);
+        }
+        snprintf(path, sizeof(path), "host/sys/bus/usb/devices/%s/busnum", port);
+        snprintf(val, sizeof(val), "%d\n", bus);
+        env_write(&e, path, val);
+        snprintf(path, sizeof(path), "host/sys/bus/usb/devices/%s/devnum", port);
+        snprintf(val, sizeof(val), "%d\n", dev);
+        env_write(&e, path, val);
+}
+
+Test(hotplug, usb_device_plugged_unplugged_and_back) {
+        env_init(&e);
+        usb_sysfs("1-1", "046d", "0825", 1, 2);
+        env_touch(&e, "dev/bus/usb/001/002");
+        env_write(&e, "config.json",
+                  "{ \"resources\": [ { \"name\": \"example.com/webcam\", "
+                  "\"match\": [ { \"usb\": { \"vendor\": \"046d\", \"product\": \"0825\" } } ] } ] }");
+        env_spawn(&e, NULL);
+        cr_assert_eq(tk_start(e.kubelet_dir, &tk), 0);
+        cr_assert_eq(tk_wait_registered(tk, "example.com/webcam", 1, 10000), 0);
+        grpc_channel *ch = tk_dial(tk, "example.com/webcam");
+        struct lw_stream *s = lw_open(ch);
+        V1beta1__ListAndWatchResponse *l = next_with(s, 1);
+        cr_assert_str_eq(l->devices[0]->id, "usb-1-1");
+        cr_assert_str_eq(l->devices[0]->health, "Healthy");
+        v1beta1__list_and_watch_response__free_unpacked(l, NULL);
+
+        /* Unplugged: the node goes; the device stays listed, Unhealthy. */
+        env_rm(&e, "dev/bus/usb/001/002");
+        l = next_with(s, 1);
+        cr_assert_str_eq(l->devices[0]->health, "Unhealthy");
+        v1beta1__list_and_watch_response__free_unpacked(l, NULL);
+
+        /* Back in the same port with a new device number: same ID, healthy,
+         * and Allocate answers with a CDI name whose spec has the new node. */
+        usb_sysfs("1-1", "046d", "0825", 1, 3);
+        env_touch(&e, "dev/bus/usb/001/003");
+        l = next_with(s, 1);
+        cr_assert_str_eq(l->devices[0]->id, "usb-1-1");
+        cr_assert_str_eq(l->devices[0]->health, "Healthy");
+        v1beta1__list_and_watch_response__free_unpacked(l, NULL);
+        V1beta1__AllocateResponse *r = NULL;
+        cr_assert_eq(call_allocate(ch, &r, NULL, "usb-1-1", NULL, NULL), GRPC_STATUS_OK);
+        cr_assert_str_eq(r->container_responses[0]->cdi_devices[0]->name, "example.com/webcam=usb-1-1");
+        v1beta1__allocate_response__free_unpacked(r, NULL);
+        char *path;
+        cr_assert(asprintf(&path, "%s/example.com-webcam.json", e.cdi_dir) > 0);
+        char *spec = env_read(path);
+        cr_assert_not_null(strstr(spec, "/dev/bus/usb/001/003"), "%s", spec);
+        cr_assert_null(strstr(spec, "/dev/bus/usb/001/002"), "%s", spec);
+        free(spec);
+        free(path);
+        lw_close(s);
+        grpc_channel_destroy(ch);
+}
