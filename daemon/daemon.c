@@ -225,6 +225,7 @@ int dp_daemon_run(const struct dp_options *opts, struct cfg_config *cfg) {
                         goto out_grpc;
                 }
         }
+        dp_specs_startup(&d);
         /* Serve first, then register: the kubelet dials back at once. */
         for (size_t i = 0; i < d.n_res && d.kubelet_wd >= 0; i++)
                 if (dp_server_start(&d.res[i]) >= 0)

@@ -96,5 +96,8 @@ void dp_maybe_finish(struct dp_daemon *d);
 int dp_watch_setup(struct dp_daemon *d);
 void dp_watch_handle(struct dp_daemon *d);
 
+/* specs.c */
+void dp_specs_startup(struct dp_daemon *d);
+
 /* daemon.c */
 int dp_daemon_run(const struct dp_options *opts, struct cfg_config *cfg);

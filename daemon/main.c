@@ -60,7 +60,7 @@ static int load_config(const struct dp_options *o, struct cfg_config **ret) {
 /* Build every resource's spec once, outside the daemon: for podman and
  * other CDI users that have no kubelet. */
 static int generate(const struct dp_options *o, const struct cfg_config *cfg, bool to_stdout) {
-        size_t written = 0;
+        size_t written = 0, empty = 0;
 
         for (size_t i = 0; i < cfg->n_resources; i++) {
                 const struct cfg_resource *rc = &cfg->resources[i];
@@ -76,6 +76,15 @@ static int generate(const struct dp_options *o, const struct cfg_config *cfg, bo
                         r = res_discover(o->host_root, rc->selectors, rc->n_selectors, &found);
                 if (r >= 0)
                         r = dp_plugin_update(p, &found, &changed);
+                if (r >= 0 && p->n_devs == 0) {
+                        /* A spec without devices is invalid for every
+                         * runtime: say so and write none. */
+                        log_warn("resource \"%s\": no matching devices, no CDI spec", rc->name);
+                        empty++;
+                        res_devlist_free(&found);
+                        dp_plugin_free(p);
+                        continue;
+                }
                 if (r >= 0)
                         r = dp_plugin_spec(p, &spec);
                 if (r >= 0 && to_stdout) {
@@ -99,7 +108,7 @@ static int generate(const struct dp_options *o, const struct cfg_config *cfg, bo
                 log_error("no CDI spec could be written");
                 return 1;
         }
-        return written == cfg->n_resources ? 0 : 1;
+        return written + empty == cfg->n_resources ? 0 : 1;
 }
 
 int main(int argc, char **argv) {

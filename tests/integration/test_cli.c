@@ -70,7 +70,8 @@ Test(cli, help_version_and_usage_errors) {
 Test(cli, generate_writes_specs_once_or_prints_them) {
         char *out = NULL;
         env_write(&e, "config.json",
-                  "{ \"resources\": [ { \"name\": \"example.com/serial\", \"match\": [ { \"path\": \"/dev/ttyUSB*\" } ] } ] }");
+                  "{ \"resources\": [ { \"name\": \"example.com/serial\", \"match\": [ { \"path\": \"/dev/ttyUSB*\" } ] },"
+                  " { \"name\": \"example.com/absent\", \"match\": [ { \"path\": \"/dev/nothing*\" } ] } ] }");
         env_touch(&e, "dev/ttyUSB0");
         cr_assert_eq(env_run(&e, &out, "generate", "--config", e.config, "--cdi-dir", e.cdi_dir, "--host-root",
                              e.host, NULL), 0, "%s", out);
@@ -82,6 +83,8 @@ Test(cli, generate_writes_specs_once_or_prints_them) {
         cr_assert_not_null(strstr(spec, "\"/dev/ttyUSB0\""));
         free(spec);
         free(path);
+        cr_assert_eq(env_dir_entries(e.cdi_dir), 2, "one spec plus the ownership record: none for a resource "
+                                                    "with no devices");
 
         cr_assert_eq(env_run(&e, &out, "generate", "--config", e.config, "--stdout", "--host-root", e.host, NULL), 0);
         cr_assert_not_null(strstr(out, "\"kind\""), "%s", out);
