@@ -31,9 +31,11 @@ static const struct sbx_syscall_group groups[] = {
         { "clone3", "glibc >= 2.34 tries it first and falls back on ENOSYS",
           "clone3", SBX_ENOSYS, SBX_ARG_ANY },
         /* Per-thread bookkeeping and waiting, glibc and grpc core. */
-        { "thread-sync", "glibc thread start/exit, grpc core's mutexes and condvars",
+        /* abseil's mutex reads its thread's scheduling policy when it
+         * blocks; refused, it logs "pthread_getschedparam failed". */
+        { "thread-sync", "glibc thread start/exit, grpc core's and abseil's mutexes and condvars",
           "set_robust_list rseq set_tid_address gettid futex sched_yield "
-          "sched_getaffinity exit exit_group restart_syscall",
+          "sched_getaffinity sched_getparam sched_getscheduler exit exit_group restart_syscall",
           SBX_ALLOW, SBX_ARG_ANY },
         /* grpc core's timers and the watcher's timerfd; usually the vDSO. */
         { "time", "grpc core timers, the watcher's timerfd",
