@@ -52,6 +52,27 @@ void dp_plugin_free(struct dp_plugin *p) {
         free(p);
 }
 
+/* SPEC.md: "cdi.k8s.io/" then at most 63 characters of a label name,
+ * by convention "<plugin>_<device>". Resource names can be longer (a
+ * 253-character domain), so a long one keeps its start and gets a hash
+ * of the whole name, which keeps keys distinct and ending alphanumeric. */
+static int annotation_key(const char *resource, char **ret) {
+        char name[64];
+        uint32_t h = 2166136261u;
+        int n = snprintf(name, sizeof(name), "cdiplug_%s", resource);
+
+        for (const char *c = resource; *c; c++)
+                h = (h ^ (uint8_t)*c) * 16777619u;
+        if (n < 0)
+                return -EINVAL;
+        if ((size_t)n >= sizeof(name))
+                snprintf(name + 54, sizeof(name) - 54, "-%08x", h);
+        for (char *c = name; *c; c++)
+                if (*c == '/')
+                        *c = '-';
+        return xasprintf(ret, "cdi.k8s.io/%s", name);
+}
+
 int dp_plugin_new(const struct cfg_resource *cfg, struct dp_plugin **ret) {
         struct dp_plugin *p = calloc(1, sizeof(*p));
         int r;
@@ -60,19 +81,12 @@ int dp_plugin_new(const struct cfg_resource *cfg, struct dp_plugin **ret) {
                 return -ENOMEM;
         p->cfg = cfg;
         r = cdi_kind_from_resource(cfg->name, &p->kind);
-        /* CDI annotation keys allow 63 characters after the prefix; the
-         * resource name part is at most 63, so longer ones are cut (the
-         * socket-style name is unique per daemon already). */
         if (r >= 0)
-                r = xasprintf(&p->annotation_key, "cdi.k8s.io/cdiplug_%.55s", cfg->socket_name + 8);
+                r = annotation_key(cfg->name, &p->annotation_key);
         if (r < 0) {
                 dp_plugin_free(p);
                 return r;
         }
-        /* socket_name is "cdiplug-<x>.sock": drop ".sock" from the key. */
-        char *dot = strstr(p->annotation_key, ".sock");
-        if (dot)
-                *dot = '\0';
         *ret = p;
         return 0;
 }

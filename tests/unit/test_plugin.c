@@ -224,3 +224,31 @@ Test(plugin, device_specs_carry_selector_env_mounts_and_permissions) {
         dp_plugin_free(p);
         free(a.nodes);
 }
+
+Test(plugin, annotation_keys_fit_the_cdi_limit) {
+        char name[300];
+        snprintf(name, sizeof(name), "%s.example.com/%s", "a-very-long-subdomain-label-that-goes-on-and-on",
+                 "a-name-part-that-is-sixty-three-characters-long-xxxxxxxxxxxxxxx");
+        struct cfg_resource cfg = {.name = name, .socket_name = "x.sock", .shares = 1};
+        struct dp_plugin *p;
+        cr_assert_eq(dp_plugin_new(&cfg, &p), 0);
+        const char *key = p->annotation_key + strlen("cdi.k8s.io/");
+        cr_assert_eq(strncmp(p->annotation_key, "cdi.k8s.io/cdiplug_", 19), 0);
+        cr_assert_leq(strlen(key), 63, "%s", key);
+        cr_assert_null(strchr(key, '/'));
+        char last = key[strlen(key) - 1];
+        cr_assert((last >= '0' && last <= '9') || (last >= 'a' && last <= 'z'));
+        char *first = strdup(p->annotation_key);
+        dp_plugin_free(p);
+        /* A name differing only past the cut gets a different key. */
+        name[strlen(name) - 1] = 'y';
+        cr_assert_eq(dp_plugin_new(&cfg, &p), 0);
+        cr_assert_str_neq(p->annotation_key, first);
+        free(first);
+        dp_plugin_free(p);
+
+        struct cfg_resource shortc = {.name = "example.com/serial", .socket_name = "x.sock", .shares = 1};
+        cr_assert_eq(dp_plugin_new(&shortc, &p), 0);
+        cr_assert_str_eq(p->annotation_key, "cdi.k8s.io/cdiplug_example.com-serial");
+        dp_plugin_free(p);
+}
