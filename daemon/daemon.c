@@ -84,6 +84,8 @@ static void *watcher(void *arg) {
                 {.fd = d->timer_fd, .events = POLLIN},
         };
 
+        /* Named, so its (absent) wake-ups can be told from grpc's. */
+        pthread_setname_np(pthread_self(), "cdiplug-watch");
         for (;;) {
                 if (poll(fds, ELEMENTSOF(fds), -1) < 0) {
                         if (errno == EINTR)

@@ -1,6 +1,8 @@
 /* Hotplug through the running daemon: nodes that appear in dirs that did
  * not exist at start, USB devices plugged and unplugged, and health. */
 #include <criterion/criterion.h>
+#include <dirent.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,4 +124,58 @@ Test(hotplug, usb_device_plugged_unplugged_and_back) {
         free(path);
         lw_close(s);
         grpc_channel_destroy(ch);
+}
+
+/* Voluntary plus involuntary context switches of the daemon's own threads
+ * (the main completion-queue loop and the watcher), by thread name. */
+static long own_switches(pid_t pid) {
+        char path[64];
+        long total = 0;
+        snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+        DIR *d = opendir(path);
+        struct dirent *de;
+        cr_assert_not_null(d);
+        while ((de = readdir(d))) {
+                char comm[64] = "", p[512];
+                if (de->d_name[0] == '.')
+                        continue;
+                snprintf(p, sizeof(p), "/proc/%d/task/%s/comm", (int)pid, de->d_name);
+                FILE *f = fopen(p, "r");
+                if (!f || !fgets(comm, sizeof(comm), f)) {
+                        if (f)
+                                fclose(f);
+                        continue;
+                }
+                fclose(f);
+                if (strcmp(comm, "cdiplug\n") != 0 && strcmp(comm, "cdiplug-watch\n") != 0)
+                        continue;
+                snprintf(p, sizeof(p), "/proc/%d/task/%s/status", (int)pid, de->d_name);
+                char *status = env_read(p);
+                for (char *l = status; l && (l = strstr(l, "ctxt_switches:")); l++)
+                        total += strtol(l + strlen("ctxt_switches:"), NULL, 10);
+                free(status);
+        }
+        closedir(d);
+        return total;
+}
+
+Test(hotplug, no_wakeups_while_nothing_happens) {
+        env_init(&e);
+        env_touch(&e, "dev/ttyUSB0");
+        env_write(&e, "config.json",
+                  "{ \"resources\": [ { \"name\": \"example.com/serial\", \"match\": [ { \"path\": \"/dev/ttyUSB*\" } ] } ] }");
+        env_spawn(&e, NULL);
+        cr_assert_eq(tk_start(e.kubelet_dir, &tk), 0);
+        cr_assert_eq(tk_wait_registered(tk, "example.com/serial", 1, 10000), 0);
+        /* Settle: the registration's last completions drain. */
+        struct timespec settle = {0, 300000000}, idle = {2, 0};
+        nanosleep(&settle, NULL);
+        long before = own_switches(e.pid);
+        nanosleep(&idle, NULL); /* the point: two seconds in which nothing happens */
+        long after = own_switches(e.pid);
+        cr_assert_eq(after, before, "cdiplug's own threads woke %ld times in 2 s of idleness", after - before);
+        /* And they do wake for an event. */
+        env_touch(&e, "dev/ttyUSB1");
+        cr_assert_eq(tk_wait_lists(tk, "example.com/serial", 2, 5000, NULL), 0);
+        cr_assert_gt(own_switches(e.pid), after);
 }
