@@ -8,6 +8,7 @@
  * Then the main thread drains the completion queue while the watcher
  * thread waits on the signalfd, inotify and the retry timer. */
 #include <grpc/grpc.h>
+#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -217,6 +218,10 @@ int dp_daemon_run(const struct dp_options *opts, struct cfg_config *cfg) {
         if (lockdown(&d) < 0)
                 goto out;
 
+        /* One malloc arena, before grpc starts its threads: each thread
+         * would otherwise get an arena of its own that keeps what it freed.
+         * The daemon's work is one thread's; the others mostly sleep. */
+        mallopt(M_ARENA_MAX, 1);
         grpc_init();
         d.cq = grpc_completion_queue_create_for_next(NULL);
         pthread_mutex_lock(&d.lock);
@@ -251,6 +256,7 @@ out_grpc:
         pthread_mutex_unlock(&d.lock);
         drain(&d);
 out_cq:
+        dp_kubelet_channel_close(&d);
         grpc_completion_queue_destroy(d.cq);
         daemon_free(&d);
         d.n_res = 0;

@@ -75,6 +75,9 @@ struct dp_daemon {
         int *dev_wds;                 /* device dir watches, one per watch_dirs entry */
         char **dev_wd_dirs;
         size_t n_dev_wds;
+
+        grpc_channel *kubelet_ch;     /* shared by every Register, or NULL */
+        unsigned kubelet_ch_gen;      /* bumped each time kubelet_ch is replaced */
 };
 
 /* server.c */
@@ -91,6 +94,7 @@ bool dp_kubelet_present(const struct dp_daemon *d);
 void dp_arm_timer(struct dp_daemon *d);
 uint64_t dp_now_ms(void);
 void dp_maybe_finish(struct dp_daemon *d);
+void dp_kubelet_channel_close(struct dp_daemon *d);
 
 /* watch.c */
 int dp_watch_setup(struct dp_daemon *d);

@@ -5,6 +5,7 @@
  * kubelet.sock waits for inotify instead of a timer. */
 #include <grpc/support/alloc.h>
 #include <string.h>
+#include <malloc.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <time.h>
@@ -16,11 +17,15 @@
 #define REG_TIMEOUT_MS 10000
 #define RETRY_MIN_MS 100
 #define RETRY_MAX_MS 10000
+/* A kubelet.sock that refuses the connection is bound but not yet
+ * listening (we act on its IN_CREATE, which comes at bind) or a dead
+ * kubelet's: nothing reached a kubelet, so try again soon. */
+#define RETRY_CONNECT_MIN_MS 2
 
 struct dp_reg {
         struct dp_tag tag;
         struct dp_resource *res;
-        grpc_channel *ch;
+        unsigned ch_gen;              /* d->kubelet_ch_gen when started */
         grpc_call *call;
         grpc_byte_buffer *send;
         grpc_byte_buffer *recv;
@@ -66,8 +71,6 @@ void dp_arm_timer(struct dp_daemon *d) {
 static void reg_free(struct dp_reg *g) {
         if (g->call)
                 grpc_call_unref(g->call);
-        if (g->ch)
-                grpc_channel_destroy(g->ch);
         if (g->send)
                 grpc_byte_buffer_destroy(g->send);
         if (g->recv)
@@ -76,6 +79,52 @@ static void reg_free(struct dp_reg *g) {
         grpc_metadata_array_destroy(&g->md_trailing);
         grpc_slice_unref(g->details);
         free(g);
+}
+
+/* Every Register goes over one channel: 64 resources registering at once
+ * share one connection instead of each building a channel, a connection
+ * and an HTTP/2 handshake of its own. A channel whose connect failed
+ * waits out grpc's reconnect backoff (100 ms at the least) and fails every
+ * call meanwhile, so it is replaced instead; a dropped connection (the
+ * kubelet restarted) is simply dialled again on the next call, to whatever
+ * kubelet.sock is then. */
+static grpc_channel *kubelet_channel(struct dp_daemon *d) {
+        if (d->kubelet_ch) {
+                grpc_connectivity_state st = grpc_channel_check_connectivity_state(d->kubelet_ch, 0);
+                if (st != GRPC_CHANNEL_TRANSIENT_FAILURE && st != GRPC_CHANNEL_SHUTDOWN)
+                        return d->kubelet_ch;
+                dp_kubelet_channel_close(d);
+        }
+        d->kubelet_ch = dp_channel_unix(d->kubelet_sock);
+        return d->kubelet_ch;
+}
+
+void dp_kubelet_channel_close(struct dp_daemon *d) {
+        if (!d->kubelet_ch)
+                return;
+        /* Calls still on it fail, and take their own references. */
+        grpc_channel_destroy(d->kubelet_ch);
+        d->kubelet_ch = NULL;
+        d->kubelet_ch_gen++;
+}
+
+/* The Register never reached a kubelet: its connect failed. */
+static bool connect_failed(struct dp_daemon *d, const struct dp_reg *g) {
+        if (g->status != GRPC_STATUS_UNAVAILABLE)
+                return false;
+        if (g->ch_gen != d->kubelet_ch_gen || !d->kubelet_ch)
+                return true; /* replaced because a connect failed */
+        return grpc_channel_check_connectivity_state(d->kubelet_ch, 0) == GRPC_CHANNEL_TRANSIENT_FAILURE;
+}
+
+/* A kubelet restart churns through servers, channels and calls and leaves
+ * the heap holed; once the last Register is answered, give the free pages
+ * back (madvise), so the daemon's footprint is its steady state. */
+static void trim_after_burst(struct dp_daemon *d) {
+        for (size_t i = 0; i < d->n_res; i++)
+                if (d->res[i].reg)
+                        return;
+        malloc_trim(0);
 }
 
 static void on_registered(struct dp_daemon *d, struct dp_tag *tag, bool ok) {
@@ -91,14 +140,17 @@ static void on_registered(struct dp_daemon *d, struct dp_tag *tag, bool ok) {
                          res->cfg->socket_name);
         } else if (!d->stopping && !res->reg_again) {
                 char *why = grpc_slice_to_c_string(g->details);
-                uint64_t delay = RETRY_MIN_MS << (res->reg_failures < 7 ? res->reg_failures : 7);
+                bool refused = connect_failed(d, g);
+                uint64_t delay = (refused ? RETRY_CONNECT_MIN_MS : RETRY_MIN_MS)
+                                 << (res->reg_failures < 13 ? res->reg_failures : 13);
                 if (delay > RETRY_MAX_MS)
                         delay = RETRY_MAX_MS;
                 res->reg_failures++;
                 if (dp_kubelet_present(d)) {
                         res->retry_at_ms = dp_now_ms() + delay;
-                        log_warn("resource \"%s\": Register failed (status %d: %s), retrying in %llu ms",
-                                 res->cfg->name, g->status, why, (unsigned long long)delay);
+                        log_msg(refused && delay < RETRY_MIN_MS ? LOG_INFO : LOG_WARN,
+                                "resource \"%s\": Register failed (status %d: %s), retrying in %llu ms",
+                                res->cfg->name, g->status, why, (unsigned long long)delay);
                 } else
                         log_info("resource \"%s\": kubelet.sock is gone, waiting for the kubelet",
                                  res->cfg->name);
@@ -111,6 +163,7 @@ static void on_registered(struct dp_daemon *d, struct dp_tag *tag, bool ok) {
                 res->reg_again = false;
                 dp_register(res);
         }
+        trim_after_burst(d);
         dp_maybe_finish(d);
 }
 
@@ -119,6 +172,7 @@ void dp_register(struct dp_resource *res) {
         V1beta1__RegisterRequest req = V1BETA1__REGISTER_REQUEST__INIT;
         V1beta1__DevicePluginOptions opts = dp_plugin_options;
         struct dp_reg *g;
+        grpc_channel *ch;
         grpc_op ops[6];
 
         if (d->stopping || res->state != SRV_UP)
@@ -146,10 +200,11 @@ void dp_register(struct dp_resource *res) {
         req.resource_name = res->cfg->name;
         req.options = &opts;
         g->send = dp_pack(&req.base);
-        g->ch = dp_channel_unix(d->kubelet_sock);
-        if (!g->send || !g->ch)
+        ch = kubelet_channel(d);
+        if (!g->send || !ch)
                 goto fail;
-        g->call = grpc_channel_create_call(g->ch, NULL, GRPC_PROPAGATE_DEFAULTS, d->cq,
+        g->ch_gen = d->kubelet_ch_gen;
+        g->call = grpc_channel_create_call(ch, NULL, GRPC_PROPAGATE_DEFAULTS, d->cq,
                                            grpc_slice_from_static_string(DP_METHOD_REGISTER), NULL,
                                            dp_deadline_ms(REG_TIMEOUT_MS), NULL);
         memset(ops, 0, sizeof(ops));

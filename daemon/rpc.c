@@ -81,10 +81,14 @@ grpc_channel *dp_channel_unix(const char *path) {
         grpc_channel_credentials *creds;
         grpc_channel *ch;
         grpc_arg args[] = {
-                /* Each Register and each test dial is one short-lived
-                 * connection; never share it with another channel. */
+                /* The channel owns its connection: destroying it closes
+                 * it, and a kubelet's restart leaves nothing behind. */
                 {.type = GRPC_ARG_INTEGER, .key = (char *)GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, .value.integer = 1},
                 {.type = GRPC_ARG_INTEGER, .key = (char *)GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, .value.integer = DP_MAX_MESSAGE},
+                /* Nothing reads channelz, and every call here is
+                 * retried, if at all, by its caller. */
+                {.type = GRPC_ARG_INTEGER, .key = (char *)GRPC_ARG_ENABLE_CHANNELZ, .value.integer = 0},
+                {.type = GRPC_ARG_INTEGER, .key = (char *)GRPC_ARG_ENABLE_RETRIES, .value.integer = 0},
         };
         grpc_channel_args cargs = {.num_args = ELEMENTSOF(args), .args = args};
 

@@ -298,6 +298,9 @@ int dp_server_start(struct dp_resource *res) {
         grpc_arg args[] = {
                 {.type = GRPC_ARG_INTEGER, .key = (char *)GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, .value.integer = DP_MAX_MESSAGE},
                 {.type = GRPC_ARG_INTEGER, .key = (char *)GRPC_ARG_MAX_CONCURRENT_STREAMS, .value.integer = 64},
+                /* No channelz node and trace per server and connection:
+                 * nothing reads them, and they cost memory. */
+                {.type = GRPC_ARG_INTEGER, .key = (char *)GRPC_ARG_ENABLE_CHANNELZ, .value.integer = 0},
         };
         grpc_channel_args cargs = {.num_args = ELEMENTSOF(args), .args = args};
         int port;

@@ -3,10 +3,22 @@
  *
  *   Allocate latency (p50/p99 over 10,000 calls) next to a bare grpc-core
  *   unary echo server with the same one-thread completion-queue loop, as
- *   the floor; kubelet restart → all 64 resources registered again (100
- *   restarts); exec → first Register; RssAnon/VmRSS with 64 resources.
+ *   the floor, measured in alternating blocks so both see the same noise;
+ *   kubelet restart → all 64 resources registered again (100 restarts),
+ *   split into the daemon's part (every Register has reached the kubelet)
+ *   and the whole (the kubelet has dialled back and answered every one);
+ *   exec → first Register; RssAnon/VmRSS with 64 resources, before and
+ *   after the restarts; device node appears/vanishes → the kubelet's
+ *   ListAndWatch stream has the new list; discovery of 10,000 nodes; RssAnon
+ *   with 64 resources holding those 10,000 devices.
  *
- * Extra arguments are passed to `cdiplug serve` (e.g. --no-sandbox). */
+ * Extra arguments are passed to `cdiplug serve` (e.g. --no-sandbox).
+ * BENCH_ONLY=alloc,exec,restart,hotplug,discovery,many picks sections;
+ * BENCH_RESTARTS=N runs N kubelet restarts instead of 100; BENCH_TRACE=1
+ * prints every restart, memory and fds every 50, and the last two
+ * restarts per resource; BENCH_LOG=1 keeps the daemon's log on stderr. */
+#include <cjson/cJSON.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -24,12 +36,18 @@
 #include <unistd.h>
 
 #include "kubelet.h"
+#include "resources.h"
 #include "rpc.h"
 
 #define ALLOC_CALLS 10000
+#define ALLOC_BLOCK 500
 #define RESTARTS 100
+#define RESTARTS_MAX 2000
 #define EXEC_RUNS 20
 #define MANY 64
+#define HOTPLUG_EVENTS 200
+#define NODES 10000
+#define DISCOVER_RUNS 7
 
 extern char **environ;
 
@@ -59,6 +77,13 @@ static void die(const char *what) {
         exit(1);
 }
 
+static char *path_join(const char *a, const char *b) {
+        char *s;
+        if (asprintf(&s, "%s/%s", a, b) < 0)
+                die("asprintf");
+        return s;
+}
+
 static void write_file(const char *path, const char *text) {
         FILE *f = fopen(path, "w");
         if (!f)
@@ -67,43 +92,66 @@ static void write_file(const char *path, const char *text) {
         fclose(f);
 }
 
-/* A config with n resources, each one device /dev/dNN under the host root. */
-static char *make_env(const char *name, int n) {
-        char *dir, *path, *cfg = NULL;
+static void touch(const char *path) {
+        int fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+        if (fd < 0)
+                die(path);
+        close(fd);
+}
+
+/* <root>/<name>/{host/dev,cdi} and config.json with the given text. */
+static char *make_dir(const char *name, const char *config) {
+        char *dir = path_join(root, name), *p;
+
+        mkdir(dir, 0755);
+        p = path_join(dir, "host");
+        mkdir(p, 0755);
+        free(p);
+        p = path_join(dir, "host/dev");
+        mkdir(p, 0755);
+        free(p);
+        p = path_join(dir, "cdi");
+        mkdir(p, 0755);
+        free(p);
+        p = path_join(dir, "config.json");
+        write_file(p, config);
+        free(p);
+        return dir;
+}
+
+static const char *name_of(int i) {
+        static char names[MANY][32];
+        snprintf(names[i], sizeof(names[i]), "bench.example.com/r%02d", i);
+        return names[i];
+}
+
+/* A config with n resources; resource i matches /dev/<prefix>NN<suffix>. */
+static char *resources_config(int n, const char *prefix, const char *suffix) {
+        char *cfg = NULL;
         size_t len = 0;
         FILE *m = open_memstream(&cfg, &len);
 
-        if (asprintf(&dir, "%s/%s", root, name) < 0)
-                die("asprintf");
-        mkdir(dir, 0755);
-        if (asprintf(&path, "%s/host", dir) < 0)
-                die("asprintf");
-        mkdir(path, 0755);
-        free(path);
-        if (asprintf(&path, "%s/host/dev", dir) < 0)
-                die("asprintf");
-        mkdir(path, 0755);
-        free(path);
-        if (asprintf(&path, "%s/cdi", dir) < 0)
-                die("asprintf");
-        mkdir(path, 0755);
-        free(path);
         fputs("{ \"resources\": [\n", m);
-        for (int i = 0; i < n; i++) {
-                if (asprintf(&path, "%s/host/dev/d%02d", dir, i) < 0)
-                        die("asprintf");
-                close(open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0644));
-                free(path);
-                fprintf(m, "  { \"name\": \"bench.example.com/r%02d\", \"match\": [ { \"path\": \"/dev/d%02d\" } ] }%s\n",
-                        i, i, i + 1 < n ? "," : "");
-        }
+        for (int i = 0; i < n; i++)
+                fprintf(m, "  { \"name\": \"%s\", \"match\": [ { \"path\": \"/dev/%s%02d%s\" } ] }%s\n",
+                        name_of(i), prefix, i, suffix, i + 1 < n ? "," : "");
         fputs("] }\n", m);
         fclose(m);
-        if (asprintf(&path, "%s/config.json", dir) < 0)
-                die("asprintf");
-        write_file(path, cfg);
-        free(path);
+        return cfg;
+}
+
+/* n resources, each one device /dev/dNN. */
+static char *make_env(const char *name, int n) {
+        char *cfg = resources_config(n, "d", "");
+        char *dir = make_dir(name, cfg);
         free(cfg);
+        for (int i = 0; i < n; i++) {
+                char node[32];
+                snprintf(node, sizeof(node), "host/dev/d%02d", i);
+                char *path = path_join(dir, node);
+                touch(path);
+                free(path);
+        }
         return dir;
 }
 
@@ -113,9 +161,10 @@ static pid_t spawn_daemon(const char *dir) {
         pid_t pid;
         int argc = 0;
 
-        if (asprintf(&cfg, "%s/config.json", dir) < 0 || asprintf(&kdir, "%s/kubelet", dir) < 0 ||
-            asprintf(&cdir, "%s/cdi", dir) < 0 || asprintf(&host, "%s/host", dir) < 0)
-                die("asprintf");
+        cfg = path_join(dir, "config.json");
+        kdir = path_join(dir, "kubelet");
+        cdir = path_join(dir, "cdi");
+        host = path_join(dir, "host");
         argv[argc++] = (char *)CDIPLUG_BIN;
         argv[argc++] = "serve";
         argv[argc++] = "--config";
@@ -130,7 +179,8 @@ static pid_t spawn_daemon(const char *dir) {
                 argv[argc++] = extra_args[i];
         argv[argc] = NULL;
         posix_spawn_file_actions_init(&fa);
-        posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+        if (!getenv("BENCH_LOG"))
+                posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
         if (posix_spawn(&pid, CDIPLUG_BIN, &fa, NULL, argv, environ) != 0)
                 die("spawning cdiplug");
         posix_spawn_file_actions_destroy(&fa);
@@ -145,7 +195,72 @@ static void stop_daemon(pid_t pid) {
         int status;
         kill(pid, SIGTERM);
         waitpid(pid, &status, 0);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+                die("cdiplug exiting cleanly");
 }
+
+static long status_kb(pid_t pid, const char *field) {
+        char path[64], line[256];
+        long kb = -1;
+        snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+        FILE *f = fopen(path, "r");
+        if (!f)
+                return -1;
+        while (fgets(line, sizeof(line), f))
+                if (strncmp(line, field, strlen(field)) == 0 && line[strlen(field)] == ':')
+                        kb = strtol(line + strlen(field) + 1, NULL, 10);
+        fclose(f);
+        return kb;
+}
+
+static int fd_count(pid_t pid) {
+        char path[64];
+        int n = 0;
+        snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+        DIR *dir = opendir(path);
+        if (!dir)
+                return -1;
+        for (struct dirent *de; (de = readdir(dir));)
+                n += de->d_name[0] != '.';
+        closedir(dir);
+        return n;
+}
+
+static void wait_all(struct tk *tk, int n, unsigned count) {
+        for (int i = 0; i < n; i++) {
+                if (tk_wait_registered(tk, name_of(i), count, 20000) < 0)
+                        die("waiting for registration");
+        }
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+        (void)st, (void)flag, (void)ftw;
+        return remove(path);
+}
+
+static bool section(const char *name) {
+        const char *only = getenv("BENCH_ONLY");
+        if (!only)
+                return true;
+        size_t len = strlen(name);
+        for (const char *p = only; (p = strstr(p, name)); p += len)
+                if ((p == only || p[-1] == ',') && (p[len] == '\0' || p[len] == ','))
+                        return true;
+        return false;
+}
+
+/* Figures, printed together at the end. */
+static struct {
+        bool alloc, exec, restart, hotplug, discovery, many;
+        uint64_t a50, a99, e50, e99;
+        uint64_t x50, x99, xr50, xr99;
+        uint64_t rs50, rs99, rr50, rr99;
+        long rss_anon, vm_rss, rss_anon_after;
+        int fds_before, fds_after, restarts;
+        uint64_t h_add50, h_add99, h_del50, h_del99, h_all50, h_all99;
+        uint64_t disc50, disc_max, gen50;
+        long many_rss_anon, many_vm_rss;
+} fig;
 
 /* The floor: a unary echo with the daemon's own loop shape, one thread
  * draining one completion queue. Runs in a child forked before grpc_init. */
@@ -198,75 +313,27 @@ static void echo_server(const char *sock) {
         }
 }
 
-static void latency(grpc_channel *ch, const char *method, const ProtobufCMessage *req,
-                    const ProtobufCMessageDescriptor *desc, uint64_t *p50, uint64_t *p99) {
-        static uint64_t t[ALLOC_CALLS];
-        for (int i = 0; i < 200; i++) /* warm the connection */
-                dp_call_unary(ch, method, req, desc, NULL, NULL, 5000);
-        for (int i = 0; i < ALLOC_CALLS; i++) {
+static void call_block(grpc_channel *ch, const char *method, const ProtobufCMessage *req,
+                       const ProtobufCMessageDescriptor *desc, uint64_t *t, int n) {
+        for (int i = 0; i < n; i++) {
                 uint64_t t0 = now_ns();
                 if (dp_call_unary(ch, method, req, desc, NULL, NULL, 5000) != GRPC_STATUS_OK)
                         die(method);
-                t[i] = now_ns() - t0;
-        }
-        *p50 = pct(t, ALLOC_CALLS, 0.50);
-        *p99 = pct(t, ALLOC_CALLS, 0.99);
-}
-
-static long status_kb(pid_t pid, const char *field) {
-        char path[64], line[256];
-        long kb = -1;
-        snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-        FILE *f = fopen(path, "r");
-        if (!f)
-                return -1;
-        while (fgets(line, sizeof(line), f))
-                if (strncmp(line, field, strlen(field)) == 0 && line[strlen(field)] == ':')
-                        kb = strtol(line + strlen(field) + 1, NULL, 10);
-        fclose(f);
-        return kb;
-}
-
-static const char *name_of(int i) {
-        static char names[MANY][32];
-        snprintf(names[i], sizeof(names[i]), "bench.example.com/r%02d", i);
-        return names[i];
-}
-
-static void wait_all(struct tk *tk, int n, unsigned count) {
-        for (int i = 0; i < n; i++) {
-                if (tk_wait_registered(tk, name_of(i), count, 20000) < 0)
-                        die("waiting for registration");
+                if (t)
+                        t[i] = now_ns() - t0;
         }
 }
 
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-        (void)st, (void)flag, (void)ftw;
-        return remove(path);
-}
-
-int main(int argc, char **argv) {
-        extra_args = argv + 1;
-        n_extra = argc - 1;
-        if (!mkdtemp(root))
-                die("mkdtemp");
-        char *echo_sock;
-        if (asprintf(&echo_sock, "%s/echo.sock", root) < 0)
-                die("asprintf");
-        pid_t echo = fork();
-        if (echo == 0)
-                echo_server(echo_sock);
-        grpc_init();
-
-        /* 1. Allocate vs. the echo floor. */
-        char *one = make_env("one", 1), *kdir;
-        if (asprintf(&kdir, "%s/kubelet", one) < 0)
-                die("asprintf");
+static void bench_alloc(pid_t echo, const char *echo_sock) {
+        static uint64_t ta[ALLOC_CALLS], te[ALLOC_CALLS];
+        char *one = make_env("alloc", 1), *kdir = path_join(one, "kubelet");
         struct tk *tk;
+
         if (tk_start(kdir, &tk) < 0)
                 die("test kubelet");
         pid_t d = spawn_daemon(one);
         wait_all(tk, 1, 1);
+
         V1beta1__AllocateRequest req = V1BETA1__ALLOCATE_REQUEST__INIT;
         V1beta1__ContainerAllocateRequest creq = V1BETA1__CONTAINER_ALLOCATE_REQUEST__INIT;
         V1beta1__ContainerAllocateRequest *creqs[] = {&creq};
@@ -275,85 +342,362 @@ int main(int argc, char **argv) {
         creq.devices_ids = ids;
         req.n_container_requests = 1;
         req.container_requests = creqs;
-        grpc_channel *ch = tk_dial(tk, "bench.example.com/r00");
-        uint64_t a50, a99, e50, e99;
-        latency(ch, DP_METHOD_ALLOCATE, &req.base, &v1beta1__allocate_response__descriptor, &a50, &a99);
-        grpc_channel_destroy(ch);
-        ch = dp_channel_unix(echo_sock);
-        latency(ch, "/bench.Echo/Echo", &req.base, &v1beta1__allocate_request__descriptor, &e50, &e99);
-        grpc_channel_destroy(ch);
+        grpc_channel *ach = tk_dial(tk, name_of(0)), *ech = dp_channel_unix(echo_sock);
+        call_block(ach, DP_METHOD_ALLOCATE, &req.base, &v1beta1__allocate_response__descriptor, NULL, 200);
+        call_block(ech, "/bench.Echo/Echo", &req.base, &v1beta1__allocate_request__descriptor, NULL, 200);
+        for (int i = 0; i < ALLOC_CALLS; i += ALLOC_BLOCK) {
+                call_block(ach, DP_METHOD_ALLOCATE, &req.base, &v1beta1__allocate_response__descriptor, ta + i,
+                           ALLOC_BLOCK);
+                call_block(ech, "/bench.Echo/Echo", &req.base, &v1beta1__allocate_request__descriptor, te + i,
+                           ALLOC_BLOCK);
+        }
+        fig.a50 = pct(ta, ALLOC_CALLS, 0.50);
+        fig.a99 = pct(ta, ALLOC_CALLS, 0.99);
+        fig.e50 = pct(te, ALLOC_CALLS, 0.50);
+        fig.e99 = pct(te, ALLOC_CALLS, 0.99);
+        grpc_channel_destroy(ach);
+        grpc_channel_destroy(ech);
         stop_daemon(d);
         tk_stop(tk);
         kill(echo, SIGKILL);
         waitpid(echo, NULL, 0);
+        fig.alloc = true;
+        free(one);
+        free(kdir);
+}
 
-        /* 2. exec → first Register (one resource, kubelet already up). */
-        static uint64_t ex[EXEC_RUNS];
+/* exec → first Register (one resource, kubelet already up). */
+static void bench_exec(void) {
+        static uint64_t ex[EXEC_RUNS], exr[EXEC_RUNS];
+        char *one = make_env("exec", 1), *kdir = path_join(one, "kubelet");
+        struct tk *tk;
+
         for (int i = 0; i < EXEC_RUNS; i++) {
                 if (tk_start(kdir, &tk) < 0)
                         die("test kubelet");
                 uint64_t t0 = now_ns();
-                d = spawn_daemon(one);
+                pid_t d = spawn_daemon(one);
                 wait_all(tk, 1, 1);
-                ex[i] = tk_registered_at_ns(tk, "bench.example.com/r00") - t0;
+                ex[i] = tk_register_arrived_at_ns(tk, name_of(0)) - t0;
+                exr[i] = tk_registered_at_ns(tk, name_of(0)) - t0;
                 stop_daemon(d);
                 tk_stop(tk);
         }
-
-        /* 3. 64 resources: memory, then 100 kubelet restarts. */
-        char *many = make_env("many", MANY);
+        fig.x50 = pct(ex, EXEC_RUNS, 0.5);
+        fig.x99 = pct(ex, EXEC_RUNS, 0.99);
+        fig.xr50 = pct(exr, EXEC_RUNS, 0.5);
+        fig.xr99 = pct(exr, EXEC_RUNS, 0.99);
+        fig.exec = true;
+        free(one);
         free(kdir);
-        if (asprintf(&kdir, "%s/kubelet", many) < 0)
-                die("asprintf");
+}
+
+/* 64 resources: memory, then 100 kubelet restarts. */
+static void bench_restart(void) {
+        static uint64_t sent[RESTARTS_MAX], done[RESTARTS_MAX];
+        int restarts = getenv("BENCH_RESTARTS") ? atoi(getenv("BENCH_RESTARTS")) : RESTARTS;
+        char *many = make_env("restart", MANY), *kdir = path_join(many, "kubelet");
+        struct tk *tk;
+
         if (tk_start(kdir, &tk) < 0)
                 die("test kubelet");
-        d = spawn_daemon(many);
+        pid_t d = spawn_daemon(many);
         wait_all(tk, MANY, 1);
-        long rss_anon = status_kb(d, "RssAnon"), vm_rss = status_kb(d, "VmRSS");
-        static uint64_t re[RESTARTS];
-        for (int i = 0; i < RESTARTS; i++) {
+        fig.rss_anon = status_kb(d, "RssAnon");
+        fig.vm_rss = status_kb(d, "VmRSS");
+        fig.fds_before = fd_count(d);
+        if (restarts < 1 || restarts > RESTARTS_MAX)
+                die("BENCH_RESTARTS");
+        for (int i = 0; i < restarts; i++) {
+                if (getenv("BENCH_TRACE") && i % 50 == 0)
+                        fprintf(stderr, "restart %d: RssAnon %ld kB, %d fds, %ld threads\n", i, status_kb(d, "RssAnon"), fd_count(d), status_kb(d, "Threads"));
                 unsigned before[MANY];
                 for (int r = 0; r < MANY; r++)
                         before[r] = tk_registrations(tk, name_of(r));
                 tk_restart(tk, i % 2);
-                uint64_t t0 = tk_restarted_at_ns(tk), last = 0;
+                uint64_t t0 = tk_restarted_at_ns(tk), last = 0, last_sent = 0;
                 for (int r = 0; r < MANY; r++) {
                         /* A Register already on its way to the old kubelet
                          * may land after the restart began: wait for one
                          * that arrived after it. */
                         unsigned want = before[r] + 1;
                         while (tk_wait_registered(tk, name_of(r), want, 20000) == 0 &&
-                               tk_registered_at_ns(tk, name_of(r)) < t0)
+                               tk_register_arrived_at_ns(tk, name_of(r)) < t0)
                                 want++;
                         uint64_t t = tk_registered_at_ns(tk, name_of(r));
-                        if (t < t0)
+                        uint64_t a = tk_register_arrived_at_ns(tk, name_of(r));
+                        if (a < t0)
                                 die("waiting for re-registration");
                         if (t > last)
                                 last = t;
-                        if (getenv("BENCH_TRACE") && i == RESTARTS - 1)
-                                fprintf(stderr, "%s %.2f ms\n", name_of(r), (double)(t - t0) / 1e6);
+                        if (a > last_sent)
+                                last_sent = a;
+                        if (getenv("BENCH_TRACE") && i >= restarts - 2)
+                                fprintf(stderr, "restart %d %s: Register arrived %.2f ms, answered %.2f ms\n", i,
+                                        name_of(r), (double)(a - t0) / 1e6, (double)(t - t0) / 1e6);
                 }
-                re[i] = last - t0;
+                done[i] = last - t0;
+                sent[i] = last_sent - t0;
+                if (getenv("BENCH_TRACE"))
+                        fprintf(stderr, "restart %d (%s first): all arrived %.2f ms, all answered %.2f ms\n", i,
+                                i % 2 ? "kubelet.sock" : "deletion", (double)sent[i] / 1e6, (double)done[i] / 1e6);
         }
-        long rss_anon_after = status_kb(d, "RssAnon");
+        /* grpc closes the old kubelet's connections asynchronously. */
+        for (int i = 0; i < 100 && fd_count(d) > fig.fds_before; i++)
+                usleep(10000);
+        fig.fds_after = fd_count(d);
+        fig.rss_anon_after = status_kb(d, "RssAnon");
         stop_daemon(d);
         tk_stop(tk);
+        fig.rs50 = pct(sent, (size_t)restarts, 0.5);
+        fig.rs99 = pct(sent, (size_t)restarts, 0.99);
+        fig.rr50 = pct(done, (size_t)restarts, 0.5);
+        fig.rr99 = pct(done, (size_t)restarts, 0.99);
+        fig.restarts = restarts;
+        fig.restart = true;
+        free(many);
+        free(kdir);
+}
 
+/* Wait for the list after the n-th and return when it arrived; the list
+ * must show node hp1 as want ("" absent, "Healthy", "Unhealthy"). */
+static uint64_t wait_list(struct tk *tk, const char *res, unsigned n, const char *want) {
+        V1beta1__ListAndWatchResponse *list;
+        for (;; n++) {
+                if (tk_wait_lists(tk, res, n, 5000, &list) < 0)
+                        die("waiting for a new device list");
+                const char *health = "";
+                for (size_t i = 0; i < list->n_devices; i++)
+                        if (strcmp(list->devices[i]->id, "hp1") == 0)
+                                health = list->devices[i]->health;
+                bool ok = strcmp(health, want) == 0;
+                v1beta1__list_and_watch_response__free_unpacked(list, NULL);
+                if (ok)
+                        return tk_list_at_ns(tk, res);
+        }
+}
+
+/* A node appears or vanishes → the kubelet's stream has the new list. */
+static void bench_hotplug(void) {
+        static uint64_t add[HOTPLUG_EVENTS / 2], del[HOTPLUG_EVENTS / 2], all[HOTPLUG_EVENTS];
+        char *dir = make_dir("hotplug", "{ \"resources\": [ { \"name\": \"bench.example.com/r00\", "
+                                        "\"match\": [ { \"path\": \"/dev/hp*\" } ] } ] }\n");
+        char *kdir = path_join(dir, "kubelet");
+        char *node0 = path_join(dir, "host/dev/hp0"), *node = path_join(dir, "host/dev/hp1");
+        struct tk *tk;
+        const char *res = name_of(0);
+
+        touch(node0);
+        if (tk_start(kdir, &tk) < 0)
+                die("test kubelet");
+        pid_t d = spawn_daemon(dir);
+        wait_all(tk, 1, 1);
+        for (int i = 0; i < HOTPLUG_EVENTS; i++) {
+                unsigned n = tk_lists(tk, res) + 1;
+                uint64_t t0 = now_ns(), t;
+                if (i % 2 == 0) {
+                        touch(node);
+                        t = wait_list(tk, res, n, "Healthy") - t0;
+                        add[i / 2] = t;
+                } else {
+                        if (unlink(node) < 0)
+                                die("unlink");
+                        t = wait_list(tk, res, n, "Unhealthy") - t0;
+                        del[i / 2] = t;
+                }
+                all[i] = t;
+        }
+        stop_daemon(d);
+        tk_stop(tk);
+        fig.h_add50 = pct(add, HOTPLUG_EVENTS / 2, 0.5);
+        fig.h_add99 = pct(add, HOTPLUG_EVENTS / 2, 0.99);
+        fig.h_del50 = pct(del, HOTPLUG_EVENTS / 2, 0.5);
+        fig.h_del99 = pct(del, HOTPLUG_EVENTS / 2, 0.99);
+        fig.h_all50 = pct(all, HOTPLUG_EVENTS, 0.5);
+        fig.h_all99 = pct(all, HOTPLUG_EVENTS, 0.99);
+        fig.hotplug = true;
+        free(dir);
+        free(kdir);
+        free(node0);
+        free(node);
+}
+
+/* 10,000 nodes /dev/bNN-IIII, spread over 64 resources (bNN-*). */
+static char *make_nodes(void) {
+        char *cfg = resources_config(MANY, "b", "-*");
+        char *dir = make_dir("nodes", cfg);
+        free(cfg);
+        for (int i = 0; i < NODES; i++) {
+                char rel[64];
+                snprintf(rel, sizeof(rel), "host/dev/b%02d-%04d", i % MANY, i);
+                char *path = path_join(dir, rel);
+                touch(path);
+                free(path);
+        }
+        return dir;
+}
+
+static void bench_discovery(const char *dir) {
+        static uint64_t t[DISCOVER_RUNS];
+        cJSON *entry = cJSON_Parse("{ \"path\": \"/dev/b*\" }");
+        struct res_selector *sel = NULL;
+        char *field = NULL, *msg = NULL, *host = path_join(dir, "host");
+
+        if (!entry || res_selector_parse(entry, &sel, &field, &msg) < 0)
+                die("parsing the selector");
+        for (int i = 0; i < DISCOVER_RUNS; i++) {
+                struct res_devlist found = {0};
+                uint64_t t0 = now_ns();
+                if (res_discover(host, &sel, 1, &found) < 0 || found.n != NODES)
+                        die("res_discover");
+                t[i] = now_ns() - t0;
+                res_devlist_free(&found);
+        }
+        fig.disc50 = pct(t, DISCOVER_RUNS, 0.5);
+        fig.disc_max = t[DISCOVER_RUNS - 1];
+
+        /* The whole `cdiplug generate --stdout`: exec, discovery, 64 specs. */
+        char *cfg = path_join(dir, "config.json");
+        char *argv[] = {(char *)CDIPLUG_BIN, "generate", "--config", cfg, "--host-root", host, "--stdout", NULL};
+        for (int i = 0; i < DISCOVER_RUNS; i++) {
+                posix_spawn_file_actions_t fa;
+                pid_t pid;
+                int status;
+                posix_spawn_file_actions_init(&fa);
+                posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+                posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+                uint64_t t0 = now_ns();
+                if (posix_spawn(&pid, CDIPLUG_BIN, &fa, NULL, argv, environ) != 0)
+                        die("spawning cdiplug generate");
+                waitpid(pid, &status, 0);
+                t[i] = now_ns() - t0;
+                posix_spawn_file_actions_destroy(&fa);
+                if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+                        die("cdiplug generate");
+        }
+        fig.gen50 = pct(t, DISCOVER_RUNS, 0.5);
+        fig.discovery = true;
+        res_selector_free(sel);
+        cJSON_Delete(entry);
+        free(cfg);
+        free(host);
+}
+
+/* RssAnon with 64 resources holding the 10,000 devices. */
+static void bench_many(const char *dir) {
+        char *kdir = path_join(dir, "kubelet");
+        struct tk *tk;
+
+        if (tk_start(kdir, &tk) < 0)
+                die("test kubelet");
+        pid_t d = spawn_daemon(dir);
+        wait_all(tk, MANY, 1);
+        fig.many_rss_anon = status_kb(d, "RssAnon");
+        fig.many_vm_rss = status_kb(d, "VmRSS");
+        stop_daemon(d);
+        tk_stop(tk);
+        fig.many = true;
+        free(kdir);
+}
+
+static void row_us(const char *what, uint64_t p50, uint64_t p99, const char *target) {
+        printf("%-46s %8.1fus %8.1fus  %s\n", what, (double)p50 / 1e3, (double)p99 / 1e3, target);
+}
+
+static void row_ms(const char *what, uint64_t p50, uint64_t p99, const char *target) {
+        printf("%-46s %8.2fms %8.2fms  %s\n", what, (double)p50 / 1e6, (double)p99 / 1e6, target);
+}
+
+static void row_kb(const char *what, long kb, const char *target) {
+        printf("%-46s %8ldkB %10s  %s\n", what, kb, "", target);
+}
+
+static const char *verdict(bool met) { return met ? "met" : "NOT met"; }
+
+static void print_table(void) {
         struct utsname u;
+        char t[128];
+
         uname(&u);
-        printf("cdiplug-bench: %s %s, %ld CPUs, grpc %s%s\n", u.sysname, u.machine, sysconf(_SC_NPROCESSORS_ONLN),
-               grpc_version_string(), n_extra ? " (extra daemon args given)" : "");
-        printf("%-44s %10s %10s %s\n", "measure", "p50", "p99", "target");
-        printf("%-44s %8.1fus %8.1fus\n", "grpc-core unary echo (floor)", (double)e50 / 1e3, (double)e99 / 1e3);
-        printf("%-44s %8.1fus %8.1fus p50 <= 1.2x floor: %.2fx\n", "Allocate, 1 device", (double)a50 / 1e3,
-               (double)a99 / 1e3, (double)a50 / (double)e50);
-        printf("%-44s %8.2fms %8.2fms p99 < 20 ms\n", "kubelet restart -> 64 resources registered",
-               (double)pct(re, RESTARTS, 0.5) / 1e6, (double)pct(re, RESTARTS, 0.99) / 1e6);
-        printf("%-44s %8.2fms %8.2fms within 10 ms\n", "exec -> first Register", (double)pct(ex, EXEC_RUNS, 0.5) / 1e6,
-               (double)pct(ex, EXEC_RUNS, 0.99) / 1e6);
-        printf("%-44s %8ldkB %8s under 4 MB (after 100 restarts: %ld kB)\n", "RssAnon, 64 resources", rss_anon, "",
-               rss_anon_after);
-        printf("%-44s %8ldkB\n", "VmRSS, 64 resources", vm_rss);
+        printf("cdiplug-bench: %s %s, %ld CPUs, grpc %s, sandbox %s\n", u.sysname, u.machine,
+               sysconf(_SC_NPROCESSORS_ONLN), grpc_version_string(), n_extra ? "as per extra args" : "on");
+        printf("%-46s %10s %10s  %s\n", "measure", "p50", "p99", "target");
+        if (fig.alloc) {
+                row_us("grpc-core unary echo (floor)", fig.e50, fig.e99, "");
+                double x = (double)fig.a50 / (double)fig.e50;
+                snprintf(t, sizeof(t), "p50 <= 1.2x floor: %.2fx, %s", x, verdict(x <= 1.2));
+                row_us("Allocate, 1 device", fig.a50, fig.a99, t);
+        }
+        if (fig.restart) {
+                snprintf(t, sizeof(t), "(daemon's part)");
+                row_ms("kubelet restart -> 64 Registers arrived", fig.rs50, fig.rs99, t);
+                snprintf(t, sizeof(t), "p99 < 20 ms: %s", verdict(fig.rr99 < 20000000));
+                row_ms("kubelet restart -> 64 resources registered", fig.rr50, fig.rr99, t);
+        }
+        if (fig.exec) {
+                snprintf(t, sizeof(t), "within 10 ms: %s", verdict(fig.x50 <= 10000000));
+                row_ms("exec -> first Register arrived", fig.x50, fig.x99, t);
+                row_ms("exec -> first resource registered", fig.xr50, fig.xr99, "(kubelet dialled back)");
+        }
+        if (fig.hotplug) {
+                row_ms("device node appears -> new list on stream", fig.h_add50, fig.h_add99, "");
+                row_ms("device node vanishes -> new list on stream", fig.h_del50, fig.h_del99, "");
+                snprintf(t, sizeof(t), "p99 < 20 ms: %s", verdict(fig.h_all99 < 20000000));
+                row_ms("hotplug -> ListAndWatch update, all 200", fig.h_all50, fig.h_all99, t);
+        }
+        if (fig.discovery) {
+                snprintf(t, sizeof(t), "< 100 ms: %s (max of %d: %.2f ms)", verdict(fig.disc50 < 100000000),
+                         DISCOVER_RUNS, (double)fig.disc_max / 1e6);
+                printf("%-46s %8.2fms %10s  %s\n", "discovery, 10,000 matching nodes", (double)fig.disc50 / 1e6, "",
+                       t);
+                printf("%-46s %8.2fms %10s  %s\n", "cdiplug generate --stdout, 10,000 nodes", (double)fig.gen50 / 1e6,
+                       "", "(exec to exit, 64 specs)");
+        }
+        if (fig.restart) {
+                snprintf(t, sizeof(t), "under 4 MB: %s", verdict(fig.rss_anon < 4096));
+                row_kb("RssAnon, 64 resources", fig.rss_anon, t);
+                snprintf(t, sizeof(t), "open fds %d before, %d after", fig.fds_before, fig.fds_after);
+                char what[64];
+                snprintf(what, sizeof(what), "RssAnon, 64 resources, after %d restarts", fig.restarts);
+                row_kb(what, fig.rss_anon_after, t);
+                row_kb("VmRSS, 64 resources", fig.vm_rss, "");
+        }
+        if (fig.many) {
+                snprintf(t, sizeof(t), "under 4 MB: %s", verdict(fig.many_rss_anon < 4096));
+                row_kb("RssAnon, 64 resources, 10,000 devices", fig.many_rss_anon, t);
+                row_kb("VmRSS, 64 resources, 10,000 devices", fig.many_vm_rss, "");
+        }
+}
+
+int main(int argc, char **argv) {
+        extra_args = argv + 1;
+        n_extra = argc - 1;
+        if (!mkdtemp(root))
+                die("mkdtemp");
+        char *echo_sock = path_join(root, "echo.sock");
+        pid_t echo = -1;
+        /* Forked before grpc_init: the child starts grpc afresh. */
+        if (section("alloc") && (echo = fork()) == 0)
+                echo_server(echo_sock);
+        grpc_init();
+        if (section("alloc"))
+                bench_alloc(echo, echo_sock);
+        if (section("exec"))
+                bench_exec();
+        if (section("restart"))
+                bench_restart();
+        if (section("hotplug"))
+                bench_hotplug();
+        if (section("discovery") || section("many")) {
+                char *nodes = make_nodes();
+                if (section("discovery"))
+                        bench_discovery(nodes);
+                if (section("many"))
+                        bench_many(nodes);
+                free(nodes);
+        }
+        print_table();
+        free(echo_sock);
         grpc_shutdown();
         nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
         return 0;

@@ -34,6 +34,8 @@ struct tk_plugin {
         unsigned lists;
         unsigned lists_at_register;
         uint64_t registered_at_ns;  /* CLOCK_MONOTONIC of the latest Register */
+        uint64_t arrived_at_ns;     /* when that Register's request arrived */
+        uint64_t list_at_ns;        /* when the newest list arrived */
         V1beta1__ListAndWatchResponse *latest;
         V1beta1__RegisterRequest *last_req;
         V1beta1__DevicePluginOptions *last_opts;
@@ -113,6 +115,7 @@ static void *stream_main(void *arg) {
                         v1beta1__list_and_watch_response__free_unpacked(s->plugin->latest, NULL);
                 s->plugin->latest = (V1beta1__ListAndWatchResponse *)msg;
                 s->plugin->lists++;
+                s->plugin->list_at_ns = now_ns();
                 pthread_cond_broadcast(&tk->cond);
                 pthread_mutex_unlock(&tk->lock);
         }
@@ -160,7 +163,8 @@ static void stream_open(struct tk *tk, struct tk_plugin *p, grpc_channel *ch) {
 }
 
 /* The device manager's Register: check, dial back, then answer. */
-static grpc_status_code handle_register(struct tk *tk, grpc_byte_buffer *buf, char **ret_msg) {
+static grpc_status_code handle_register(struct tk *tk, grpc_byte_buffer *buf, uint64_t arrived_ns,
+                                        char **ret_msg) {
         ProtobufCMessage *msg = NULL;
         V1beta1__RegisterRequest *req;
         ProtobufCMessage *opts = NULL;
@@ -207,6 +211,7 @@ static grpc_status_code handle_register(struct tk *tk, grpc_byte_buffer *buf, ch
                         grpc_call_cancel(old->call, NULL);
         p->registrations++;
         p->registered_at_ns = now_ns();
+        p->arrived_at_ns = arrived_ns;
         p->lists_at_register = p->lists;
         stream_open(tk, p, ch);
         pthread_cond_broadcast(&tk->cond);
@@ -243,10 +248,11 @@ static void *call_main(void *arg) {
         ops[1].data.recv_message.recv_message = &recv;
         grpc_call_start_batch(c->call, ops, 2, &tag, NULL);
         grpc_completion_queue_next(c->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+        uint64_t arrived_ns = now_ns();
         if (grpc_slice_str_cmp(c->details.method, DP_METHOD_REGISTER) != 0)
                 st = GRPC_STATUS_UNIMPLEMENTED;
         else
-                st = handle_register(c->tk, recv, &msg);
+                st = handle_register(c->tk, recv, arrived_ns, &msg);
         V1beta1__Empty empty = V1BETA1__EMPTY__INIT;
         send = dp_pack(&empty.base);
         status_details = grpc_slice_from_copied_string(msg ? msg : "");
@@ -584,6 +590,22 @@ uint64_t tk_registered_at_ns(struct tk *tk, const char *resource) {
         pthread_mutex_lock(&tk->lock);
         struct tk_plugin *p = plugin_get(tk, resource, false);
         uint64_t t = p ? p->registered_at_ns : 0;
+        pthread_mutex_unlock(&tk->lock);
+        return t;
+}
+
+uint64_t tk_register_arrived_at_ns(struct tk *tk, const char *resource) {
+        pthread_mutex_lock(&tk->lock);
+        struct tk_plugin *p = plugin_get(tk, resource, false);
+        uint64_t t = p ? p->arrived_at_ns : 0;
+        pthread_mutex_unlock(&tk->lock);
+        return t;
+}
+
+uint64_t tk_list_at_ns(struct tk *tk, const char *resource) {
+        pthread_mutex_lock(&tk->lock);
+        struct tk_plugin *p = plugin_get(tk, resource, false);
+        uint64_t t = p ? p->list_at_ns : 0;
         pthread_mutex_unlock(&tk->lock);
         return t;
 }

@@ -48,3 +48,8 @@ unsigned tk_total_registrations(struct tk *tk);
  * and when the resource's latest Register arrived (0 if never). */
 uint64_t tk_restarted_at_ns(struct tk *tk);
 uint64_t tk_registered_at_ns(struct tk *tk, const char *resource);
+/* When the request of the resource's latest successful Register arrived,
+ * before the kubelet dialled back (0 if never). */
+uint64_t tk_register_arrived_at_ns(struct tk *tk, const char *resource);
+/* When the resource's newest list arrived on its stream (0 if never). */
+uint64_t tk_list_at_ns(struct tk *tk, const char *resource);
