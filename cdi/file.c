@@ -273,6 +273,20 @@ static int remove_own_spec(int dir_fd, const char *kind)
         return fsync(dir_fd) < 0 ? -errno : 0;
 }
 
+/* Whether dfd/name is already exactly this spec, as we would write it. */
+static bool same_content_at(int dfd, const char *name, const char *json)
+{
+        _cleanup_free_ char *old = NULL;
+        struct stat st;
+        size_t len;
+
+        if (cdi_read_file_at(dfd, name, true, &old, &len) < 0)
+                return false;
+        if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || (st.st_mode & 07777) != 0644)
+                return false;
+        return len == strlen(json) && memcmp(old, json, len) == 0;
+}
+
 int cdi_spec_write_at(int dir_fd, const struct cdi_spec *spec)
 {
         _cleanup_free_ char *json = NULL, *name = NULL;
@@ -307,7 +321,11 @@ int cdi_spec_write_at(int dir_fd, const struct cdi_spec *spec)
                 r = owned_store(dir_fd, owned);
                 if (r < 0)
                         return r;
-        }
+        } else if (same_content_at(dir_fd, name, json))
+                /* Every daemon start and every hotplug that changes
+                 * nothing would otherwise cost two fsyncs and wake every
+                 * runtime watching the dir. */
+                return 0;
         return replace_at(dir_fd, name, json, strlen(json));
 }
 

@@ -162,6 +162,27 @@ Test(cdi_files, rewrite_replaces_content)
         free(list);
 }
 
+Test(cdi_files, unchanged_spec_is_not_rewritten)
+{
+        struct cdi_spec s = spec_for("example.com/serial", 2);
+        char *p = path_in("example.com-serial.json");
+        struct stat a, b, c;
+
+        cr_assert_eq(cdi_spec_write(tmpdir, &s), 0);
+        cr_assert_eq(stat(p, &a), 0);
+        cr_assert_eq(cdi_spec_write(tmpdir, &s), 0);
+        cr_assert_eq(stat(p, &b), 0);
+        /* A rewrite renames a new inode into place; none happened. */
+        cr_expect_eq(a.st_ino, b.st_ino, "same content must not be written again");
+        /* A mode someone changed is repaired by a rewrite. */
+        cr_assert_eq(chmod(p, 0600), 0);
+        cr_assert_eq(cdi_spec_write(tmpdir, &s), 0);
+        cr_assert_eq(stat(p, &c), 0);
+        cr_expect_neq(c.st_ino, b.st_ino);
+        cr_expect_eq(c.st_mode & 07777, 0644);
+        free(p);
+}
+
 Test(cdi_files, foreign_file_is_never_overwritten)
 {
         struct cdi_spec s = spec_for("example.com/serial", 1);
