@@ -57,7 +57,7 @@ static void stop_all(struct dp_daemon *d) {
         d->stopping = true;
         for (size_t i = 0; i < d->n_res; i++) {
                 struct dp_resource *res = &d->res[i];
-                dp_server_stop(res, false);
+                dp_server_stop(res);
                 dp_register_cancel(res);
         }
         dp_maybe_finish(d);
@@ -77,18 +77,33 @@ static void drain(struct dp_daemon *d) {
         }
 }
 
+/* The poll set: signals, inotify, the retry timer, then one listening
+ * socket per resource (-1, ignored by poll, while it has none). Only this
+ * thread changes listening sockets once it runs, so the set is rebuilt
+ * after each round of work. */
+static void poll_set(struct dp_daemon *d, struct pollfd *fds) {
+        fds[0] = (struct pollfd){.fd = d->signal_fd, .events = POLLIN};
+        fds[1] = (struct pollfd){.fd = d->inotify_fd, .events = POLLIN};
+        fds[2] = (struct pollfd){.fd = d->timer_fd, .events = POLLIN};
+        for (size_t i = 0; i < d->n_res; i++)
+                fds[3 + i] = (struct pollfd){.fd = d->res[i].listen_fd, .events = POLLIN};
+}
+
 static void *watcher(void *arg) {
         struct dp_daemon *d = arg;
-        struct pollfd fds[] = {
-                {.fd = d->signal_fd, .events = POLLIN},
-                {.fd = d->inotify_fd, .events = POLLIN},
-                {.fd = d->timer_fd, .events = POLLIN},
-        };
+        _cleanup_free_ struct pollfd *fds = calloc(3 + d->n_res, sizeof(*fds));
 
+        if (!fds) {
+                log_error("watcher: out of memory");
+                return NULL;
+        }
         /* Named, so its (absent) wake-ups can be told from grpc's. */
         pthread_setname_np(pthread_self(), "cdiplug-watch");
+        pthread_mutex_lock(&d->lock);
+        poll_set(d, fds);
+        pthread_mutex_unlock(&d->lock);
         for (;;) {
-                if (poll(fds, ELEMENTSOF(fds), -1) < 0) {
+                if (poll(fds, 3 + d->n_res, -1) < 0) {
                         if (errno == EINTR)
                                 continue;
                         log_error("poll: %m");
@@ -106,6 +121,9 @@ static void *watcher(void *arg) {
                                 stop_all(d);
                         }
                 }
+                for (size_t i = 0; !d->stopping && i < d->n_res; i++)
+                        if ((fds[3 + i].revents & POLLIN) && d->res[i].listen_fd == fds[3 + i].fd)
+                                dp_server_accept(&d->res[i]);
                 if (!d->stopping && (fds[1].revents & POLLIN))
                         dp_watch_handle(d);
                 if (fds[2].revents & POLLIN) {
@@ -115,6 +133,7 @@ static void *watcher(void *arg) {
                                 dp_register_due(d);
                 }
                 bool done = d->stopping;
+                poll_set(d, fds);
                 pthread_mutex_unlock(&d->lock);
                 if (done)
                         break;
@@ -156,6 +175,7 @@ static int setup_resources(struct dp_daemon *d) {
 
                 res->d = d;
                 res->cfg = &d->cfg->resources[i];
+                res->listen_fd = -1;
                 res->list = grpc_empty_slice();
                 r = xasprintf(&res->socket_path, "%s/%s", d->opts->kubelet_dir, res->cfg->socket_name);
                 if (r < 0)
@@ -234,9 +254,14 @@ int dp_daemon_run(const struct dp_options *opts, struct cfg_config *cfg) {
         }
         dp_specs_startup(&d);
         /* Serve first, then register: the kubelet dials back at once. */
-        for (size_t i = 0; i < d.n_res && d.kubelet_wd >= 0; i++)
-                if (dp_server_start(&d.res[i]) >= 0)
+        for (size_t i = 0; i < d.n_res; i++) {
+                if (dp_server_start(&d.res[i]) < 0) {
+                        pthread_mutex_unlock(&d.lock);
+                        goto out_grpc;
+                }
+                if (d.kubelet_wd >= 0 && dp_server_listen(&d.res[i]) >= 0)
                         dp_register(&d.res[i]);
+        }
         pthread_mutex_unlock(&d.lock);
 
         if (pthread_create(&thread, NULL, watcher, &d) != 0) {

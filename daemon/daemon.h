@@ -41,9 +41,9 @@ struct dp_resource {
         char *socket_path;
         char **watch_dirs;            /* device dirs, for hotplug */
 
-        grpc_server *server;
+        grpc_server *server;          /* for the daemon's lifetime */
         enum dp_server_state state;
-        bool restart;                 /* start again once stopped */
+        int listen_fd;                /* our socket in the kubelet dir, or -1 */
         struct dp_tag shutdown_tag;
         grpc_slice list;              /* packed list of the current generation */
         struct dp_call *streams;      /* open ListAndWatch streams */
@@ -82,7 +82,10 @@ struct dp_daemon {
 
 /* server.c */
 int dp_server_start(struct dp_resource *res);
-void dp_server_stop(struct dp_resource *res, bool restart);
+int dp_server_listen(struct dp_resource *res);
+void dp_server_unlisten(struct dp_resource *res, bool unlink_path);
+void dp_server_accept(struct dp_resource *res);
+void dp_server_stop(struct dp_resource *res);
 void dp_server_push(struct dp_resource *res);
 int dp_resource_refresh(struct dp_resource *res, bool *ret_changed);
 

@@ -175,7 +175,7 @@ void dp_register(struct dp_resource *res) {
         grpc_channel *ch;
         grpc_op ops[6];
 
-        if (d->stopping || res->state != SRV_UP)
+        if (d->stopping || res->listen_fd < 0)
                 return;
         if (res->reg) {
                 /* A Register is in flight to what may be the old kubelet. */

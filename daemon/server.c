@@ -7,10 +7,13 @@
  * only one send at a time, so a change that arrives while a send is in
  * flight is sent when that send completes, always as the newest list. */
 #include <grpc/byte_buffer.h>
+#include <grpc/grpc_posix.h>
 #include <grpc/grpc_security.h>
 #include <grpc/support/alloc.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 
 #include "cdi.h"
 #include "daemon.h"
@@ -281,20 +284,16 @@ static void on_shutdown(struct dp_daemon *d, struct dp_tag *tag, bool ok) {
         res->server = NULL;
         res->state = SRV_DOWN;
         d->live--;
-        if (res->restart && !d->stopping) {
-                res->restart = false;
-                if (dp_server_start(res) >= 0)
-                        dp_register(res);
-        } else
-                /* grpc unlinks its listener's path too; ENOENT is fine. */
-                (void)unlink(res->socket_path);
         dp_maybe_finish(d);
 }
 
+/* The grpc server lives as long as the daemon and has no port of its own:
+ * we listen on the socket ourselves and hand it each connection. When the
+ * kubelet deletes the socket file, only that listening socket is made
+ * again, in microseconds, while the server, its calls and its state stay;
+ * rebuilding 64 grpc servers after every kubelet restart cost far more. */
 int dp_server_start(struct dp_resource *res) {
         struct dp_daemon *d = res->d;
-        _cleanup_free_ char *addr = NULL;
-        grpc_server_credentials *creds;
         grpc_arg args[] = {
                 {.type = GRPC_ARG_INTEGER, .key = (char *)GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, .value.integer = DP_MAX_MESSAGE},
                 {.type = GRPC_ARG_INTEGER, .key = (char *)GRPC_ARG_MAX_CONCURRENT_STREAMS, .value.integer = 64},
@@ -303,45 +302,81 @@ int dp_server_start(struct dp_resource *res) {
                 {.type = GRPC_ARG_INTEGER, .key = (char *)GRPC_ARG_ENABLE_CHANNELZ, .value.integer = 0},
         };
         grpc_channel_args cargs = {.num_args = ELEMENTSOF(args), .args = args};
-        int port;
 
         if (res->state != SRV_DOWN)
                 return 0;
-        if (xasprintf(&addr, "unix:%s", res->socket_path) < 0)
-                return -ENOMEM;
-        /* A socket left by an earlier run would make bind fail; the name is
-         * ours alone. */
-        if (unlink(res->socket_path) < 0 && errno != ENOENT)
-                log_warn("resource \"%s\": cannot remove stale socket %s: %m", res->cfg->name, res->socket_path);
         res->server = grpc_server_create(&cargs, NULL);
         grpc_server_register_completion_queue(res->server, d->cq, NULL);
-        creds = grpc_insecure_server_credentials_create();
-        port = grpc_server_add_http2_port(res->server, addr, creds);
-        grpc_server_credentials_release(creds);
-        if (port == 0) {
-                log_error("resource \"%s\": cannot listen on %s", res->cfg->name, res->socket_path);
-                grpc_server_destroy(res->server);
-                res->server = NULL;
-                return -EADDRNOTAVAIL;
-        }
         grpc_server_start(res->server);
         res->state = SRV_UP;
         d->live++;
         res->shutdown_tag.fn = on_shutdown;
         if (request_next(res) < 0) {
-                dp_server_stop(res, false);
+                dp_server_stop(res);
                 return -EIO;
         }
+        return 0;
+}
+
+int dp_server_listen(struct dp_resource *res) {
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        int fd;
+
+        if (res->state != SRV_UP || res->listen_fd >= 0)
+                return 0;
+        /* Checked against sun_path at start-up. */
+        memcpy(sa.sun_path, res->socket_path, strlen(res->socket_path) + 1);
+        /* A socket left by an earlier run would make bind fail; the name is
+         * ours alone. */
+        if (unlink(res->socket_path) < 0 && errno != ENOENT)
+                log_warn("resource \"%s\": cannot remove stale socket %s: %m", res->cfg->name, res->socket_path);
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 64) < 0) {
+                int r = -errno;
+                log_error("resource \"%s\": cannot listen on %s: %s", res->cfg->name, res->socket_path,
+                          strerror(-r));
+                if (fd >= 0)
+                        close(fd);
+                return r;
+        }
+        res->listen_fd = fd;
         log_info("resource \"%s\": serving on %s", res->cfg->name, res->socket_path);
         return 0;
 }
 
-void dp_server_stop(struct dp_resource *res, bool restart) {
-        res->restart = restart;
+void dp_server_unlisten(struct dp_resource *res, bool unlink_path) {
+        if (res->listen_fd < 0)
+                return;
+        close(res->listen_fd);
+        res->listen_fd = -1;
+        res->registered = false;
+        if (unlink_path && unlink(res->socket_path) < 0 && errno != ENOENT)
+                log_warn("resource \"%s\": cannot remove %s: %m", res->cfg->name, res->socket_path);
+}
+
+void dp_server_accept(struct dp_resource *res) {
+        for (;;) {
+                int fd = accept4(res->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+                if (fd < 0) {
+                        if (errno == EINTR || errno == ECONNABORTED)
+                                continue;
+                        if (errno != EAGAIN)
+                                log_warn("resource \"%s\": accept on %s: %m; continuing", res->cfg->name,
+                                         res->socket_path);
+                        return;
+                }
+                grpc_server_credentials *creds = grpc_insecure_server_credentials_create();
+                /* grpc owns fd from here, and closes it with the connection. */
+                grpc_server_add_channel_from_fd(res->server, fd, creds);
+                grpc_server_credentials_release(creds);
+        }
+}
+
+void dp_server_stop(struct dp_resource *res) {
+        dp_server_unlisten(res, true);
         if (res->state != SRV_UP)
                 return;
         res->state = SRV_STOPPING;
-        res->registered = false;
         grpc_server_shutdown_and_notify(res->server, res->d->cq, &res->shutdown_tag);
         grpc_server_cancel_all_calls(res->server);
 }

@@ -120,20 +120,16 @@ int dp_watch_setup(struct dp_daemon *d) {
 
 static void kubelet_dir_appeared(struct dp_daemon *d) {
         log_info("kubelet dir %s is there, serving", d->opts->kubelet_dir);
-        for (size_t i = 0; i < d->n_res; i++) {
-                struct dp_resource *res = &d->res[i];
-                if (res->state == SRV_STOPPING)
-                        res->restart = true;
-                else if (res->state == SRV_DOWN && dp_server_start(res) >= 0)
-                        dp_register(res);
-        }
+        for (size_t i = 0; i < d->n_res; i++)
+                if (dp_server_listen(&d->res[i]) >= 0)
+                        dp_register(&d->res[i]);
 }
 
 static void kubelet_dir_gone(struct dp_daemon *d) {
         log_warn("kubelet dir %s was removed; sockets stop until it is back", d->opts->kubelet_dir);
         d->kubelet_wd = -1;
         for (size_t i = 0; i < d->n_res; i++)
-                dp_server_stop(&d->res[i], false);
+                dp_server_unlisten(&d->res[i], false);
         if (watch_kubelet_dir(d) == 1)
                 kubelet_dir_appeared(d);
 }
@@ -141,14 +137,16 @@ static void kubelet_dir_gone(struct dp_daemon *d) {
 static void socket_gone(struct dp_resource *res) {
         struct stat st;
 
-        /* Our own server re-binding makes the same events; a socket that
-         * is there again is the new one. */
-        if (res->state != SRV_UP || stat(res->socket_path, &st) == 0)
+        /* Our own re-listening makes the same events; a socket that is
+         * there again is the new one. */
+        if (res->listen_fd < 0 || stat(res->socket_path, &st) == 0)
                 return;
         log_info("resource \"%s\": socket %s was removed (kubelet restart), re-creating it",
                  res->cfg->name, res->socket_path);
         res->restarts++;
-        dp_server_stop(res, true);
+        dp_server_unlisten(res, false);
+        if (dp_server_listen(res) >= 0)
+                dp_register(res);
 }
 
 static void kubelet_event(struct dp_daemon *d, const struct inotify_event *ev) {
