@@ -27,12 +27,7 @@ struct dp_reg {
         struct dp_resource *res;
         unsigned ch_gen;              /* d->kubelet_ch_gen when started */
         grpc_call *call;
-        grpc_byte_buffer *send;
-        grpc_byte_buffer *recv;
-        grpc_metadata_array md_initial;
-        grpc_metadata_array md_trailing;
-        grpc_status_code status;
-        grpc_slice details;
+        struct dp_unary u;
 };
 
 uint64_t dp_now_ms(void) {
@@ -71,13 +66,7 @@ void dp_arm_timer(struct dp_daemon *d) {
 static void reg_free(struct dp_reg *g) {
         if (g->call)
                 grpc_call_unref(g->call);
-        if (g->send)
-                grpc_byte_buffer_destroy(g->send);
-        if (g->recv)
-                grpc_byte_buffer_destroy(g->recv);
-        grpc_metadata_array_destroy(&g->md_initial);
-        grpc_metadata_array_destroy(&g->md_trailing);
-        grpc_slice_unref(g->details);
+        dp_unary_clear(&g->u);
         free(g);
 }
 
@@ -110,7 +99,7 @@ void dp_kubelet_channel_close(struct dp_daemon *d) {
 
 /* The Register never reached a kubelet: its connect failed. */
 static bool connect_failed(struct dp_daemon *d, const struct dp_reg *g) {
-        if (g->status != GRPC_STATUS_UNAVAILABLE)
+        if (g->u.status != GRPC_STATUS_UNAVAILABLE)
                 return false;
         if (g->ch_gen != d->kubelet_ch_gen || !d->kubelet_ch)
                 return true; /* replaced because a connect failed */
@@ -132,14 +121,14 @@ static void on_registered(struct dp_daemon *d, struct dp_tag *tag, bool ok) {
         struct dp_resource *res = g->res;
 
         res->reg = NULL;
-        if (ok && g->status == GRPC_STATUS_OK) {
+        if (ok && g->u.status == GRPC_STATUS_OK) {
                 res->registered = true;
                 res->reg_failures = 0;
                 res->retry_at_ms = 0;
                 log_info("resource \"%s\": registered with the kubelet (endpoint %s)", res->cfg->name,
                          res->cfg->socket_name);
         } else if (!d->stopping && !res->reg_again) {
-                char *why = grpc_slice_to_c_string(g->details);
+                char *why = grpc_slice_to_c_string(g->u.details);
                 bool refused = connect_failed(d, g);
                 uint64_t delay = (refused ? RETRY_CONNECT_MIN_MS : RETRY_MIN_MS)
                                  << (res->reg_failures < 13 ? res->reg_failures : 13);
@@ -150,7 +139,7 @@ static void on_registered(struct dp_daemon *d, struct dp_tag *tag, bool ok) {
                         res->retry_at_ms = dp_now_ms() + delay;
                         log_msg(refused && delay < RETRY_MIN_MS ? LOG_INFO : LOG_WARN,
                                 "resource \"%s\": Register failed (status %d: %s), retrying in %llu ms",
-                                res->cfg->name, g->status, why, (unsigned long long)delay);
+                                res->cfg->name, g->u.status, why, (unsigned long long)delay);
                 } else
                         log_info("resource \"%s\": kubelet.sock is gone, waiting for the kubelet",
                                  res->cfg->name);
@@ -173,8 +162,6 @@ void dp_register(struct dp_resource *res) {
         V1beta1__DevicePluginOptions opts = dp_plugin_options;
         struct dp_reg *g;
         grpc_channel *ch;
-        grpc_op ops[6];
-
         if (d->stopping || res->listen_fd < 0)
                 return;
         if (res->reg) {
@@ -192,35 +179,19 @@ void dp_register(struct dp_resource *res) {
                 goto fail;
         g->tag.fn = on_registered;
         g->res = res;
-        g->details = grpc_empty_slice();
-        grpc_metadata_array_init(&g->md_initial);
-        grpc_metadata_array_init(&g->md_trailing);
         req.version = "v1beta1";
         req.endpoint = res->cfg->socket_name;
         req.resource_name = res->cfg->name;
         req.options = &opts;
-        g->send = dp_pack(&req.base);
+        dp_unary_init(&g->u, dp_pack(&req.base));
         ch = kubelet_channel(d);
-        if (!g->send || !ch)
+        if (!ch)
                 goto fail;
         g->ch_gen = d->kubelet_ch_gen;
         g->call = grpc_channel_create_call(ch, NULL, GRPC_PROPAGATE_DEFAULTS, d->cq,
                                            grpc_slice_from_static_string(DP_METHOD_REGISTER), NULL,
                                            dp_deadline_ms(REG_TIMEOUT_MS), NULL);
-        memset(ops, 0, sizeof(ops));
-        ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
-        ops[1].op = GRPC_OP_SEND_MESSAGE;
-        ops[1].data.send_message.send_message = g->send;
-        ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
-        ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
-        ops[3].data.recv_initial_metadata.recv_initial_metadata = &g->md_initial;
-        ops[4].op = GRPC_OP_RECV_MESSAGE;
-        ops[4].data.recv_message.recv_message = &g->recv;
-        ops[5].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
-        ops[5].data.recv_status_on_client.trailing_metadata = &g->md_trailing;
-        ops[5].data.recv_status_on_client.status = &g->status;
-        ops[5].data.recv_status_on_client.status_details = &g->details;
-        if (grpc_call_start_batch(g->call, ops, ELEMENTSOF(ops), &g->tag, NULL) != GRPC_CALL_OK)
+        if (dp_unary_start(g->call, &g->u, &g->tag) != GRPC_CALL_OK)
                 goto fail;
         res->reg = g;
         d->live++;

@@ -100,60 +100,75 @@ grpc_channel *dp_channel_unix(const char *path) {
         return ch;
 }
 
+void dp_unary_init(struct dp_unary *u, grpc_byte_buffer *send) {
+        memset(u, 0, sizeof(*u));
+        u->send = send;
+        u->status = GRPC_STATUS_UNKNOWN;
+        u->details = grpc_empty_slice();
+        grpc_metadata_array_init(&u->md_initial);
+        grpc_metadata_array_init(&u->md_trailing);
+}
+
+grpc_call_error dp_unary_start(grpc_call *call, struct dp_unary *u, void *tag) {
+        grpc_op ops[6];
+
+        if (!u->send)
+                return GRPC_CALL_ERROR;
+        memset(ops, 0, sizeof(ops));
+        ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+        ops[1].op = GRPC_OP_SEND_MESSAGE;
+        ops[1].data.send_message.send_message = u->send;
+        ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
+        ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
+        ops[3].data.recv_initial_metadata.recv_initial_metadata = &u->md_initial;
+        ops[4].op = GRPC_OP_RECV_MESSAGE;
+        ops[4].data.recv_message.recv_message = &u->recv;
+        ops[5].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
+        ops[5].data.recv_status_on_client.trailing_metadata = &u->md_trailing;
+        ops[5].data.recv_status_on_client.status = &u->status;
+        ops[5].data.recv_status_on_client.status_details = &u->details;
+        return grpc_call_start_batch(call, ops, ELEMENTSOF(ops), tag, NULL);
+}
+
+void dp_unary_clear(struct dp_unary *u) {
+        if (u->send)
+                grpc_byte_buffer_destroy(u->send);
+        if (u->recv)
+                grpc_byte_buffer_destroy(u->recv);
+        grpc_metadata_array_destroy(&u->md_initial);
+        grpc_metadata_array_destroy(&u->md_trailing);
+        grpc_slice_unref(u->details);
+        u->send = u->recv = NULL;
+        u->details = grpc_empty_slice();
+}
+
 grpc_status_code dp_call_unary(grpc_channel *ch, const char *method,
                                const ProtobufCMessage *req,
                                const ProtobufCMessageDescriptor *resp_desc,
                                ProtobufCMessage **ret, char **ret_details,
                                int timeout_ms) {
         grpc_completion_queue *cq = grpc_completion_queue_create_for_next(NULL);
-        grpc_slice mslice = grpc_slice_from_static_string(method);
-        grpc_call *call = grpc_channel_create_call(ch, NULL, GRPC_PROPAGATE_DEFAULTS, cq, mslice, NULL,
+        grpc_call *call = grpc_channel_create_call(ch, NULL, GRPC_PROPAGATE_DEFAULTS, cq,
+                                                   grpc_slice_from_static_string(method), NULL,
                                                    dp_deadline_ms(timeout_ms), NULL);
-        grpc_metadata_array md_initial, md_trailing;
-        grpc_byte_buffer *send = dp_pack(req), *recv = NULL;
-        grpc_status_code status = GRPC_STATUS_UNKNOWN;
-        grpc_slice details = grpc_empty_slice();
-        grpc_op ops[6];
-        grpc_event ev;
+        struct dp_unary u;
+        grpc_status_code status;
 
-        grpc_metadata_array_init(&md_initial);
-        grpc_metadata_array_init(&md_trailing);
-        memset(ops, 0, sizeof(ops));
-        ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
-        ops[1].op = GRPC_OP_SEND_MESSAGE;
-        ops[1].data.send_message.send_message = send;
-        ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
-        ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
-        ops[3].data.recv_initial_metadata.recv_initial_metadata = &md_initial;
-        ops[4].op = GRPC_OP_RECV_MESSAGE;
-        ops[4].data.recv_message.recv_message = &recv;
-        ops[5].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
-        ops[5].data.recv_status_on_client.trailing_metadata = &md_trailing;
-        ops[5].data.recv_status_on_client.status = &status;
-        ops[5].data.recv_status_on_client.status_details = &details;
-        if (grpc_call_start_batch(call, ops, ELEMENTSOF(ops), call, NULL) == GRPC_CALL_OK) {
+        dp_unary_init(&u, dp_pack(req));
+        if (dp_unary_start(call, &u, call) == GRPC_CALL_OK)
                 /* The deadline on the call bounds this wait. */
-                ev = grpc_completion_queue_next(cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
-                (void)ev;
-        } else
+                (void)grpc_completion_queue_next(cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+        else
+                u.status = GRPC_STATUS_INTERNAL;
+        status = u.status;
+        if (status == GRPC_STATUS_OK && ret && dp_unpack(u.recv, resp_desc, ret) < 0)
                 status = GRPC_STATUS_INTERNAL;
-
-        if (status == GRPC_STATUS_OK && ret) {
-                int r = dp_unpack(recv, resp_desc, ret);
-                if (r < 0)
-                        status = GRPC_STATUS_INTERNAL;
-        }
         if (ret_details) {
-                char *d = grpc_slice_to_c_string(details);
+                char *d = grpc_slice_to_c_string(u.details);
                 *ret_details = strdup(d);
                 gpr_free(d);
         }
-        grpc_slice_unref(details);
-        grpc_byte_buffer_destroy(send);
-        if (recv)
-                grpc_byte_buffer_destroy(recv);
-        grpc_metadata_array_destroy(&md_initial);
-        grpc_metadata_array_destroy(&md_trailing);
+        dp_unary_clear(&u);
         grpc_call_unref(call);
         grpc_completion_queue_shutdown(cq);
         while (grpc_completion_queue_next(cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type !=

@@ -20,6 +20,22 @@
 #define DP_METHOD_ALLOCATE "/v1beta1.DevicePlugin/Allocate"
 #define DP_METHOD_PRESTART "/v1beta1.DevicePlugin/PreStartContainer"
 
+/* One unary client call sent as a single batch: grpc writes into these
+ * until the batch's tag completes, so they live as long as the call. */
+struct dp_unary {
+        grpc_byte_buffer *send;
+        grpc_byte_buffer *recv;
+        grpc_metadata_array md_initial;
+        grpc_metadata_array md_trailing;
+        grpc_status_code status;
+        grpc_slice details;
+};
+
+/* Takes send (may be NULL: start then fails). */
+void dp_unary_init(struct dp_unary *u, grpc_byte_buffer *send);
+grpc_call_error dp_unary_start(grpc_call *call, struct dp_unary *u, void *tag);
+void dp_unary_clear(struct dp_unary *u);
+
 /* A grpc byte buffer holding the packed message; NULL on allocation failure. */
 grpc_byte_buffer *dp_pack(const ProtobufCMessage *msg);
 
