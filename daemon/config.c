@@ -76,6 +76,16 @@ const char *cfg_resource_name_problem(const char *name) {
         return NULL;
 }
 
+/* cJSON keeps both of {"a":1,"a":2}; a config that says a thing twice
+ * is a mistake, not a choice of the last one. */
+static const cJSON *duplicate_key(const cJSON *obj) {
+        for (const cJSON *a = obj->child; a; a = a->next)
+                for (const cJSON *b = a->next; b; b = b->next)
+                        if (strcmp(a->string, b->string) == 0)
+                                return b;
+        return NULL;
+}
+
 static int parse_modes(const cJSON *arr, const char *field, unsigned *ret, struct cfg_error *err) {
         static const struct { const char *name; unsigned bit; } modes[] = {
                 {"cdi-cri", CFG_ALLOC_CDI_CRI},
@@ -142,6 +152,12 @@ static int parse_resource(const cJSON *obj, size_t idx, unsigned default_modes,
         snprintf(base, sizeof(base), "resources[%zu]", idx);
         if (!cJSON_IsObject(obj))
                 return fail(err, base, "must be an object");
+        if ((it = duplicate_key(obj))) {
+                _cleanup_free_ char *key = NULL;
+                if (xasprintf(&key, "%s.%s", base, it->string) < 0)
+                        return -ENOMEM;
+                return fail(err, key, "duplicate key");
+        }
         cJSON_ArrayForEach(it, obj) {
                 if (strcmp(it->string, "name") == 0)
                         name = it;
@@ -223,6 +239,8 @@ static int parse_doc(const cJSON *doc, struct cfg_config *cfg, struct cfg_error 
 
         if (!cJSON_IsObject(doc))
                 return fail(err, "", "the configuration must be a JSON object");
+        if ((it = duplicate_key(doc)))
+                return fail(err, it->string, "duplicate key");
         cJSON_ArrayForEach(it, doc) {
                 if (strcmp(it->string, "resources") == 0)
                         resources = it;

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <grpc/grpc_security.h>
 #include <pthread.h>
@@ -586,26 +587,23 @@ uint64_t tk_restarted_at_ns(struct tk *tk) {
         return t;
 }
 
-uint64_t tk_registered_at_ns(struct tk *tk, const char *resource) {
+/* A timestamp of the resource's record, read under the lock; 0 if none. */
+static uint64_t plugin_time(struct tk *tk, const char *resource, size_t offset) {
         pthread_mutex_lock(&tk->lock);
         struct tk_plugin *p = plugin_get(tk, resource, false);
-        uint64_t t = p ? p->registered_at_ns : 0;
+        uint64_t t = p ? *(const uint64_t *)((const char *)p + offset) : 0;
         pthread_mutex_unlock(&tk->lock);
         return t;
+}
+
+uint64_t tk_registered_at_ns(struct tk *tk, const char *resource) {
+        return plugin_time(tk, resource, offsetof(struct tk_plugin, registered_at_ns));
 }
 
 uint64_t tk_register_arrived_at_ns(struct tk *tk, const char *resource) {
-        pthread_mutex_lock(&tk->lock);
-        struct tk_plugin *p = plugin_get(tk, resource, false);
-        uint64_t t = p ? p->arrived_at_ns : 0;
-        pthread_mutex_unlock(&tk->lock);
-        return t;
+        return plugin_time(tk, resource, offsetof(struct tk_plugin, arrived_at_ns));
 }
 
 uint64_t tk_list_at_ns(struct tk *tk, const char *resource) {
-        pthread_mutex_lock(&tk->lock);
-        struct tk_plugin *p = plugin_get(tk, resource, false);
-        uint64_t t = p ? p->list_at_ns : 0;
-        pthread_mutex_unlock(&tk->lock);
-        return t;
+        return plugin_time(tk, resource, offsetof(struct tk_plugin, list_at_ns));
 }
