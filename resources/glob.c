@@ -103,6 +103,24 @@ static DIR *open_dir(int rootfd, const char *path, int *ret_err) {
         return d;
 }
 
+/* The next entry of d that comp matches, never "." or "..": 1 with *ret
+ * set, 0 at the end, or a negative errno. */
+static int next_match(DIR *d, const char *comp, struct dirent **ret) {
+        for (;;) {
+                errno = 0;
+                struct dirent *de = readdir(d);
+                if (!de)
+                        return errno ? -errno : 0;
+                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+                        continue;
+                /* FNM_PERIOD: like the shell, '*' does not match dotfiles. */
+                if (fnmatch(comp, de->d_name, FNM_PERIOD) != 0)
+                        continue;
+                *ret = de;
+                return 1;
+        }
+}
+
 /* A directory that vanished or a component that is a file just means no
  * match; anything else (EACCES, EMFILE) is worth telling the operator. */
 static bool is_absent(int err) {
@@ -157,20 +175,8 @@ static int walk(struct walk *w, size_t idx) {
         DIR *d = open_dir(w->rootfd, pbuf_str(&w->p), &err);
         if (!d)
                 return is_absent(err) ? 0 : err;
-        r = 0;
-        for (;;) {
-                errno = 0;
-                struct dirent *de = readdir(d);
-                if (!de) {
-                        if (errno)
-                                r = -errno;
-                        break;
-                }
-                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-                        continue;
-                /* FNM_PERIOD: like the shell, '*' does not match dotfiles. */
-                if (fnmatch(comp, de->d_name, FNM_PERIOD) != 0)
-                        continue;
+        struct dirent *de;
+        while ((r = next_match(d, comp, &de)) > 0) {
                 if (!last && de->d_type != DT_DIR && de->d_type != DT_LNK &&
                     de->d_type != DT_UNKNOWN)
                         continue;
@@ -239,18 +245,8 @@ static int watch_walk(struct walk *w, size_t idx) {
         DIR *d = open_dir(w->rootfd, pbuf_str(&w->p), &err);
         if (!d)
                 return is_absent(err) ? 0 : err;
-        r = 0;
-        for (;;) {
-                errno = 0;
-                struct dirent *de = readdir(d);
-                if (!de) {
-                        if (errno)
-                                r = -errno;
-                        break;
-                }
-                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
-                    fnmatch(comp, de->d_name, FNM_PERIOD) != 0)
-                        continue;
+        struct dirent *de;
+        while ((r = next_match(d, comp, &de)) > 0) {
                 if (de->d_type != DT_DIR && de->d_type != DT_LNK && de->d_type != DT_UNKNOWN)
                         continue;
                 r = pbuf_push(&w->p, de->d_name);

@@ -32,28 +32,26 @@ static int parse_long(const char *s, long min, long max, long *ret) {
         return 0;
 }
 
-static int read_hex(int rootfd, const char *dir, const char *attr, unsigned digits,
-                    uint32_t *ret) {
+/* The attribute dir/attr, read with the usual size cap. */
+static int read_attr_in(int rootfd, const char *dir, const char *attr, char **ret) {
         _cleanup_free_ char *path = res_strdup_printf("%s/%s", dir, attr);
-        _cleanup_free_ char *val = NULL;
         if (!path)
                 return -ENOMEM;
-        int r = res_read_attr(rootfd, path, &val);
-        if (r < 0)
-                return r;
-        return res_parse_hex(val, digits, ret);
+        return res_read_attr(rootfd, path, ret);
+}
+
+static int read_hex(int rootfd, const char *dir, const char *attr, unsigned digits,
+                    uint32_t *ret) {
+        _cleanup_free_ char *val = NULL;
+        int r = read_attr_in(rootfd, dir, attr, &val);
+        return r < 0 ? r : res_parse_hex(val, digits, ret);
 }
 
 static int read_long(int rootfd, const char *dir, const char *attr, long min, long max,
                      long *ret) {
-        _cleanup_free_ char *path = res_strdup_printf("%s/%s", dir, attr);
         _cleanup_free_ char *val = NULL;
-        if (!path)
-                return -ENOMEM;
-        int r = res_read_attr(rootfd, path, &val);
-        if (r < 0)
-                return r;
-        return parse_long(val, min, max, ret);
+        int r = read_attr_in(rootfd, dir, attr, &val);
+        return r < 0 ? r : parse_long(val, min, max, ret);
 }
 
 /* The kernel writes -1 for "no affinity"; a missing or odd file means
