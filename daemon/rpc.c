@@ -170,10 +170,14 @@ grpc_status_code dp_call_unary(grpc_channel *ch, const char *method,
         }
         dp_unary_clear(&u);
         grpc_call_unref(call);
+        dp_cq_destroy(cq);
+        return status;
+}
+
+void dp_cq_destroy(grpc_completion_queue *cq) {
         grpc_completion_queue_shutdown(cq);
         while (grpc_completion_queue_next(cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type !=
                GRPC_QUEUE_SHUTDOWN)
                 ;
         grpc_completion_queue_destroy(cq);
-        return status;
 }

@@ -58,5 +58,8 @@ grpc_status_code dp_call_unary(grpc_channel *ch, const char *method,
                                ProtobufCMessage **ret, char **ret_details,
                                int timeout_ms);
 
+/* Shut cq down, drain what is left on it, and destroy it. */
+void dp_cq_destroy(grpc_completion_queue *cq);
+
 /* Monotonic-clock deadline timeout_ms from now. */
 gpr_timespec dp_deadline_ms(int timeout_ms);

@@ -134,11 +134,7 @@ V1beta1__ListAndWatchResponse *lw_next(struct lw_stream *s, int timeout_ms) {
 void lw_close(struct lw_stream *s) {
         grpc_call_cancel(s->call, NULL);
         grpc_call_unref(s->call);
-        grpc_completion_queue_shutdown(s->cq);
-        while (grpc_completion_queue_next(s->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type !=
-               GRPC_QUEUE_SHUTDOWN)
-                ;
-        grpc_completion_queue_destroy(s->cq);
+        dp_cq_destroy(s->cq);
         if (s->recv)
                 grpc_byte_buffer_destroy(s->recv);
         grpc_byte_buffer_destroy(s->send);

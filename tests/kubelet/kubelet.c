@@ -281,11 +281,7 @@ static void call_free(struct tk_call *c) {
         grpc_call_unref(c->call);
         grpc_call_details_destroy(&c->details);
         grpc_metadata_array_destroy(&c->md);
-        grpc_completion_queue_shutdown(c->cq);
-        while (grpc_completion_queue_next(c->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type !=
-               GRPC_QUEUE_SHUTDOWN)
-                ;
-        grpc_completion_queue_destroy(c->cq);
+        dp_cq_destroy(c->cq);
         free(c);
 }
 
@@ -308,11 +304,7 @@ static void *server_main(void *arg) {
                 if (ev.type != GRPC_OP_COMPLETE || !ev.success) {
                         grpc_call_details_destroy(&c->details);
                         grpc_metadata_array_destroy(&c->md);
-                        grpc_completion_queue_shutdown(c->cq);
-                        while (grpc_completion_queue_next(c->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type !=
-                               GRPC_QUEUE_SHUTDOWN)
-                                ;
-                        grpc_completion_queue_destroy(c->cq);
+                        dp_cq_destroy(c->cq);
                         free(c);
                         break;
                 }
@@ -372,11 +364,7 @@ static void streams_close(struct tk *tk) {
                         grpc_call_cancel(s->call, NULL);
                 pthread_mutex_unlock(&tk->lock);
                 pthread_join(s->thread, NULL);
-                grpc_completion_queue_shutdown(s->cq);
-                while (grpc_completion_queue_next(s->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type !=
-                       GRPC_QUEUE_SHUTDOWN)
-                        ;
-                grpc_completion_queue_destroy(s->cq);
+                dp_cq_destroy(s->cq);
                 free(s);
                 s = next;
         }
