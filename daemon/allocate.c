@@ -25,21 +25,6 @@ static int invalid(char **ret_msg, const char *fmt, ...) {
         return -EINVAL;
 }
 
-static const struct dp_alloc_id *lookup(const struct dp_plugin *p, const char *id) {
-        size_t lo = 0, hi = p->n_ids;
-        while (lo < hi) {
-                size_t mid = (lo + hi) / 2;
-                int c = strcmp(p->ids[mid].id, id);
-                if (c == 0)
-                        return &p->ids[mid];
-                if (c < 0)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
-        return NULL;
-}
-
 /* Resolve a list of IDs: each known, non-empty, and not already marked in
  * seen (shared across a request, so no ID goes to two containers). */
 static int resolve(const struct dp_plugin *p, char **ids, size_t n, const char *where,
@@ -48,7 +33,7 @@ static int resolve(const struct dp_plugin *p, char **ids, size_t n, const char *
                 const struct dp_alloc_id *a;
                 if (!ids[i][0])
                         return invalid(ret_msg, "%s: empty device ID", where);
-                a = lookup(p, ids[i]);
+                a = dp_plugin_find_id(p, ids[i]);
                 if (!a)
                         return invalid(ret_msg, "%s: unknown device ID " ID_FMT " for resource \"%s\"",
                                        where, ids[i], p->cfg->name);
@@ -124,7 +109,7 @@ static int container_answer(const struct dp_plugin *p, const V1beta1__ContainerA
 
         /* Shares of one device map to one CDI device: name it once. */
         for (size_t i = 0; !oom && i < creq->n_devices_ids; i++) {
-                size_t d = lookup(p, creq->devices_ids[i])->dev, k;
+                size_t d = dp_plugin_find_id(p, creq->devices_ids[i])->dev, k;
                 for (k = 0; k < n_devs && devs[k] != d; k++)
                         ;
                 if (k == n_devs) {
@@ -293,7 +278,7 @@ static int pick(const struct dp_plugin *p, const V1beta1__ContainerPreferredAllo
                 size_t best = SIZE_MAX;
                 struct closeness best_c = {0};
                 for (size_t i = 0; i < creq->n_available_deviceids; i++) {
-                        const struct dp_alloc_id *a = lookup(p, creq->available_deviceids[i]);
+                        const struct dp_alloc_id *a = dp_plugin_find_id(p, creq->available_deviceids[i]);
                         if (chosen[a - p->ids])
                                 continue;
                         struct closeness c = affinity(p, chosen, avail, a);
@@ -310,7 +295,7 @@ static int pick(const struct dp_plugin *p, const V1beta1__ContainerPreferredAllo
                                 break;
                 }
                 const char *id = creq->available_deviceids[best];
-                chosen[lookup(p, id) - p->ids] = true;
+                chosen[dp_plugin_find_id(p, id) - p->ids] = true;
                 if (!(cr->deviceids[cr->n_deviceids++] = strdup(id)))
                         return -ENOMEM;
         }
@@ -336,7 +321,7 @@ static int preferred_one(const struct dp_plugin *p, const V1beta1__ContainerPref
         if (r < 0)
                 return r;
         for (size_t i = 0; i < creq->n_must_include_deviceids; i++)
-                if (!avail[lookup(p, creq->must_include_deviceids[i]) - p->ids])
+                if (!avail[dp_plugin_find_id(p, creq->must_include_deviceids[i]) - p->ids])
                         return invalid(ret_msg, "%s: must-include ID " ID_FMT " is not available", where,
                                        creq->must_include_deviceids[i]);
         if (creq->allocation_size < 1 || (size_t)creq->allocation_size > creq->n_available_deviceids)

@@ -168,6 +168,11 @@ static int cmp_alloc_id(const void *a, const void *b) {
         return strcmp(((const struct dp_alloc_id *)a)->id, ((const struct dp_alloc_id *)b)->id);
 }
 
+const struct dp_alloc_id *dp_plugin_find_id(const struct dp_plugin *p, const char *id) {
+        const struct dp_alloc_id key = {.id = (char *)id};
+        return p->n_ids ? bsearch(&key, p->ids, p->n_ids, sizeof(*p->ids), cmp_alloc_id) : NULL;
+}
+
 static int rebuild_ids(struct dp_plugin *p) {
         unsigned shares = p->cfg->shares;
         struct dp_alloc_id *ids = calloc(p->n_devs * shares + 1, sizeof(*ids));

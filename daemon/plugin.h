@@ -60,6 +60,9 @@ void dp_plugin_free(struct dp_plugin *p);
  * jump and a returning device comes back under the same ID. */
 int dp_plugin_update(struct dp_plugin *p, const struct res_devlist *found, bool *ret_changed);
 
+/* The allocatable ID named id, or NULL. */
+const struct dp_alloc_id *dp_plugin_find_id(const struct dp_plugin *p, const char *id);
+
 /* The CDI spec for every device the plugin has ever listed. */
 int dp_plugin_spec(const struct dp_plugin *p, struct cdi_spec *ret);
 
