@@ -50,10 +50,8 @@ struct dp_resource {
 
         struct dp_reg *reg;           /* Register call in flight */
         bool reg_again;               /* a new kubelet appeared meanwhile */
-        bool registered;
         unsigned reg_failures;
         uint64_t retry_at_ms;         /* CLOCK_MONOTONIC, 0 = none */
-        uint64_t restarts;            /* kubelet restarts seen */
 };
 
 struct dp_daemon {

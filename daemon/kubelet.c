@@ -122,7 +122,6 @@ static void on_registered(struct dp_daemon *d, struct dp_tag *tag, bool ok) {
 
         res->reg = NULL;
         if (ok && g->u.status == GRPC_STATUS_OK) {
-                res->registered = true;
                 res->reg_failures = 0;
                 res->retry_at_ms = 0;
                 log_info("resource \"%s\": registered with the kubelet (endpoint %s)", res->cfg->name,

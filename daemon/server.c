@@ -349,7 +349,6 @@ void dp_server_unlisten(struct dp_resource *res, bool unlink_path) {
                 return;
         close(res->listen_fd);
         res->listen_fd = -1;
-        res->registered = false;
         if (unlink_path && unlink(res->socket_path) < 0 && errno != ENOENT)
                 log_warn("resource \"%s\": cannot remove %s: %m", res->cfg->name, res->socket_path);
 }

@@ -143,7 +143,6 @@ static void socket_gone(struct dp_resource *res) {
                 return;
         log_info("resource \"%s\": socket %s was removed (kubelet restart), re-creating it",
                  res->cfg->name, res->socket_path);
-        res->restarts++;
         dp_server_unlisten(res, false);
         if (dp_server_listen(res) >= 0)
                 dp_register(res);
