@@ -21,6 +21,15 @@ static void stop(void) {
 
 TestSuite(hotplug, .fini = stop, .timeout = 60);
 
+/* Write the config, start the daemon and the test kubelet, and wait for
+ * the resource to register: the fake host tree is ready before. */
+static void serve(const char *resource, const char *config) {
+        env_write(&e, "config.json", config);
+        env_spawn(&e, NULL);
+        cr_assert_eq(tk_start(e.kubelet_dir, &tk), 0);
+        cr_assert_eq(tk_wait_registered(tk, resource, 1, 10000), 0);
+}
+
 /* The next list on s, which must hold n devices. */
 static V1beta1__ListAndWatchResponse *next_with(struct lw_stream *s, size_t n) {
         V1beta1__ListAndWatchResponse *l = lw_next(s, 5000);
@@ -32,11 +41,8 @@ static V1beta1__ListAndWatchResponse *next_with(struct lw_stream *s, size_t n) {
 Test(hotplug, sees_nodes_in_dirs_created_after_start) {
         env_init(&e);
         env_touch(&e, "dev/bus/usb/001/001");
-        env_write(&e, "config.json",
-                  "{ \"resources\": [ { \"name\": \"example.com/usbraw\", \"match\": [ { \"path\": \"/dev/bus/usb/*/*\" } ] } ] }");
-        env_spawn(&e, NULL);
-        cr_assert_eq(tk_start(e.kubelet_dir, &tk), 0);
-        cr_assert_eq(tk_wait_registered(tk, "example.com/usbraw", 1, 10000), 0);
+        serve("example.com/usbraw",
+              "{ \"resources\": [ { \"name\": \"example.com/usbraw\", \"match\": [ { \"path\": \"/dev/bus/usb/*/*\" } ] } ] }");
         grpc_channel *ch = tk_dial(tk, "example.com/usbraw");
         struct lw_stream *s = lw_open(ch);
         V1beta1__ListAndWatchResponse *l = next_with(s, 1);
@@ -84,12 +90,9 @@ Test(hotplug, usb_device_plugged_unplugged_and_back) {
         env_init(&e);
         usb_sysfs("1-1", "046d", "0825", 1, 2);
         env_touch(&e, "dev/bus/usb/001/002");
-        env_write(&e, "config.json",
-                  "{ \"resources\": [ { \"name\": \"example.com/webcam\", "
-                  "\"match\": [ { \"usb\": { \"vendor\": \"046d\", \"product\": \"0825\" } } ] } ] }");
-        env_spawn(&e, NULL);
-        cr_assert_eq(tk_start(e.kubelet_dir, &tk), 0);
-        cr_assert_eq(tk_wait_registered(tk, "example.com/webcam", 1, 10000), 0);
+        serve("example.com/webcam",
+              "{ \"resources\": [ { \"name\": \"example.com/webcam\", "
+              "\"match\": [ { \"usb\": { \"vendor\": \"046d\", \"product\": \"0825\" } } ] } ] }");
         grpc_channel *ch = tk_dial(tk, "example.com/webcam");
         struct lw_stream *s = lw_open(ch);
         V1beta1__ListAndWatchResponse *l = next_with(s, 1);
@@ -162,11 +165,8 @@ static long own_switches(pid_t pid) {
 Test(hotplug, no_wakeups_while_nothing_happens) {
         env_init(&e);
         env_touch(&e, "dev/ttyUSB0");
-        env_write(&e, "config.json",
-                  "{ \"resources\": [ { \"name\": \"example.com/serial\", \"match\": [ { \"path\": \"/dev/ttyUSB*\" } ] } ] }");
-        env_spawn(&e, NULL);
-        cr_assert_eq(tk_start(e.kubelet_dir, &tk), 0);
-        cr_assert_eq(tk_wait_registered(tk, "example.com/serial", 1, 10000), 0);
+        serve("example.com/serial",
+              "{ \"resources\": [ { \"name\": \"example.com/serial\", \"match\": [ { \"path\": \"/dev/ttyUSB*\" } ] } ] }");
         /* Settle: the registration's last completions drain. */
         struct timespec settle = {0, 300000000}, idle = {2, 0};
         nanosleep(&settle, NULL);
