@@ -21,6 +21,7 @@
 #include "cdi.h"
 #include "daemon.h"
 #include "resources.h"
+#include "rpc.h"
 #include "sandbox.h"
 #include "util.h"
 
@@ -222,7 +223,7 @@ static void daemon_free(struct dp_daemon *d) {
 int dp_daemon_run(const struct dp_options *opts, struct cfg_config *cfg) {
         struct dp_daemon d = {
                 .opts = opts, .cfg = cfg, .signal_fd = -1, .inotify_fd = -1, .timer_fd = -1,
-                .kubelet_wd = -1, .ancestor_wd = -1,
+                .kubelet_wd = -1, .ancestor_wd = -1, .kubelet_gen = 1,
         };
         pthread_t thread;
         int r, ret = 1;
@@ -242,7 +243,7 @@ int dp_daemon_run(const struct dp_options *opts, struct cfg_config *cfg) {
          * would otherwise get an arena of its own that keeps what it freed.
          * The daemon's work is one thread's; the others mostly sleep. */
         mallopt(M_ARENA_MAX, 1);
-        grpc_init();
+        dp_grpc_init();
         d.cq = grpc_completion_queue_create_for_next(NULL);
         pthread_mutex_lock(&d.lock);
         for (size_t i = 0; i < d.n_res; i++) {

@@ -49,6 +49,7 @@ struct dp_resource {
         struct dp_call *streams;      /* open ListAndWatch streams */
 
         struct dp_reg *reg;           /* Register call in flight */
+        unsigned reg_gen;             /* kubelet_gen when the last Register started */
         bool reg_again;               /* a new kubelet appeared meanwhile */
         unsigned reg_failures;
         uint64_t retry_at_ms;         /* CLOCK_MONOTONIC, 0 = none */
@@ -74,6 +75,7 @@ struct dp_daemon {
         char **dev_wd_dirs;
         size_t n_dev_wds;
 
+        unsigned kubelet_gen;         /* bumped each time a new kubelet.sock appears */
         grpc_channel *kubelet_ch;     /* shared by every Register, or NULL */
         unsigned kubelet_ch_gen;      /* bumped each time kubelet_ch is replaced */
 };
@@ -91,6 +93,7 @@ int dp_resource_refresh(struct dp_resource *res, bool *ret_changed);
 void dp_register(struct dp_resource *res);
 void dp_register_due(struct dp_daemon *d);
 void dp_register_cancel(struct dp_resource *res);
+void dp_register_relistened(struct dp_resource *res);
 bool dp_kubelet_present(const struct dp_daemon *d);
 void dp_arm_timer(struct dp_daemon *d);
 uint64_t dp_now_ms(void);

@@ -26,6 +26,7 @@ struct dp_reg {
         struct dp_tag tag;
         struct dp_resource *res;
         unsigned ch_gen;              /* d->kubelet_ch_gen when started */
+        bool relistened;              /* our socket was re-created meanwhile */
         grpc_call *call;
         struct dp_unary u;
 };
@@ -126,6 +127,12 @@ static void on_registered(struct dp_daemon *d, struct dp_tag *tag, bool ok) {
                 res->retry_at_ms = 0;
                 log_info("resource \"%s\": registered with the kubelet (endpoint %s)", res->cfg->name,
                          res->cfg->socket_name);
+        } else if (g->relistened && !d->stopping) {
+                /* The kubelet may have dialled back just while our socket
+                 * was being re-created: that is no reason to back off. */
+                log_info("resource \"%s\": Register failed while its socket was re-created, registering again",
+                         res->cfg->name);
+                res->reg_again = true;
         } else if (!d->stopping && !res->reg_again) {
                 char *why = grpc_slice_to_c_string(g->u.details);
                 bool refused = connect_failed(d, g);
@@ -193,6 +200,7 @@ void dp_register(struct dp_resource *res) {
         if (dp_unary_start(g->call, &g->u, &g->tag) != GRPC_CALL_OK)
                 goto fail;
         res->reg = g;
+        res->reg_gen = d->kubelet_gen;
         d->live++;
         return;
 fail:
@@ -209,6 +217,11 @@ void dp_register_due(struct dp_daemon *d) {
                 if (d->res[i].retry_at_ms && d->res[i].retry_at_ms <= now)
                         dp_register(&d->res[i]);
         dp_arm_timer(d);
+}
+
+void dp_register_relistened(struct dp_resource *res) {
+        if (res->reg)
+                res->reg->relistened = true;
 }
 
 void dp_register_cancel(struct dp_resource *res) {

@@ -46,6 +46,10 @@ int dp_unpack(grpc_byte_buffer *buf, const ProtobufCMessageDescriptor *desc,
 
 grpc_status_code dp_status_from_errno(int neg_errno);
 
+/* grpc_init(), with Debian's abseil told not to look for lock-order
+ * cycles first (see rpc.c). */
+void dp_grpc_init(void);
+
 /* A channel to a unix socket path; NULL when path does not fit. */
 grpc_channel *dp_channel_unix(const char *path);
 

@@ -3,10 +3,15 @@
  *
  * The kubelet, when it starts, deletes every socket in its dir and then
  * creates kubelet.sock. We may see these in either order, so each half is
- * handled on its own: a deleted socket of ours is re-created (and
- * registered if kubelet.sock is there), a new kubelet.sock gets every
- * serving resource registered. When the dir itself is missing we watch its
- * nearest existing ancestor until it appears. */
+ * handled on its own: a deleted socket of ours is re-created at once, and
+ * a new kubelet.sock gets every serving resource registered. A deleted
+ * socket alone registers nothing when the resource has already registered
+ * with the kubelet.sock we know: in the kubelet's own order that file is
+ * the dead kubelet's, about to go too (it deletes in name order, and
+ * "cdiplug-" sorts first); in the other order the new kubelet already has
+ * our registration, and its connection outlives the file. Registering
+ * twice per restart cost twice the work on both sides. When the dir itself
+ * is missing we watch its nearest existing ancestor until it appears. */
 #include <limits.h>
 #include <string.h>
 #include <sys/inotify.h>
@@ -118,11 +123,20 @@ int dp_watch_setup(struct dp_daemon *d) {
         return 0;
 }
 
+/* A new kubelet: a fresh connection for its Registers, since the old one
+ * leads to a dead kubelet, then everyone registers. */
+static void kubelet_appeared(struct dp_daemon *d) {
+        d->kubelet_gen++;
+        dp_kubelet_channel_close(d);
+        for (size_t i = 0; i < d->n_res; i++)
+                dp_register(&d->res[i]);
+}
+
 static void kubelet_dir_appeared(struct dp_daemon *d) {
         log_info("kubelet dir %s is there, serving", d->opts->kubelet_dir);
         for (size_t i = 0; i < d->n_res; i++)
-                if (dp_server_listen(&d->res[i]) >= 0)
-                        dp_register(&d->res[i]);
+                dp_server_listen(&d->res[i]);
+        kubelet_appeared(d);
 }
 
 static void kubelet_dir_gone(struct dp_daemon *d) {
@@ -144,9 +158,14 @@ static void socket_gone(struct dp_resource *res) {
         log_info("resource \"%s\": socket %s was removed (kubelet restart), re-creating it",
                  res->cfg->name, res->socket_path);
         dp_server_unlisten(res, false);
-        if (dp_server_listen(res) >= 0)
+        if (dp_server_listen(res) < 0)
+                return;
+        if (res->reg_gen != res->d->kubelet_gen)
                 dp_register(res);
+        else
+                dp_register_relistened(res);
 }
+
 
 static void kubelet_event(struct dp_daemon *d, const struct inotify_event *ev) {
         if (ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED)) {
@@ -158,8 +177,7 @@ static void kubelet_event(struct dp_daemon *d, const struct inotify_event *ev) {
                 return;
         if (strcmp(ev->name, "kubelet.sock") == 0 && (ev->mask & (IN_CREATE | IN_MOVED_TO))) {
                 log_info("kubelet.sock appeared: registering %zu resources", d->n_res);
-                for (size_t i = 0; i < d->n_res; i++)
-                        dp_register(&d->res[i]);
+                kubelet_appeared(d);
                 return;
         }
         if (ev->mask & (IN_DELETE | IN_MOVED_FROM))
@@ -196,11 +214,11 @@ static void refresh(struct dp_resource *res) {
 /* After a lost event nothing can be trusted: check everything. */
 static void resync(struct dp_daemon *d) {
         log_warn("inotify queue overflowed; re-checking sockets and devices");
-        for (size_t i = 0; i < d->n_res; i++) {
+        for (size_t i = 0; i < d->n_res; i++)
                 socket_gone(&d->res[i]);
-                dp_register(&d->res[i]);
+        kubelet_appeared(d);
+        for (size_t i = 0; i < d->n_res; i++)
                 refresh(&d->res[i]);
-        }
 }
 
 void dp_watch_handle(struct dp_daemon *d) {

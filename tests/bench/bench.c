@@ -266,7 +266,7 @@ static struct {
  * draining one completion queue. Runs in a child forked before grpc_init. */
 static void echo_server(const char *sock) {
         char *addr;
-        grpc_init();
+        dp_grpc_init();
         grpc_completion_queue *cq = grpc_completion_queue_create_for_next(NULL);
         grpc_server *srv = grpc_server_create(NULL, NULL);
         grpc_server_credentials *creds = grpc_insecure_server_credentials_create();
@@ -679,7 +679,7 @@ int main(int argc, char **argv) {
         /* Forked before grpc_init: the child starts grpc afresh. */
         if (section("alloc") && (echo = fork()) == 0)
                 echo_server(echo_sock);
-        grpc_init();
+        dp_grpc_init();
         if (section("alloc"))
                 bench_alloc(echo, echo_sock);
         if (section("exec"))

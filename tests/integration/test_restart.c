@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include "calls.h"
 #include "env.h"
 #include "kubelet.h"
 
@@ -62,6 +64,73 @@ Test(restart, fifty_kubelet_restarts_reregister_every_resource, .timeout = 240) 
         cr_assert_leq(fds_late, fds_early, "open fds grew from %d to %d over 50 restarts", fds_early, fds_late);
         int status = env_stop(&e, SIGTERM, 5000);
         cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        tk_stop(tk);
+        env_cleanup(&e);
+}
+
+/* Registrations that arrive within a while after the expected ones. */
+static void no_more_registrations(struct tk *tk, const unsigned *want, const char *why) {
+        /* A second Register followed the first within milliseconds when
+         * the daemon still made them; 300 ms is ample to see one. */
+        usleep(300000);
+        for (size_t i = 0; i < 3; i++)
+                cr_assert_eq(tk_registrations(tk, resources[i]), want[i], "%s: %s registered %u times, want %u",
+                             why, resources[i], tk_registrations(tk, resources[i]), want[i]);
+}
+
+/* The kubelet deletes in name order, so our sockets go while the dead
+ * kubelet's kubelet.sock is still there; the new one comes last. One
+ * Register per resource per restart, not one for each event. */
+Test(restart, the_kubelets_own_order_registers_each_resource_once, .timeout = 60) {
+        struct env e;
+        struct tk *tk;
+        unsigned want[3];
+
+        setup(&e);
+        env_spawn(&e, NULL);
+        cr_assert_eq(tk_start(e.kubelet_dir, &tk), 0);
+        all_registered(tk, 1, 0);
+        for (int round = 1; round <= 3; round++) {
+                cr_assert_eq(tk_restart(tk, false), 0);
+                all_registered(tk, (unsigned)round + 1, round);
+                for (size_t i = 0; i < 3; i++)
+                        want[i] = (unsigned)round + 1;
+                no_more_registrations(tk, want, "after a kubelet restart");
+        }
+        tk_stop(tk);
+        env_cleanup(&e);
+}
+
+/* Someone deletes one of our sockets while the kubelet runs: the socket
+ * comes back and serves, and the kubelet, whose connection outlives the
+ * file, is not asked to register again. */
+Test(restart, a_socket_deleted_alone_is_recreated_without_registering_again, .timeout = 60) {
+        struct env e;
+        struct tk *tk;
+        unsigned want[3];
+        char *path;
+        struct stat st;
+
+        setup(&e);
+        env_spawn(&e, NULL);
+        cr_assert_eq(tk_start(e.kubelet_dir, &tk), 0);
+        all_registered(tk, 1, 0);
+        for (size_t i = 0; i < 3; i++)
+                want[i] = tk_registrations(tk, resources[i]);
+        cr_assert(asprintf(&path, "%s/cdiplug-example.com-kvm.sock", e.kubelet_dir) > 0);
+        cr_assert_eq(unlink(path), 0);
+        int waited = 0;
+        while (stat(path, &st) != 0 && waited++ < 500)
+                usleep(10000);
+        cr_assert(S_ISSOCK(st.st_mode), "%s was not re-created", path);
+        no_more_registrations(tk, want, "after deleting one socket");
+        /* The new socket serves: a fresh connection gets an answer. */
+        grpc_channel *ch = tk_dial(tk, "example.com/kvm");
+        V1beta1__AllocateResponse *resp = NULL;
+        cr_assert_eq(call_allocate(ch, &resp, NULL, "kvm", NULL, NULL), GRPC_STATUS_OK);
+        v1beta1__allocate_response__free_unpacked(resp, NULL);
+        grpc_channel_destroy(ch);
+        free(path);
         tk_stop(tk);
         env_cleanup(&e);
 }

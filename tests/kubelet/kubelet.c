@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <fcntl.h>
 #include <grpc/grpc_security.h>
+#include <grpc/support/alloc.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,14 +19,50 @@
 
 #define TK_MAX_PLUGINS 128
 
+/* The kubelet serves every call on its own goroutine; we get the same
+ * concurrency from one thread draining one completion queue, each batch
+ * tagged with what to do when it completes. A thread per call, as this
+ * file once had, spent more on waking threads than the daemon spent on
+ * answering, and the benchmark measured mostly that. */
+struct tk_op {
+        void (*fn)(struct tk *tk, struct tk_op *op, bool ok);
+};
+
+#define OP_OWNER(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
+
+/* One ListAndWatch stream, on the connection dialled for its Register. */
 struct tk_stream {
-        struct tk *tk;
+        struct tk_op op;
+        enum { ST_OPEN, ST_RECV, ST_STATUS } phase;
         struct tk_plugin *plugin;
         grpc_channel *ch;
-        grpc_completion_queue *cq;
         grpc_call *call;
-        pthread_t thread;
+        grpc_byte_buffer *send, *recv;
+        grpc_metadata_array md, trailing;
+        grpc_status_code status;
+        grpc_slice details;
         struct tk_stream *next;
+};
+
+/* One call on kubelet.sock, from the slot offered to the server to the
+ * answer, with the dial-back in between. */
+struct tk_reg {
+        struct tk_op op;       /* the server call's batches */
+        struct tk_op dial_op;  /* GetDevicePluginOptions on the dialled channel */
+        enum { RG_NEW, RG_RECV, RG_DIAL, RG_FINISH } phase;
+        grpc_call *call;
+        grpc_call_details details;
+        grpc_metadata_array md;
+        grpc_byte_buffer *recv, *send;
+        grpc_slice status_details;
+        int cancelled;
+        uint64_t arrived_ns;
+        V1beta1__RegisterRequest *req;
+        char *endpoint;
+        grpc_channel *ch;
+        grpc_call *dial;
+        struct dp_unary u;
+        struct tk_reg *next;
 };
 
 struct tk_plugin {
@@ -45,16 +82,23 @@ struct tk_plugin {
 struct tk {
         char *dir;
         char *sock;
-        pthread_mutex_t lock;
-        pthread_cond_t cond;
-        grpc_server *server;
-        grpc_completion_queue *cq;
+        pthread_mutex_t lock;       /* everything below; held by the loop while it runs an op */
+        pthread_cond_t cond;        /* broadcast after every op */
+        grpc_completion_queue *cq;  /* the only one */
         pthread_t thread;
+        grpc_server *server;
+        bool serving;               /* offering slots, dialling back */
+        bool server_down;           /* its shutdown completed */
+        struct tk_op shutdown_op;
+        struct tk_reg *regs;        /* calls on kubelet.sock not yet freed */
+        struct tk_stream *streams;  /* streams not yet freed */
         struct tk_plugin plugins[TK_MAX_PLUGINS];
         size_t n_plugins;
-        struct tk_stream *streams;  /* all streams ever opened, joined on restart */
         uint64_t restarted_at_ns;   /* when the last restart deleted the sockets */
 };
+
+/* Enough slots that 64 plugins registering at once never wait for one. */
+#define TK_SLOTS 16
 
 static uint64_t now_ns(void) {
         struct timespec ts;
@@ -74,300 +118,360 @@ static struct tk_plugin *plugin_get(struct tk *tk, const char *resource, bool cr
         return p;
 }
 
-static void *stream_main(void *arg) {
-        struct tk_stream *s = arg;
-        struct tk *tk = s->tk;
-        V1beta1__Empty empty = V1BETA1__EMPTY__INIT;
-        grpc_byte_buffer *send = dp_pack(&empty.base);
-        grpc_metadata_array md, trailing;
-        grpc_status_code status;
-        grpc_slice details;
-        grpc_op ops[4];
-        int tag;
+static void *loop_main(void *arg) {
+        struct tk *tk = arg;
 
-        grpc_metadata_array_init(&md);
-        grpc_metadata_array_init(&trailing);
-        memset(ops, 0, sizeof(ops));
-        ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
-        ops[1].op = GRPC_OP_SEND_MESSAGE;
-        ops[1].data.send_message.send_message = send;
-        ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
-        ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
-        ops[3].data.recv_initial_metadata.recv_initial_metadata = &md;
-        grpc_call_start_batch(s->call, ops, 4, &tag, NULL);
-        grpc_completion_queue_next(s->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
         for (;;) {
-                grpc_byte_buffer *recv = NULL;
-                memset(ops, 0, sizeof(ops));
-                ops[0].op = GRPC_OP_RECV_MESSAGE;
-                ops[0].data.recv_message.recv_message = &recv;
-                if (grpc_call_start_batch(s->call, ops, 1, &tag, NULL) != GRPC_CALL_OK)
-                        break;
-                grpc_event ev = grpc_completion_queue_next(s->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
-                if (!ev.success || !recv)
-                        break;
-                ProtobufCMessage *msg = NULL;
-                int r = dp_unpack(recv, &v1beta1__list_and_watch_response__descriptor, &msg);
-                grpc_byte_buffer_destroy(recv);
-                if (r < 0)
-                        break;
+                grpc_event ev = grpc_completion_queue_next(tk->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+                if (ev.type == GRPC_QUEUE_SHUTDOWN)
+                        return NULL;
+                if (ev.type != GRPC_OP_COMPLETE)
+                        continue;
                 pthread_mutex_lock(&tk->lock);
-                if (s->plugin->latest)
-                        v1beta1__list_and_watch_response__free_unpacked(s->plugin->latest, NULL);
-                s->plugin->latest = (V1beta1__ListAndWatchResponse *)msg;
-                s->plugin->lists++;
-                s->plugin->list_at_ns = now_ns();
+                ((struct tk_op *)ev.tag)->fn(tk, ev.tag, ev.success);
                 pthread_cond_broadcast(&tk->cond);
                 pthread_mutex_unlock(&tk->lock);
         }
-        memset(ops, 0, sizeof(ops));
-        details = grpc_empty_slice();
-        ops[0].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
-        ops[0].data.recv_status_on_client.trailing_metadata = &trailing;
-        ops[0].data.recv_status_on_client.status = &status;
-        ops[0].data.recv_status_on_client.status_details = &details;
-        grpc_call_start_batch(s->call, ops, 1, &tag, NULL);
-        grpc_completion_queue_next(s->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
-        grpc_slice_unref(details);
-        grpc_metadata_array_destroy(&md);
-        grpc_metadata_array_destroy(&trailing);
-        grpc_byte_buffer_destroy(send);
+}
+
+static void stream_free(struct tk *tk, struct tk_stream *s) {
+        for (struct tk_stream **pp = &tk->streams; *pp; pp = &(*pp)->next)
+                if (*pp == s) {
+                        *pp = s->next;
+                        break;
+                }
+        if (s->call)
+                grpc_call_unref(s->call);
         /* A replaced or broken stream gives its connection back at once,
          * as the kubelet closes the old endpoint's client. */
-        pthread_mutex_lock(&tk->lock);
-        grpc_call_unref(s->call);
-        s->call = NULL;
-        pthread_mutex_unlock(&tk->lock);
         grpc_channel_destroy(s->ch);
-        s->ch = NULL;
-        return NULL;
+        if (s->send)
+                grpc_byte_buffer_destroy(s->send);
+        if (s->recv)
+                grpc_byte_buffer_destroy(s->recv);
+        grpc_metadata_array_destroy(&s->md);
+        grpc_metadata_array_destroy(&s->trailing);
+        grpc_slice_unref(s->details);
+        free(s);
+}
+
+static void stream_record(struct tk_stream *s) {
+        ProtobufCMessage *msg = NULL;
+        struct tk_plugin *p = s->plugin;
+
+        if (dp_unpack(s->recv, &v1beta1__list_and_watch_response__descriptor, &msg) < 0)
+                return;
+        if (p->latest)
+                v1beta1__list_and_watch_response__free_unpacked(p->latest, NULL);
+        p->latest = (V1beta1__ListAndWatchResponse *)msg;
+        p->lists++;
+        p->list_at_ns = now_ns();
+}
+
+static void on_stream(struct tk *tk, struct tk_op *op, bool ok) {
+        struct tk_stream *s = OP_OWNER(op, struct tk_stream, op);
+        grpc_op ops[1];
+
+        memset(ops, 0, sizeof(ops));
+        if (s->phase == ST_STATUS) {
+                stream_free(tk, s);
+                return;
+        }
+        if (s->phase == ST_RECV && ok && s->recv) {
+                stream_record(s);
+                grpc_byte_buffer_destroy(s->recv);
+                s->recv = NULL;
+        } else if (s->phase == ST_RECV || !ok) {
+                /* The stream ended: collect its status, then let go. */
+                ops[0].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
+                ops[0].data.recv_status_on_client.trailing_metadata = &s->trailing;
+                ops[0].data.recv_status_on_client.status = &s->status;
+                ops[0].data.recv_status_on_client.status_details = &s->details;
+                s->phase = ST_STATUS;
+                if (grpc_call_start_batch(s->call, ops, 1, &s->op, NULL) != GRPC_CALL_OK)
+                        stream_free(tk, s);
+                return;
+        }
+        ops[0].op = GRPC_OP_RECV_MESSAGE;
+        ops[0].data.recv_message.recv_message = &s->recv;
+        s->phase = ST_RECV;
+        if (grpc_call_start_batch(s->call, ops, 1, &s->op, NULL) != GRPC_CALL_OK)
+                stream_free(tk, s);
 }
 
 /* The stream takes over ch, the connection the kubelet dialed for
  * GetDevicePluginOptions, as the kubelet's client does. */
 static void stream_open(struct tk *tk, struct tk_plugin *p, grpc_channel *ch) {
         struct tk_stream *s = calloc(1, sizeof(*s));
+        V1beta1__Empty empty = V1BETA1__EMPTY__INIT;
+        grpc_op ops[4];
+
         if (!s) {
                 grpc_channel_destroy(ch);
                 return;
         }
-        s->tk = tk;
+        s->op.fn = on_stream;
         s->plugin = p;
         s->ch = ch;
-        s->cq = grpc_completion_queue_create_for_next(NULL);
-        s->call = grpc_channel_create_call(s->ch, NULL, GRPC_PROPAGATE_DEFAULTS, s->cq,
+        s->details = grpc_empty_slice();
+        grpc_metadata_array_init(&s->md);
+        grpc_metadata_array_init(&s->trailing);
+        s->send = dp_pack(&empty.base);
+        s->call = grpc_channel_create_call(ch, NULL, GRPC_PROPAGATE_DEFAULTS, tk->cq,
                                            grpc_slice_from_static_string(DP_METHOD_LIST_AND_WATCH), NULL,
                                            gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
         s->next = tk->streams;
         tk->streams = s;
-        pthread_create(&s->thread, NULL, stream_main, s);
+        memset(ops, 0, sizeof(ops));
+        ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+        ops[1].op = GRPC_OP_SEND_MESSAGE;
+        ops[1].data.send_message.send_message = s->send;
+        ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
+        ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
+        ops[3].data.recv_initial_metadata.recv_initial_metadata = &s->md;
+        s->phase = ST_OPEN;
+        if (grpc_call_start_batch(s->call, ops, 4, &s->op, NULL) != GRPC_CALL_OK)
+                stream_free(tk, s);
 }
 
-/* The device manager's Register: check, dial back, then answer. */
-static grpc_status_code handle_register(struct tk *tk, grpc_byte_buffer *buf, uint64_t arrived_ns,
-                                        char **ret_msg) {
-        ProtobufCMessage *msg = NULL;
-        V1beta1__RegisterRequest *req;
-        ProtobufCMessage *opts = NULL;
-        _cleanup_free_ char *endpoint = NULL;
-        grpc_channel *ch;
-        grpc_status_code st;
+static void reg_free(struct tk *tk, struct tk_reg *g) {
+        for (struct tk_reg **pp = &tk->regs; *pp; pp = &(*pp)->next)
+                if (*pp == g) {
+                        *pp = g->next;
+                        break;
+                }
+        if (g->call)
+                grpc_call_unref(g->call);
+        if (g->dial)
+                grpc_call_unref(g->dial);
+        if (g->ch)
+                grpc_channel_destroy(g->ch);
+        grpc_call_details_destroy(&g->details);
+        grpc_metadata_array_destroy(&g->md);
+        if (g->recv)
+                grpc_byte_buffer_destroy(g->recv);
+        if (g->send)
+                grpc_byte_buffer_destroy(g->send);
+        grpc_slice_unref(g->status_details);
+        if (g->req)
+                protobuf_c_message_free_unpacked(&g->req->base, NULL);
+        free(g->endpoint);
+        dp_unary_clear(&g->u);
+        free(g);
+}
 
-        if (dp_unpack(buf, &v1beta1__register_request__descriptor, &msg) < 0) {
-                *ret_msg = strdup("cannot decode RegisterRequest");
-                return GRPC_STATUS_INVALID_ARGUMENT;
-        }
-        req = (V1beta1__RegisterRequest *)msg;
-        if (strcmp(req->version, "v1beta1") != 0 || strchr(req->endpoint, '/') || !*req->resource_name) {
-                xasprintf(ret_msg, "bad RegisterRequest (version \"%s\", endpoint \"%s\")", req->version,
-                          req->endpoint);
-                protobuf_c_message_free_unpacked(msg, NULL);
-                return GRPC_STATUS_INVALID_ARGUMENT;
-        }
-        xasprintf(&endpoint, "%s/%s", tk->dir, req->endpoint);
-        ch = dp_channel_unix(endpoint);
+static void reg_finish(struct tk *tk, struct tk_reg *g, grpc_status_code st, const char *msg) {
         V1beta1__Empty empty = V1BETA1__EMPTY__INIT;
-        st = dp_call_unary(ch, DP_METHOD_OPTIONS, &empty.base, &v1beta1__device_plugin_options__descriptor,
-                           &opts, ret_msg, 5000);
-        if (st != GRPC_STATUS_OK) {
-                grpc_channel_destroy(ch);
-                protobuf_c_message_free_unpacked(msg, NULL);
-                return GRPC_STATUS_FAILED_PRECONDITION;
-        }
+        grpc_op ops[3];
+        size_t n = 0;
 
-        pthread_mutex_lock(&tk->lock);
-        struct tk_plugin *p = plugin_get(tk, req->resource_name, true);
+        memset(ops, 0, sizeof(ops));
+        if (st == GRPC_STATUS_OK) {
+                g->send = dp_pack(&empty.base);
+                ops[n].op = GRPC_OP_SEND_MESSAGE;
+                ops[n++].data.send_message.send_message = g->send;
+        }
+        g->status_details = grpc_slice_from_copied_string(msg ? msg : "");
+        ops[n].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
+        ops[n].data.send_status_from_server.status = st;
+        ops[n++].data.send_status_from_server.status_details = &g->status_details;
+        ops[n].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+        ops[n++].data.recv_close_on_server.cancelled = &g->cancelled;
+        g->phase = RG_FINISH;
+        if (grpc_call_start_batch(g->call, ops, n, &g->op, NULL) != GRPC_CALL_OK)
+                reg_free(tk, g);
+}
+
+/* The plugin answered GetDevicePluginOptions (or did not): only now does
+ * the kubelet record the registration and answer Register. */
+static void on_dialled(struct tk *tk, struct tk_op *op, bool ok) {
+        struct tk_reg *g = OP_OWNER(op, struct tk_reg, dial_op);
+        ProtobufCMessage *opts = NULL;
+
+        if (!ok || g->u.status != GRPC_STATUS_OK ||
+            dp_unpack(g->u.recv, &v1beta1__device_plugin_options__descriptor, &opts) < 0) {
+                _cleanup_free_ char *msg = NULL;
+                char *why = grpc_slice_to_c_string(g->u.details);
+                xasprintf(&msg, "cannot dial %s: status %d %s", g->endpoint, g->u.status, why);
+                gpr_free(why);
+                reg_finish(tk, g, GRPC_STATUS_FAILED_PRECONDITION, msg);
+                return;
+        }
+        struct tk_plugin *p = plugin_get(tk, g->req->resource_name, true);
         free(p->endpoint);
-        p->endpoint = TAKE_PTR(endpoint);
+        p->endpoint = TAKE_PTR(g->endpoint);
         if (p->last_req)
                 protobuf_c_message_free_unpacked(&p->last_req->base, NULL);
         if (p->last_opts)
                 protobuf_c_message_free_unpacked(&p->last_opts->base, NULL);
-        p->last_req = req;
+        p->last_req = TAKE_PTR(g->req);
         p->last_opts = (V1beta1__DevicePluginOptions *)opts;
         /* Like the kubelet, a new registration replaces the endpoint: the
          * old client's stream is closed. */
         for (struct tk_stream *old = tk->streams; old; old = old->next)
-                if (old->plugin == p && old->call)
+                if (old->plugin == p)
                         grpc_call_cancel(old->call, NULL);
         p->registrations++;
         p->registered_at_ns = now_ns();
-        p->arrived_at_ns = arrived_ns;
+        p->arrived_at_ns = g->arrived_ns;
         p->lists_at_register = p->lists;
-        stream_open(tk, p, ch);
-        pthread_cond_broadcast(&tk->cond);
-        pthread_mutex_unlock(&tk->lock);
-        return GRPC_STATUS_OK;
+        stream_open(tk, p, TAKE_PTR(g->ch));
+        reg_finish(tk, g, GRPC_STATUS_OK, NULL);
 }
 
-/* One incoming call, handled on its own thread and completion queue, as
- * the kubelet serves each RPC on its own goroutine: 64 plugins registering
- * at once are not queued behind each other's dial-backs. */
-struct tk_call {
-        struct tk *tk;
-        grpc_completion_queue *cq;
-        grpc_call *call;
-        grpc_call_details details;
-        grpc_metadata_array md;
-        pthread_t thread;
-        struct tk_call *next;
-};
-
-static void *call_main(void *arg) {
-        struct tk_call *c = arg;
-        grpc_byte_buffer *recv = NULL, *send;
-        grpc_slice status_details;
-        grpc_status_code st;
-        _cleanup_free_ char *msg = NULL;
-        int cancelled = 0, tag;
-        grpc_op ops[4];
-        size_t n = 0;
-
-        memset(ops, 0, sizeof(ops));
-        ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
-        ops[1].op = GRPC_OP_RECV_MESSAGE;
-        ops[1].data.recv_message.recv_message = &recv;
-        grpc_call_start_batch(c->call, ops, 2, &tag, NULL);
-        grpc_completion_queue_next(c->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
-        uint64_t arrived_ns = now_ns();
-        if (grpc_slice_str_cmp(c->details.method, DP_METHOD_REGISTER) != 0)
-                st = GRPC_STATUS_UNIMPLEMENTED;
-        else
-                st = handle_register(c->tk, recv, arrived_ns, &msg);
+/* The device manager's Register: check, dial back, then answer. */
+static void reg_received(struct tk *tk, struct tk_reg *g) {
+        ProtobufCMessage *msg = NULL;
         V1beta1__Empty empty = V1BETA1__EMPTY__INIT;
-        send = dp_pack(&empty.base);
-        status_details = grpc_slice_from_copied_string(msg ? msg : "");
-        memset(ops, 0, sizeof(ops));
-        if (st == GRPC_STATUS_OK) {
-                ops[n].op = GRPC_OP_SEND_MESSAGE;
-                ops[n++].data.send_message.send_message = send;
+        _cleanup_free_ char *why = NULL;
+
+        if (grpc_slice_str_cmp(g->details.method, DP_METHOD_REGISTER) != 0) {
+                reg_finish(tk, g, GRPC_STATUS_UNIMPLEMENTED, NULL);
+                return;
         }
-        ops[n].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
-        ops[n].data.send_status_from_server.status = st;
-        ops[n++].data.send_status_from_server.status_details = &status_details;
-        ops[n].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
-        ops[n++].data.recv_close_on_server.cancelled = &cancelled;
-        grpc_call_start_batch(c->call, ops, n, &tag, NULL);
-        grpc_completion_queue_next(c->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
-        grpc_slice_unref(status_details);
-        grpc_byte_buffer_destroy(send);
-        if (recv)
-                grpc_byte_buffer_destroy(recv);
-        return NULL;
+        if (!tk->serving) {
+                reg_finish(tk, g, GRPC_STATUS_UNAVAILABLE, "shutting down");
+                return;
+        }
+        if (dp_unpack(g->recv, &v1beta1__register_request__descriptor, &msg) < 0) {
+                reg_finish(tk, g, GRPC_STATUS_INVALID_ARGUMENT, "cannot decode RegisterRequest");
+                return;
+        }
+        g->req = (V1beta1__RegisterRequest *)msg;
+        if (strcmp(g->req->version, "v1beta1") != 0 || strchr(g->req->endpoint, '/') ||
+            !*g->req->resource_name) {
+                xasprintf(&why, "bad RegisterRequest (version \"%s\", endpoint \"%s\")", g->req->version,
+                          g->req->endpoint);
+                reg_finish(tk, g, GRPC_STATUS_INVALID_ARGUMENT, why);
+                return;
+        }
+        xasprintf(&g->endpoint, "%s/%s", tk->dir, g->req->endpoint);
+        g->ch = dp_channel_unix(g->endpoint);
+        g->dial = grpc_channel_create_call(g->ch, NULL, GRPC_PROPAGATE_DEFAULTS, tk->cq,
+                                           grpc_slice_from_static_string(DP_METHOD_OPTIONS), NULL,
+                                           dp_deadline_ms(5000), NULL);
+        dp_unary_init(&g->u, dp_pack(&empty.base));
+        g->phase = RG_DIAL;
+        if (dp_unary_start(g->dial, &g->u, &g->dial_op) != GRPC_CALL_OK)
+                reg_finish(tk, g, GRPC_STATUS_INTERNAL, "cannot dial back");
 }
 
-static void call_free(struct tk_call *c) {
-        pthread_join(c->thread, NULL);
-        grpc_call_unref(c->call);
-        grpc_call_details_destroy(&c->details);
-        grpc_metadata_array_destroy(&c->md);
-        dp_cq_destroy(c->cq);
-        free(c);
-}
+static void reg_offer(struct tk *tk);
 
-static void *server_main(void *arg) {
-        struct tk *tk = arg;
-        struct tk_call *calls = NULL;
+static void on_reg(struct tk *tk, struct tk_op *op, bool ok) {
+        struct tk_reg *g = OP_OWNER(op, struct tk_reg, op);
+        grpc_op ops[2];
 
-        for (;;) {
-                struct tk_call *c = calloc(1, sizeof(*c));
-                grpc_event ev;
-
-                c->tk = tk;
-                c->cq = grpc_completion_queue_create_for_next(NULL);
-                grpc_call_details_init(&c->details);
-                grpc_metadata_array_init(&c->md);
-                grpc_server_request_call(tk->server, &c->call, &c->details, &c->md, c->cq, tk->cq, c);
-                do
-                        ev = grpc_completion_queue_next(tk->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
-                while (ev.type == GRPC_OP_COMPLETE && ev.tag != c); /* the shutdown tag */
-                if (ev.type != GRPC_OP_COMPLETE || !ev.success) {
-                        grpc_call_details_destroy(&c->details);
-                        grpc_metadata_array_destroy(&c->md);
-                        dp_cq_destroy(c->cq);
-                        free(c);
-                        break;
+        switch (g->phase) {
+        case RG_NEW:
+                if (!ok) { /* the server is shutting down */
+                        reg_free(tk, g);
+                        return;
                 }
-                c->next = calls;
-                calls = c;
-                pthread_create(&c->thread, NULL, call_main, c);
+                if (tk->serving)
+                        reg_offer(tk);
+                memset(ops, 0, sizeof(ops));
+                ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+                ops[1].op = GRPC_OP_RECV_MESSAGE;
+                ops[1].data.recv_message.recv_message = &g->recv;
+                g->phase = RG_RECV;
+                if (grpc_call_start_batch(g->call, ops, 2, &g->op, NULL) != GRPC_CALL_OK)
+                        reg_free(tk, g);
+                return;
+        case RG_RECV:
+                g->arrived_ns = now_ns();
+                if (!ok)
+                        reg_free(tk, g);
+                else
+                        reg_received(tk, g);
+                return;
+        case RG_DIAL: /* no server batch is in flight while dialling */
+        case RG_FINISH:
+                reg_free(tk, g);
+                return;
         }
-        while (calls) {
-                struct tk_call *next = calls->next;
-                call_free(calls);
-                calls = next;
-        }
-        return NULL;
 }
 
+/* Offer the server a slot for its next call. */
+static void reg_offer(struct tk *tk) {
+        struct tk_reg *g = calloc(1, sizeof(*g));
+
+        if (!g)
+                return;
+        g->op.fn = on_reg;
+        g->dial_op.fn = on_dialled;
+        g->phase = RG_NEW;
+        g->status_details = grpc_empty_slice();
+        grpc_call_details_init(&g->details);
+        grpc_metadata_array_init(&g->md);
+        dp_unary_init(&g->u, NULL);
+        if (grpc_server_request_call(tk->server, &g->call, &g->details, &g->md, tk->cq, tk->cq, &g->op) !=
+            GRPC_CALL_OK) {
+                reg_free(tk, g);
+                return;
+        }
+        g->next = tk->regs;
+        tk->regs = g;
+}
+
+static void on_server_down(struct tk *tk, struct tk_op *op, bool ok) {
+        (void)op, (void)ok;
+        tk->server_down = true;
+}
+
+/* Called with the lock held. */
 static int serve(struct tk *tk) {
         _cleanup_free_ char *addr = NULL;
         grpc_server_credentials *creds = grpc_insecure_server_credentials_create();
 
         xasprintf(&addr, "unix:%s", tk->sock);
-        tk->cq = grpc_completion_queue_create_for_next(NULL);
         tk->server = grpc_server_create(NULL, NULL);
         grpc_server_register_completion_queue(tk->server, tk->cq, NULL);
         int port = grpc_server_add_http2_port(tk->server, addr, creds);
         grpc_server_credentials_release(creds);
-        if (!port)
+        if (!port) {
+                grpc_server_destroy(tk->server);
+                tk->server = NULL;
                 return -EADDRNOTAVAIL;
+        }
         grpc_server_start(tk->server);
-        pthread_create(&tk->thread, NULL, server_main, tk);
+        tk->serving = true;
+        tk->server_down = false;
+        for (int i = 0; i < TK_SLOTS; i++)
+                reg_offer(tk);
         return 0;
 }
 
+static bool quiet(struct tk *tk, bool regs, bool streams) {
+        return (!regs || (tk->server_down && !tk->regs)) && (!streams || !tk->streams);
+}
+
+/* Called with the lock held: wait until every call or stream is gone. */
+static void wait_quiet(struct tk *tk, bool regs, bool streams) {
+        while (!quiet(tk, regs, streams))
+                pthread_cond_wait(&tk->cond, &tk->lock);
+}
+
+/* A kubelet that goes away answers nothing more and drops what it
+ * dialled. Called with the lock held. */
 static void unserve(struct tk *tk) {
-        int tag;
-        grpc_server_shutdown_and_notify(tk->server, tk->cq, &tag);
+        tk->serving = false;
+        tk->shutdown_op.fn = on_server_down;
+        grpc_server_shutdown_and_notify(tk->server, tk->cq, &tk->shutdown_op);
         grpc_server_cancel_all_calls(tk->server);
-        pthread_join(tk->thread, NULL);
-        grpc_completion_queue_shutdown(tk->cq);
-        while (grpc_completion_queue_next(tk->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type !=
-               GRPC_QUEUE_SHUTDOWN)
-                ;
+        for (struct tk_reg *g = tk->regs; g; g = g->next)
+                if (g->phase == RG_DIAL)
+                        grpc_call_cancel(g->dial, NULL);
+        wait_quiet(tk, true, false);
         grpc_server_destroy(tk->server);
-        grpc_completion_queue_destroy(tk->cq);
         tk->server = NULL;
-        tk->cq = NULL;
 }
 
 /* A kubelet that goes away takes every stream with it. */
 static void streams_close(struct tk *tk) {
-        pthread_mutex_lock(&tk->lock);
-        struct tk_stream *s = TAKE_PTR(tk->streams);
-        pthread_mutex_unlock(&tk->lock);
-        while (s) {
-                struct tk_stream *next = s->next;
-                pthread_mutex_lock(&tk->lock);
-                if (s->call)
-                        grpc_call_cancel(s->call, NULL);
-                pthread_mutex_unlock(&tk->lock);
-                pthread_join(s->thread, NULL);
-                dp_cq_destroy(s->cq);
-                free(s);
-                s = next;
-        }
+        for (struct tk_stream *s = tk->streams; s; s = s->next)
+                grpc_call_cancel(s->call, NULL);
+        wait_quiet(tk, false, true);
 }
 
 static void delete_sockets(struct tk *tk, bool keep_kubelet_sock) {
@@ -392,16 +496,20 @@ int tk_start(const char *dir, struct tk **ret) {
 
         if (!tk)
                 return -ENOMEM;
-        grpc_init();
+        dp_grpc_init();
         tk->dir = strdup(dir);
         xasprintf(&tk->sock, "%s/kubelet.sock", dir);
         pthread_mutex_init(&tk->lock, NULL);
         pthread_condattr_init(&attr);
         pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
         pthread_cond_init(&tk->cond, &attr);
+        tk->cq = grpc_completion_queue_create_for_next(NULL);
+        pthread_create(&tk->thread, NULL, loop_main, tk);
         mkdir(dir, 0755);
         unlink(tk->sock);
+        pthread_mutex_lock(&tk->lock);
         int r = serve(tk);
+        pthread_mutex_unlock(&tk->lock);
         if (r < 0) {
                 tk_stop(tk);
                 return r;
@@ -411,25 +519,35 @@ int tk_start(const char *dir, struct tk **ret) {
 }
 
 int tk_restart(struct tk *tk, bool sock_first) {
+        int r;
+
+        pthread_mutex_lock(&tk->lock);
         unserve(tk);
         streams_close(tk);
         tk->restarted_at_ns = now_ns();
         if (sock_first) {
                 unlink(tk->sock);
-                int r = serve(tk);
+                r = serve(tk);
                 delete_sockets(tk, true);
-                return r;
+        } else {
+                delete_sockets(tk, false);
+                r = serve(tk);
         }
-        delete_sockets(tk, false);
-        return serve(tk);
+        pthread_mutex_unlock(&tk->lock);
+        return r;
 }
 
 void tk_stop(struct tk *tk) {
         if (!tk)
                 return;
+        pthread_mutex_lock(&tk->lock);
         if (tk->server)
                 unserve(tk);
         streams_close(tk);
+        pthread_mutex_unlock(&tk->lock);
+        grpc_completion_queue_shutdown(tk->cq);
+        pthread_join(tk->thread, NULL);
+        grpc_completion_queue_destroy(tk->cq);
         unlink(tk->sock);
         for (size_t i = 0; i < tk->n_plugins; i++) {
                 struct tk_plugin *p = &tk->plugins[i];
