@@ -95,6 +95,7 @@ struct tk {
         struct tk_plugin plugins[TK_MAX_PLUGINS];
         size_t n_plugins;
         uint64_t restarted_at_ns;   /* when the last restart deleted the sockets */
+        bool changed;               /* something a waiter looks at: wake them */
 };
 
 /* Enough slots that 64 plugins registering at once never wait for one. */
@@ -129,12 +130,17 @@ static void *loop_main(void *arg) {
                         continue;
                 pthread_mutex_lock(&tk->lock);
                 ((struct tk_op *)ev.tag)->fn(tk, ev.tag, ev.success);
-                pthread_cond_broadcast(&tk->cond);
+                /* Only then: the benchmark's waiting thread would otherwise
+                 * wake for every batch, and compete with what it measures. */
+                if (tk->changed)
+                        pthread_cond_broadcast(&tk->cond);
+                tk->changed = false;
                 pthread_mutex_unlock(&tk->lock);
         }
 }
 
 static void stream_free(struct tk *tk, struct tk_stream *s) {
+        tk->changed = true;
         for (struct tk_stream **pp = &tk->streams; *pp; pp = &(*pp)->next)
                 if (*pp == s) {
                         *pp = s->next;
@@ -155,7 +161,7 @@ static void stream_free(struct tk *tk, struct tk_stream *s) {
         free(s);
 }
 
-static void stream_record(struct tk_stream *s) {
+static void stream_record(struct tk *tk, struct tk_stream *s) {
         ProtobufCMessage *msg = NULL;
         struct tk_plugin *p = s->plugin;
 
@@ -166,6 +172,7 @@ static void stream_record(struct tk_stream *s) {
         p->latest = (V1beta1__ListAndWatchResponse *)msg;
         p->lists++;
         p->list_at_ns = now_ns();
+        tk->changed = true;
 }
 
 static void on_stream(struct tk *tk, struct tk_op *op, bool ok) {
@@ -178,7 +185,7 @@ static void on_stream(struct tk *tk, struct tk_op *op, bool ok) {
                 return;
         }
         if (s->phase == ST_RECV && ok && s->recv) {
-                stream_record(s);
+                stream_record(tk, s);
                 grpc_byte_buffer_destroy(s->recv);
                 s->recv = NULL;
         } else if (s->phase == ST_RECV || !ok) {
@@ -235,6 +242,7 @@ static void stream_open(struct tk *tk, struct tk_plugin *p, grpc_channel *ch) {
 }
 
 static void reg_free(struct tk *tk, struct tk_reg *g) {
+        tk->changed = true;
         for (struct tk_reg **pp = &tk->regs; *pp; pp = &(*pp)->next)
                 if (*pp == g) {
                         *pp = g->next;
@@ -315,6 +323,7 @@ static void on_dialled(struct tk *tk, struct tk_op *op, bool ok) {
         p->registered_at_ns = now_ns();
         p->arrived_at_ns = g->arrived_ns;
         p->lists_at_register = p->lists;
+        tk->changed = true;
         stream_open(tk, p, TAKE_PTR(g->ch));
         reg_finish(tk, g, GRPC_STATUS_OK, NULL);
 }
@@ -417,6 +426,7 @@ static void reg_offer(struct tk *tk) {
 static void on_server_down(struct tk *tk, struct tk_op *op, bool ok) {
         (void)op, (void)ok;
         tk->server_down = true;
+        tk->changed = true;
 }
 
 /* Called with the lock held. */
