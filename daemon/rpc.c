@@ -125,18 +125,34 @@ void dp_unary_init(struct dp_unary *u, grpc_byte_buffer *send) {
         grpc_metadata_array_init(&u->md_trailing);
 }
 
+/* The four ops that open a client call with its one request; ops must
+ * hold at least four, zeroed. */
+static void open_ops(grpc_op *ops, grpc_byte_buffer *send, grpc_metadata_array *md) {
+        ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+        ops[1].op = GRPC_OP_SEND_MESSAGE;
+        ops[1].data.send_message.send_message = send;
+        ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
+        ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
+        ops[3].data.recv_initial_metadata.recv_initial_metadata = md;
+}
+
+grpc_call_error dp_stream_start(grpc_call *call, grpc_byte_buffer *send, grpc_metadata_array *md, void *tag) {
+        grpc_op ops[4];
+
+        if (!send)
+                return GRPC_CALL_ERROR;
+        memset(ops, 0, sizeof(ops));
+        open_ops(ops, send, md);
+        return grpc_call_start_batch(call, ops, ELEMENTSOF(ops), tag, NULL);
+}
+
 grpc_call_error dp_unary_start(grpc_call *call, struct dp_unary *u, void *tag) {
         grpc_op ops[6];
 
         if (!u->send)
                 return GRPC_CALL_ERROR;
         memset(ops, 0, sizeof(ops));
-        ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
-        ops[1].op = GRPC_OP_SEND_MESSAGE;
-        ops[1].data.send_message.send_message = u->send;
-        ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
-        ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
-        ops[3].data.recv_initial_metadata.recv_initial_metadata = &u->md_initial;
+        open_ops(ops, u->send, &u->md_initial);
         ops[4].op = GRPC_OP_RECV_MESSAGE;
         ops[4].data.recv_message.recv_message = &u->recv;
         ops[5].op = GRPC_OP_RECV_STATUS_ON_CLIENT;

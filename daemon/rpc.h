@@ -36,6 +36,12 @@ void dp_unary_init(struct dp_unary *u, grpc_byte_buffer *send);
 grpc_call_error dp_unary_start(grpc_call *call, struct dp_unary *u, void *tag);
 void dp_unary_clear(struct dp_unary *u);
 
+/* Open a server-streaming call (ListAndWatch): send the one request and
+ * half-close, and receive the initial metadata into md, as one batch.
+ * send and md must live until tag completes; the messages are read with
+ * GRPC_OP_RECV_MESSAGE batches after it. */
+grpc_call_error dp_stream_start(grpc_call *call, grpc_byte_buffer *send, grpc_metadata_array *md, void *tag);
+
 /* A grpc byte buffer holding the packed message; NULL on allocation failure. */
 grpc_byte_buffer *dp_pack(const ProtobufCMessage *msg);
 

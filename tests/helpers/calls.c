@@ -85,7 +85,6 @@ struct lw_stream {
 struct lw_stream *lw_open(grpc_channel *ch) {
         struct lw_stream *s = calloc(1, sizeof(*s));
         V1beta1__Empty empty = V1BETA1__EMPTY__INIT;
-        grpc_op ops[4];
         int tag;
 
         s->cq = grpc_completion_queue_create_for_next(NULL);
@@ -94,14 +93,7 @@ struct lw_stream *lw_open(grpc_channel *ch) {
                                            gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
         s->send = dp_pack(&empty.base);
         grpc_metadata_array_init(&s->md);
-        memset(ops, 0, sizeof(ops));
-        ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
-        ops[1].op = GRPC_OP_SEND_MESSAGE;
-        ops[1].data.send_message.send_message = s->send;
-        ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
-        ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
-        ops[3].data.recv_initial_metadata.recv_initial_metadata = &s->md;
-        grpc_call_start_batch(s->call, ops, 4, &tag, NULL);
+        dp_stream_start(s->call, s->send, &s->md, &tag);
         grpc_completion_queue_next(s->cq, dp_deadline_ms(5000), NULL);
         return s;
 }

@@ -211,7 +211,6 @@ static void on_stream(struct tk *tk, struct tk_op *op, bool ok) {
 static void stream_open(struct tk *tk, struct tk_plugin *p, grpc_channel *ch) {
         struct tk_stream *s = calloc(1, sizeof(*s));
         V1beta1__Empty empty = V1BETA1__EMPTY__INIT;
-        grpc_op ops[4];
 
         if (!s) {
                 grpc_channel_destroy(ch);
@@ -229,15 +228,8 @@ static void stream_open(struct tk *tk, struct tk_plugin *p, grpc_channel *ch) {
                                            gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
         s->next = tk->streams;
         tk->streams = s;
-        memset(ops, 0, sizeof(ops));
-        ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
-        ops[1].op = GRPC_OP_SEND_MESSAGE;
-        ops[1].data.send_message.send_message = s->send;
-        ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
-        ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
-        ops[3].data.recv_initial_metadata.recv_initial_metadata = &s->md;
         s->phase = ST_OPEN;
-        if (grpc_call_start_batch(s->call, ops, 4, &s->op, NULL) != GRPC_CALL_OK)
+        if (dp_stream_start(s->call, s->send, &s->md, &s->op) != GRPC_CALL_OK)
                 stream_free(tk, s);
 }
 
