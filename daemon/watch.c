@@ -27,24 +27,11 @@
 #define DEVICE_MASK (IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM | IN_ATTRIB | IN_ONLYDIR | \
                      IN_MASK_ADD)
 
-/* Watch the kubelet dir, or its nearest existing ancestor when it is
- * missing. Returns 1 when the dir itself is watched, 0 when waiting. */
-static int watch_kubelet_dir(struct dp_daemon *d) {
-        const char *dir = d->opts->kubelet_dir;
-        _cleanup_free_ char *path = NULL;
+/* Watch the nearest existing ancestor of the missing kubelet dir. */
+static int watch_ancestor(struct dp_daemon *d) {
+        _cleanup_free_ char *path = strdup(d->opts->kubelet_dir);
         int wd;
 
-        wd = inotify_add_watch(d->inotify_fd, dir, KUBELET_MASK);
-        if (wd >= 0) {
-                d->kubelet_wd = wd;
-                if (d->ancestor_wd >= 0 && d->ancestor_wd != wd)
-                        inotify_rm_watch(d->inotify_fd, d->ancestor_wd);
-                d->ancestor_wd = -1;
-                return 1;
-        }
-        if (errno != ENOENT && errno != ENOTDIR)
-                return -errno;
-        path = strdup(dir);
         if (!path)
                 return -ENOMEM;
         for (;;) {
@@ -64,8 +51,35 @@ static int watch_kubelet_dir(struct dp_daemon *d) {
         if (d->ancestor_wd >= 0 && d->ancestor_wd != wd)
                 inotify_rm_watch(d->inotify_fd, d->ancestor_wd);
         d->ancestor_wd = wd;
-        log_info("kubelet dir %s does not exist yet, waiting for it (watching %s)", dir, path);
+        log_info("kubelet dir %s does not exist yet, waiting for it (watching %s)", d->opts->kubelet_dir, path);
         return 0;
+}
+
+/* Watch the kubelet dir, or its nearest existing ancestor when it is
+ * missing. Returns 1 when the dir itself is watched, 0 when waiting. */
+static int watch_kubelet_dir(struct dp_daemon *d) {
+        bool ancestor_watched = false;
+
+        for (;;) {
+                int wd = inotify_add_watch(d->inotify_fd, d->opts->kubelet_dir, KUBELET_MASK);
+                if (wd >= 0) {
+                        d->kubelet_wd = wd;
+                        if (d->ancestor_wd >= 0 && d->ancestor_wd != wd)
+                                inotify_rm_watch(d->inotify_fd, d->ancestor_wd);
+                        d->ancestor_wd = -1;
+                        return 1;
+                }
+                if (errno != ENOENT && errno != ENOTDIR)
+                        return -errno;
+                if (ancestor_watched)
+                        return 0;
+                int r = watch_ancestor(d);
+                if (r < 0)
+                        return r;
+                /* A dir made before the ancestor's watch existed makes no
+                 * event there: look once more, now that one would. */
+                ancestor_watched = true;
+        }
 }
 
 static bool has_dir(char **dirs, const char *dir) {
