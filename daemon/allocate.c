@@ -30,16 +30,15 @@ static int invalid(char **ret_msg, const char *fmt, ...) {
 static int resolve(const struct dp_plugin *p, char **ids, size_t n, const char *where,
                    bool *seen, char **ret_msg) {
         for (size_t i = 0; i < n; i++) {
-                const struct dp_alloc_id *a;
+                size_t k;
                 if (!ids[i][0])
                         return invalid(ret_msg, "%s: empty device ID", where);
-                a = dp_plugin_find_id(p, ids[i]);
-                if (!a)
+                if (dp_plugin_find_id(p, ids[i], &k) < 0)
                         return invalid(ret_msg, "%s: unknown device ID " ID_FMT " for resource \"%s\"",
                                        where, ids[i], p->cfg->name);
-                if (seen[a - p->ids])
+                if (seen[k])
                         return invalid(ret_msg, "%s: device ID " ID_FMT " requested twice", where, ids[i]);
-                seen[a - p->ids] = true;
+                seen[k] = true;
         }
         return 0;
 }
@@ -60,16 +59,16 @@ static int plain_extras(const struct dp_plugin *p, const size_t *devs, size_t n_
         bool oom = false;
 
         for (size_t k = 0; k < n_devs; k++) {
-                for (char **e = p->devs[devs[k]].env; e && *e; e++)
+                for (char **e = dp_device_extras(p, devs[k])->env; e && *e; e++)
                         n_env++;
-                n_mounts += p->devs[devs[k]].n_mounts;
+                n_mounts += dp_device_extras(p, devs[k])->n_mounts;
         }
         cr->envs = calloc(n_env + 1, sizeof(*cr->envs));
         cr->mounts = calloc(n_mounts + 1, sizeof(*cr->mounts));
         if (!cr->envs || !cr->mounts)
                 return -ENOMEM;
         for (size_t k = 0; !oom && k < n_devs; k++) {
-                const struct dp_device *d = &p->devs[devs[k]];
+                const struct dp_extras *d = dp_device_extras(p, devs[k]);
                 for (char **e = d->env; !oom && e && *e; e++) {
                         size_t klen = strcspn(*e, "=");
                         bool dup = false;
@@ -100,85 +99,114 @@ static int plain_extras(const struct dp_plugin *p, const size_t *devs, size_t n_
         return oom ? -ENOMEM : 0;
 }
 
-static int container_answer(const struct dp_plugin *p, const V1beta1__ContainerAllocateRequest *creq,
-                            V1beta1__ContainerAllocateResponse *cr) {
-        unsigned modes = p->cfg->alloc_modes;
-        size_t *devs = calloc(creq->n_devices_ids + 1, sizeof(*devs));
-        size_t n_devs = 0, n_nodes = 0, vlen = 0;
-        bool oom = !devs;
+/* The distinct devices behind a container's IDs: shares of one device map
+ * to one CDI device, named once. */
+static size_t request_devices(const struct dp_plugin *p, const V1beta1__ContainerAllocateRequest *creq,
+                              size_t *devs) {
+        size_t n = 0;
 
-        /* Shares of one device map to one CDI device: name it once. */
-        for (size_t i = 0; !oom && i < creq->n_devices_ids; i++) {
-                size_t d = dp_plugin_find_id(p, creq->devices_ids[i])->dev, k;
-                for (k = 0; k < n_devs && devs[k] != d; k++)
+        for (size_t i = 0; i < creq->n_devices_ids; i++) {
+                size_t id = 0, d, k;
+                dp_plugin_find_id(p, creq->devices_ids[i], &id); /* resolved before */
+                d = dp_plugin_id_dev(p, id);
+                for (k = 0; k < n && devs[k] != d; k++)
                         ;
-                if (k == n_devs) {
-                        devs[n_devs++] = d;
-                        n_nodes += p->devs[d].n_nodes;
-                        vlen += strlen(p->devs[d].qualified) + 1;
+                if (k == n)
+                        devs[n++] = d;
+        }
+        return n;
+}
+
+static int cdi_answer(const struct dp_plugin *p, const size_t *devs, size_t n_devs,
+                      V1beta1__ContainerAllocateResponse *cr) {
+        unsigned modes = p->cfg->alloc_modes;
+        _cleanup_free_ char *value = NULL;
+        size_t vlen = 0;
+        int r = 0;
+
+        if (modes & CFG_ALLOC_CDI_CRI) {
+                cr->cdi_devices = calloc(n_devs + 1, sizeof(*cr->cdi_devices));
+                if (!cr->cdi_devices)
+                        return -ENOMEM;
+        }
+        for (size_t k = 0; r >= 0 && k < n_devs; k++) {
+                _cleanup_free_ char *q = NULL;
+                r = dp_plugin_qualified(p, devs[k], &q);
+                if (r < 0)
+                        break;
+                if (modes & CFG_ALLOC_CDI_ANNOTATIONS) {
+                        /* SPEC.md: the value is a comma-separated list of
+                         * fully-qualified names. */
+                        size_t l = strlen(q);
+                        char *v = realloc(value, vlen + l + 2);
+                        if (!v)
+                                return -ENOMEM;
+                        value = v;
+                        if (vlen)
+                                value[vlen++] = ',';
+                        memcpy(value + vlen, q, l + 1);
+                        vlen += l;
+                }
+                if (modes & CFG_ALLOC_CDI_CRI) {
+                        V1beta1__CDIDevice *c = malloc(sizeof(*c));
+                        if (!c)
+                                return -ENOMEM;
+                        v1beta1__cdidevice__init(c);
+                        cr->cdi_devices[cr->n_cdi_devices++] = c;
+                        c->name = TAKE_PTR(q);
                 }
         }
-        if (!oom && (modes & CFG_ALLOC_CDI_CRI)) {
-                cr->cdi_devices = calloc(n_devs + 1, sizeof(*cr->cdi_devices));
-                oom = !cr->cdi_devices;
-                for (size_t k = 0; !oom && k < n_devs; k++) {
-                        V1beta1__CDIDevice *c = malloc(sizeof(*c));
-                        if (!c) {
+        if (r < 0 || !(modes & CFG_ALLOC_CDI_ANNOTATIONS) || !n_devs)
+                return r;
+        V1beta1__ContainerAllocateResponse__AnnotationsEntry *e = malloc(sizeof(*e));
+        cr->annotations = calloc(2, sizeof(*cr->annotations));
+        if (!e || !cr->annotations) {
+                free(e);
+                return -ENOMEM;
+        }
+        v1beta1__container_allocate_response__annotations_entry__init(e);
+        cr->annotations[cr->n_annotations++] = e;
+        e->value = TAKE_PTR(value);
+        e->key = strdup(p->annotation_key);
+        return e->key ? 0 : -ENOMEM;
+}
+
+static int container_answer(const struct dp_plugin *p, const V1beta1__ContainerAllocateRequest *creq,
+                            V1beta1__ContainerAllocateResponse *cr) {
+        _cleanup_free_ size_t *devs = calloc(creq->n_devices_ids + 1, sizeof(*devs));
+        size_t n_devs, n_nodes = 0;
+        bool oom = false;
+
+        if (!devs)
+                return -ENOMEM;
+        n_devs = request_devices(p, creq, devs);
+        if (cdi_answer(p, devs, n_devs, cr) < 0)
+                return -ENOMEM;
+        if (!(p->cfg->alloc_modes & CFG_ALLOC_DEVICE_SPECS))
+                return 0;
+        for (size_t k = 0; k < n_devs; k++)
+                n_nodes += p->devs[devs[k]].n_nodes;
+        cr->devices = calloc(n_nodes + 1, sizeof(*cr->devices));
+        oom = !cr->devices;
+        for (size_t k = 0; !oom && k < n_devs; k++) {
+                const char *node = dp_device_id(p, devs[k]);
+                const char *perm = dp_device_extras(p, devs[k])->permissions;
+                for (size_t j = 0; !oom && j < p->devs[devs[k]].n_nodes; j++) {
+                        V1beta1__DeviceSpec *s = malloc(sizeof(*s));
+                        if (!s) {
                                 oom = true;
                                 break;
                         }
-                        v1beta1__cdidevice__init(c);
-                        cr->cdi_devices[cr->n_cdi_devices++] = c;
-                        c->name = dup_or_null(p->devs[devs[k]].qualified, &oom);
+                        node = dp_str_next(node);
+                        v1beta1__device_spec__init(s);
+                        cr->devices[cr->n_devices++] = s;
+                        s->host_path = dup_or_null(node, &oom);
+                        s->container_path = dup_or_null(node, &oom);
+                        s->permissions = dup_or_null(perm ? perm : "rw", &oom);
                 }
         }
-        if (!oom && (modes & CFG_ALLOC_CDI_ANNOTATIONS)) {
-                V1beta1__ContainerAllocateResponse__AnnotationsEntry *e = malloc(sizeof(*e));
-                cr->annotations = calloc(2, sizeof(*cr->annotations));
-                char *value = calloc(vlen + 1, 1);
-                oom = !e || !cr->annotations || !value;
-                if (!oom) {
-                        char *w = value;
-                        v1beta1__container_allocate_response__annotations_entry__init(e);
-                        /* SPEC.md: the value is a comma-separated list of
-                         * fully-qualified names. vlen counted a byte each. */
-                        for (size_t k = 0; k < n_devs; k++) {
-                                size_t l = strlen(p->devs[devs[k]].qualified);
-                                if (k)
-                                        *w++ = ',';
-                                memcpy(w, p->devs[devs[k]].qualified, l);
-                                w += l;
-                        }
-                        e->value = value;
-                        e->key = dup_or_null(p->annotation_key, &oom);
-                        cr->annotations[cr->n_annotations++] = e;
-                } else {
-                        free(e);
-                        free(value);
-                }
-        }
-        if (!oom && (modes & CFG_ALLOC_DEVICE_SPECS)) {
-                cr->devices = calloc(n_nodes + 1, sizeof(*cr->devices));
-                oom = !cr->devices;
-                for (size_t k = 0; !oom && k < n_devs; k++)
-                        for (size_t j = 0; !oom && j < p->devs[devs[k]].n_nodes; j++) {
-                                const char *node = p->devs[devs[k]].nodes[j];
-                                V1beta1__DeviceSpec *s = malloc(sizeof(*s));
-                                if (!s) {
-                                        oom = true;
-                                        break;
-                                }
-                                v1beta1__device_spec__init(s);
-                                cr->devices[cr->n_devices++] = s;
-                                s->host_path = dup_or_null(node, &oom);
-                                s->container_path = dup_or_null(node, &oom);
-                                s->permissions = dup_or_null(p->devs[devs[k]].permissions ?
-                                                             p->devs[devs[k]].permissions : "rw", &oom);
-                        }
-                if (!oom)
-                        oom = plain_extras(p, devs, n_devs, cr) < 0;
-        }
-        free(devs);
+        if (!oom)
+                oom = plain_extras(p, devs, n_devs, cr) < 0;
         return oom ? -ENOMEM : 0;
 }
 
@@ -243,14 +271,16 @@ struct closeness {
 };
 
 static struct closeness affinity(const struct dp_plugin *p, const bool *chosen, const bool *avail,
-                                 const struct dp_alloc_id *a) {
+                                 size_t a) {
         struct closeness c = {0};
-        int node = p->devs[a->dev].numa_node;
+        size_t dev = dp_plugin_id_dev(p, a);
+        int node = p->devs[dev].numa_node;
         for (size_t i = 0; i < p->n_ids; i++) {
-                bool same = p->devs[p->ids[i].dev].numa_node == node;
+                size_t other = dp_plugin_id_dev(p, i);
+                bool same = p->devs[other].numa_node == node;
                 if (chosen[i]) {
                         c.numa += same;
-                        c.dev += p->ids[i].dev == a->dev;
+                        c.dev += other == dev;
                 } else if (avail[i])
                         c.room += same;
         }
@@ -278,8 +308,9 @@ static int pick(const struct dp_plugin *p, const V1beta1__ContainerPreferredAllo
                 size_t best = SIZE_MAX;
                 struct closeness best_c = {0};
                 for (size_t i = 0; i < creq->n_available_deviceids; i++) {
-                        const struct dp_alloc_id *a = dp_plugin_find_id(p, creq->available_deviceids[i]);
-                        if (chosen[a - p->ids])
+                        size_t a = 0;
+                        dp_plugin_find_id(p, creq->available_deviceids[i], &a); /* resolved before */
+                        if (chosen[a])
                                 continue;
                         struct closeness c = affinity(p, chosen, avail, a);
                         int cmp = best == SIZE_MAX ? 1 : closer(c, best_c);
@@ -295,7 +326,9 @@ static int pick(const struct dp_plugin *p, const V1beta1__ContainerPreferredAllo
                                 break;
                 }
                 const char *id = creq->available_deviceids[best];
-                chosen[dp_plugin_find_id(p, id) - p->ids] = true;
+                size_t a = 0;
+                dp_plugin_find_id(p, id, &a);
+                chosen[a] = true;
                 if (!(cr->deviceids[cr->n_deviceids++] = strdup(id)))
                         return -ENOMEM;
         }
@@ -307,7 +340,7 @@ static int preferred_one(const struct dp_plugin *p, const V1beta1__ContainerPref
                          char **ret_msg) {
         _cleanup_free_ bool *avail = calloc(p->n_ids + 1, sizeof(bool));
         _cleanup_free_ bool *must = calloc(p->n_ids + 1, sizeof(bool));
-        size_t size;
+        size_t size, k;
         int r;
 
         if (!avail || !must)
@@ -321,7 +354,7 @@ static int preferred_one(const struct dp_plugin *p, const V1beta1__ContainerPref
         if (r < 0)
                 return r;
         for (size_t i = 0; i < creq->n_must_include_deviceids; i++)
-                if (!avail[dp_plugin_find_id(p, creq->must_include_deviceids[i]) - p->ids])
+                if (dp_plugin_find_id(p, creq->must_include_deviceids[i], &k) < 0 || !avail[k])
                         return invalid(ret_msg, "%s: must-include ID " ID_FMT " is not available", where,
                                        creq->must_include_deviceids[i]);
         if (creq->allocation_size < 1 || (size_t)creq->allocation_size > creq->n_available_deviceids)

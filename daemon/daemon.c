@@ -177,7 +177,6 @@ static int setup_resources(struct dp_daemon *d) {
                 res->d = d;
                 res->cfg = &d->cfg->resources[i];
                 res->listen_fd = -1;
-                res->list = grpc_empty_slice();
                 r = xasprintf(&res->socket_path, "%s/%s", d->opts->kubelet_dir, res->cfg->socket_name);
                 if (r < 0)
                         return r;
@@ -206,7 +205,6 @@ static void daemon_free(struct dp_daemon *d) {
                 dp_plugin_free(d->res[i].plugin);
                 free(d->res[i].socket_path);
                 res_strv_free(d->res[i].watch_dirs);
-                grpc_slice_unref(d->res[i].list);
         }
         free(d->res);
         free(d->kubelet_sock);

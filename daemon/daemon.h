@@ -45,7 +45,6 @@ struct dp_resource {
         enum dp_server_state state;
         int listen_fd;                /* our socket in the kubelet dir, or -1 */
         struct dp_tag shutdown_tag;
-        grpc_slice list;              /* packed list of the current generation */
         struct dp_call *streams;      /* open ListAndWatch streams */
 
         struct dp_reg *reg;           /* Register call in flight */

@@ -16,39 +16,28 @@ const V1beta1__DevicePluginOptions dp_plugin_options = {
         .get_preferred_allocation_available = 1,
 };
 
-static void device_clear(struct dp_device *d) {
-        free(d->id);
-        strv_free(d->nodes);
-        strv_free(d->env);
-        for (size_t i = 0; i < d->n_mounts; i++) {
-                free(d->mounts[i].host_path);
-                free(d->mounts[i].container_path);
+static void extras_clear(struct dp_extras *x) {
+        strv_free(x->env);
+        for (size_t i = 0; i < x->n_mounts; i++) {
+                free(x->mounts[i].host_path);
+                free(x->mounts[i].container_path);
         }
-        free(d->mounts);
-        free(d->permissions);
-        free(d->cdi_name);
-        free(d->qualified);
-        memset(d, 0, sizeof(*d));
-}
-
-static void ids_clear(struct dp_plugin *p) {
-        for (size_t i = 0; i < p->n_ids; i++)
-                free(p->ids[i].id);
-        free(p->ids);
-        p->ids = NULL;
-        p->n_ids = 0;
+        free(x->mounts);
+        free(x->permissions);
 }
 
 void dp_plugin_free(struct dp_plugin *p) {
         if (!p)
                 return;
-        for (size_t i = 0; i < p->n_devs; i++)
-                device_clear(&p->devs[i]);
+        for (size_t i = 0; i < p->n_extras; i++)
+                extras_clear(&p->extras[i]);
+        free(p->extras);
         free(p->devs);
-        ids_clear(p);
+        free(p->strs);
+        free(p->shares);
+        free(p->share_strs);
         free(p->kind);
         free(p->annotation_key);
-        free(p->list);
         free(p);
 }
 
@@ -91,11 +80,176 @@ int dp_plugin_new(const struct cfg_resource *cfg, struct dp_plugin **ret) {
         return 0;
 }
 
-static int find_dev(const struct dp_plugin *p, const char *id, size_t *ret) {
-        size_t lo = 0, hi = p->n_devs;
+/* A string block under construction; offsets must fit a uint32_t. */
+struct strbuf {
+        char *s;
+        size_t len, cap;
+};
+
+static int strbuf_add(struct strbuf *b, const char *s, size_t len, uint32_t *ret_off) {
+        if (b->len + len + 1 > UINT32_MAX)
+                return -E2BIG;
+        if (b->len + len + 1 > b->cap) {
+                size_t cap = b->cap ? b->cap * 2 : 256;
+                while (cap < b->len + len + 1)
+                        cap *= 2;
+                char *n = realloc(b->s, cap);
+                if (!n)
+                        return -ENOMEM;
+                b->s = n;
+                b->cap = cap;
+        }
+        if (ret_off)
+                *ret_off = (uint32_t)b->len;
+        memcpy(b->s + b->len, s, len);
+        b->s[b->len + len] = '\0';
+        b->len += len + 1;
+        return 0;
+}
+
+/* The block, shrunk to fit: it lives as long as the list does. */
+static char *strbuf_take(struct strbuf *b) {
+        char *s = b->len ? realloc(b->s, b->len) : NULL;
+        if (!s)
+                s = b->s;
+        *b = (struct strbuf){0};
+        return s;
+}
+
+static bool strv_equal(char *const *a, char *const *b) {
+        for (; a && *a && b && *b; a++, b++)
+                if (strcmp(*a, *b) != 0)
+                        return false;
+        return !(a && *a) && !(b && *b);
+}
+
+static bool str_equal(const char *a, const char *b) {
+        return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+static bool extras_equal(const struct dp_extras *x, const struct res_device *src) {
+        if (x->n_mounts != src->n_mounts || !str_equal(x->permissions, src->permissions) ||
+            !strv_equal(x->env, src->env))
+                return false;
+        for (size_t i = 0; i < x->n_mounts; i++)
+                if (strcmp(x->mounts[i].host_path, src->mounts[i].host_path) != 0 ||
+                    strcmp(x->mounts[i].container_path, src->mounts[i].container_path) != 0 ||
+                    x->mounts[i].read_only != src->mounts[i].read_only)
+                        return false;
+        return true;
+}
+
+static int extras_copy(struct dp_extras *x, const struct res_device *src) {
+        size_t n = 0;
+
+        for (char **e = src->env; e && *e; e++) {
+                char *s = strdup(*e);
+                if (!s || strv_push(&x->env, &n, s) < 0) {
+                        free(s);
+                        return -ENOMEM;
+                }
+        }
+        if (src->n_mounts) {
+                x->mounts = calloc(src->n_mounts, sizeof(*x->mounts));
+                if (!x->mounts)
+                        return -ENOMEM;
+                for (size_t i = 0; i < src->n_mounts; i++) {
+                        x->n_mounts = i + 1;
+                        x->mounts[i].host_path = strdup(src->mounts[i].host_path);
+                        x->mounts[i].container_path = strdup(src->mounts[i].container_path);
+                        x->mounts[i].read_only = src->mounts[i].read_only;
+                        if (!x->mounts[i].host_path || !x->mounts[i].container_path)
+                                return -ENOMEM;
+                }
+        }
+        if (src->permissions && !(x->permissions = strdup(src->permissions)))
+                return -ENOMEM;
+        return 0;
+}
+
+/* The index of src's extras in the plugin's table, added if new. */
+static int intern_extras(struct dp_plugin *p, const struct res_device *src, uint16_t *ret) {
+        struct dp_extras *x;
+        int r;
+
+        for (size_t i = 0; i < p->n_extras; i++)
+                if (extras_equal(&p->extras[i], src)) {
+                        *ret = (uint16_t)i;
+                        return 0;
+                }
+        if (p->n_extras > UINT16_MAX)
+                return -E2BIG;
+        x = realloc(p->extras, (p->n_extras + 1) * sizeof(*x));
+        if (!x)
+                return -ENOMEM;
+        p->extras = x;
+        x = &p->extras[p->n_extras];
+        *x = (struct dp_extras){0};
+        r = extras_copy(x, src);
+        if (r < 0) {
+                extras_clear(x);
+                return r;
+        }
+        *ret = (uint16_t)p->n_extras++;
+        return 0;
+}
+
+/* NUMA nodes beyond int16_t do not exist; read one as no affinity. */
+static int16_t numa_of(int node) {
+        return node >= 0 && node <= INT16_MAX ? (int16_t)node : -1;
+}
+
+static bool same_device(const struct dp_plugin *p, size_t dev, const struct res_device *src, uint16_t extras) {
+        const struct dp_device *d = &p->devs[dev];
+        const char *node = dp_device_id(p, dev);
+
+        if (d->n_nodes != src->n_nodes || d->numa_node != numa_of(src->numa_node) || d->extras != extras)
+                return false;
+        for (size_t i = 0; i < d->n_nodes; i++) {
+                node = dp_str_next(node);
+                if (strcmp(node, src->nodes[i]) != 0)
+                        return false;
+        }
+        return true;
+}
+
+/* Device dev of p, strings and all, into the new block. */
+static int keep_device(const struct dp_plugin *p, size_t dev, struct dp_device *d, struct strbuf *b) {
+        const char *id = dp_device_id(p, dev), *end = id;
+
+        for (size_t i = 0; i <= p->devs[dev].n_nodes; i++)
+                end = dp_str_next(end);
+        *d = p->devs[dev];
+        return strbuf_add(b, id, (size_t)(end - id) - 1, &d->str);
+}
+
+static int new_device(const struct res_device *src, uint16_t extras, struct dp_device *d, struct strbuf *b) {
+        int r;
+
+        if (src->n_nodes > UINT16_MAX)
+                return -E2BIG;
+        *d = (struct dp_device){.numa_node = numa_of(src->numa_node), .n_nodes = (uint16_t)src->n_nodes,
+                                .extras = extras, .healthy = true};
+        r = strbuf_add(b, src->id, strlen(src->id), &d->str);
+        for (size_t i = 0; r >= 0 && i < src->n_nodes; i++)
+                r = strbuf_add(b, src->nodes[i], strlen(src->nodes[i]), NULL);
+        return r;
+}
+
+const char *dp_plugin_id(const struct dp_plugin *p, size_t i) {
+        return p->shares ? p->share_strs + p->shares[i].str : dp_device_id(p, i);
+}
+
+size_t dp_plugin_id_dev(const struct dp_plugin *p, size_t i) {
+        return p->shares ? p->shares[i].dev : i;
+}
+
+int dp_plugin_find_id(const struct dp_plugin *p, const char *id, size_t *ret) {
+        size_t lo = 0, hi = p->n_ids;
+
         while (lo < hi) {
-                size_t mid = (lo + hi) / 2;
-                int c = strcmp(p->devs[mid].id, id);
+                size_t mid = lo + (hi - lo) / 2;
+                int c = strcmp(dp_plugin_id(p, mid), id);
                 if (c == 0) {
                         *ret = mid;
                         return 0;
@@ -105,113 +259,60 @@ static int find_dev(const struct dp_plugin *p, const char *id, size_t *ret) {
                 else
                         hi = mid;
         }
-        *ret = lo;
         return -ENOENT;
 }
 
-static int device_fill(struct dp_plugin *p, struct dp_device *d, const struct res_device *src) {
-        size_t n = 0;
-        int r;
-
-        d->id = strdup(src->id);
-        if (!d->id)
-                return -ENOMEM;
-        for (size_t i = 0; i < src->n_nodes; i++) {
-                char *s = strdup(src->nodes[i]);
-                if (!s || strv_push(&d->nodes, &n, s) < 0) {
-                        free(s);
-                        return -ENOMEM;
-                }
-        }
-        d->n_nodes = n;
-        n = 0;
-        for (char **e = src->env; e && *e; e++) {
-                char *s = strdup(*e);
-                if (!s || strv_push(&d->env, &n, s) < 0) {
-                        free(s);
-                        return -ENOMEM;
-                }
-        }
-        if (src->n_mounts) {
-                d->mounts = calloc(src->n_mounts, sizeof(*d->mounts));
-                if (!d->mounts)
-                        return -ENOMEM;
-                for (size_t i = 0; i < src->n_mounts; i++) {
-                        d->n_mounts = i + 1;
-                        d->mounts[i].host_path = strdup(src->mounts[i].host_path);
-                        d->mounts[i].container_path = strdup(src->mounts[i].container_path);
-                        d->mounts[i].read_only = src->mounts[i].read_only;
-                        if (!d->mounts[i].host_path || !d->mounts[i].container_path)
-                                return -ENOMEM;
-                }
-        }
-        if (src->permissions && !(d->permissions = strdup(src->permissions)))
-                return -ENOMEM;
-        d->numa_node = src->numa_node;
-        d->healthy = true;
-        r = cdi_device_name(src->id, &d->cdi_name);
-        if (r < 0)
-                return r;
-        return cdi_qualified_name(p->kind, d->cdi_name, &d->qualified);
+int dp_plugin_qualified(const struct dp_plugin *p, size_t dev, char **ret) {
+        _cleanup_free_ char *name = NULL;
+        int r = cdi_device_name(dp_device_id(p, dev), &name);
+        return r < 0 ? r : cdi_qualified_name(p->kind, name, ret);
 }
 
-static bool same_nodes(const struct dp_device *d, const struct res_device *src) {
-        if (d->n_nodes != src->n_nodes || d->numa_node != src->numa_node)
-                return false;
-        for (size_t i = 0; i < d->n_nodes; i++)
-                if (strcmp(d->nodes[i], src->nodes[i]) != 0)
-                        return false;
-        return true;
+static int cmp_share(const void *a, const void *b, void *strs) {
+        return strcmp((const char *)strs + ((const struct dp_share *)a)->str,
+                      (const char *)strs + ((const struct dp_share *)b)->str);
 }
 
-static int cmp_alloc_id(const void *a, const void *b) {
-        return strcmp(((const struct dp_alloc_id *)a)->id, ((const struct dp_alloc_id *)b)->id);
-}
-
-const struct dp_alloc_id *dp_plugin_find_id(const struct dp_plugin *p, const char *id) {
-        const struct dp_alloc_id key = {.id = (char *)id};
-        return p->n_ids ? bsearch(&key, p->ids, p->n_ids, sizeof(*p->ids), cmp_alloc_id) : NULL;
-}
-
-static int rebuild_ids(struct dp_plugin *p) {
+/* The share IDs of devs, sorted. Only called with shares > 1. */
+static int build_shares(const struct dp_plugin *p, const struct dp_device *devs, size_t n_devs,
+                        const char *strs, struct dp_share **ret, char **ret_strs, size_t *ret_n) {
         unsigned shares = p->cfg->shares;
-        struct dp_alloc_id *ids = calloc(p->n_devs * shares + 1, sizeof(*ids));
-        size_t n = 0;
+        _cleanup_free_ struct dp_share *ids = calloc(n_devs * shares + 1, sizeof(*ids));
+        struct strbuf b = {0};
+        size_t n = 0, w = 0;
+        int r = ids ? 0 : -ENOMEM;
 
-        if (!ids)
-                return -ENOMEM;
-        for (size_t i = 0; i < p->n_devs; i++)
-                for (unsigned k = 0; k < shares; k++) {
-                        int r = res_share_id(p->devs[i].id, k, shares, &ids[n].id);
-                        if (r < 0) {
-                                for (size_t j = 0; j < n; j++)
-                                        free(ids[j].id);
-                                free(ids);
-                                return r;
-                        }
-                        ids[n++].dev = i;
+        for (size_t i = 0; r >= 0 && i < n_devs; i++)
+                for (unsigned k = 0; r >= 0 && k < shares; k++) {
+                        _cleanup_free_ char *id = NULL;
+                        r = res_share_id(strs + devs[i].str, k, shares, &id);
+                        if (r >= 0)
+                                r = strbuf_add(&b, id, strlen(id), &ids[n].str);
+                        ids[n++].dev = (uint32_t)i;
                 }
-        qsort(ids, n, sizeof(*ids), cmp_alloc_id);
+        if (r < 0) {
+                free(b.s);
+                return r;
+        }
+        qsort_r(ids, n, sizeof(*ids), cmp_share, b.s);
         /* A share ID can spell another device's ID ("fuse-1" vs share 1 of
          * "fuse"); the first wins and the clash is dropped, never served
          * twice. */
-        size_t w = 0;
         for (size_t i = 0; i < n; i++) {
-                if (w > 0 && strcmp(ids[w - 1].id, ids[i].id) == 0) {
+                if (w > 0 && cmp_share(&ids[w - 1], &ids[i], b.s) == 0) {
                         log_warn("resource \"%s\": device ID \"%s\" is ambiguous, dropped one of its devices",
-                                 p->cfg->name, ids[i].id);
-                        free(ids[i].id);
+                                 p->cfg->name, b.s + ids[i].str);
                         continue;
                 }
                 ids[w++] = ids[i];
         }
-        ids_clear(p);
-        p->ids = ids;
-        p->n_ids = w;
+        *ret = TAKE_PTR(ids);
+        *ret_strs = strbuf_take(&b);
+        *ret_n = w;
         return 0;
 }
 
-static int pack_list(struct dp_plugin *p) {
+int dp_plugin_list(const struct dp_plugin *p, uint8_t **ret, size_t *ret_len) {
         V1beta1__ListAndWatchResponse resp = V1BETA1__LIST_AND_WATCH_RESPONSE__INIT;
         V1beta1__Device *devs = calloc(p->n_ids + 1, sizeof(*devs));
         V1beta1__Device **ptrs = calloc(p->n_ids + 1, sizeof(*ptrs));
@@ -232,14 +333,14 @@ static int pack_list(struct dp_plugin *p) {
                 topo[i].nodes = &node_ptrs[i];
         }
         for (size_t i = 0; i < p->n_ids; i++) {
-                const struct dp_device *d = &p->devs[p->ids[i].dev];
+                size_t dev = dp_plugin_id_dev(p, i);
                 v1beta1__device__init(&devs[i]);
-                devs[i].id = p->ids[i].id;
-                devs[i].health = d->healthy ? "Healthy" : "Unhealthy";
+                devs[i].id = (char *)dp_plugin_id(p, i);
+                devs[i].health = p->devs[dev].healthy ? "Healthy" : "Unhealthy";
                 /* No topology at all for devices without NUMA affinity:
                  * an empty list would read as "fits no NUMA node". */
-                if (d->numa_node >= 0)
-                        devs[i].topology = &topo[p->ids[i].dev];
+                if (p->devs[dev].numa_node >= 0)
+                        devs[i].topology = &topo[dev];
                 ptrs[i] = &devs[i];
         }
         resp.n_devices = p->n_ids;
@@ -249,9 +350,8 @@ static int pack_list(struct dp_plugin *p) {
         if (!buf)
                 goto out;
         v1beta1__list_and_watch_response__pack(&resp, buf);
-        free(p->list);
-        p->list = buf;
-        p->list_len = len;
+        *ret = buf;
+        *ret_len = len;
         r = 0;
 out:
         free(devs);
@@ -262,66 +362,72 @@ out:
         return r;
 }
 
+/* Both lists are sorted by ID, so one merge pass builds the new device
+ * table and string block; the plugin changes only once all of it worked. */
 int dp_plugin_update(struct dp_plugin *p, const struct res_devlist *found, bool *ret_changed) {
-        bool changed = p->generation == 0;
-        size_t idx;
-        int r;
+        _cleanup_free_ struct dp_device *devs = calloc(p->n_devs + found->n + 1, sizeof(*devs));
+        struct dp_share *shares = NULL;
+        char *share_strs = NULL;
+        struct strbuf b = {0};
+        bool changed = p->generation == 0, added = false;
+        size_t i = 0, j = 0, n = 0, n_ids = 0;
+        int r = devs ? 0 : -ENOMEM;
 
-        for (size_t i = 0; i < p->n_devs; i++)
-                p->devs[i].healthy = false;
-        for (size_t i = 0; i < found->n; i++) {
-                const struct res_device *src = &found->devs[i];
-                struct dp_device fresh = {0};
+        while (r >= 0 && (i < p->n_devs || j < found->n)) {
+                const struct res_device *src = j < found->n ? &found->devs[j] : NULL;
+                int c = !src ? -1 : i == p->n_devs ? 1 : strcmp(dp_device_id(p, i), src->id);
+                struct dp_device *d = &devs[n++];
+                uint16_t extras;
 
-                if (find_dev(p, src->id, &idx) == 0) {
-                        struct dp_device *d = &p->devs[idx];
-                        if (same_nodes(d, src)) {
-                                d->healthy = true;
-                                continue;
-                        }
-                        r = device_fill(p, &fresh, src);
-                        if (r < 0) {
-                                device_clear(&fresh);
-                                return r;
-                        }
-                        device_clear(d);
-                        *d = fresh;
-                        changed = true;
+                if (c < 0) { /* listed before, gone now: stays, Unhealthy */
+                        r = keep_device(p, i, d, &b);
+                        changed |= d->healthy;
+                        d->healthy = false;
+                        i++;
                         continue;
                 }
-                r = device_fill(p, &fresh, src);
-                if (r < 0) {
-                        device_clear(&fresh);
-                        return r;
-                }
-                struct dp_device *devs = realloc(p->devs, (p->n_devs + 1) * sizeof(*devs));
-                if (!devs) {
-                        device_clear(&fresh);
-                        return -ENOMEM;
-                }
-                memmove(&devs[idx + 1], &devs[idx], (p->n_devs - idx) * sizeof(*devs));
-                devs[idx] = fresh;
-                p->devs = devs;
-                p->n_devs++;
-                changed = true;
-        }
-        /* Health flips count as changes too; compare with the last list. */
-        if (!changed) {
-                _cleanup_free_ uint8_t *old = TAKE_PTR(p->list);
-                size_t old_len = p->list_len;
-                r = pack_list(p);
-                if (r < 0) {
-                        p->list = TAKE_PTR(old);
-                        return r;
-                }
-                changed = old_len != p->list_len || memcmp(old, p->list, old_len) != 0;
-        } else {
-                r = rebuild_ids(p);
-                if (r >= 0)
-                        r = pack_list(p);
+                r = intern_extras(p, src, &extras);
                 if (r < 0)
-                        return r;
+                        break;
+                if (c == 0 && same_device(p, i, src, extras)) {
+                        r = keep_device(p, i, d, &b);
+                        changed |= !d->healthy;
+                        d->healthy = true;
+                } else {
+                        r = new_device(src, extras, d, &b);
+                        changed = true;
+                        added |= c > 0;
+                }
+                i += c == 0;
+                j++;
         }
+        if (r >= 0 && (added || !p->strs) && p->cfg->shares > 1)
+                r = build_shares(p, devs, n, b.s, &shares, &share_strs, &n_ids);
+        if (r < 0) {
+                free(b.s);
+                return r;
+        }
+        if (p->cfg->shares == 1)
+                n_ids = n;
+        else if (!shares) { /* same devices in the same places: keep the IDs */
+                shares = TAKE_PTR(p->shares);
+                share_strs = TAKE_PTR(p->share_strs);
+                n_ids = p->n_ids;
+        }
+        /* Room was made for every old and every found device. */
+        struct dp_device *fit = realloc(devs, (n + 1) * sizeof(*devs));
+        if (fit)
+                devs = fit;
+        free(p->devs);
+        free(p->strs);
+        free(p->shares);
+        free(p->share_strs);
+        p->devs = TAKE_PTR(devs);
+        p->n_devs = n;
+        p->strs = strbuf_take(&b);
+        p->shares = shares;
+        p->share_strs = share_strs;
+        p->n_ids = n_ids;
         if (changed)
                 p->generation++;
         *ret_changed = changed;
@@ -330,7 +436,7 @@ int dp_plugin_update(struct dp_plugin *p, const struct res_devlist *found, bool 
 
 /* Bind mounts from the selector: read-only ones stay read-only, and none
  * may carry set-uid binaries or device nodes in. */
-static int spec_extras(const struct dp_device *d, struct cdi_edits *edits) {
+static int spec_extras(const struct dp_extras *d, struct cdi_edits *edits) {
         size_t n = 0;
 
         for (char **e = d->env; e && *e; e++) {
@@ -374,21 +480,26 @@ int dp_plugin_spec(const struct dp_plugin *p, struct cdi_spec *ret) {
         if (!spec.kind || !spec.devices)
                 goto fail;
         for (size_t i = 0; i < p->n_devs; i++) {
-                const struct dp_device *d = &p->devs[i];
+                const struct dp_extras *x = dp_device_extras(p, i);
                 struct cdi_device *cd = &spec.devices[i];
+                const char *node = dp_device_id(p, i);
                 spec.n_devices = i + 1;
-                cd->name = strdup(d->cdi_name);
-                cd->edits.nodes = calloc(d->n_nodes + 1, sizeof(*cd->edits.nodes));
-                if (!cd->name || !cd->edits.nodes)
+                r = cdi_device_name(node, &cd->name);
+                if (r < 0)
                         goto fail;
-                for (size_t j = 0; j < d->n_nodes; j++) {
+                r = -ENOMEM;
+                cd->edits.nodes = calloc(p->devs[i].n_nodes + 1, sizeof(*cd->edits.nodes));
+                if (!cd->edits.nodes)
+                        goto fail;
+                for (size_t j = 0; j < p->devs[i].n_nodes; j++) {
+                        node = dp_str_next(node);
                         cd->edits.n_nodes = j + 1;
-                        cd->edits.nodes[j].path = strdup(d->nodes[j]);
+                        cd->edits.nodes[j].path = strdup(node);
                         if (!cd->edits.nodes[j].path ||
-                            (d->permissions && !(cd->edits.nodes[j].permissions = strdup(d->permissions))))
+                            (x->permissions && !(cd->edits.nodes[j].permissions = strdup(x->permissions))))
                                 goto fail;
                 }
-                if (spec_extras(d, &cd->edits) < 0)
+                if (spec_extras(x, &cd->edits) < 0)
                         goto fail;
         }
         *ret = spec;

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "deviceplugin.pb-c.h"
 
@@ -19,38 +20,59 @@ struct dp_mount {
         bool read_only;
 };
 
-struct dp_device {
-        char *id;          /* physical device ID */
-        char **nodes;      /* host-absolute device nodes, NULL-terminated */
-        size_t n_nodes;
-        char **env;        /* "KEY=VALUE" from the selector, NULL-terminated or NULL */
+/* What a selector adds to each device it finds. Devices point at one
+ * shared copy: a resource has few selectors and may have 10,000 devices. */
+struct dp_extras {
+        char **env;        /* "KEY=VALUE", NULL-terminated, or NULL */
         struct dp_mount *mounts;
         size_t n_mounts;
-        char *permissions; /* "rwm" subset from the selector, or NULL */
-        int numa_node;
-        bool healthy;
-        char *cdi_name;    /* CDI device name */
-        char *qualified;   /* "kind=name" */
+        char *permissions; /* "rwm" subset, or NULL */
 };
 
-/* An allocatable kubelet ID: a device, or one share of it. */
-struct dp_alloc_id {
-        char *id;
-        size_t dev;        /* index into devs */
+/* Twelve bytes a device: its strings live in the plugin's string block
+ * at offset str, the ID then each host-absolute node, NUL-terminated. */
+struct dp_device {
+        uint32_t str;
+        int16_t numa_node; /* -1: no NUMA affinity */
+        uint16_t n_nodes;
+        uint16_t extras;   /* index into the plugin's extras */
+        bool healthy;
+};
+
+/* With shares > 1: an allocatable ID, one share of device dev. */
+struct dp_share {
+        uint32_t dev;
+        uint32_t str;      /* offset in share_strs */
 };
 
 struct dp_plugin {
         const struct cfg_resource *cfg;
         char *kind;            /* CDI kind */
         char *annotation_key;  /* "cdi.k8s.io/cdiplug_<resource>" */
-        struct dp_device *devs;  /* sorted by id */
+        struct dp_device *devs; /* sorted by ID */
         size_t n_devs;
-        struct dp_alloc_id *ids; /* sorted by id */
+        char *strs;
+        struct dp_extras *extras;
+        size_t n_extras;
+        /* The allocatable IDs: with one share, the devices' own IDs. */
         size_t n_ids;
+        struct dp_share *shares; /* sorted by ID; NULL with one share */
+        char *share_strs;
         uint64_t generation;   /* bumped on every change of the list */
-        uint8_t *list;         /* packed ListAndWatchResponse */
-        size_t list_len;
 };
+
+static inline const char *dp_device_id(const struct dp_plugin *p, size_t dev) {
+        return p->strs + p->devs[dev].str;
+}
+
+/* The string after s in a block: a device's first node follows its ID. */
+static inline const char *dp_str_next(const char *s) {
+        return s + strlen(s) + 1;
+}
+
+static inline const struct dp_extras *dp_device_extras(const struct dp_plugin *p, size_t dev) {
+        return &p->extras[p->devs[dev].extras];
+}
 
 int dp_plugin_new(const struct cfg_resource *cfg, struct dp_plugin **ret);
 void dp_plugin_free(struct dp_plugin *p);
@@ -60,8 +82,17 @@ void dp_plugin_free(struct dp_plugin *p);
  * jump and a returning device comes back under the same ID. */
 int dp_plugin_update(struct dp_plugin *p, const struct res_devlist *found, bool *ret_changed);
 
-/* The allocatable ID named id, or NULL. */
-const struct dp_alloc_id *dp_plugin_find_id(const struct dp_plugin *p, const char *id);
+/* Allocatable ID i (0 <= i < n_ids, sorted) and the index of its device. */
+const char *dp_plugin_id(const struct dp_plugin *p, size_t i);
+size_t dp_plugin_id_dev(const struct dp_plugin *p, size_t i);
+/* The index of the allocatable ID named id: 0, or -ENOENT. */
+int dp_plugin_find_id(const struct dp_plugin *p, const char *id, size_t *ret);
+
+/* The fully-qualified CDI name of device dev ("kind=name"), malloc'd. */
+int dp_plugin_qualified(const struct dp_plugin *p, size_t dev, char **ret);
+
+/* The ListAndWatchResponse of the current generation, packed, malloc'd. */
+int dp_plugin_list(const struct dp_plugin *p, uint8_t **ret, size_t *ret_len);
 
 /* The CDI spec for every device the plugin has ever listed. */
 int dp_plugin_spec(const struct dp_plugin *p, struct cdi_spec *ret);

@@ -164,19 +164,31 @@ static grpc_status_code answer(struct dp_call *c, const char *method, char **ret
 
 static void stream_send(struct dp_call *c) {
         struct dp_resource *res = c->res;
+        grpc_slice slice;
+        uint8_t *buf;
+        size_t len;
         grpc_op op;
 
         if (c->sending || c->closed || c->sent_gen == res->plugin->generation)
                 return;
-        if (c->send)
-                grpc_byte_buffer_destroy(c->send);
-        /* The buffer refs the generation's slice: no copy per stream. */
-        c->send = grpc_raw_byte_buffer_create(&res->list, 1);
+        /* Packed for each send and freed once sent: the kubelet keeps one
+         * stream, sent to once per change, and a list kept for 10,000
+         * devices would cost 200 kB for nothing. */
+        if (dp_plugin_list(res->plugin, &buf, &len) < 0) {
+                log_error("resource \"%s\": cannot pack the device list: out of memory", res->cfg->name);
+                return;
+        }
+        slice = grpc_slice_new(buf, len, free);
+        c->send = grpc_raw_byte_buffer_create(&slice, 1);
+        grpc_slice_unref(slice);
         memset(&op, 0, sizeof(op));
         op.op = GRPC_OP_SEND_MESSAGE;
         op.data.send_message.send_message = c->send;
-        if (grpc_call_start_batch(c->call, &op, 1, &c->send_tag, NULL) != GRPC_CALL_OK)
+        if (grpc_call_start_batch(c->call, &op, 1, &c->send_tag, NULL) != GRPC_CALL_OK) {
+                grpc_byte_buffer_destroy(c->send);
+                c->send = NULL;
                 return;
+        }
         c->sending = true;
         c->refs++;
         c->sent_gen = res->plugin->generation;
@@ -198,6 +210,8 @@ static void on_stream_send(struct dp_daemon *d, struct dp_tag *tag, bool ok) {
         struct dp_call *c = CALL_OF(tag, send_tag);
 
         c->sending = false;
+        grpc_byte_buffer_destroy(c->send);
+        c->send = NULL;
         if (!ok)
                 c->closed = true;
         else
@@ -415,9 +429,6 @@ int dp_resource_refresh(struct dp_resource *res, bool *ret_changed) {
                                   d->opts->cdi_dir, strerror(-r));
                         return r;
                 }
-                grpc_slice_unref(res->list);
-                res->list = grpc_slice_from_copied_buffer((const char *)res->plugin->list,
-                                                          res->plugin->list_len);
                 size_t healthy = 0;
                 for (size_t i = 0; i < res->plugin->n_devs; i++)
                         healthy += res->plugin->devs[i].healthy;

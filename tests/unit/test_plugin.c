@@ -31,7 +31,12 @@ static struct dp_plugin *plugin(struct cfg_resource *cfg, struct res_device *dev
 }
 
 static V1beta1__ListAndWatchResponse *list_of(struct dp_plugin *p) {
-        return v1beta1__list_and_watch_response__unpack(NULL, p->list_len, p->list);
+        uint8_t *buf;
+        size_t len;
+        cr_assert_eq(dp_plugin_list(p, &buf, &len), 0);
+        V1beta1__ListAndWatchResponse *l = v1beta1__list_and_watch_response__unpack(NULL, len, buf);
+        free(buf);
+        return l;
 }
 
 Test(plugin, merges_discoveries_keeping_vanished_devices_unhealthy) {
@@ -86,8 +91,8 @@ Test(plugin, shares_expose_ids_per_device) {
         struct res_device a[] = {dev("fuse", "/dev/fuse", -1)};
         struct dp_plugin *p = plugin(&cfg, a, 1);
         cr_assert_eq(p->n_ids, 3);
-        cr_assert_str_eq(p->ids[0].id, "fuse-0");
-        cr_assert_str_eq(p->ids[2].id, "fuse-2");
+        cr_assert_str_eq(dp_plugin_id(p, 0), "fuse-0");
+        cr_assert_str_eq(dp_plugin_id(p, 2), "fuse-2");
         dp_plugin_free(p);
         free(a[0].nodes);
 }
@@ -251,4 +256,99 @@ Test(plugin, annotation_keys_fit_the_cdi_limit) {
         cr_assert_eq(dp_plugin_new(&shortc, &p), 0);
         cr_assert_str_eq(p->annotation_key, "cdi.k8s.io/cdiplug_example.com-serial");
         dp_plugin_free(p);
+}
+
+static char *allocate_one(struct dp_plugin *p, char *id) {
+        V1beta1__AllocateRequest req = V1BETA1__ALLOCATE_REQUEST__INIT;
+        V1beta1__ContainerAllocateRequest c = V1BETA1__CONTAINER_ALLOCATE_REQUEST__INIT;
+        V1beta1__ContainerAllocateRequest *cs[] = {&c};
+        V1beta1__AllocateResponse *r = NULL;
+        char *ids[] = {id}, *msg = NULL, *name;
+        c.devices_ids = ids;
+        c.n_devices_ids = 1;
+        req.container_requests = cs;
+        req.n_container_requests = 1;
+        cr_assert_eq(dp_allocate(p, &req, &r, &msg), 0, "%s", msg);
+        cr_assert_eq(r->container_responses[0]->n_cdi_devices, 1);
+        name = strdup(r->container_responses[0]->cdi_devices[0]->name);
+        dp_allocate_response_free(r);
+        return name;
+}
+
+Test(plugin, a_device_appearing_between_others_keeps_every_id_on_its_device) {
+        struct cfg_resource cfg = {.name = "example.com/acc", .socket_name = "cdiplug-example.com-acc.sock",
+                                   .shares = 2, .alloc_modes = CFG_ALLOC_CDI_CRI};
+        struct res_device a[] = {dev("a", "/dev/a", -1), dev("b", "/dev/b", -1), dev("c", "/dev/c", -1)};
+        struct res_device ac[] = {a[0], a[2]};
+        struct dp_plugin *p = plugin(&cfg, ac, 2);
+        char *name = allocate_one(p, "c-1");
+        cr_assert_str_eq(name, "example.com/acc=c");
+        free(name);
+
+        struct res_devlist all3 = {a, 3};
+        bool changed;
+        cr_assert_eq(dp_plugin_update(p, &all3, &changed), 0);
+        cr_assert(changed);
+        cr_assert_eq(p->n_ids, 6);
+        const char *want[] = {"a", "a", "b", "b", "c", "c"};
+        for (size_t i = 0; i < 6; i++)
+                cr_assert_str_eq(dp_device_id(p, dp_plugin_id_dev(p, i)), want[i], "ID %s", dp_plugin_id(p, i));
+        name = allocate_one(p, "c-1");
+        cr_assert_str_eq(name, "example.com/acc=c");
+        free(name);
+        name = allocate_one(p, "b-0");
+        cr_assert_str_eq(name, "example.com/acc=b");
+        free(name);
+        dp_plugin_free(p);
+        for (int i = 0; i < 3; i++)
+                free(a[i].nodes);
+}
+
+Test(plugin, a_device_whose_node_changes_is_listed_with_the_new_node) {
+        struct cfg_resource cfg = {.name = "example.com/serial", .socket_name = "cdiplug-example.com-serial.sock",
+                                   .shares = 1, .alloc_modes = CFG_ALLOC_DEVICE_SPECS};
+        struct res_device a[] = {dev("s0", "/dev/ttyS0", -1), dev("s1", "/dev/ttyS1", -1)};
+        struct dp_plugin *p = plugin(&cfg, a, 2);
+        struct res_device moved[] = {a[0], dev("s1", "/dev/ttyS9", 3)};
+        struct res_devlist l = {moved, 2};
+        bool changed;
+        uint64_t gen = p->generation;
+
+        cr_assert_eq(dp_plugin_update(p, &l, &changed), 0);
+        cr_assert(changed);
+        cr_assert_gt(p->generation, gen);
+        cr_assert_eq(p->n_devs, 2);
+        cr_assert_str_eq(dp_str_next(dp_device_id(p, 1)), "/dev/ttyS9");
+        cr_assert_eq(p->devs[1].numa_node, 3);
+        cr_assert_str_eq(dp_str_next(dp_device_id(p, 0)), "/dev/ttyS0", "the other device is untouched");
+        struct cdi_spec spec;
+        cr_assert_eq(dp_plugin_spec(p, &spec), 0);
+        cr_assert_str_eq(spec.devices[1].edits.nodes[0].path, "/dev/ttyS9");
+        cdi_spec_free(&spec);
+        dp_plugin_free(p);
+        free(a[0].nodes);
+        free(a[1].nodes);
+        free(moved[1].nodes);
+}
+
+Test(plugin, devices_of_different_selectors_keep_their_own_extras) {
+        struct cfg_resource cfg = {.name = "example.com/cam", .socket_name = "cdiplug-example.com-cam.sock",
+                                   .shares = 1, .alloc_modes = CFG_ALLOC_DEVICE_SPECS};
+        struct res_device a[] = {dev("v0", "/dev/video0", -1), dev("v1", "/dev/video1", -1),
+                                 dev("v2", "/dev/video2", -1)};
+        char *env_a[] = {"CAM=a", NULL}, *env_b[] = {"CAM=b", NULL};
+        a[0].env = env_a;
+        a[1].env = env_b;
+        a[1].permissions = "r";
+        a[2].env = env_a;
+        struct dp_plugin *p = plugin(&cfg, a, 3);
+        cr_assert_eq(p->n_extras, 2, "v0 and v2 share one copy");
+        cr_assert_eq(p->devs[0].extras, p->devs[2].extras);
+        cr_assert_str_eq(dp_device_extras(p, 1)->env[0], "CAM=b");
+        cr_assert_str_eq(dp_device_extras(p, 1)->permissions, "r");
+        cr_assert_null(dp_device_extras(p, 2)->permissions);
+        cr_assert_str_eq(dp_device_extras(p, 2)->env[0], "CAM=a");
+        dp_plugin_free(p);
+        for (int i = 0; i < 3; i++)
+                free(a[i].nodes);
 }
