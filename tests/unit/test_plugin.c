@@ -160,9 +160,14 @@ Test(plugin, spread_balances_numa_nodes_and_devices) {
         struct cfg_resource cfg;
         struct res_device a[4];
         struct dp_plugin *p = numa_plugin(&cfg, CFG_POLICY_SPREAD, a);
-        expect(prefer(p, all, 8, NULL, 0, 4), "a-0,b-0,c-0,d-0");
+        /* Offered node by node and share by share, where "none" would
+         * answer a-0,a-1,c-0,c-1: spread alternates the nodes. */
+        char *grouped[] = {"a-0", "a-1", "c-0", "c-1", "b-0", "b-1", "d-0", "d-1"};
+        expect(prefer(p, grouped, 8, NULL, 0, 4), "a-0,b-0,c-0,d-0");
         char *must[] = {"a-0"};
-        expect(prefer(p, all, 8, must, 1, 2), "a-0,b-0");
+        expect(prefer(p, grouped, 8, must, 1, 2), "a-0,b-0");
+        /* One node only: one share of each physical device first. */
+        expect(prefer(p, grouped, 4, NULL, 0, 2), "a-0,c-0");
         dp_plugin_free(p);
         for (int i = 0; i < 4; i++)
                 free(a[i].nodes);
