@@ -2,10 +2,11 @@
  * the real daemon over unix sockets. Not a test: it prints numbers.
  *
  *   Allocate latency (p50/p99 over 10,000 calls) next to a bare grpc-core
- *   unary echo server with the same one-thread completion-queue loop, as
- *   the floor, measured in alternating blocks so both see the same noise,
- *   once with the client and the servers on separate CPUs and once all on
- *   one, with the servers' CPU time per call;
+ *   unary echo server with the same one-thread completion-queue loop and
+ *   batches, as the floor, measured in alternating blocks so both see the
+ *   same noise, in 5 rounds of freshly started servers, once with the
+ *   client and the servers on separate CPUs and once all on one, with the
+ *   servers' CPU time per call;
  *   kubelet restart → all 64 resources registered again (100 restarts),
  *   split into the daemon's part (every Register has reached the kubelet)
  *   and the whole (the kubelet has dialled back and answered every one);
@@ -47,6 +48,7 @@
 
 #define ALLOC_CALLS 10000
 #define ALLOC_BLOCK 500
+#define ALLOC_ROUNDS 5
 #define RESTARTS 100
 #define RESTARTS_MAX 2000
 #define EXEC_RUNS 20
@@ -273,8 +275,10 @@ static struct {
         long many_rss_anon, many_vm_rss;
 } fig;
 
-/* The floor: a unary echo with the daemon's own loop shape, one thread
- * draining one completion queue. Runs in a child forked before grpc_init. */
+/* The floor: a unary echo with the daemon's own loop and batch shape, one
+ * thread draining one completion queue, the answer in one batch. It runs
+ * as `cdiplug-bench --echo SOCK`, its own exec'd program like the daemon,
+ * and writes one byte to stdout once it serves. */
 static void echo_server(const char *sock) {
         char *addr;
         dp_grpc_init();
@@ -287,6 +291,8 @@ static void echo_server(const char *sock) {
         if (!grpc_server_add_http2_port(srv, addr, creds))
                 die("echo listen");
         grpc_server_start(srv);
+        if (write(1, "", 1) != 1)
+                die("echo ready");
         for (;;) {
                 grpc_call *call = NULL;
                 grpc_call_details details;
@@ -294,27 +300,27 @@ static void echo_server(const char *sock) {
                 grpc_byte_buffer *msg = NULL;
                 grpc_slice status_details = grpc_empty_slice();
                 int cancelled, tag;
-                grpc_op ops[3];
+                grpc_op ops[4];
 
                 grpc_call_details_init(&details);
                 grpc_metadata_array_init(&md);
                 grpc_server_request_call(srv, &call, &details, &md, cq, cq, &tag);
                 grpc_completion_queue_next(cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
                 memset(ops, 0, sizeof(ops));
-                ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
-                ops[1].op = GRPC_OP_RECV_MESSAGE;
-                ops[1].data.recv_message.recv_message = &msg;
-                grpc_call_start_batch(call, ops, 2, &tag, NULL);
+                ops[0].op = GRPC_OP_RECV_MESSAGE;
+                ops[0].data.recv_message.recv_message = &msg;
+                grpc_call_start_batch(call, ops, 1, &tag, NULL);
                 grpc_completion_queue_next(cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
                 memset(ops, 0, sizeof(ops));
-                ops[0].op = GRPC_OP_SEND_MESSAGE;
-                ops[0].data.send_message.send_message = msg;
-                ops[1].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
-                ops[1].data.send_status_from_server.status = GRPC_STATUS_OK;
-                ops[1].data.send_status_from_server.status_details = &status_details;
-                ops[2].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
-                ops[2].data.recv_close_on_server.cancelled = &cancelled;
-                grpc_call_start_batch(call, ops, 3, &tag, NULL);
+                ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+                ops[1].op = GRPC_OP_SEND_MESSAGE;
+                ops[1].data.send_message.send_message = msg;
+                ops[2].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
+                ops[2].data.send_status_from_server.status = GRPC_STATUS_OK;
+                ops[2].data.send_status_from_server.status_details = &status_details;
+                ops[3].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+                ops[3].data.recv_close_on_server.cancelled = &cancelled;
+                grpc_call_start_batch(call, ops, 4, &tag, NULL);
                 grpc_completion_queue_next(cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
                 if (msg)
                         grpc_byte_buffer_destroy(msg);
@@ -322,6 +328,27 @@ static void echo_server(const char *sock) {
                 grpc_metadata_array_destroy(&md);
                 grpc_call_unref(call);
         }
+}
+
+static pid_t spawn_echo(const char *sock) {
+        char *argv[] = {"cdiplug-bench", "--echo", (char *)sock, NULL};
+        posix_spawn_file_actions_t fa;
+        int pipefd[2];
+        char ready;
+        pid_t pid;
+
+        if (pipe2(pipefd, O_CLOEXEC) < 0)
+                die("pipe");
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_adddup2(&fa, pipefd[1], 1);
+        if (posix_spawn(&pid, "/proc/self/exe", &fa, NULL, argv, environ) != 0)
+                die("spawning the echo server");
+        posix_spawn_file_actions_destroy(&fa);
+        close(pipefd[1]);
+        if (read(pipefd[0], &ready, 1) != 1)
+                die("echo server start");
+        close(pipefd[0]);
+        return pid;
 }
 
 static void call_block(grpc_channel *ch, const char *method, const ProtobufCMessage *req,
@@ -335,87 +362,105 @@ static void call_block(grpc_channel *ch, const char *method, const ProtobufCMess
         }
 }
 
-/* Pin one thread (0: the caller) to cpu. */
-static void pin_thread(pid_t tid, int cpu) {
-        cpu_set_t set;
-
-        CPU_ZERO(&set);
-        CPU_SET(cpu, &set);
-        if (sched_setaffinity(tid, sizeof(set), &set) < 0)
-                die("sched_setaffinity");
-}
-
-/* Pin every thread of a process, or sum their CPU time (ns) when cpu < 0. */
-static uint64_t each_thread(pid_t pid, int cpu) {
+/* The threads of a process (0: this one): their IDs into tids, how many. */
+static int threads_of(pid_t pid, pid_t *tids, int max) {
         char path[64];
-        uint64_t sum = 0;
         DIR *dir;
+        int n = 0;
 
-        snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+        snprintf(path, sizeof(path), "/proc/%d/task", (int)(pid ? pid : getpid()));
         if (!(dir = opendir(path)))
                 die(path);
-        for (struct dirent *de; (de = readdir(dir));) {
-                if (de->d_name[0] == '.')
-                        continue;
-                if (cpu >= 0) {
-                        pin_thread((pid_t)atoi(de->d_name), cpu);
-                        continue;
-                }
-                char stat[400];
-                unsigned long long ns = 0;
-                int n = snprintf(stat, sizeof(stat), "%s/%s/schedstat", path, de->d_name);
-                FILE *f = n > 0 && (size_t)n < sizeof(stat) ? fopen(stat, "r") : NULL;
+        for (struct dirent *de; (de = readdir(dir)) && n < max;)
+                if (de->d_name[0] != '.')
+                        tids[n++] = (pid_t)atoi(de->d_name);
+        closedir(dir);
+        return n;
+}
+
+static void pin_process(pid_t pid, const cpu_set_t *set) {
+        pid_t tids[64];
+        int n = threads_of(pid, tids, 64);
+
+        for (int i = 0; i < n; i++)
+                if (sched_setaffinity(tids[i], sizeof(*set), set) < 0)
+                        die("sched_setaffinity");
+}
+
+/* CPU time of every thread of a process so far, in ns. */
+static uint64_t process_cpu_ns(pid_t pid) {
+        pid_t tids[64];
+        int n = threads_of(pid, tids, 64);
+        uint64_t sum = 0;
+
+        for (int i = 0; i < n; i++) {
+                char path[80];
+                unsigned long long ns;
+                snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int)pid, (int)tids[i]);
+                FILE *f = fopen(path, "r");
                 if (f && fscanf(f, "%llu", &ns) == 1)
                         sum += ns;
                 if (f)
                         fclose(f);
         }
-        closedir(dir);
         return sum;
 }
 
-/* On two CPUs the scheduler picks, run by run, between client and server
- * sharing a CPU and each having one, and the ratio follows that choice
- * more than the code. So each placement is measured on its own, the same
- * for the floor and for cdiplug: the client's calling thread on CPU 0,
- * every thread of both servers on CPU 1, or on CPU 0 too. */
-static void bench_placement(struct placement *pl, const char *name, int server_cpu, grpc_channel *ach,
-                            grpc_channel *ech, pid_t d, pid_t echo, const ProtobufCMessage *req) {
-        static uint64_t ta[ALLOC_CALLS], te[ALLOC_CALLS];
-        uint64_t cpu_a = 0, cpu_e = 0;
-
-        each_thread(d, server_cpu);
-        each_thread(echo, server_cpu);
-        pin_thread(0, 0);
-        call_block(ach, DP_METHOD_ALLOCATE, req, &v1beta1__allocate_response__descriptor, NULL, 200);
-        call_block(ech, "/bench.Echo/Echo", req, &v1beta1__allocate_request__descriptor, NULL, 200);
-        for (int i = 0; i < ALLOC_CALLS; i += ALLOC_BLOCK) {
-                uint64_t c0 = each_thread(d, -1);
-                call_block(ach, DP_METHOD_ALLOCATE, req, &v1beta1__allocate_response__descriptor, ta + i,
-                           ALLOC_BLOCK);
-                cpu_a += each_thread(d, -1) - c0;
-                c0 = each_thread(echo, -1);
-                call_block(ech, "/bench.Echo/Echo", req, &v1beta1__allocate_request__descriptor, te + i,
-                           ALLOC_BLOCK);
-                cpu_e += each_thread(echo, -1) - c0;
-        }
-        *pl = (struct placement){
-                .name = name,
-                .a50 = pct(ta, ALLOC_CALLS, 0.50), .a99 = pct(ta, ALLOC_CALLS, 0.99),
-                .e50 = pct(te, ALLOC_CALLS, 0.50), .e99 = pct(te, ALLOC_CALLS, 0.99),
-                .a_cpu = (double)cpu_a / 1e3 / ALLOC_CALLS, .e_cpu = (double)cpu_e / 1e3 / ALLOC_CALLS,
-        };
+static cpu_set_t one_cpu(int cpu) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(cpu, &set);
+        return set;
 }
 
-static void bench_alloc(pid_t echo, const char *echo_sock) {
+/* Two things decide the ratio more than either server's code does, so
+ * both are fixed the same way for the floor and for cdiplug:
+ * - where the threads run. On two CPUs the scheduler picks, run by run,
+ *   between client and server sharing a CPU and each having one. Each
+ *   placement is measured on its own: every thread of the client (its
+ *   grpc pollers read the answers too) on CPU 0, every thread of both
+ *   servers on CPU 1, or on CPU 0 as well.
+ * - where the code sits. A process's address layout is random, and on a
+ *   shared CPU it moves the cost of a call, client side included, by up
+ *   to half from one exec to the next. Each round starts both servers
+ *   afresh, so the figures pool ALLOC_ROUNDS layouts of each. */
+struct alloc_run {
+        grpc_channel *ach, *ech;
+        pid_t d, echo;
+        const ProtobufCMessage *req;
+};
+
+static void bench_placement(const struct alloc_run *run, int round, int server_cpu, uint64_t *ta,
+                            uint64_t *te, uint64_t *cpu_a, uint64_t *cpu_e) {
+        cpu_set_t client = one_cpu(0), server = one_cpu(server_cpu);
+        const int per_round = ALLOC_CALLS / ALLOC_ROUNDS;
+
+        pin_process(0, &client);
+        pin_process(run->d, &server);
+        pin_process(run->echo, &server);
+        call_block(run->ach, DP_METHOD_ALLOCATE, run->req, &v1beta1__allocate_response__descriptor, NULL, 200);
+        call_block(run->ech, "/bench.Echo/Echo", run->req, &v1beta1__allocate_request__descriptor, NULL, 200);
+        for (int i = round * per_round; i < (round + 1) * per_round; i += ALLOC_BLOCK) {
+                uint64_t c0 = process_cpu_ns(run->d);
+                call_block(run->ach, DP_METHOD_ALLOCATE, run->req, &v1beta1__allocate_response__descriptor,
+                           ta + i, ALLOC_BLOCK);
+                *cpu_a += process_cpu_ns(run->d) - c0;
+                c0 = process_cpu_ns(run->echo);
+                call_block(run->ech, "/bench.Echo/Echo", run->req, &v1beta1__allocate_request__descriptor,
+                           te + i, ALLOC_BLOCK);
+                *cpu_e += process_cpu_ns(run->echo) - c0;
+        }
+}
+
+static void bench_alloc(void) {
+        static uint64_t ta[2][ALLOC_CALLS], te[2][ALLOC_CALLS];
+        static const char *names[] = {"2 CPUs", "1 CPU"};
         char *one = make_env("alloc", 1), *kdir = path_join(one, "kubelet");
+        char *echo_sock = path_join(root, "echo.sock");
+        uint64_t cpu_a[2] = {0}, cpu_e[2] = {0};
         cpu_set_t all;
         struct tk *tk;
-
-        if (tk_start(kdir, &tk) < 0)
-                die("test kubelet");
-        pid_t d = spawn_daemon(one);
-        wait_all(tk, 1, 1);
+        int first;
 
         V1beta1__AllocateRequest req = V1BETA1__ALLOCATE_REQUEST__INIT;
         V1beta1__ContainerAllocateRequest creq = V1BETA1__CONTAINER_ALLOCATE_REQUEST__INIT;
@@ -425,25 +470,46 @@ static void bench_alloc(pid_t echo, const char *echo_sock) {
         creq.devices_ids = ids;
         req.n_container_requests = 1;
         req.container_requests = creqs;
-        grpc_channel *ach = tk_dial(tk, name_of(0)), *ech = dp_channel_unix(echo_sock);
+
         if (sched_getaffinity(0, sizeof(all), &all) < 0)
                 die("sched_getaffinity");
-        if (CPU_ISSET(0, &all) && CPU_ISSET(1, &all))
-                bench_placement(&fig.place[fig.n_place++], "2 CPUs", 1, ach, ech, d, echo, &req.base);
-        if (CPU_ISSET(0, &all))
-                bench_placement(&fig.place[fig.n_place++], "1 CPU", 0, ach, ech, d, echo, &req.base);
-        sched_setaffinity(0, sizeof(all), &all);
-        grpc_channel_destroy(ach);
-        grpc_channel_destroy(ech);
-        stop_daemon(d);
+        if (!CPU_ISSET(0, &all))
+                return;
+        /* Both placements need CPUs 0 and 1; with CPU 0 alone, only the
+         * shared one. */
+        first = CPU_ISSET(1, &all) ? 0 : 1;
+        if (tk_start(kdir, &tk) < 0)
+                die("test kubelet");
+        for (int round = 0; round < ALLOC_ROUNDS; round++) {
+                struct alloc_run run = {.req = &req.base};
+                run.d = spawn_daemon(one);
+                wait_all(tk, 1, (unsigned)round + 1);
+                run.echo = spawn_echo(echo_sock);
+                run.ach = tk_dial(tk, name_of(0));
+                run.ech = dp_channel_unix(echo_sock);
+                for (int pl = first; pl < 2; pl++)
+                        bench_placement(&run, round, pl == 0 ? 1 : 0, ta[pl], te[pl], &cpu_a[pl], &cpu_e[pl]);
+                pin_process(0, &all);
+                grpc_channel_destroy(run.ach);
+                grpc_channel_destroy(run.ech);
+                stop_daemon(run.d);
+                kill(run.echo, SIGKILL);
+                waitpid(run.echo, NULL, 0);
+        }
+        for (int pl = first; pl < 2; pl++)
+                fig.place[fig.n_place++] = (struct placement){
+                        .name = names[pl],
+                        .a50 = pct(ta[pl], ALLOC_CALLS, 0.50), .a99 = pct(ta[pl], ALLOC_CALLS, 0.99),
+                        .e50 = pct(te[pl], ALLOC_CALLS, 0.50), .e99 = pct(te[pl], ALLOC_CALLS, 0.99),
+                        .a_cpu = (double)cpu_a[pl] / 1e3 / ALLOC_CALLS,
+                        .e_cpu = (double)cpu_e[pl] / 1e3 / ALLOC_CALLS,
+                };
         tk_stop(tk);
-        kill(echo, SIGKILL);
-        waitpid(echo, NULL, 0);
+        free(echo_sock);
         free(one);
         free(kdir);
 }
 
-/* exec → first Register (one resource, kubelet already up). */
 static void bench_exec(void) {
         static uint64_t ex[EXEC_RUNS], exr[EXEC_RUNS];
         char *one = make_env("exec", 1), *kdir = path_join(one, "kubelet");
@@ -802,19 +868,16 @@ static void print_table(void) {
 }
 
 int main(int argc, char **argv) {
+        if (argc == 3 && strcmp(argv[1], "--echo") == 0)
+                echo_server(argv[2]);
         extra_args = argv + 1;
         n_extra = argc - 1;
         root = path_join(getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", "cdiplug-bench-XXXXXX");
         if (!mkdtemp(root))
                 die("mkdtemp");
-        char *echo_sock = path_join(root, "echo.sock");
-        pid_t echo = -1;
-        /* Forked before grpc_init: the child starts grpc afresh. */
-        if (section("alloc") && (echo = fork()) == 0)
-                echo_server(echo_sock);
         dp_grpc_init();
         if (section("alloc"))
-                bench_alloc(echo, echo_sock);
+                bench_alloc();
         if (section("exec"))
                 bench_exec();
         if (section("restart"))
@@ -830,7 +893,6 @@ int main(int argc, char **argv) {
                 free(nodes);
         }
         print_table();
-        free(echo_sock);
         grpc_shutdown();
         nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
         free(root);
