@@ -340,11 +340,12 @@ int cdi_spec_write(const char *dir, const struct cdi_spec *spec)
         return cdi_spec_write_at(dfd, spec);
 }
 
+/* Temp files a crash left behind: how many were removed. */
 static int remove_tmp_leftovers(int dfd)
 {
         _cleanup_closedir_ DIR *d = NULL;
         struct dirent *de;
-        int fd;
+        int fd, n = 0;
 
         fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0)
@@ -361,10 +362,14 @@ static int remove_tmp_leftovers(int dfd)
                         continue;
                 if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
                         continue;
-                if (unlinkat(dfd, de->d_name, 0) < 0 && errno != ENOENT)
-                        return -errno;
+                if (unlinkat(dfd, de->d_name, 0) < 0) {
+                        if (errno != ENOENT)
+                                return -errno;
+                        continue;
+                }
+                n++;
         }
-        return errno ? -errno : 0;
+        return errno ? -errno : n;
 }
 
 static int keep_names(const char *const *kinds, char ***ret)
@@ -435,12 +440,14 @@ int cdi_remove_stale_at(int dir_fd, const char *const *kinds, char ***ret_remove
         if (r < 0)
                 return r;
         /* The record shrinks only after the unlinks: a crash in between
-         * leaves claims without files, never our files without a claim. */
+         * leaves claims without files, never our files without a claim.
+         * With nothing removed there is nothing to make durable, and a
+         * daemon's start (every restart of it) spends no fsync here. */
         if (changed) {
                 r = owned_store(dir_fd, still);
                 if (r < 0)
                         return r;
-        } else if (fsync(dir_fd) < 0) {
+        } else if (r > 0 && fsync(dir_fd) < 0) {
                 return -errno;
         }
         if (ret_removed)
