@@ -285,16 +285,20 @@ static void tally_free(struct tally *t) {
         free(t->dev_chosen);
 }
 
+static size_t dev_slot(const struct dp_plugin *p, size_t dev) {
+        return (size_t)(p->devs[dev].numa_node + 1);
+}
+
 static size_t numa_slot(const struct dp_plugin *p, size_t id) {
-        return (size_t)(p->devs[dp_plugin_id_dev(p, id)].numa_node + 1);
+        return dev_slot(p, dp_plugin_id_dev(p, id));
 }
 
 static int tally_init(const struct dp_plugin *p, const bool *chosen, const bool *avail, struct tally *t) {
         size_t slots = 1;
 
         for (size_t i = 0; i < p->n_devs; i++)
-                if ((size_t)(p->devs[i].numa_node + 1) >= slots)
-                        slots = (size_t)(p->devs[i].numa_node + 1) + 1;
+                if (dev_slot(p, i) >= slots)
+                        slots = dev_slot(p, i) + 1;
         t->numa_chosen = calloc(slots, sizeof(size_t));
         t->numa_room = calloc(slots, sizeof(size_t));
         t->dev_chosen = calloc(p->n_devs + 1, sizeof(size_t));
@@ -341,15 +345,18 @@ static int closer(struct closeness x, struct closeness y) {
 static int pick(const struct dp_plugin *p, const V1beta1__ContainerPreferredAllocationRequest *creq,
                 bool *chosen, const bool *avail, size_t size, V1beta1__ContainerPreferredAllocationResponse *cr) {
         enum cfg_policy policy = p->cfg->policy;
+        /* The offered IDs' indices, looked up once, not once per round. */
+        _cleanup_free_ size_t *offered = calloc(creq->n_available_deviceids + 1, sizeof(size_t));
         struct tally t = {0};
-        int r = tally_init(p, chosen, avail, &t);
+        int r = offered ? tally_init(p, chosen, avail, &t) : -ENOMEM;
 
+        for (size_t i = 0; r >= 0 && i < creq->n_available_deviceids; i++)
+                dp_plugin_find_id(p, creq->available_deviceids[i], &offered[i]); /* resolved before */
         while (r >= 0 && cr->n_deviceids < size) {
                 size_t best = SIZE_MAX, best_a = 0;
                 struct closeness best_c = {0};
                 for (size_t i = 0; i < creq->n_available_deviceids; i++) {
-                        size_t a = 0;
-                        dp_plugin_find_id(p, creq->available_deviceids[i], &a); /* resolved before */
+                        size_t a = offered[i];
                         if (chosen[a])
                                 continue;
                         struct closeness c = affinity(p, &t, a);
