@@ -455,12 +455,20 @@ static void bench_placement(const struct alloc_run *run, int round, int server_c
 static void bench_alloc(void) {
         static uint64_t ta[2][ALLOC_CALLS], te[2][ALLOC_CALLS];
         static const char *names[] = {"2 CPUs", "1 CPU"};
-        char *one = make_env("alloc", 1), *kdir = path_join(one, "kubelet");
-        char *echo_sock = path_join(root, "echo.sock");
         uint64_t cpu_a[2] = {0}, cpu_e[2] = {0};
         cpu_set_t all;
         struct tk *tk;
         int first;
+
+        if (sched_getaffinity(0, sizeof(all), &all) < 0)
+                die("sched_getaffinity");
+        if (!CPU_ISSET(0, &all))
+                return;
+        /* Both placements need CPUs 0 and 1; with CPU 0 alone, only the
+         * shared one. */
+        first = CPU_ISSET(1, &all) ? 0 : 1;
+        char *one = make_env("alloc", 1), *kdir = path_join(one, "kubelet");
+        char *echo_sock = path_join(root, "echo.sock");
 
         V1beta1__AllocateRequest req = V1BETA1__ALLOCATE_REQUEST__INIT;
         V1beta1__ContainerAllocateRequest creq = V1BETA1__CONTAINER_ALLOCATE_REQUEST__INIT;
@@ -471,13 +479,6 @@ static void bench_alloc(void) {
         req.n_container_requests = 1;
         req.container_requests = creqs;
 
-        if (sched_getaffinity(0, sizeof(all), &all) < 0)
-                die("sched_getaffinity");
-        if (!CPU_ISSET(0, &all))
-                return;
-        /* Both placements need CPUs 0 and 1; with CPU 0 alone, only the
-         * shared one. */
-        first = CPU_ISSET(1, &all) ? 0 : 1;
         if (tk_start(kdir, &tk) < 0)
                 die("test kubelet");
         for (int round = 0; round < ALLOC_ROUNDS; round++) {
@@ -510,6 +511,7 @@ static void bench_alloc(void) {
         free(kdir);
 }
 
+/* exec → first Register (one resource, kubelet already up). */
 static void bench_exec(void) {
         static uint64_t ex[EXEC_RUNS], exr[EXEC_RUNS];
         char *one = make_env("exec", 1), *kdir = path_join(one, "kubelet");
