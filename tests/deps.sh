@@ -2,7 +2,8 @@
 # Install cdiplug's build and test dependencies from Debian 12 packages.
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config libgrpc-dev protobuf-c-compiler libprotobuf-c-dev
-      libcjson-dev libseccomp-dev libcap-ng-dev libcriterion-dev)
+      libcjson-dev libseccomp-dev libcap-ng-dev libcriterion-dev
+      podman runc busybox-static)
 missing=()
 for p in "${pkgs[@]}"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -238,22 +238,37 @@ Test(sandbox, denylist_kills_with_sigsys, .init = need_root)
         cr_assert_geq(killed, 23, "only %zu denylisted calls", killed);
 }
 
+/* A kernel built without IA32 emulation (or x32) answers that ABI with
+ * SIGSEGV or ENOSYS before seccomp ever sees it: nothing to test then. */
+static void need_abi(const char *abi)
+{
+        struct run r = TRY("--no-sandbox", abi);
+        bool works = WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0;
+        int sig = WIFSIGNALED(r.status) ? WTERMSIG(r.status) : 0;
+        int code = WIFEXITED(r.status) ? WEXITSTATUS(r.status) : 0;
+
+        run_free(&r);
+        if (!works)
+                cr_skip_test("the kernel does not run the %s ABI (probe: %s %d)", abi,
+                             sig ? "signal" : "exit", sig ? sig : code);
+}
+
 Test(sandbox, x32_abi_is_killed, .init = need_root)
 {
-        struct run r = TRY("x32");
+        struct run r;
 
-        if (WIFEXITED(r.status) && WEXITSTATUS(r.status) == EXIT_SKIP)
-                cr_skip_test("not x86_64");
+        need_abi("x32");
+        r = TRY("x32");
         assert_sigsys(&r, "x32 getpid");
         run_free(&r);
 }
 
 Test(sandbox, i386_abi_is_killed, .init = need_root)
 {
-        struct run r = TRY("i386");
+        struct run r;
 
-        if (WIFEXITED(r.status) && WEXITSTATUS(r.status) == EXIT_SKIP)
-                cr_skip_test("not x86_64");
+        need_abi("i386");
+        r = TRY("i386");
         assert_sigsys(&r, "int 0x80 getpid");
         run_free(&r);
 }
