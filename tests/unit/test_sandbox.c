@@ -238,8 +238,8 @@ Test(sandbox, denylist_kills_with_sigsys, .init = need_root)
         cr_assert_geq(killed, 23, "only %zu denylisted calls", killed);
 }
 
-/* A kernel built without IA32 emulation (or x32) answers that ABI with
- * SIGSEGV or ENOSYS before seccomp ever sees it: nothing to test then. */
+/* A kernel built without IA32 emulation answers int 0x80 with SIGSEGV
+ * before seccomp ever sees the call: nothing to test there. */
 static void need_abi(const char *abi)
 {
         struct run r = TRY("--no-sandbox", abi);
@@ -255,10 +255,12 @@ static void need_abi(const char *abi)
 
 Test(sandbox, x32_abi_is_killed, .init = need_root)
 {
-        struct run r;
+        struct run r = TRY("x32");
 
-        need_abi("x32");
-        r = TRY("x32");
+        /* seccomp sees x32 calls (bit 30) before the kernel decides whether
+         * it runs that ABI, so this holds even where x32 is off. */
+        if (WIFEXITED(r.status) && WEXITSTATUS(r.status) == EXIT_SKIP)
+                cr_skip_test("not x86_64");
         assert_sigsys(&r, "x32 getpid");
         run_free(&r);
 }
