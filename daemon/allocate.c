@@ -176,12 +176,14 @@ static int container_answer(const struct dp_plugin *p, const V1beta1__ContainerA
         _cleanup_free_ size_t *devs = calloc(creq->n_devices_ids + 1, sizeof(*devs));
         size_t n_devs, n_nodes = 0;
         bool oom = false;
+        int r;
 
         if (!devs)
                 return -ENOMEM;
         n_devs = request_devices(p, creq, devs);
-        if (cdi_answer(p, devs, n_devs, cr) < 0)
-                return -ENOMEM;
+        r = cdi_answer(p, devs, n_devs, cr);
+        if (r < 0)
+                return r;
         if (!(p->cfg->alloc_modes & CFG_ALLOC_DEVICE_SPECS))
                 return 0;
         for (size_t k = 0; k < n_devs; k++)

@@ -352,8 +352,11 @@ int cfg_load(const char *path, struct cfg_config **ret, struct cfg_error *err) {
         size_t len = 0;
 
         fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0 || fstat(fd, &st) < 0)
-                return fail(err, "", "cannot read %s: %s", path, strerror(errno));
+        if (fd < 0 || fstat(fd, &st) < 0) {
+                int e = errno;
+                fail(err, "", "cannot read %s: %s", path, strerror(e));
+                return -e;
+        }
         if (!S_ISREG(st.st_mode))
                 return fail(err, "", "%s is not a regular file", path);
         if (st.st_size > CFG_MAX_BYTES)

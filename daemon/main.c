@@ -46,7 +46,7 @@ static int load_config(const struct dp_options *o, struct cfg_config **ret) {
         struct cfg_error err = {0};
         int r = cfg_load(o->config_path, ret, &err);
 
-        if (r == -EINVAL) {
+        if (r < 0 && err.msg) {
                 if (err.field && *err.field)
                         fprintf(stderr, "cdiplug: error: %s: %s: %s\n", o->config_path, err.field, err.msg);
                 else

@@ -123,3 +123,19 @@ Test(config, resource_name_rule) {
         cr_assert_not_null(cfg_resource_name_problem("example.com/ser ial"));
         cr_assert_null(cfg_resource_name_problem("notkubernetes.io/serial"));
 }
+
+Test(config, load_says_what_the_file_problem_is) {
+        struct cfg_config *cfg = NULL;
+        struct cfg_error err = {0};
+
+        /* A missing file is not a malformed config: callers (reload, doctor)
+         * tell the two apart by the errno. */
+        cr_assert_eq(cfg_load("/nonexistent/cdiplug.json", &cfg, &err), -ENOENT);
+        cr_assert_null(cfg);
+        cr_assert_not_null(strstr(err.msg, "/nonexistent/cdiplug.json"), "%s", err.msg);
+        cfg_error_clear(&err);
+
+        cr_assert_eq(cfg_load("/", &cfg, &err), -EINVAL);
+        cr_assert_not_null(strstr(err.msg, "not a regular file"), "%s", err.msg);
+        cfg_error_clear(&err);
+}
