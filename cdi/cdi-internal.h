@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "base.h"
 #include "cdi.h"
 
 /* Spec files and the ownership record are read whole into memory; anything
@@ -31,43 +32,11 @@
 /* Prefix of our temp files, same reasoning; recognisable for clean-up. */
 #define CDI_TMP_PREFIX ".cdiplug-tmp."
 
-static inline void cdi_freep(void *p) { free(*(void **)p); }
-static inline void cdi_closep(int *fd)
-{
-        if (*fd >= 0) {
-                int saved = errno;
-                close(*fd);
-                errno = saved;
-        }
-}
 static inline void cdi_json_deletep(cJSON **j) { cJSON_Delete(*j); }
-static inline void cdi_closedirp(DIR **d)
-{
-        if (*d)
-                closedir(*d);
-}
 static inline void cdi_strv_freep(char ***strv) { cdi_strv_free(*strv); }
 
-#define _cleanup_(f) __attribute__((cleanup(f)))
-#define _cleanup_free_ _cleanup_(cdi_freep)
-#define _cleanup_close_ _cleanup_(cdi_closep)
 #define _cleanup_json_ _cleanup_(cdi_json_deletep)
-#define _cleanup_closedir_ _cleanup_(cdi_closedirp)
 #define _cleanup_strv_ _cleanup_(cdi_strv_freep)
-
-/* Hand ownership out of a cleanup-attributed variable. */
-#define TAKE_PTR(p)                                    \
-        ({                                             \
-                __typeof__(p) _cdi_tmp_ = (p);         \
-                (p) = NULL;                            \
-                _cdi_tmp_;                             \
-        })
-#define TAKE_FD(fd)                                    \
-        ({                                             \
-                int _cdi_fd_ = (fd);                   \
-                (fd) = -1;                             \
-                _cdi_fd_;                              \
-        })
 
 /* names.c */
 bool cdi_vendor_is_valid(const char *vendor, size_t len);

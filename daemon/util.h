@@ -9,17 +9,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#define _cleanup_(f) __attribute__((cleanup(f)))
-#define _cleanup_free_ _cleanup_(freep)
-#define _cleanup_close_ _cleanup_(closep)
-#define _printf_(a, b) __attribute__((format(printf, a, b)))
-#define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
-
-/* Hand ownership over: returns the pointer and leaves NULL behind. */
-#define TAKE_PTR(p) ({ __typeof__(p) _p = (p); (p) = NULL; _p; })
-
-static inline void freep(void *p) { free(*(void **)p); }
-static inline void closep(int *fd) { if (*fd >= 0) close(*fd); }
+#include "base.h"
 
 enum log_level { LOG_ERR, LOG_WARN, LOG_INFO, LOG_DEBUG };
 

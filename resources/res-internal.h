@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "base.h"
 #include "resources.h"
 
 /* Devices one res_discover() call may return; a glob matching all of /dev on a
@@ -21,23 +22,10 @@
 /* Globs in one "paths" selector. */
 #define RES_MAX_PATHS 16
 
-static inline void res_freep(void *p) {
-        free(*(void **)p);
-}
-static inline void res_closep(const int *fd) {
-        if (*fd >= 0)
-                close(*fd);
-}
 static inline void res_strvp(char ***p) {
         res_strv_free(*p);
 }
-#define _cleanup_free_ __attribute__((cleanup(res_freep)))
-#define _cleanup_close_ __attribute__((cleanup(res_closep)))
-#define _cleanup_strv_ __attribute__((cleanup(res_strvp)))
-
-/* Hand ownership out of a cleanup variable. */
-#define TAKE_PTR(p) ({ __typeof__(p) _t = (p); (p) = NULL; _t; })
-#define TAKE_FD(fd) ({ int _f = (fd); (fd) = -1; _f; })
+#define _cleanup_strv_ _cleanup_(res_strvp)
 
 enum res_sel_kind { RES_SEL_PATH, RES_SEL_PATHS, RES_SEL_USB, RES_SEL_PCI };
 

@@ -7,28 +7,9 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "base.h"
 #include "sandbox.h"
 
-static inline void sbx_freep(void *p)
-{
-        free(*(void **)p);
-}
-
-static inline void sbx_closep(const int *fd)
-{
-        if (*fd >= 0)
-                close(*fd);
-}
-
-static inline void sbx_closedirp(DIR **d)
-{
-        if (*d)
-                closedir(*d);
-}
-
-#define _cleanup_free_ __attribute__((cleanup(sbx_freep)))
-#define _cleanup_close_ __attribute__((cleanup(sbx_closep)))
-#define _cleanup_closedir_ __attribute__((cleanup(sbx_closedirp)))
 
 /* ids.c: setgroups, setresgid, setresuid, then check all three stuck. */
 int sbx_drop_ids(uid_t uid, gid_t gid, const char **ret_step);
