@@ -23,6 +23,9 @@
 #define CDI_MAX_VENDOR 253
 #define CDI_MAX_CLASS 63
 #define CDI_MAX_DEVICE_ID 1024
+/* An annotation key's name part (after "cdi.k8s.io/"): a Kubernetes
+ * label name, which the reference library's AnnotationKey also enforces. */
+#define CDI_MAX_ANNOTATION_NAME 63
 /* Room for cdi_device_name's "dev-" prefix and "-%08x" suffix. */
 #define CDI_MAX_DEVICE_NAME (CDI_MAX_DEVICE_ID + 16)
 

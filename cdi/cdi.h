@@ -5,8 +5,11 @@
  *
  * Names follow what CDI consumers enforce (the reference Go parser):
  *   vendor  letter first, letter/digit last, [A-Za-z0-9_.-] between,
- *           at most 253 chars (SPEC.md: a DNS subdomain);
- *   class   same characters, at most 63 chars; a '.' needs cdiVersion 0.6.0;
+ *           2 to 253 chars (SPEC.md: a DNS subdomain; one character
+ *           panics the reference parser);
+ *   class   same characters, 2 to 63 chars; a '.' needs cdiVersion 0.6.0,
+ *           and consumers with the library before 0.6 (podman 4.3,
+ *           containerd 1.7) refuse it at any version;
  *   device  letter/digit first and last, [A-Za-z0-9_.:-] between; a digit
  *           first needs cdiVersion 0.5.0.
  *
@@ -65,9 +68,32 @@ struct cdi_spec {
         struct cdi_edits edits; /* applied once for any device of the spec */
 };
 
-/* Kind for a kubelet extended-resource name ("example.com/serial" stays
- * "example.com/serial"); -EINVAL when it cannot be a valid CDI kind. */
+/* Kind for a kubelet extended-resource name "domain/name". The rules,
+ * fixed forever since they decide the names runtimes are asked for:
+ *   1. A name that is a valid kind is used unchanged ("example.com/serial").
+ *   2. Otherwise each part (vendor from the domain, class from the name
+ *      part) that does not start with a letter, or is one character long,
+ *      gets the prefix "cdi-": "example.com/9x" -> "example.com/cdi-9x",
+ *      "3com.com/x" -> "cdi-3com.com/cdi-x".
+ *   3. A part then longer than its limit (vendor 253, class 63) keeps its
+ *      first limit-9 characters, then "-" and the 32-bit FNV-1a hash of
+ *      the original part as 8 lowercase hex digits.
+ * Distinct names can map to one kind ("example.com/9x" and
+ * "example.com/cdi-9x"): callers must refuse such a pair. -EINVAL when the
+ * name has no '/' or exactly one, empty parts, characters outside
+ * [A-Za-z0-9_.-], a part not ending in a letter or digit, or a domain
+ * beyond 253 characters. */
 int cdi_kind_from_resource(const char *resource, char **ret_kind);
+
+/* The annotation key for the "cdi-annotations" Allocate mode:
+ * "cdi.k8s.io/cdiplug_<resource with '/' as '-'>". A name part beyond 63
+ * characters keeps its first 54, then "-" and the FNV-1a hash of the
+ * resource (8 hex digits). -EINVAL when that is not a valid key. */
+int cdi_annotation_key(const char *resource, char **ret_key);
+
+/* Whether name is valid after "cdi.k8s.io/": at most 63 of
+ * [A-Za-z0-9_.-], a letter or digit at both ends. */
+bool cdi_annotation_name_is_valid(const char *name);
 
 /* A valid CDI device name for a device ID. The rules, fixed forever
  * since they decide the names runtimes are asked for:
@@ -112,8 +138,10 @@ int cdi_spec_to_json(const struct cdi_spec *spec, char **ret_json);
 
 /* File name of the spec for a kind: "<vendor>-<class>.json". A valid kind
  * needs no sanitising (no '/', never starts with '.'); -EINVAL for an
- * invalid kind, -ENAMETOOLONG past NAME_MAX. Distinct kinds can share a
- * file name ("a-b/c", "a/b-c"): callers must not configure both. */
+ * invalid kind. A name that would pass NAME_MAX keeps its first 241
+ * characters, then "-" and the FNV-1a hash of the kind (8 hex digits).
+ * Distinct kinds can share a file name ("a-b/c", "a/b-c"): callers must
+ * not configure both. */
 int cdi_spec_file_name(const char *kind, char **ret_name);
 
 /* Write the spec atomically into dir (temp file, fsync, rename, fsync dir;

@@ -22,10 +22,13 @@ static bool vendor_class_char(char c) { return is_alnum(c) || c == '_' || c == '
 static bool device_char(char c) { return vendor_class_char(c) || c == ':'; }
 
 /* Vendor and class share one rule: letter first, letter or digit last,
- * [A-Za-z0-9_.-] between. */
+ * [A-Za-z0-9_.-] between. At least two characters: the reference parser
+ * checks the middle as name[1:len-1], which for a one-character vendor or
+ * class is the slice [1:0] and panics the runtime that loads the spec
+ * (every version up to now). */
 static bool segment_is_valid(const char *s, size_t len, size_t max)
 {
-        if (len == 0 || len > max)
+        if (len < 2 || len > max)
                 return false;
         if (!is_letter(s[0]) || !is_alnum(s[len - 1]))
                 return false;
@@ -76,22 +79,6 @@ bool cdi_device_name_is_valid(const char *name)
         return true;
 }
 
-int cdi_kind_from_resource(const char *resource, char **ret_kind)
-{
-        char *kind;
-
-        /* Extended resources are "domain/name" just like kinds, so the name
-         * carries over unchanged; rewriting it would make the kind differ
-         * from what users see in their pod specs. */
-        if (!cdi_kind_is_valid(resource))
-                return -EINVAL;
-        kind = strdup(resource);
-        if (!kind)
-                return -ENOMEM;
-        *ret_kind = kind;
-        return 0;
-}
-
 /* 32-bit FNV-1a: tiny, fixed forever, and good enough to tell apart IDs that
  * rewrite to the same characters. Changing it would rename devices. */
 static uint32_t fnv1a32(const char *s)
@@ -103,6 +90,119 @@ static uint32_t fnv1a32(const char *s)
                 h *= 16777619u;
         }
         return h;
+}
+
+/* One part of a kind from one part of a resource name; see
+ * cdi_kind_from_resource in cdi.h for the rules. */
+static int kind_part(const char *s, size_t len, size_t max, char *out, size_t *ret_len)
+{
+        static const char prefix[] = "cdi-";
+        char buf[CDI_MAX_VENDOR + sizeof(prefix) + 1];
+        size_t n = 0;
+
+        if (len == 0 || len > CDI_MAX_VENDOR || !is_alnum(s[len - 1]))
+                return -EINVAL;
+        for (size_t i = 0; i < len; i++)
+                if (!vendor_class_char(s[i]))
+                        return -EINVAL;
+        if (!is_letter(s[0]) || len < 2) {
+                memcpy(buf, prefix, strlen(prefix));
+                n = strlen(prefix);
+        }
+        memcpy(buf + n, s, len);
+        n += len;
+        if (n > max) {
+                /* Cut, and tell cut names apart by a hash of the part. */
+                _cleanup_free_ char *part = strndup(s, len);
+                if (!part)
+                        return -ENOMEM;
+                n = max - 9;
+                snprintf(buf + n, sizeof(buf) - n, "-%08x", fnv1a32(part));
+                n = max;
+        }
+        memcpy(out, buf, n);
+        *ret_len = n;
+        return 0;
+}
+
+int cdi_kind_from_resource(const char *resource, char **ret_kind)
+{
+        const char *slash;
+        char kind[CDI_MAX_VENDOR + 1 + CDI_MAX_CLASS + 1];
+        size_t vlen, clen;
+        int r;
+
+        if (!resource)
+                return -EINVAL;
+        /* Extended resources are "domain/name" just like kinds, so a name
+         * that is a valid kind carries over unchanged; only names no CDI
+         * consumer would accept are rewritten. */
+        if (cdi_kind_is_valid(resource)) {
+                char *k = strdup(resource);
+                if (!k)
+                        return -ENOMEM;
+                *ret_kind = k;
+                return 0;
+        }
+        slash = strchr(resource, '/');
+        if (!slash || strchr(slash + 1, '/'))
+                return -EINVAL;
+        r = kind_part(resource, (size_t)(slash - resource), CDI_MAX_VENDOR, kind, &vlen);
+        if (r < 0)
+                return r;
+        kind[vlen] = '/';
+        r = kind_part(slash + 1, strlen(slash + 1), CDI_MAX_CLASS, kind + vlen + 1, &clen);
+        if (r < 0)
+                return r;
+        kind[vlen + 1 + clen] = '\0';
+        if (!cdi_kind_is_valid(kind))
+                return -EINVAL;
+        *ret_kind = strdup(kind);
+        return *ret_kind ? 0 : -ENOMEM;
+}
+
+int cdi_annotation_key(const char *resource, char **ret_key)
+{
+        static const char prefix[] = "cdi.k8s.io/";
+        char name[CDI_MAX_ANNOTATION_NAME + 1];
+        size_t n;
+        int r;
+
+        if (!resource || !*resource)
+                return -EINVAL;
+        r = snprintf(name, sizeof(name), "cdiplug_%s", resource);
+        if (r < 0)
+                return -EINVAL;
+        /* A long one keeps its start and gets a hash of the whole name,
+         * which keeps keys distinct and ending alphanumeric. */
+        if ((size_t)r >= sizeof(name))
+                snprintf(name + CDI_MAX_ANNOTATION_NAME - 9, 10, "-%08x", fnv1a32(resource));
+        for (char *c = name; *c; c++)
+                if (*c == '/')
+                        *c = '-';
+        if (!cdi_annotation_name_is_valid(name))
+                return -EINVAL;
+        n = strlen(prefix) + strlen(name) + 1;
+        *ret_key = malloc(n);
+        if (!*ret_key)
+                return -ENOMEM;
+        snprintf(*ret_key, n, "%s%s", prefix, name);
+        return 0;
+}
+
+bool cdi_annotation_name_is_valid(const char *name)
+{
+        size_t len;
+
+        if (!name)
+                return false;
+        len = strlen(name);
+        if (len == 0 || len > CDI_MAX_ANNOTATION_NAME || !is_alnum(name[0]) || !is_alnum(name[len - 1]))
+                return false;
+        for (size_t i = 1; i + 1 < len; i++)
+                if (!vendor_class_char(name[i]))
+                        return false;
+        return true;
 }
 
 int cdi_device_name(const char *id, char **ret_name)
@@ -171,7 +271,8 @@ int cdi_qualified_name(const char *kind, const char *name, char **ret)
 
 int cdi_spec_file_name(const char *kind, char **ret_name)
 {
-        size_t klen;
+        static const char ext[] = ".json";
+        size_t klen, keep;
         char *name, *slash;
 
         /* A valid kind holds only [A-Za-z0-9_.-] besides its one '/', and
@@ -180,15 +281,20 @@ int cdi_spec_file_name(const char *kind, char **ret_name)
         if (!cdi_kind_is_valid(kind))
                 return -EINVAL;
         klen = strlen(kind);
-        if (klen + strlen(".json") > NAME_MAX)
-                return -ENAMETOOLONG;
-        name = malloc(klen + strlen(".json") + 1);
+        /* The file name is ours to choose (consumers load every *.json),
+         * so a kind too long for one keeps its start and gets a hash of
+         * the whole kind. */
+        keep = klen + strlen(ext) <= NAME_MAX ? klen : NAME_MAX - strlen(ext) - 9;
+        name = malloc(NAME_MAX + 1);
         if (!name)
                 return -ENOMEM;
-        memcpy(name, kind, klen);
-        memcpy(name + klen, ".json", strlen(".json") + 1);
+        memcpy(name, kind, keep);
+        if (keep < klen)
+                keep += (size_t)snprintf(name + keep, NAME_MAX + 1 - keep, "-%08x", fnv1a32(kind));
+        memcpy(name + keep, ext, sizeof(ext));
         slash = strchr(name, '/');
-        *slash = '-';
+        if (slash)
+                *slash = '-';
         *ret_name = name;
         return 0;
 }

@@ -20,6 +20,7 @@
 
 #include "cdi.h"
 #include "daemon.h"
+#include "lint.h"
 #include "resources.h"
 #include "rpc.h"
 #include "sandbox.h"
@@ -200,6 +201,16 @@ static int setup_resources(struct dp_daemon *d) {
         return 0;
 }
 
+static void warn_overlaps(struct dp_daemon *d) {
+        _cleanup_free_ struct dp_plugin **plugins = calloc(d->n_res + 1, sizeof(*plugins));
+
+        if (!plugins)
+                return;
+        for (size_t i = 0; i < d->n_res; i++)
+                plugins[i] = d->res[i].plugin;
+        dp_warn_overlaps(plugins, d->n_res);
+}
+
 static void daemon_free(struct dp_daemon *d) {
         for (size_t i = 0; i < d->n_res; i++) {
                 dp_plugin_free(d->res[i].plugin);
@@ -252,6 +263,7 @@ int dp_daemon_run(const struct dp_options *opts, struct cfg_config *cfg) {
                 }
         }
         dp_specs_startup(&d);
+        warn_overlaps(&d);
         /* Serve first, then register: the kubelet dials back at once. */
         for (size_t i = 0; i < d.n_res; i++) {
                 if (dp_server_start(&d.res[i]) < 0) {

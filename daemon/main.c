@@ -8,6 +8,8 @@
 #include "cdi.h"
 #include "config.h"
 #include "daemon.h"
+#include "lint.h"
+#include "names.h"
 #include "plugin.h"
 #include "resources.h"
 #include "util.h"
@@ -24,7 +26,7 @@ static const char usage[] =
         "\n"
         "Commands:\n"
         "  serve      run the device plugin daemon\n"
-        "  check      validate the configuration and exit\n"
+        "  check      validate the configuration (and the devices it finds) and exit\n"
         "  generate   discover devices once, write the CDI specs and exit\n"
         "  version    print the version\n"
         "\n"
@@ -178,7 +180,15 @@ int main(int argc, char **argv) {
         }
         if (load_config(&o, &cfg) < 0)
                 return 2;
+        ret = dp_names_prepare(cfg, o.kubelet_dir, strcmp(cmd, "generate") != 0);
+        if (ret < 0) {
+                if (ret != -EINVAL)
+                        log_error("%s: %s", o.config_path, strerror(-ret));
+                cfg_free(cfg);
+                return ret == -EINVAL ? 2 : 1;
+        }
         if (strcmp(cmd, "check") == 0) {
+                dp_check_devices(o.host_root, cfg);
                 printf("%s: valid, %zu resources\n", o.config_path, cfg->n_resources);
                 ret = 0;
         } else if (strcmp(cmd, "generate") == 0)

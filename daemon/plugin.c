@@ -6,6 +6,7 @@
 #include "cdi.h"
 #include "config.h"
 #include "resources.h"
+#include "rpc.h"
 #include "util.h"
 
 /* get_preferred_allocation_available: we know the topology and the shares,
@@ -41,27 +42,6 @@ void dp_plugin_free(struct dp_plugin *p) {
         free(p);
 }
 
-/* SPEC.md: "cdi.k8s.io/" then at most 63 characters of a label name,
- * by convention "<plugin>_<device>". Resource names can be longer (a
- * 253-character domain), so a long one keeps its start and gets a hash
- * of the whole name, which keeps keys distinct and ending alphanumeric. */
-static int annotation_key(const char *resource, char **ret) {
-        char name[64];
-        uint32_t h = 2166136261u;
-        int n = snprintf(name, sizeof(name), "cdiplug_%s", resource);
-
-        for (const char *c = resource; *c; c++)
-                h = (h ^ (uint8_t)*c) * 16777619u;
-        if (n < 0)
-                return -EINVAL;
-        if ((size_t)n >= sizeof(name))
-                snprintf(name + 54, sizeof(name) - 54, "-%08x", h);
-        for (char *c = name; *c; c++)
-                if (*c == '/')
-                        *c = '-';
-        return xasprintf(ret, "cdi.k8s.io/%s", name);
-}
-
 int dp_plugin_new(const struct cfg_resource *cfg, struct dp_plugin **ret) {
         struct dp_plugin *p = calloc(1, sizeof(*p));
         int r;
@@ -71,7 +51,7 @@ int dp_plugin_new(const struct cfg_resource *cfg, struct dp_plugin **ret) {
         p->cfg = cfg;
         r = cdi_kind_from_resource(cfg->name, &p->kind);
         if (r >= 0)
-                r = annotation_key(cfg->name, &p->annotation_key);
+                r = cdi_annotation_key(cfg->name, &p->annotation_key);
         if (r < 0) {
                 dp_plugin_free(p);
                 return r;
@@ -346,6 +326,15 @@ int dp_plugin_list(const struct dp_plugin *p, uint8_t **ret, size_t *ret_len) {
         resp.n_devices = p->n_ids;
         resp.devices = ptrs;
         size_t len = v1beta1__list_and_watch_response__get_packed_size(&resp);
+        if (!ret) {
+                *ret_len = len;
+                r = 0;
+                goto out;
+        }
+        if (len > (size_t)DP_MAX_MESSAGE) {
+                r = -EMSGSIZE;
+                goto out;
+        }
         buf = malloc(len + 1);
         if (!buf)
                 goto out;

@@ -91,7 +91,10 @@ int dp_plugin_find_id(const struct dp_plugin *p, const char *id, size_t *ret);
 /* The fully-qualified CDI name of device dev ("kind=name"), malloc'd. */
 int dp_plugin_qualified(const struct dp_plugin *p, size_t dev, char **ret);
 
-/* The ListAndWatchResponse of the current generation, packed, malloc'd. */
+/* The ListAndWatchResponse of the current generation, packed, malloc'd;
+ * -EMSGSIZE when it would pass DP_MAX_MESSAGE (rpc.h: the kubelet reads
+ * with gRPC's default 4 MiB limit and fails the stream on a bigger one). With ret NULL, only
+ * *ret_len is set: the packed size, whatever it is. */
 int dp_plugin_list(const struct dp_plugin *p, uint8_t **ret, size_t *ret_len);
 
 /* The CDI spec for every device the plugin has ever listed. */

@@ -176,19 +176,56 @@ static grpc_status_code answer(struct dp_call *c, const char *method, char **ret
         return st;
 }
 
+/* A list the kubelet cannot read (its stream would fail on it anyway) is
+ * never sent: the stream ends with a status saying why, and the other
+ * resources keep serving. Devices are never dropped from a running list,
+ * so it would not fit later either. */
+static void stream_refuse(struct dp_call *c) {
+        struct dp_resource *res = c->res;
+        const struct dp_plugin *p = res->plugin;
+        _cleanup_free_ char *msg = NULL;
+        size_t len = 0, n = 0;
+        grpc_op ops[2];
+
+        dp_plugin_list(p, NULL, &len);
+        if (xasprintf(&msg, "the device list of %zu IDs (%zu devices x %u shares) is %zu bytes, over the "
+                      "kubelet's message limit of %zu bytes (4 MiB): not sent; lower \"shares\" or narrow "
+                      "\"match\"", p->n_ids, p->n_devs, res->cfg->shares, len, (size_t)DP_MAX_MESSAGE) < 0)
+                msg = NULL;
+        log_error("resource \"%s\": %s", res->cfg->name, msg ? msg : "device list too large, not sent");
+        memset(ops, 0, sizeof(ops));
+        n += initial_metadata_op(c, &ops[n]);
+        c->status_details = grpc_slice_from_copied_string(msg ? msg : "device list too large");
+        ops[n].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
+        ops[n].data.send_status_from_server.status = GRPC_STATUS_RESOURCE_EXHAUSTED;
+        ops[n++].data.send_status_from_server.status_details = &c->status_details;
+        c->closed = true;
+        if (grpc_call_start_batch(c->call, ops, n, &c->send_tag, NULL) != GRPC_CALL_OK)
+                return;
+        c->sending = true;
+        c->md_sent = true;
+        c->refs++;
+}
+
 static void stream_send(struct dp_call *c) {
         struct dp_resource *res = c->res;
         grpc_slice slice;
         uint8_t *buf;
         size_t len, n = 0;
         grpc_op ops[2];
+        int r;
 
         if (c->sending || c->closed || c->sent_gen == res->plugin->generation)
                 return;
         /* Packed for each send and freed once sent: the kubelet keeps one
          * stream, sent to once per change, and a list kept for 10,000
          * devices would cost 200 kB for nothing. */
-        if (dp_plugin_list(res->plugin, &buf, &len) < 0) {
+        r = dp_plugin_list(res->plugin, &buf, &len);
+        if (r == -EMSGSIZE) {
+                stream_refuse(c);
+                return;
+        }
+        if (r < 0) {
                 log_error("resource \"%s\": cannot pack the device list: out of memory", res->cfg->name);
                 return;
         }
@@ -226,7 +263,8 @@ static void on_stream_send(struct dp_daemon *d, struct dp_tag *tag, bool ok) {
         struct dp_call *c = CALL_OF(tag, send_tag);
 
         c->sending = false;
-        grpc_byte_buffer_destroy(c->send);
+        if (c->send) /* NULL after a refusal's status */
+                grpc_byte_buffer_destroy(c->send);
         c->send = NULL;
         if (!ok)
                 c->closed = true;
