@@ -41,17 +41,19 @@ int dp_socket_name(const char *kubelet_dir, const char *resource, char **ret_nam
                 *ret_name = TAKE_PTR(full);
                 return 0;
         }
-        if (room < hashed)
+        if (room < hashed || !strchr(resource, '/'))
                 return -ENAMETOOLONG;
-        /* A readable start, "-" and the hash: at most 32 characters of the
-         * name so the file name does not change with every dir length. */
+        /* A readable start, "-" and the hash. The start is the name part:
+         * the domain is usually the same for all of an operator's
+         * resources. At most 32 characters of it, so the file name does not
+         * change with every dir length. */
+        if (room < hashed + 2)
+                return xasprintf(ret_name, "%s%08x%s", prefix, fnv1a32(resource), suffix);
         keep = room - hashed - 1;
         if (keep > 32)
                 keep = 32;
-        if (keep == 0)
-                return xasprintf(ret_name, "%s%08x%s", prefix, fnv1a32(resource), suffix);
-        return xasprintf(ret_name, "%.*s-%08x%s", (int)(strlen(prefix) + keep), full, fnv1a32(resource),
-                         suffix);
+        return xasprintf(ret_name, "%s%.*s-%08x%s", prefix, (int)keep, strchr(resource, '/') + 1,
+                         fnv1a32(resource), suffix);
 }
 
 /* Why a resource name is not used as its kind unchanged. */

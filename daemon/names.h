@@ -12,10 +12,11 @@ struct cfg_config;
 /* The socket file name for a resource under kubelet_dir:
  * "cdiplug-<resource with '/' as '-'>.sock" when "<kubelet_dir>/<that>"
  * fits sun_path (107 bytes and the NUL). Otherwise, since the name is ours
- * to choose: "cdiplug-", the first up to 32 characters of that form (fewer
- * if the dir leaves less room), "-", the 32-bit FNV-1a hash of the resource
- * name as 8 hex digits, ".sock". Stable for a given dir. -ENAMETOOLONG
- * when not even "cdiplug-<8 hex>.sock" fits. */
+ * to choose: "cdiplug-", the first up to 32 characters of the name part
+ * (after the '/'; fewer if the dir leaves less room) and "-", then the
+ * 32-bit FNV-1a hash of the whole resource name as 8 hex digits, ".sock".
+ * Stable for a given dir. -ENAMETOOLONG when not even
+ * "cdiplug-<8 hex>.sock" fits. */
 int dp_socket_name(const char *kubelet_dir, const char *resource, char **ret_name);
 
 /* Check every resource's names before anything is written: its CDI kind

@@ -133,3 +133,41 @@ void lw_close(struct lw_stream *s) {
         grpc_metadata_array_destroy(&s->md);
         free(s);
 }
+
+grpc_status_code lw_status(struct lw_stream *s, char **ret_msg, int timeout_ms) {
+        static int tag;
+        grpc_status_code st = GRPC_STATUS__DO_NOT_USE;
+        grpc_slice details = grpc_empty_slice();
+        grpc_metadata_array trailing;
+        grpc_op op;
+
+        grpc_metadata_array_init(&trailing);
+        memset(&op, 0, sizeof(op));
+        op.op = GRPC_OP_RECV_STATUS_ON_CLIENT;
+        op.data.recv_status_on_client.status = &st;
+        op.data.recv_status_on_client.status_details = &details;
+        op.data.recv_status_on_client.trailing_metadata = &trailing;
+        if (grpc_call_start_batch(s->call, &op, 1, &tag, NULL) != GRPC_CALL_OK)
+                return GRPC_STATUS__DO_NOT_USE;
+        for (;;) {
+                grpc_event ev = grpc_completion_queue_next(s->cq, dp_deadline_ms(timeout_ms), NULL);
+                if (ev.type != GRPC_OP_COMPLETE) {
+                        /* The batch holds st and details: cancel, then let it finish. */
+                        grpc_call_cancel(s->call, NULL);
+                        timeout_ms = 5000;
+                        continue;
+                }
+                if (ev.tag == &tag)
+                        break;
+                s->pending = false; /* a RECV_MESSAGE of lw_next came back */
+                if (s->recv) {
+                        grpc_byte_buffer_destroy(s->recv);
+                        s->recv = NULL;
+                }
+        }
+        if (ret_msg)
+                *ret_msg = grpc_slice_to_c_string(details);
+        grpc_slice_unref(details);
+        grpc_metadata_array_destroy(&trailing);
+        return st;
+}

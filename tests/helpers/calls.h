@@ -20,3 +20,7 @@ struct lw_stream *lw_open(grpc_channel *ch);
 /* Next list within timeout_ms, or NULL. */
 V1beta1__ListAndWatchResponse *lw_next(struct lw_stream *s, int timeout_ms);
 void lw_close(struct lw_stream *s);
+/* Wait up to timeout_ms for the server to end the stream; its status and
+ * message (*ret_msg, free with gpr_free). On timeout the call is cancelled
+ * and the status says CANCELLED. */
+grpc_status_code lw_status(struct lw_stream *s, char **ret_msg, int timeout_ms);
