@@ -13,10 +13,11 @@
  *   exec → first Register; RssAnon/VmRSS with 64 resources, before and
  *   after the restarts; device node appears/vanishes → the kubelet's
  *   ListAndWatch stream has the new list; discovery of 10,000 nodes; RssAnon
- *   with 64 resources holding those 10,000 devices.
+ *   with 64 resources holding those 10,000 devices; GetPreferredAllocation
+ *   of 8 among 10,000 offered IDs (1,250 devices x 8 shares).
  *
  * Extra arguments are passed to `cdiplug serve` (e.g. --no-sandbox).
- * BENCH_ONLY=alloc,exec,restart,hotplug,discovery,many picks sections;
+ * BENCH_ONLY=alloc,exec,restart,hotplug,discovery,many,preferred picks sections;
  * TMPDIR picks the file system the kubelet, CDI and fake /dev dirs go on;
  * BENCH_RESTARTS=N runs N kubelet restarts instead of 100; BENCH_TRACE=1
  * prints every restart, memory and fds every 50, and the last two
@@ -56,6 +57,9 @@
 #define HOTPLUG_EVENTS 200
 #define NODES 10000
 #define DISCOVER_RUNS 7
+#define PREF_DEVICES 1250
+#define PREF_SHARES 8
+#define PREF_CALLS 1000
 
 extern char **environ;
 
@@ -259,7 +263,7 @@ static bool section(const char *name) {
 
 /* Figures, printed together at the end. */
 static struct {
-        bool exec, restart, hotplug, discovery, many;
+        bool exec, restart, hotplug, discovery, many, preferred;
         struct placement {
                 const char *name;
                 uint64_t a50, a99, e50, e99;
@@ -273,6 +277,8 @@ static struct {
         uint64_t h_add50, h_add99, h_del50, h_del99, h_all50, h_all99;
         uint64_t disc50, disc_max, gen50;
         long many_rss_anon, many_vm_rss;
+        uint64_t pref50, pref99;
+        double pref_cpu; /* server CPU µs per call */
 } fig;
 
 /* The floor: a unary echo with the daemon's own loop and batch shape, one
@@ -745,6 +751,63 @@ static void bench_many(const char *dir) {
         free(kdir);
 }
 
+/* GetPreferredAllocation as the kubelet asks it on a big node: every
+ * free ID offered, a few wanted. */
+static void bench_preferred(void) {
+        static uint64_t t[PREF_CALLS];
+        char *cfg = NULL;
+        struct tk *tk;
+        V1beta1__ListAndWatchResponse *list = NULL;
+
+        if (asprintf(&cfg, "{ \"resources\": [ { \"name\": \"%s\", \"match\": [ { \"path\": \"/dev/p*\" } ],"
+                           " \"shares\": %d } ] }\n", name_of(0), PREF_SHARES) < 0)
+                die("asprintf");
+        char *dir = make_dir("preferred", cfg), *kdir = path_join(dir, "kubelet");
+        for (int i = 0; i < PREF_DEVICES; i++) {
+                char rel[64];
+                snprintf(rel, sizeof(rel), "host/dev/p%04d", i);
+                char *path = path_join(dir, rel);
+                touch(path);
+                free(path);
+        }
+        if (tk_start(kdir, &tk) < 0)
+                die("test kubelet");
+        pid_t d = spawn_daemon(dir);
+        wait_all(tk, 1, 1);
+        if (tk_wait_lists(tk, name_of(0), 1, 5000, &list) < 0 || list->n_devices != PREF_DEVICES * PREF_SHARES)
+                die("the list of 10,000 IDs");
+
+        V1beta1__PreferredAllocationRequest req = V1BETA1__PREFERRED_ALLOCATION_REQUEST__INIT;
+        V1beta1__ContainerPreferredAllocationRequest creq = V1BETA1__CONTAINER_PREFERRED_ALLOCATION_REQUEST__INIT;
+        V1beta1__ContainerPreferredAllocationRequest *creqs[] = {&creq};
+        char **ids = calloc(list->n_devices, sizeof(char *));
+        if (!ids)
+                die("calloc");
+        for (size_t i = 0; i < list->n_devices; i++)
+                ids[i] = list->devices[i]->id;
+        creq.n_available_deviceids = list->n_devices;
+        creq.available_deviceids = ids;
+        creq.allocation_size = 8;
+        req.n_container_requests = 1;
+        req.container_requests = creqs;
+        grpc_channel *ch = tk_dial(tk, name_of(0));
+        uint64_t cpu0 = process_cpu_ns(d);
+        call_block(ch, DP_METHOD_PREFERRED, &req.base, &v1beta1__preferred_allocation_response__descriptor, t,
+                   PREF_CALLS);
+        fig.pref_cpu = (double)(process_cpu_ns(d) - cpu0) / 1e3 / PREF_CALLS;
+        fig.pref50 = pct(t, PREF_CALLS, 0.5);
+        fig.pref99 = pct(t, PREF_CALLS, 0.99);
+        fig.preferred = true;
+        grpc_channel_destroy(ch);
+        free(ids);
+        v1beta1__list_and_watch_response__free_unpacked(list, NULL);
+        stop_daemon(d);
+        tk_stop(tk);
+        free(cfg);
+        free(dir);
+        free(kdir);
+}
+
 static void row_us(const char *what, uint64_t p50, uint64_t p99, const char *target) {
         printf("%-46s %8.1fus %8.1fus  %s\n", what, (double)p50 / 1e3, (double)p99 / 1e3, target);
 }
@@ -853,6 +916,11 @@ static void print_table(void) {
                 printf("%-46s %8.2fms %10s  %s\n", "cdiplug generate --stdout, 10,000 nodes", (double)fig.gen50 / 1e6,
                        "", "(exec to exit, 64 specs)");
         }
+        if (fig.preferred) {
+                snprintf(t, sizeof(t), "p99 < 5 ms: %s (server CPU %.0fus a call)", verdict(fig.pref99 < 5000000),
+                         fig.pref_cpu);
+                row_ms("GetPreferredAllocation, 8 of 10,000 IDs", fig.pref50, fig.pref99, t);
+        }
         if (fig.restart) {
                 snprintf(t, sizeof(t), "under 4 MB: %s", verdict(fig.rss_anon < 4096));
                 row_kb("RssAnon, 64 resources", fig.rss_anon, t);
@@ -886,6 +954,8 @@ int main(int argc, char **argv) {
                 bench_restart();
         if (section("hotplug"))
                 bench_hotplug();
+        if (section("preferred"))
+                bench_preferred();
         if (section("discovery") || section("many")) {
                 char *nodes = make_nodes();
                 if (section("discovery"))
