@@ -133,7 +133,12 @@ Test(names, names_that_would_share_a_kind_or_spec_file_are_refused) {
         cr_expect_eq(env_run(&e, &out, "generate", "--config", e.config, "--host-root", e.host, "--cdi-dir",
                              e.cdi_dir, NULL), 2, "%s", out);
         free(out);
+        cr_expect_eq(env_run(&e, &out, "serve", "--config", e.config, "--host-root", e.host, "--cdi-dir",
+                             e.cdi_dir, "--kubelet-dir", e.kubelet_dir, NULL), 2, "%s", out);
+        cr_expect_not_null(strstr(out, "would share the CDI kind"), "%s", out);
+        free(out);
         cr_expect_eq(env_dir_entries(e.cdi_dir), 0, "nothing written");
+        cr_expect_eq(env_dir_entries(e.kubelet_dir), -1, "nor the kubelet dir");
 }
 
 Test(names, a_kubelet_dir_too_long_for_any_socket_is_refused_by_check_and_serve) {
