@@ -387,6 +387,135 @@ static int closer(struct closeness x, struct closeness y) {
         return 0;
 }
 
+/* The candidates of one device: alike to every policy, so a round weighs
+ * a device's first remaining ID (the kubelet's order breaks ties), not
+ * every ID. Per NUMA slot a heap keeps the best device on top: a round
+ * then costs a look at each slot and a heap step, not a pass over 10,000
+ * IDs (which made 1,000 of 10,000 take 17 ms). */
+struct group {
+        size_t dev, slot;
+        size_t head; /* its first unchosen candidate (index into offered), or SIZE_MAX */
+};
+
+struct picker {
+        enum cfg_policy policy;
+        const struct tally *t;
+        struct group *g;
+        size_t *next;       /* next candidate of the same device, in the kubelet's order */
+        size_t *heap;       /* group indices, slot s at heap[start[s]] .. + len[s] */
+        size_t *start, *len;
+};
+
+/* Within a slot: packed wants the device with most chosen, spread the
+ * least; then the kubelet's order. */
+static bool group_before(const struct picker *k, size_t a, size_t b) {
+        size_t ca = k->t->dev_chosen[k->g[a].dev], cb = k->t->dev_chosen[k->g[b].dev];
+
+        if (ca != cb)
+                return k->policy == CFG_POLICY_SPREAD ? ca < cb : ca > cb;
+        return k->g[a].head < k->g[b].head;
+}
+
+static void sift_down(const struct picker *k, size_t s, size_t i) {
+        size_t *h = k->heap + k->start[s], n = k->len[s];
+
+        for (;;) {
+                size_t l = 2 * i + 1, r = l + 1, m = i, tmp;
+                if (l < n && group_before(k, h[l], h[m]))
+                        m = l;
+                if (r < n && group_before(k, h[r], h[m]))
+                        m = r;
+                if (m == i)
+                        return;
+                tmp = h[i];
+                h[i] = h[m];
+                h[m] = tmp;
+                i = m;
+        }
+}
+
+/* Group the unchosen candidates by device and heap them per slot. */
+static int picker_init(const struct dp_plugin *p, const size_t *offered, size_t n, const bool *chosen,
+                       const struct tally *t, size_t slots, struct picker *k) {
+        _cleanup_free_ size_t *group_of = malloc((p->n_devs + 1) * sizeof(size_t));
+        _cleanup_free_ size_t *tail = NULL;
+        size_t n_groups = 0;
+
+        k->g = calloc(n + 1, sizeof(*k->g));
+        k->next = malloc((n + 1) * sizeof(size_t));
+        k->heap = malloc((n + 1) * sizeof(size_t));
+        k->start = calloc(slots + 1, sizeof(size_t));
+        k->len = calloc(slots + 1, sizeof(size_t));
+        tail = malloc((n + 1) * sizeof(size_t));
+        if (!group_of || !k->g || !k->next || !k->heap || !k->start || !k->len || !tail)
+                return -ENOMEM;
+        memset(group_of, 0xff, (p->n_devs + 1) * sizeof(size_t));
+        for (size_t i = 0; i < n; i++) {
+                size_t dev, gi;
+                k->next[i] = SIZE_MAX;
+                if (chosen[offered[i]])
+                        continue;
+                dev = dp_plugin_id_dev(p, offered[i]);
+                gi = group_of[dev];
+                if (gi == SIZE_MAX) {
+                        gi = group_of[dev] = n_groups++;
+                        k->g[gi] = (struct group){.dev = dev, .slot = dev_slot(p, dev), .head = i};
+                        k->len[k->g[gi].slot]++;
+                } else
+                        k->next[tail[gi]] = i;
+                tail[gi] = i;
+        }
+        for (size_t s = 1; s < slots; s++)
+                k->start[s] = k->start[s - 1] + k->len[s - 1];
+        memset(k->len, 0, (slots + 1) * sizeof(size_t));
+        for (size_t gi = 0; gi < n_groups; gi++) {
+                size_t s = k->g[gi].slot;
+                k->heap[k->start[s] + k->len[s]++] = gi;
+        }
+        k->policy = p->cfg->policy;
+        k->t = t;
+        for (size_t s = 0; s < slots; s++)
+                for (size_t i = k->len[s] / 2; i-- > 0;)
+                        sift_down(k, s, i);
+        return 0;
+}
+
+static void picker_free(struct picker *k) {
+        free(k->g);
+        free(k->next);
+        free(k->heap);
+        free(k->start);
+        free(k->len);
+}
+
+/* The best slot's top device: packed wants the NUMA node with most chosen,
+ * then the device with most chosen, then the node with most room; spread
+ * the least of the first two; ties go to the kubelet's order. */
+static size_t picker_best(const struct picker *k, size_t slots) {
+        size_t best = SIZE_MAX;
+        struct closeness best_c = {0};
+
+        for (size_t s = 0; s < slots; s++) {
+                if (k->len[s] == 0)
+                        continue;
+                size_t gi = k->heap[k->start[s]];
+                struct closeness c = {.numa = k->t->numa_chosen[s], .dev = k->t->dev_chosen[k->g[gi].dev],
+                                      .room = k->t->numa_room[s]};
+                int cmp = best == SIZE_MAX ? 1 : closer(c, best_c);
+                if (k->policy == CFG_POLICY_SPREAD && best != SIZE_MAX)
+                        cmp = -cmp;
+                if (k->policy == CFG_POLICY_PACKED && best != SIZE_MAX && cmp == 0)
+                        cmp = c.room > best_c.room ? 1 : c.room < best_c.room ? -1 : 0;
+                if (cmp == 0 && k->g[gi].head < k->g[best].head)
+                        cmp = 1;
+                if (cmp > 0) {
+                        best = gi;
+                        best_c = c;
+                }
+        }
+        return best;
+}
+
 /* Fill the answer up to size from the available IDs, greedily: "packed"
  * takes the candidate closest to what is chosen (same NUMA node, then the
  * same shared device), "spread" the farthest, "none" the kubelet's order.
@@ -394,46 +523,39 @@ static int closer(struct closeness x, struct closeness y) {
 static int pick(const struct dp_plugin *p, const V1beta1__ContainerPreferredAllocationRequest *creq,
                 bool *chosen, const bool *avail, const size_t *offered, size_t size,
                 V1beta1__ContainerPreferredAllocationResponse *cr) {
-        enum cfg_policy policy = p->cfg->policy;
-        size_t n = creq->n_available_deviceids;
-        /* Each candidate's device and NUMA slot, found once: every round
-         * weighs every candidate again, 10,000 of them on a big node. */
-        _cleanup_free_ size_t *dev = calloc(n + 1, sizeof(size_t));
-        _cleanup_free_ size_t *slot = calloc(n + 1, sizeof(size_t));
+        size_t n = creq->n_available_deviceids, slots = 1, i;
+        struct picker k = {0};
         struct tally t = {0};
-        int r = dev && slot ? tally_init(p, chosen, avail, &t) : -ENOMEM;
+        int r;
 
-        for (size_t i = 0; r >= 0 && i < n; i++) {
-                dev[i] = dp_plugin_id_dev(p, offered[i]);
-                slot[i] = dev_slot(p, dev[i]);
-        }
-        while (r >= 0 && cr->n_deviceids < size) {
-                size_t best = SIZE_MAX, best_a = 0;
-                struct closeness best_c = {0};
-                for (size_t i = 0; i < n; i++) {
-                        size_t a = offered[i];
-                        if (chosen[a])
-                                continue;
-                        struct closeness c = {.numa = t.numa_chosen[slot[i]], .dev = t.dev_chosen[dev[i]],
-                                              .room = t.numa_room[slot[i]]};
-                        int cmp = best == SIZE_MAX ? 1 : closer(c, best_c);
-                        if (policy == CFG_POLICY_SPREAD)
-                                cmp = best == SIZE_MAX ? 1 : -cmp;
-                        if (policy == CFG_POLICY_PACKED && best != SIZE_MAX && cmp == 0)
-                                cmp = c.room > best_c.room ? 1 : 0;
-                        if (cmp > 0) {
-                                best = i;
-                                best_a = a;
-                                best_c = c;
-                        }
-                        if (policy == CFG_POLICY_NONE)
-                                break;
+        for (size_t d = 0; d < p->n_devs; d++)
+                if (dev_slot(p, d) >= slots)
+                        slots = dev_slot(p, d) + 1;
+        r = tally_init(p, chosen, avail, &t);
+        if (r >= 0 && p->cfg->policy != CFG_POLICY_NONE)
+                r = picker_init(p, offered, n, chosen, &t, slots, &k);
+        for (size_t cursor = 0; r >= 0 && cr->n_deviceids < size;) {
+                if (p->cfg->policy == CFG_POLICY_NONE) {
+                        while (chosen[offered[cursor]])
+                                cursor++;
+                        i = cursor;
+                } else {
+                        size_t gi = picker_best(&k, slots), s = k.g[gi].slot;
+                        i = k.g[gi].head;
+                        chosen[offered[i]] = true;
+                        tally_choose(p, &t, offered[i]);
+                        k.g[gi].head = k.next[i];
+                        if (k.g[gi].head == SIZE_MAX) /* the device has no more: off its heap */
+                                k.heap[k.start[s]] = k.heap[k.start[s] + --k.len[s]];
+                        sift_down(&k, s, 0);
                 }
-                chosen[best_a] = true;
-                tally_choose(p, &t, best_a);
-                if (!(cr->deviceids[cr->n_deviceids++] = strdup(creq->available_deviceids[best])))
+                chosen[offered[i]] = true;
+                if (p->cfg->policy == CFG_POLICY_NONE)
+                        tally_choose(p, &t, offered[i]);
+                if (!(cr->deviceids[cr->n_deviceids++] = strdup(creq->available_deviceids[i])))
                         r = -ENOMEM;
         }
+        picker_free(&k);
         tally_free(&t);
         return r;
 }
