@@ -4,10 +4,10 @@
  * ID collisions: two selectors finding the same device (same ID, same
  * nodes) is a duplicate, and the first selector in the match list wins,
  * with its env/mounts/permissions. Distinct devices with the same ID (say
- * /dev/a/b and /dev/a-b, both "a-b") all get "<id>-<16 hex digits of a hash
- * of their nodes>" instead: deterministic, and no device is dropped. Their
- * IDs change only while the clash lasts. Were two IDs still to clash after
- * that (a 64-bit hash collision), res_discover fails with -EEXIST.
+ * /dev/a/b and /dev/a-b, both "a-b") are all refused and handed back in
+ * list->clashes: renaming them would change what an ID the kubelet has
+ * checkpointed means, so nothing is renamed, and the daemon keeps the one
+ * it already serves under that ID, if any.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -21,6 +21,10 @@ void res_devlist_free(struct res_devlist *list) {
         for (size_t i = 0; i < list->n; i++)
                 res_device_clear(&list->devs[i]);
         free(list->devs);
+        for (size_t i = 0; i < list->n_clashes; i++)
+                res_device_clear(&list->clashes[i]);
+        free(list->clashes);
+        res_strv_free(list->notes);
         *list = (struct res_devlist){ 0 };
 }
 
@@ -31,15 +35,16 @@ static void devvec_clear(struct res_devvec *v) {
         *v = (struct res_devvec){ 0 };
 }
 
-static int discover_one(int rootfd, const struct res_selector *sel, struct res_devvec *out) {
+int res_discover_one(int rootfd, const struct res_selector *sel, size_t idx,
+                     struct res_devvec *out, struct res_strvec *notes) {
         switch (sel->kind) {
         case RES_SEL_PATH:
         case RES_SEL_PATHS:
-                return res_discover_paths(rootfd, sel, out);
+                return res_discover_paths(rootfd, sel, idx, out, notes);
         case RES_SEL_USB:
-                return res_discover_usb(rootfd, sel, out);
+                return res_discover_usb(rootfd, sel, idx, out, notes);
         case RES_SEL_PCI:
-                return res_discover_pci(rootfd, sel, out);
+                return res_discover_pci(rootfd, sel, idx, out, notes);
         }
         return -EINVAL;
 }
@@ -68,42 +73,22 @@ static bool same_nodes(const struct res_device *a, const struct res_device *b) {
         return true;
 }
 
-static uint64_t nodes_hash(const struct res_device *d) {
-        /* FNV-1a continued over "node\n" for each node. */
-        uint64_t h = 0xcbf29ce484222325ULL;
-        for (size_t i = 0; i < d->n_nodes; i++)
-                for (const unsigned char *p = (const unsigned char *)d->nodes[i];; p++) {
-                        h ^= *p ? *p : '\n';
-                        h *= 0x100000001b3ULL;
-                        if (!*p)
-                                break;
-                }
-        return h;
-}
-
-static int disambiguate(struct res_device *d) {
-        size_t keep = strlen(d->id);
-        if (keep > RES_ID_MAX - 17)
-                keep = RES_ID_MAX - 17;
-        char *id = res_strdup_printf("%.*s-%016llx", (int)keep, d->id,
-                                     (unsigned long long)nodes_hash(d));
-        if (!id)
-                return -ENOMEM;
-        free(d->id);
-        d->id = id;
-        return 0;
-}
-
 static void sort_slots(struct slot *s, size_t n) {
         if (n > 1)
                 qsort(s, n, sizeof(*s), cmp_slot);
 }
 
-/* Drops duplicates, renames clashes; leaves s[0..*n) sorted and unique. */
-static int make_unique(struct slot *s, size_t *n) {
+static int cmp_clash(const void *a, const void *b) {
+        const struct res_device *x = a, *y = b;
+        int c = strcmp(x->id, y->id);
+        return c ? c : strcmp(x->nodes[0], y->nodes[0]);
+}
+
+/* Drops duplicates and moves clashing devices to *clashes; leaves
+ * s[0..*n) sorted and unique. */
+static int make_unique(struct slot *s, size_t *n, struct res_devvec *clashes) {
         sort_slots(s, *n);
         size_t w = 0;
-        bool renamed = false;
         for (size_t i = 0; i < *n;) {
                 size_t j = i + 1;
                 while (j < *n && strcmp(s[j].dev->id, s[i].dev->id) == 0)
@@ -120,22 +105,53 @@ static int make_unique(struct slot *s, size_t *n) {
                 }
                 if (w - group > 1) {
                         for (size_t m = group; m < w; m++) {
-                                int r = disambiguate(s[m].dev);
+                                int r = res_devvec_push(clashes, s[m].dev);
                                 if (r < 0)
                                         return r;
                         }
-                        renamed = true;
+                        w = group;
                 }
                 i = j;
         }
         *n = w;
-        if (!renamed)
-                return 0;
-        sort_slots(s, *n);
-        for (size_t i = 1; i < *n; i++)
-                if (strcmp(s[i - 1].dev->id, s[i].dev->id) == 0)
-                        return -EEXIST;
+        if (clashes->n > 1)
+                qsort(clashes->devs, clashes->n, sizeof(*clashes->devs), cmp_clash);
         return 0;
+}
+
+static int cmp_str(const void *a, const void *b) {
+        return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Sorted, unique, NULL-terminated; NULL when empty. */
+static char **notes_take(struct res_strvec *notes) {
+        if (notes->n > 1)
+                qsort(notes->v, notes->n, sizeof(char *), cmp_str);
+        size_t w = 0;
+        for (size_t i = 0; i < notes->n; i++) {
+                if (w > 0 && strcmp(notes->v[w - 1], notes->v[i]) == 0)
+                        free(notes->v[i]);
+                else
+                        notes->v[w++] = notes->v[i];
+        }
+        if (notes->v)
+                notes->v[w] = NULL;
+        char **v = notes->v;
+        *notes = (struct res_strvec){ 0 };
+        return v;
+}
+
+/* A selector that finds nothing is usually a typo or a missing driver:
+ * say why, unless the operator marked it optional. */
+static int note_empty(int rootfd, const struct res_selector *sel, size_t idx,
+                      struct res_strvec *notes) {
+        if (sel->optional)
+                return 0;
+        _cleanup_free_ char *why = NULL;
+        int r = res_explain_at(rootfd, sel, &why, NULL);
+        if (r < 0)
+                return r;
+        return res_strvec_push(notes, res_strdup_printf("match[%zu]: finds no device: %s", idx, why));
 }
 
 int res_discover(const char *host_root, struct res_selector *const *sels, size_t n_sels,
@@ -145,17 +161,24 @@ int res_discover(const char *host_root, struct res_selector *const *sels, size_t
         if (r < 0)
                 return r;
 
-        struct res_devvec v = { 0 };
-        for (size_t i = 0; i < n_sels && r >= 0; i++)
-                r = discover_one(rootfd, sels[i], &v);
+        struct res_devvec v = { 0 }, clashes = { 0 };
+        struct res_strvec notes = { 0 };
+        for (size_t i = 0; i < n_sels && r >= 0; i++) {
+                size_t before = v.n;
+                r = res_discover_one(rootfd, sels[i], i, &v, &notes);
+                if (r >= 0 && v.n == before)
+                        r = note_empty(rootfd, sels[i], i, &notes);
+        }
         if (r < 0) {
                 devvec_clear(&v);
+                res_strvec_clear(&notes);
                 return r;
         }
 
         struct res_devlist list = { 0 };
         if (v.n == 0) {
                 devvec_clear(&v);
+                list.notes = notes_take(&notes);
                 *ret = list;
                 return 0;
         }
@@ -164,15 +187,18 @@ int res_discover(const char *host_root, struct res_selector *const *sels, size_t
         if (!slots || !list.devs) {
                 free(list.devs);
                 devvec_clear(&v);
+                res_strvec_clear(&notes);
                 return -ENOMEM;
         }
         for (size_t i = 0; i < v.n; i++)
                 slots[i] = (struct slot){ .dev = &v.devs[i], .order = i };
         size_t n = v.n;
-        r = make_unique(slots, &n);
+        r = make_unique(slots, &n, &clashes);
         if (r < 0) {
                 free(list.devs);
                 devvec_clear(&v);
+                devvec_clear(&clashes);
+                res_strvec_clear(&notes);
                 return r;
         }
         /* Move the survivors into ID order; dropped duplicates are already
@@ -183,12 +209,11 @@ int res_discover(const char *host_root, struct res_selector *const *sels, size_t
         }
         list.n = n;
         devvec_clear(&v);
+        list.clashes = clashes.devs;
+        list.n_clashes = clashes.n;
+        list.notes = notes_take(&notes);
         *ret = list;
         return 0;
-}
-
-static int cmp_str(const void *a, const void *b) {
-        return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
 /* Where nodes for a USB or PCI selector appear; sysfs itself sends no

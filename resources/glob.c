@@ -132,25 +132,37 @@ struct walk {
         struct comps c;
         struct pbuf p;
         struct res_strvec *out;
+        struct res_strvec *skipped; /* matches that are no device node */
 };
 
+/* Only char and block nodes are devices: a runtime refuses anything else
+ * ("not a device node") when the container starts, long after the kubelet
+ * promised it. Other matches go to w->skipped, for the daemon to say so. */
 static int take_match(struct walk *w, unsigned char d_type) {
+        int kind;
         switch (d_type) {
         case DT_CHR:
         case DT_BLK:
-        case DT_REG:
+                kind = 1;
                 break;
+        case DT_DIR:
+                return 0;
         case DT_LNK:
         case DT_UNKNOWN:
-                if (!res_node_exists(w->rootfd, w->p.s))
-                        return 0;
+                kind = res_node_kind(w->rootfd, w->p.s);
                 break;
         default:
-                return 0;
+                kind = 0;
+                break;
         }
-        if (w->out->n >= RES_MAX_DEVICES)
+        if (kind < 0)
+                return 0;
+        struct res_strvec *to = kind == 1 ? w->out : w->skipped;
+        if (!to)
+                return 0;
+        if (to->n >= RES_MAX_DEVICES)
                 return -E2BIG;
-        return res_strvec_push_dup(w->out, w->p.s);
+        return res_strvec_push_dup(to, w->p.s);
 }
 
 static int walk(struct walk *w, size_t idx) {
@@ -164,7 +176,7 @@ static int walk(struct walk *w, size_t idx) {
                 if (r < 0)
                         return r;
                 if (last)
-                        r = res_node_exists(w->rootfd, w->p.s) ? take_match(w, DT_REG) : 0;
+                        r = take_match(w, DT_UNKNOWN);
                 else
                         r = walk(w, idx + 1);
                 pbuf_pop(&w->p, save);
@@ -196,8 +208,9 @@ static int cmp_str(const void *a, const void *b) {
         return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-int res_glob(int rootfd, const char *pattern, struct res_strvec *ret) {
-        struct walk w = { .rootfd = rootfd };
+int res_glob(int rootfd, const char *pattern, struct res_strvec *ret,
+             struct res_strvec *ret_skipped) {
+        struct walk w = { .rootfd = rootfd, .skipped = ret_skipped };
         struct res_strvec out = { 0 };
         int r = comps_split(pattern, &w.c);
         if (r < 0)

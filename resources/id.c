@@ -78,6 +78,18 @@ int res_id_from_path(const char *host_path, char **ret_id) {
         return shorten(s, rel, ret_id);
 }
 
+int res_id_sanitize(const char *raw, char **ret) {
+        if (!raw || !*raw)
+                return -EINVAL;
+        _cleanup_free_ char *s = strdup(raw);
+        if (!s)
+                return -ENOMEM;
+        for (char *p = s; *p; p++)
+                if (!id_char_ok(*p))
+                        *p = '_';
+        return shorten(s, raw, ret);
+}
+
 int res_share_id(const char *dev_id, unsigned k, unsigned shares, char **ret_id) {
         if (!dev_id || !*dev_id || shares == 0 || k >= shares)
                 return -EINVAL;

@@ -12,16 +12,24 @@
  *     render node is not what the operator asked for.
  * Pairing by sort order would silently give one GPU's render node to
  * another as soon as one of them lacks a node; the sysfs parent cannot.
- * Regular files (fake trees) have no parent, so only the sharing rule
+ * Nodes without a sysfs entry have no parent, so only the sharing rule
  * applies to them.
+ *
+ * A match that is a symlink (udev's /dev/serial/by-id/..., /dev/disk/by-path/...)
+ * stands for the node it resolves to: that node is injected, and the link's
+ * path or name gives the ID, so it stays the same whichever ttyUSB<N> the
+ * adapter gets after a re-plug.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "res-internal.h"
 
 struct match {
-        char *path;
+        char *path;  /* the node, links resolved */
+        char *link;  /* what the glob matched; NULL when that is path */
         bool owned; /* has a hardware parent, identified by dev/ino */
         uint64_t dev, ino;
 };
@@ -32,8 +40,10 @@ struct glob_matches {
 };
 
 static void matches_clear(struct glob_matches *g) {
-        for (size_t i = 0; i < g->n; i++)
+        for (size_t i = 0; i < g->n; i++) {
                 free(g->m[i].path);
+                free(g->m[i].link);
+        }
         free(g->m);
         *g = (struct glob_matches){ 0 };
 }
@@ -49,12 +59,48 @@ static int cmp_match(const void *a, const void *b) {
         return strcmp(x->path, y->path);
 }
 
-/* sorted: owned matches first, grouped by parent, for binary search. */
-static int collect(int rootfd, const char *glob, bool sorted, struct glob_matches *ret) {
-        struct res_strvec sv = { 0 };
-        int r = res_glob(rootfd, glob, &sv);
+/* If m->path is a symlink, make it the node it leads to (m->link keeps
+ * the match). Only the last component is looked at: the directories of
+ * stable links are real ones. */
+static int resolve_match(int rootfd, struct match *m) {
+        _cleanup_close_ int fd = res_open_in_root(rootfd, m->path, O_PATH | O_NOFOLLOW);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISLNK(st.st_mode))
+                return 0;
+        char *node = NULL;
+        int r = res_resolve(rootfd, m->path, &node);
         if (r < 0)
+                return r == -ENOMEM ? r : 0;
+        m->link = m->path;
+        m->path = node;
+        return 0;
+}
+
+/* Notes that the glob's other matches are not device nodes. */
+static int note_skipped(size_t idx, struct res_strvec *skipped, struct res_strvec *notes) {
+        int r = 0;
+        for (size_t i = 0; i < skipped->n && r >= 0; i++)
+                if (notes)
+                        r = res_strvec_push(notes, res_strdup_printf(
+                                "match[%zu]: %s is not a character or block device node; skipped",
+                                idx, skipped->v[i]));
+        res_strvec_clear(skipped);
+        return r;
+}
+
+/* The glob's matches, links resolved; with parents when sorted (then
+ * owned matches come first, grouped by parent, for binary search). */
+static int collect(int rootfd, const char *glob, bool parents, bool sorted, size_t idx,
+                   struct res_strvec *notes, struct glob_matches *ret) {
+        struct res_strvec sv = { 0 }, skipped = { 0 };
+        int r = res_glob(rootfd, glob, &sv, &skipped);
+        if (r >= 0)
+                r = note_skipped(idx, &skipped, notes);
+        res_strvec_clear(&skipped);
+        if (r < 0) {
+                res_strvec_clear(&sv);
                 return r;
+        }
         struct glob_matches g = { .m = calloc(sv.n ? sv.n : 1, sizeof(struct match)) };
         if (!g.m) {
                 res_strvec_clear(&sv);
@@ -63,6 +109,11 @@ static int collect(int rootfd, const char *glob, bool sorted, struct glob_matche
         for (size_t i = 0; i < sv.n; i++) {
                 struct match *m = &g.m[g.n++];
                 m->path = TAKE_PTR(sv.v[i]);
+                r = resolve_match(rootfd, m);
+                if (r < 0)
+                        break;
+                if (!parents)
+                        continue;
                 r = res_node_parent(rootfd, m->path, &m->dev, &m->ino);
                 if (r == -ENOMEM)
                         break;
@@ -130,16 +181,53 @@ static int pair(const struct match *m0, const struct glob_matches *g, struct res
         return 0;
 }
 
+static const char *base_of(const char *path) {
+        const char *slash = strrchr(path, '/');
+        return slash ? slash + 1 : path;
+}
+
+/* The device's ID as the selector's "id" asks; -ENOENT (and a note) when
+ * it has none of that kind. */
+static int make_id(int rootfd, const struct res_selector *sel, const struct match *m0,
+                   const char *devdir, size_t idx, struct res_strvec *notes, char **ret) {
+        const char *matched = m0->link ? m0->link : m0->path;
+        int r;
+        switch (sel->id_mode) {
+        case RES_ID_LINK:
+                return res_id_sanitize(base_of(matched), ret);
+        case RES_ID_SERIAL:
+                r = devdir ? res_sysfs_serial_id(rootfd, devdir, ret) : -ENOENT;
+                if (r != -ENOENT)
+                        return r;
+                if (notes)
+                        r = res_strvec_push(notes, res_strdup_printf(
+                                "match[%zu]: %s has no USB serial or PCI address in its sysfs path, "
+                                "so no \"id\": \"serial\"; skipped", idx, matched));
+                return r < 0 ? r : -ENOENT;
+        case RES_ID_NAME:
+        default:
+                return res_id_from_path(matched, ret);
+        }
+}
+
 static int emit(struct res_devvec *out, int rootfd, const struct res_selector *sel,
+                const struct match *m0, size_t idx, struct res_strvec *notes,
                 struct res_strvec *nodes) {
         struct res_device dev = { .numa_node = -1 };
-        int r = res_id_from_path(nodes->v[0], &dev.id);
-        if (r < 0) {
+        _cleanup_free_ char *devdir = NULL;
+        int r = res_node_devdir(rootfd, nodes->v[0], &devdir);
+        if (r == -ENOMEM) {
                 res_strvec_clear(nodes);
                 return r;
         }
-        /* Only real device nodes lead to sysfs; regular files get -1. */
-        dev.numa_node = res_node_numa(rootfd, nodes->v[0]);
+        r = res_sysfs_filter(rootfd, devdir ? devdir : "", sel, NULL);
+        if (r <= 0 || (r > 0 && (r = make_id(rootfd, sel, m0, devdir, idx, notes, &dev.id)) < 0)) {
+                res_strvec_clear(nodes);
+                return r == -ENOMEM ? r : 0;
+        }
+        /* The nearest device up the sysfs path with a numa_node: a tty
+         * behind a PCI USB controller, a DRM node under its GPU. */
+        dev.numa_node = devdir ? res_sysfs_numa(rootfd, devdir) : -1;
         dev.nodes = nodes->v;
         dev.n_nodes = nodes->n;
         *nodes = (struct res_strvec){ 0 };
@@ -150,32 +238,16 @@ static int emit(struct res_devvec *out, int rootfd, const struct res_selector *s
         return r;
 }
 
-int res_discover_paths(int rootfd, const struct res_selector *sel, struct res_devvec *out) {
+int res_discover_paths(int rootfd, const struct res_selector *sel, size_t idx,
+                       struct res_devvec *out, struct res_strvec *notes) {
         struct glob_matches *g = calloc(sel->n_globs, sizeof(*g));
         if (!g)
                 return -ENOMEM;
         int r = 0;
-        for (size_t i = 0; i < sel->n_globs && r >= 0; i++) {
-                /* The first glob only needs parents when there is pairing
-                 * to do; a plain "path" skips that sysfs work. */
-                if (i == 0 && sel->n_globs == 1) {
-                        struct res_strvec sv = { 0 };
-                        r = res_glob(rootfd, sel->globs[0], &sv);
-                        if (r < 0)
-                                break;
-                        g[0].m = calloc(sv.n ? sv.n : 1, sizeof(struct match));
-                        if (!g[0].m) {
-                                res_strvec_clear(&sv);
-                                r = -ENOMEM;
-                                break;
-                        }
-                        for (size_t j = 0; j < sv.n; j++)
-                                g[0].m[g[0].n++].path = TAKE_PTR(sv.v[j]);
-                        res_strvec_clear(&sv);
-                } else {
-                        r = collect(rootfd, sel->globs[i], i > 0, &g[i]);
-                }
-        }
+        /* The first glob only needs parents when there is pairing to do; a
+         * plain "path" skips that sysfs work. */
+        for (size_t i = 0; i < sel->n_globs && r >= 0; i++)
+                r = collect(rootfd, sel->globs[i], sel->n_globs > 1, i > 0, idx, notes, &g[i]);
 
         for (size_t k = 0; r >= 0 && k < g[0].n; k++) {
                 struct res_strvec nodes = { 0 };
@@ -187,7 +259,7 @@ int res_discover_paths(int rootfd, const struct res_selector *sel, struct res_de
                                 r = ok;
                 }
                 if (r >= 0 && ok > 0)
-                        r = emit(out, rootfd, sel, &nodes);
+                        r = emit(out, rootfd, sel, &g[0].m[k], idx, notes, &nodes);
                 res_strvec_clear(&nodes);
         }
         for (size_t i = 0; i < sel->n_globs; i++)

@@ -28,6 +28,18 @@ static inline void res_strvp(char ***p) {
 #define _cleanup_strv_ _cleanup_(res_strvp)
 
 enum res_sel_kind { RES_SEL_PATH, RES_SEL_PATHS, RES_SEL_USB, RES_SEL_PCI };
+/* How a selector forms device IDs. */
+enum res_id_mode { RES_ID_NAME, RES_ID_SERIAL, RES_ID_LINK };
+
+/* Attributes in one "attrs" object; udev rules rarely need more than 3. */
+#define RES_MAX_ATTRS 16
+/* sysfs parents walked from a device towards /sys/devices. */
+#define RES_MAX_SYSFS_DEPTH 32
+
+struct res_attr {
+        char *name;  /* "idVendor", "power/control": relative, no ".." */
+        char *glob;  /* fnmatch pattern for the value */
+};
 
 struct res_selector {
         enum res_sel_kind kind;
@@ -47,7 +59,20 @@ struct res_selector {
         struct res_mount *mounts;
         size_t n_mounts;
         char *permissions;    /* NULL: runtime default */
+        unsigned file_mode;   /* 0: unset */
+        bool has_uid, has_gid;
+        unsigned uid, gid;
+        /* sysfs filters (NULL / 0: none); globs */
+        struct res_attr *attrs;
+        size_t n_attrs;
+        char *subsystem, *driver, *kernel;
+        enum res_id_mode id_mode;
+        bool optional;        /* finding nothing is fine, and silent */
 };
+
+static inline bool res_sel_has_filters(const struct res_selector *sel) {
+        return sel->n_attrs || sel->subsystem || sel->driver || sel->kernel;
+}
 
 /* A growable array of devices, grown geometrically so 10k matches cost
  * a handful of reallocs. */
@@ -83,7 +108,11 @@ int res_read_attr(int rootfd, const char *path, char **ret);
 /* Last component of the symlink at path (e.g. the driver name behind
  * .../driver). */
 int res_readlink_base(int rootfd, const char *path, char **ret);
-/* Whether path names a device node or regular file under the root. */
+/* What path names under the root, links followed: 1 a char/block device
+ * node, 0 anything else but a directory (a regular file is no device: the
+ * runtime refuses it), -EISDIR, or a negative errno. */
+int res_node_kind(int rootfd, const char *path);
+/* Whether path names a char/block device node under the root. */
 bool res_node_exists(int rootfd, const char *path);
 
 /* Hex parsing shared by the selector parser and the sysfs readers: optional
@@ -94,22 +123,65 @@ uint64_t res_hash64(const char *s);
 /* Shorten an over-long ID to RES_ID_MAX with a hash of the full string. */
 int res_id_fit(const char *full, char **ret);
 
-/* glob.c: every match of pattern (host-absolute) that is a device node or
- * regular file, host-absolute, sorted. */
-int res_glob(int rootfd, const char *pattern, struct res_strvec *ret);
+/* glob.c: every match of pattern (host-absolute) that is a char/block
+ * device node (links followed), host-absolute, sorted. Matches that exist
+ * but are no device node (regular files, fifos, sockets; not directories)
+ * are appended to *ret_skipped unless it is NULL. */
+int res_glob(int rootfd, const char *pattern, struct res_strvec *ret,
+             struct res_strvec *ret_skipped);
 /* Directories (host-absolute) whose entries decide what pattern matches. */
 int res_glob_watch_dirs(int rootfd, const char *pattern, struct res_strvec *out);
 
 /* sysfs.c */
-int res_discover_usb(int rootfd, const struct res_selector *sel, struct res_devvec *out);
-int res_discover_pci(int rootfd, const struct res_selector *sel, struct res_devvec *out);
+int res_discover_usb(int rootfd, const struct res_selector *sel, size_t idx,
+                     struct res_devvec *out, struct res_strvec *notes);
+int res_discover_pci(int rootfd, const struct res_selector *sel, size_t idx,
+                     struct res_devvec *out, struct res_strvec *notes);
 /* Identity of the hardware device behind a device node, via
  * /sys/dev/{char,block}/MAJ:MIN/device; -ENOENT when it has none. */
 int res_node_parent(int rootfd, const char *node, uint64_t *ret_dev, uint64_t *ret_ino);
-int res_node_numa(int rootfd, const char *node);
 
-/* paths.c */
-int res_discover_paths(int rootfd, const struct res_selector *sel, struct res_devvec *out);
+/* discover.c: the devices one selector (number idx) finds, appended to
+ * out; notes gets what the operator should hear ("match[<idx>]: ..."). */
+int res_discover_one(int rootfd, const struct res_selector *sel, size_t idx,
+                     struct res_devvec *out, struct res_strvec *notes);
+/* explain.c: res_selector_explain on an open host root. */
+int res_explain_at(int rootfd, const struct res_selector *sel, char **ret_msg,
+                   size_t *ret_found);
+
+/* paths.c; notes (may be NULL) gets "match[<idx>]: ..." sentences about
+ * matches that are not devices. */
+int res_discover_paths(int rootfd, const struct res_selector *sel, size_t idx,
+                       struct res_devvec *out, struct res_strvec *notes);
+
+/* devpath.c: a device's place in sysfs.
+ * The canonical sysfs dir of a device node: /sys/dev/{char,block}/MAJ:MIN
+ * with its symlink resolved, "/sys/devices/.../ttyUSB0". -ENOENT for a
+ * node without one (fake trees, virtual nodes). */
+int res_node_devdir(int rootfd, const char *node, char **ret);
+/* The canonical form of a sysfs dir that may be a symlink (bus/class
+ * links): its target, made absolute and without "..". */
+int res_sysfs_canon(int rootfd, const char *path, char **ret);
+/* Whether the device at devdir (canonical) or its parents pass sel's
+ * attrs/subsystem/driver/kernel: 1 yes, 0 no (then *ret_why, if not NULL,
+ * gets a malloc'd reason), or -ENOMEM. Unreadable or binary attributes are
+ * a mismatch. */
+int res_sysfs_filter(int rootfd, const char *devdir, const struct res_selector *sel,
+                     char **ret_why);
+/* NUMA node of the nearest device at or above devdir with a numa_node
+ * attribute; -1 when none has one. */
+int res_sysfs_numa(int rootfd, const char *devdir);
+/* "id": "serial": the USB serial (plus "-if<N>" below an interface) or the
+ * PCI address of devdir or its nearest parent with one, made an ID.
+ * -ENOENT when there is none. */
+int res_sysfs_serial_id(int rootfd, const char *devdir, char **ret);
+
+/* Symlinks in path resolved the way RESOLVE_IN_ROOT does ("/" and ".."
+ * stop at the host root), host-absolute; at most 40 links. */
+int res_resolve(int rootfd, const char *path, char **ret);
+/* An ID from any string: characters outside [A-Za-z0-9_.-] become '_',
+ * over-long ones are shortened with a hash (as res_id_from_path). */
+int res_id_sanitize(const char *raw, char **ret);
 
 /* Copy the selector's env/mounts/permissions into dev. */
 int res_device_apply_edits(struct res_device *dev, const struct res_selector *sel);

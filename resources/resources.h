@@ -35,11 +35,28 @@ struct res_device {
         struct res_mount *mounts; /* NULL when n_mounts is 0 */
         size_t n_mounts;
         char *permissions; /* subset of "rwm" for every node; NULL: default */
+        /* Selector overrides for every node; unset, the CDI consumer gives
+         * the node the container process's uid/gid (what non-root pods
+         * need) and the host node's mode. */
+        unsigned file_mode;  /* 0: unset; else permission bits, at most 07777 */
+        bool has_uid, has_gid;
+        unsigned uid, gid;
 };
 
 struct res_devlist {
         struct res_device *devs; /* sorted by id, ids unique */
         size_t n;
+        /* Distinct devices that would share an ID, sorted by ID (then by
+         * node); none of them is in devs. The daemon may keep the one it
+         * already serves under that ID: an ID never changes meaning. */
+        struct res_device *clashes;
+        size_t n_clashes;
+        /* What the operator should hear about, one sentence each, sorted,
+         * unique, each starting "match[<i>]: ": matches that are no device
+         * node, devices a selector cannot give an ID, and (unless the
+         * selector is "optional") selectors that find nothing, with the
+         * reason res_selector_explain gives. NULL-terminated; NULL if none. */
+        char **notes;
 };
 
 struct res_selector;
@@ -82,6 +99,25 @@ struct res_selector;
 int res_selector_parse(const struct cJSON *entry, struct res_selector **ret,
                        char **ret_field, char **ret_msg);
 void res_selector_free(struct res_selector *sel);
+
+/* Why sel finds what it finds under host_root (NULL means "/"), as one
+ * sentence for an operator, malloc'd into *ret_msg. When sel finds no
+ * device, the sentence names the first reason found, e.g. "directory
+ * /dev/serial/by-id does not exist", "USB device 1-1.2 has vendor 0403 but
+ * product 6015, not 6001", "PCI function 0000:3b:00.0 is bound to nvidia,
+ * not vfio-pci", "/dev/ttyUSB0 matches the glob but no device in its sysfs
+ * path has idVendor=0403". Otherwise it says how many devices it finds
+ * ("finds 2 devices: /dev/ttyUSB0, /dev/ttyUSB1"). *ret_found (may be
+ * NULL) gets the number of devices found. Reads only; 0 or a negative
+ * errno (an unreadable host root, out of memory). */
+int res_selector_explain(const char *host_root, const struct res_selector *sel,
+                         char **ret_msg, size_t *ret_found);
+
+/* A warning about a valid selector that check should print (NULL if none):
+ * a static sentence, e.g. that an owner/group override defeats the
+ * runtime giving the node to the container's user. *ret_field gets the key
+ * it is about ("owner"). */
+const char *res_selector_warning(const struct res_selector *sel, const char **ret_field);
 
 /* All devices the selectors match now, under host_root (NULL means "/").
  * Only nodes that exist are handed out. At most 65536 devices (-E2BIG).

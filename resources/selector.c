@@ -52,6 +52,14 @@ void res_selector_free(struct res_selector *sel) {
         }
         free(sel->mounts);
         free(sel->permissions);
+        for (size_t i = 0; i < sel->n_attrs; i++) {
+                free(sel->attrs[i].name);
+                free(sel->attrs[i].glob);
+        }
+        free(sel->attrs);
+        free(sel->subsystem);
+        free(sel->driver);
+        free(sel->kernel);
         free(sel);
 }
 
@@ -352,6 +360,133 @@ static int parse_permissions(struct res_selector *sel, const cJSON *item, struct
         return sel->permissions ? 0 : -ENOMEM;
 }
 
+/* An attribute name is a path relative to the device dir, as udev's
+ * ATTRS{power/control}: no "..", nothing absolute, nothing odd. */
+static const char *attr_name_problem(const char *s) {
+        if (!*s)
+                return "attribute name must not be empty";
+        if (strlen(s) > 255)
+                return "attribute name is too long";
+        if (s[0] == '/' || s[strlen(s) - 1] == '/' || strstr(s, "//"))
+                return "attribute name must be relative, like \"idVendor\" or \"power/control\"";
+        for (const char *p = s; *p; p++)
+                if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                      (*p >= '0' && *p <= '9') || strchr("_-./:", *p)))
+                        return "attribute name has a character outside [A-Za-z0-9_.:/-]";
+        for (const char *c = s; c; c = strchr(c, '/')) {
+                if (*c == '/')
+                        c++;
+                size_t len = strcspn(c, "/");
+                if ((len == 1 && c[0] == '.') || (len == 2 && c[0] == '.' && c[1] == '.'))
+                        return "attribute name must not contain \".\" or \"..\"";
+        }
+        return NULL;
+}
+
+/* A value glob: fnmatch syntax, one sysfs line (no newline). */
+static int parse_value_glob(const cJSON *item, const char *field, char **ret, struct perr *e) {
+        if (!cJSON_IsString(item))
+                return fail(e, field, "must be a string (a value or glob such as \"A12*\")");
+        const char *v = item->valuestring;
+        if (!*v)
+                return fail(e, field, "must not be empty");
+        if (strlen(v) > RES_ATTR_MAX)
+                return fail(e, field, "is longer than %d bytes", RES_ATTR_MAX);
+        for (const unsigned char *p = (const unsigned char *)v; *p; p++)
+                if (*p < 0x20 || *p == 0x7f)
+                        return fail(e, field, "must not contain control characters");
+        if (strchr(v, '[') && !strchr(strchr(v, '['), ']'))
+                return fail(e, field, "\"%s\" has an unclosed '['", v);
+        char *s = strdup(v);
+        if (!s)
+                return -ENOMEM;
+        *ret = s;
+        return 0;
+}
+
+static int parse_attrs(struct res_selector *sel, const cJSON *obj, struct perr *e) {
+        if (!cJSON_IsObject(obj))
+                return fail(e, "attrs", "must be an object like {\"idVendor\": \"0403\"}");
+        int n = cJSON_GetArraySize(obj);
+        if (n == 0)
+                return fail(e, "attrs", "must not be empty");
+        if (n > RES_MAX_ATTRS)
+                return fail(e, "attrs", "has more than %d attributes", RES_MAX_ATTRS);
+        sel->attrs = calloc((size_t)n, sizeof(*sel->attrs));
+        if (!sel->attrs)
+                return -ENOMEM;
+        const cJSON *item;
+        cJSON_ArrayForEach(item, obj) {
+                _cleanup_free_ char *field = res_strdup_printf("attrs.%s", item->string);
+                if (!field)
+                        return -ENOMEM;
+                int r = check_dup(obj, item, field, e);
+                if (r < 0)
+                        return r;
+                const char *problem = attr_name_problem(item->string);
+                if (problem)
+                        return fail(e, field, "%s", problem);
+                struct res_attr *a = &sel->attrs[sel->n_attrs++];
+                a->name = strdup(item->string);
+                if (!a->name)
+                        return -ENOMEM;
+                r = parse_value_glob(item, field, &a->glob, e);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int parse_id_mode(struct res_selector *sel, const cJSON *item, struct perr *e) {
+        static const struct { const char *name; enum res_id_mode mode; } modes[] = {
+                { "name", RES_ID_NAME }, { "serial", RES_ID_SERIAL }, { "link", RES_ID_LINK },
+        };
+        for (size_t i = 0; cJSON_IsString(item) && i < sizeof(modes) / sizeof(modes[0]); i++)
+                if (strcmp(item->valuestring, modes[i].name) == 0) {
+                        sel->id_mode = modes[i].mode;
+                        return 0;
+                }
+        return fail(e, "id", "must be \"name\", \"serial\" or \"link\"");
+}
+
+/* "0660": an octal string, as chmod takes it; JSON has no octal numbers
+ * and a decimal 660 would silently mean 01224. */
+static int parse_mode(struct res_selector *sel, const cJSON *item, struct perr *e) {
+        if (!cJSON_IsString(item))
+                return fail(e, "mode", "must be an octal string like \"0660\"");
+        const char *s = item->valuestring;
+        size_t len = strlen(s);
+        if (len == 0 || len > 5 || strspn(s, "01234567") != len)
+                return fail(e, "mode", "\"%s\" is not an octal mode like \"0660\"", s);
+        unsigned long v = strtoul(s, NULL, 8);
+        if (v > 07777)
+                return fail(e, "mode", "\"%s\" is out of range (at most \"07777\")", s);
+        if (v == 0)
+                return fail(e, "mode", "\"%s\" would make the node unusable", s);
+        sel->file_mode = (unsigned)v;
+        return 0;
+}
+
+static int parse_id_number(const cJSON *item, const char *field, unsigned *ret, struct perr *e) {
+        if (!cJSON_IsNumber(item))
+                return fail(e, field, "must be a number (a numeric %s ID)",
+                            strcmp(field, "owner") == 0 ? "user" : "group");
+        double d = item->valuedouble;
+        /* Range-check the double before converting: (unsigned)1e300 is
+         * undefined. 4294967295 is (uid_t)-1, "no change" to the kernel. */
+        if (!(d >= 0 && d < 4294967295.0) || d != (double)(unsigned)d)
+                return fail(e, field, "must be an integer from 0 to 4294967294");
+        *ret = (unsigned)d;
+        return 0;
+}
+
+static int parse_bool(const cJSON *item, const char *field, bool *ret, struct perr *e) {
+        if (!cJSON_IsBool(item))
+                return fail(e, field, "must be true or false");
+        *ret = cJSON_IsTrue(item);
+        return 0;
+}
+
 static int parse_entry(struct res_selector *sel, const cJSON *entry, struct perr *e) {
         if (!cJSON_IsObject(entry))
                 return fail(e, "", "must be an object like {\"path\": \"/dev/ttyUSB*\"}");
@@ -387,15 +522,38 @@ static int parse_entry(struct res_selector *sel, const cJSON *entry, struct perr
                         r = parse_mounts(sel, item, e);
                 } else if (strcmp(k, "permissions") == 0) {
                         r = parse_permissions(sel, item, e);
+                } else if (strcmp(k, "attrs") == 0) {
+                        r = parse_attrs(sel, item, e);
+                } else if (strcmp(k, "subsystem") == 0) {
+                        r = parse_value_glob(item, k, &sel->subsystem, e);
+                } else if (strcmp(k, "driver") == 0) {
+                        r = parse_value_glob(item, k, &sel->driver, e);
+                } else if (strcmp(k, "kernel") == 0) {
+                        r = parse_value_glob(item, k, &sel->kernel, e);
+                } else if (strcmp(k, "id") == 0) {
+                        r = parse_id_mode(sel, item, e);
+                } else if (strcmp(k, "optional") == 0) {
+                        r = parse_bool(item, k, &sel->optional, e);
+                } else if (strcmp(k, "mode") == 0) {
+                        r = parse_mode(sel, item, e);
+                } else if (strcmp(k, "owner") == 0) {
+                        r = parse_id_number(item, k, &sel->uid, e);
+                        sel->has_uid = true;
+                } else if (strcmp(k, "group") == 0) {
+                        r = parse_id_number(item, k, &sel->gid, e);
+                        sel->has_gid = true;
                 } else {
                         r = fail(e, k,
-                                 "unknown key (expected path, paths, usb, pci, env, mounts, permissions)");
+                                 "unknown key (expected path, paths, usb, pci, attrs, subsystem, driver, "
+                                 "kernel, id, optional, env, mounts, permissions, mode, owner, group)");
                 }
                 if (r < 0)
                         return r;
         }
         if (!kind_key)
                 return fail(e, "", "needs one of path, paths, usb, pci");
+        if (sel->id_mode == RES_ID_LINK && sel->kind != RES_SEL_PATH && sel->kind != RES_SEL_PATHS)
+                return fail(e, "id", "\"link\" needs a \"path\" or \"paths\" glob of links");
         return 0;
 }
 
@@ -419,4 +577,14 @@ int res_selector_parse(const cJSON *entry, struct res_selector **ret, char **ret
         }
         *ret = TAKE_PTR(sel);
         return 0;
+}
+
+const char *res_selector_warning(const struct res_selector *sel, const char **ret_field) {
+        if (!sel->has_uid && !sel->has_gid)
+                return NULL;
+        if (ret_field)
+                *ret_field = sel->has_uid ? "owner" : "group";
+        return "an owner/group override replaces the container user's own uid/gid on the "
+               "node: a pod running as another user may not open it (leave both unset "
+               "unless every pod shares that group)";
 }

@@ -16,10 +16,6 @@
 
 #include "res-internal.h"
 
-/* sysfs device trees are a dozen levels deep at most; the bound only
- * guards against a fake or corrupt tree. */
-#define MAX_PARENT_DEPTH 16
-
 static int parse_long(const char *s, long min, long max, long *ret) {
         if (!*s)
                 return -EINVAL;
@@ -54,43 +50,6 @@ static int read_long(int rootfd, const char *dir, const char *attr, long min, lo
         return r < 0 ? r : parse_long(val, min, max, ret);
 }
 
-/* The kernel writes -1 for "no affinity"; a missing or odd file means
- * the same to the kubelet's topology manager. */
-static int read_numa(int rootfd, const char *dir) {
-        long v;
-        if (read_long(rootfd, dir, "numa_node", -1, INT_MAX, &v) < 0)
-                return -1;
-        return (int)v;
-}
-
-/* NUMA node of the nearest PCI device at or above dir. USB devices and tty
- * class devices have no numa_node of their own: the host controller's is
- * the one that matters for DMA. */
-static int numa_walk(int rootfd, const char *dir) {
-        _cleanup_free_ char *p = strdup(dir);
-        if (!p)
-                return -1;
-        for (int depth = 0; depth < MAX_PARENT_DEPTH; depth++) {
-                _cleanup_free_ char *sub = res_strdup_printf("%s/subsystem", p);
-                _cleanup_free_ char *name = NULL;
-                if (!sub)
-                        return -1;
-                int r = res_readlink_base(rootfd, sub, &name);
-                if (r == 0 && strcmp(name, "pci") == 0)
-                        return read_numa(rootfd, p);
-                if (r < 0 && r != -ENOENT)
-                        return -1;
-                /* ".." after a symlink is the physical parent, which is
-                 * what walks from /sys/bus/... into /sys/devices/... */
-                char *up = res_strdup_printf("%s/..", p);
-                if (!up)
-                        return -1;
-                free(p);
-                p = up;
-        }
-        return -1;
-}
-
 static int node_sysfs_dir(int rootfd, const char *node, char **ret) {
         _cleanup_close_ int fd = res_open_in_root(rootfd, node, O_PATH);
         if (fd < 0)
@@ -123,13 +82,6 @@ int res_node_parent(int rootfd, const char *node, uint64_t *ret_dev, uint64_t *r
         *ret_dev = st.st_dev;
         *ret_ino = st.st_ino;
         return 0;
-}
-
-int res_node_numa(int rootfd, const char *node) {
-        _cleanup_free_ char *dir = NULL;
-        if (node_sysfs_dir(rootfd, node, &dir) < 0)
-                return -1;
-        return numa_walk(rootfd, dir);
 }
 
 static int for_each_entry(int rootfd, const char *dir,
@@ -178,6 +130,8 @@ static void set_nodes(struct res_device *dev, struct res_strvec *nodes) {
 struct scan {
         const struct res_selector *sel;
         struct res_devvec *out;
+        size_t idx;
+        struct res_strvec *notes;
 };
 
 /* Errors that mean "this device is in flux or not what we want", as
@@ -231,20 +185,43 @@ static int usb_one(int rootfd, const char *name, void *ud) {
                 res_strvec_clear(&nodes);
                 return 0;
         }
-        set_nodes(&dev, &nodes);
-        /* The sysfs name ("1-1.2") is the port path: stable across
-         * reboots and replugs into the same port, unlike devnum. */
-        _cleanup_free_ char *raw = res_strdup_printf("usb-%s", name);
-        if (!raw || res_id_fit(raw, &dev.id) < 0) {
-                res_device_clear(&dev);
-                return -ENOMEM;
+        _cleanup_free_ char *canon = NULL;
+        r = res_sysfs_canon(rootfd, dir, &canon);
+        if (r >= 0)
+                r = res_sysfs_filter(rootfd, canon, sel, NULL);
+        if (r <= 0) {
+                res_strvec_clear(&nodes);
+                return skip_unless_fatal(r);
         }
-        dev.numa_node = numa_walk(rootfd, dir);
+        set_nodes(&dev, &nodes);
+        if (sel->id_mode == RES_ID_SERIAL) {
+                r = res_sysfs_serial_id(rootfd, canon, &dev.id);
+                if (r == -ENOENT)
+                        r = res_strvec_push(s->notes, res_strdup_printf(
+                                "match[%zu]: USB device %s has no serial, so no \"id\": \"serial\"; "
+                                "skipped", s->idx, name));
+                if (r >= 0 && !dev.id)
+                        r = 0;
+                if (!dev.id) {
+                        res_device_clear(&dev);
+                        return skip_unless_fatal(r);
+                }
+        } else {
+                /* The sysfs name ("1-1.2") is the port path: stable across
+                 * reboots and replugs into the same port, unlike devnum. */
+                _cleanup_free_ char *raw = res_strdup_printf("usb-%s", name);
+                if (!raw || res_id_fit(raw, &dev.id) < 0) {
+                        res_device_clear(&dev);
+                        return -ENOMEM;
+                }
+        }
+        dev.numa_node = res_sysfs_numa(rootfd, canon);
         return emit(s->out, &dev, sel);
 }
 
-int res_discover_usb(int rootfd, const struct res_selector *sel, struct res_devvec *out) {
-        struct scan s = { .sel = sel, .out = out };
+int res_discover_usb(int rootfd, const struct res_selector *sel, size_t idx,
+                     struct res_devvec *out, struct res_strvec *notes) {
+        struct scan s = { .sel = sel, .out = out, .idx = idx, .notes = notes };
         return for_each_entry(rootfd, "/sys/bus/usb/devices", usb_one, &s);
 }
 
@@ -359,6 +336,12 @@ static int pci_one(int rootfd, const char *name, void *ud) {
         r = pci_matches(rootfd, dir, s->sel, driver);
         if (r <= 0)
                 return skip_unless_fatal(r);
+        _cleanup_free_ char *canon = NULL;
+        r = res_sysfs_canon(rootfd, dir, &canon);
+        if (r >= 0)
+                r = res_sysfs_filter(rootfd, canon, s->sel, NULL);
+        if (r <= 0)
+                return skip_unless_fatal(r);
 
         struct res_strvec nodes = { 0 };
         if (driver && strcmp(driver, "vfio-pci") == 0) {
@@ -378,7 +361,7 @@ static int pci_one(int rootfd, const char *name, void *ud) {
                 return skip_unless_fatal(r);
         }
 
-        struct res_device dev = { .numa_node = read_numa(rootfd, dir) };
+        struct res_device dev = { .numa_node = res_sysfs_numa(rootfd, canon) };
         set_nodes(&dev, &nodes);
         /* The PCI address is fixed by the slot, so it survives restarts. */
         if (res_id_fit(name, &dev.id) < 0) {
@@ -388,7 +371,8 @@ static int pci_one(int rootfd, const char *name, void *ud) {
         return emit(s->out, &dev, s->sel);
 }
 
-int res_discover_pci(int rootfd, const struct res_selector *sel, struct res_devvec *out) {
-        struct scan s = { .sel = sel, .out = out };
+int res_discover_pci(int rootfd, const struct res_selector *sel, size_t idx,
+                     struct res_devvec *out, struct res_strvec *notes) {
+        struct scan s = { .sel = sel, .out = out, .idx = idx, .notes = notes };
         return for_each_entry(rootfd, "/sys/bus/pci/devices", pci_one, &s);
 }

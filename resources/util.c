@@ -2,6 +2,7 @@
  * host root. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/openat2.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -114,6 +115,11 @@ static char **strv_copy(char *const *src) {
 }
 
 int res_device_apply_edits(struct res_device *dev, const struct res_selector *sel) {
+        dev->file_mode = sel->file_mode;
+        dev->has_uid = sel->has_uid;
+        dev->uid = sel->uid;
+        dev->has_gid = sel->has_gid;
+        dev->gid = sel->gid;
         if (sel->env) {
                 dev->env = strv_copy(sel->env);
                 if (!dev->env)
@@ -245,12 +251,20 @@ int res_readlink_base(int rootfd, const char *path, char **ret) {
         return 0;
 }
 
-bool res_node_exists(int rootfd, const char *path) {
+int res_node_kind(int rootfd, const char *path) {
         _cleanup_close_ int fd = res_open_in_root(rootfd, path, O_PATH);
+        if (fd < 0)
+                return fd;
         struct stat st;
-        if (fd < 0 || fstat(fd, &st) < 0)
-                return false;
-        return S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) || S_ISREG(st.st_mode);
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))
+                return 1;
+        return S_ISDIR(st.st_mode) ? -EISDIR : 0;
+}
+
+bool res_node_exists(int rootfd, const char *path) {
+        return res_node_kind(rootfd, path) == 1;
 }
 
 int res_parse_hex(const char *s, unsigned max_digits, uint32_t *ret) {
@@ -273,5 +287,84 @@ int res_parse_hex(const char *s, unsigned max_digits, uint32_t *ret) {
                 v = v << 4 | d;
         }
         *ret = v;
+        return 0;
+}
+
+/* Drop the last component of the host-absolute path in buf ("" is "/"). */
+static void path_up(char *buf) {
+        char *slash = strrchr(buf, '/');
+        if (slash)
+                *slash = '\0';
+}
+
+int res_resolve(int rootfd, const char *path, char **ret) {
+        if (!path || path[0] != '/')
+                return -EINVAL;
+        /* done: resolved so far, "" meaning the root; todo: still to walk. */
+        _cleanup_free_ char *done = calloc(1, 1);
+        _cleanup_free_ char *todo = strdup(path);
+        _cleanup_free_ char *target = malloc(PATH_MAX);
+        if (!done || !todo || !target)
+                return -ENOMEM;
+        unsigned links = 0;
+        size_t pos = 0;
+        while (todo[pos]) {
+                while (todo[pos] == '/')
+                        pos++;
+                if (!todo[pos])
+                        break;
+                size_t len = strcspn(todo + pos, "/");
+                const char *comp = todo + pos;
+                size_t next = pos + len;
+                if (len == 1 && comp[0] == '.') {
+                        pos = next;
+                        continue;
+                }
+                if (len == 2 && comp[0] == '.' && comp[1] == '.') {
+                        path_up(done);
+                        pos = next;
+                        continue;
+                }
+                _cleanup_free_ char *name = strndup(comp, len);
+                if (!name)
+                        return -ENOMEM;
+                _cleanup_close_ int dfd = res_open_in_root(rootfd, *done ? done : "/",
+                                                           O_PATH | O_DIRECTORY);
+                if (dfd < 0)
+                        return dfd;
+                ssize_t n = readlinkat(dfd, name, target, PATH_MAX);
+                if (n < 0 && errno != EINVAL)
+                        return -errno;
+                if (n < 0) { /* not a link */
+                        char *d = res_strdup_printf("%s/%s", done, name);
+                        if (!d)
+                                return -ENOMEM;
+                        free(done);
+                        done = d;
+                        pos = next;
+                        continue;
+                }
+                if (n >= PATH_MAX || n == 0)
+                        return -ENAMETOOLONG;
+                if (++links > 40)
+                        return -ELOOP;
+                target[n] = '\0';
+                char *t = res_strdup_printf("%s/%s", target, todo + next);
+                if (!t)
+                        return -ENOMEM;
+                free(todo);
+                todo = t;
+                pos = 0;
+                if (target[0] == '/')
+                        done[0] = '\0';
+        }
+        if (!*done) {
+                char *d = strdup("/");
+                if (!d)
+                        return -ENOMEM;
+                free(done);
+                done = d;
+        }
+        *ret = TAKE_PTR(done);
         return 0;
 }

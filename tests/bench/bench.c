@@ -104,11 +104,11 @@ static void write_file(const char *path, const char *text) {
         fclose(f);
 }
 
+/* A fake device node: only char/block nodes are devices (1:3 is
+ * /dev/null's numbers, so nothing reaches hardware). */
 static void touch(const char *path) {
-        int fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
-        if (fd < 0)
+        if (mknod(path, S_IFCHR | 0644, makedev(1, 3)) < 0)
                 die(path);
-        close(fd);
 }
 
 /* <root>/<name>/{host/dev,cdi} and config.json with the given text. */

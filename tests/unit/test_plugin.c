@@ -22,7 +22,7 @@ static struct res_device dev(const char *id, const char *node, int numa) {
 
 static struct dp_plugin *plugin(struct cfg_resource *cfg, struct res_device *devs, size_t n) {
         struct dp_plugin *p;
-        struct res_devlist list = {devs, n};
+        struct res_devlist list = {.devs = devs, .n = n};
         bool changed;
         cr_assert_eq(dp_plugin_new(cfg, &p), 0);
         cr_assert_eq(dp_plugin_update(p, &list, &changed), 0);
@@ -53,7 +53,7 @@ Test(plugin, merges_discoveries_keeping_vanished_devices_unhealthy) {
         v1beta1__list_and_watch_response__free_unpacked(l, NULL);
 
         /* ttyUSB0 vanishes: still listed, Unhealthy; the same list again is no change. */
-        struct res_devlist one = {&a[1], 1};
+        struct res_devlist one = {.devs = &a[1], .n = 1};
         bool changed;
         cr_assert_eq(dp_plugin_update(p, &one, &changed), 0);
         cr_assert(changed);
@@ -69,7 +69,7 @@ Test(plugin, merges_discoveries_keeping_vanished_devices_unhealthy) {
         cr_assert_eq(p->generation, gen);
 
         /* It returns under the same ID; the spec kept it all along. */
-        struct res_devlist both = {a, 2};
+        struct res_devlist both = {.devs = a, .n = 2};
         cr_assert_eq(dp_plugin_update(p, &both, &changed), 0);
         cr_assert(changed);
         l = list_of(p);
@@ -290,7 +290,7 @@ Test(plugin, a_device_appearing_between_others_keeps_every_id_on_its_device) {
         cr_assert_str_eq(name, "example.com/acc=c");
         free(name);
 
-        struct res_devlist all3 = {a, 3};
+        struct res_devlist all3 = {.devs = a, .n = 3};
         bool changed;
         cr_assert_eq(dp_plugin_update(p, &all3, &changed), 0);
         cr_assert(changed);
@@ -315,7 +315,7 @@ Test(plugin, a_device_whose_node_changes_is_listed_with_the_new_node) {
         struct res_device a[] = {dev("s0", "/dev/ttyS0", -1), dev("s1", "/dev/ttyS1", -1)};
         struct dp_plugin *p = plugin(&cfg, a, 2);
         struct res_device moved[] = {a[0], dev("s1", "/dev/ttyS9", 3)};
-        struct res_devlist l = {moved, 2};
+        struct res_devlist l = {.devs = moved, .n = 2};
         bool changed;
         uint64_t gen = p->generation;
 

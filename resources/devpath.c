@@ -1,0 +1,338 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* A device's place in sysfs: the chain of devices from a node up to
+ * /sys/devices, matched the way udev's ATTRS{}, SUBSYSTEMS, DRIVERS and
+ * KERNELS keys match, and the NUMA node and serial number found on it.
+ *
+ * sysfs links (/sys/dev/char/188:0, /sys/bus/usb/devices/1-1.2) are
+ * relative and point into /sys/devices, so the chain is read from the
+ * canonical path by dropping components: no path walk ever goes through
+ * "..", and every read is bounded (RES_ATTR_MAX bytes, RES_MAX_SYSFS_DEPTH
+ * levels).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include "res-internal.h"
+
+/* Normalise "dir/target" textually: sysfs link targets are relative and
+ * contain only real directories, so ".." can be applied to the string. */
+static int join_normal(const char *dir, const char *target, char **ret) {
+        _cleanup_free_ char *in = target[0] == '/' ? strdup(target)
+                                                   : res_strdup_printf("%s/%s", dir, target);
+        if (!in)
+                return -ENOMEM;
+        char *out = calloc(1, strlen(in) + 2);
+        if (!out)
+                return -ENOMEM;
+        size_t len = 0;
+        for (char *save = NULL, *c = strtok_r(in, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+                if (strcmp(c, ".") == 0)
+                        continue;
+                if (strcmp(c, "..") == 0) {
+                        while (len > 0 && out[len - 1] != '/')
+                                len--;
+                        if (len > 0)
+                                len--;
+                        out[len] = '\0';
+                        continue;
+                }
+                out[len++] = '/';
+                size_t cl = strlen(c);
+                memcpy(out + len, c, cl);
+                len += cl;
+                out[len] = '\0';
+        }
+        if (len == 0)
+                strcpy(out, "/");
+        *ret = out;
+        return 0;
+}
+
+int res_sysfs_canon(int rootfd, const char *path, char **ret) {
+        _cleanup_free_ char *dir = strdup(path);
+        if (!dir)
+                return -ENOMEM;
+        char *slash = strrchr(dir, '/');
+        if (!slash || !slash[1])
+                return -EINVAL;
+        *slash = '\0';
+        const char *name = slash + 1;
+        _cleanup_close_ int dfd = res_open_in_root(rootfd, *dir ? dir : "/", O_PATH | O_DIRECTORY);
+        if (dfd < 0)
+                return dfd;
+        char target[PATH_MAX];
+        ssize_t n = readlinkat(dfd, name, target, sizeof(target));
+        if (n < 0 && errno == EINVAL) /* a real directory already */
+                return join_normal("/", path, ret);
+        if (n < 0)
+                return -errno;
+        if ((size_t)n >= sizeof(target))
+                return -ENAMETOOLONG;
+        target[n] = '\0';
+        return join_normal(*dir ? dir : "/", target, ret);
+}
+
+int res_node_devdir(int rootfd, const char *node, char **ret) {
+        _cleanup_close_ int fd = res_open_in_root(rootfd, node, O_PATH);
+        if (fd < 0)
+                return fd;
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISCHR(st.st_mode) && !S_ISBLK(st.st_mode))
+                return -ENOENT;
+        _cleanup_free_ char *p = res_strdup_printf("/sys/dev/%s/%u:%u",
+                                                   S_ISCHR(st.st_mode) ? "char" : "block",
+                                                   major(st.st_rdev), minor(st.st_rdev));
+        if (!p)
+                return -ENOMEM;
+        _cleanup_free_ char *canon = NULL;
+        int r = res_sysfs_canon(rootfd, p, &canon);
+        if (r < 0)
+                return r;
+        /* Only a directory is a device; a dangling link is a device that
+         * is going away. */
+        _cleanup_close_ int dfd = res_open_in_root(rootfd, canon, O_PATH | O_DIRECTORY);
+        if (dfd < 0)
+                return dfd;
+        *ret = TAKE_PTR(canon);
+        return 0;
+}
+
+/* The chain of sysfs devices from devdir up, nearest first: every
+ * directory on the way that has a "subsystem" link or a "uevent" file
+ * (class directories such as ".../ttyUSB0/tty" are not devices). */
+struct chain {
+        char *dirs[RES_MAX_SYSFS_DEPTH];
+        size_t n;
+};
+
+static void chain_clear(struct chain *c) {
+        for (size_t i = 0; i < c->n; i++)
+                free(c->dirs[i]);
+        c->n = 0;
+}
+
+static bool is_device_dir(int rootfd, const char *dir) {
+        _cleanup_free_ char *ue = res_strdup_printf("%s/uevent", dir);
+        _cleanup_free_ char *ss = res_strdup_printf("%s/subsystem", dir);
+        if (!ue || !ss)
+                return false;
+        _cleanup_close_ int a = res_open_in_root(rootfd, ue, O_PATH);
+        if (a >= 0)
+                return true;
+        _cleanup_close_ int b = res_open_in_root(rootfd, ss, O_PATH | O_DIRECTORY);
+        return b >= 0;
+}
+
+static int chain_build(int rootfd, const char *devdir, struct chain *ret) {
+        struct chain c = { .n = 0 };
+        _cleanup_free_ char *p = strdup(devdir);
+        if (!p)
+                return -ENOMEM;
+        for (size_t depth = 0; depth < RES_MAX_SYSFS_DEPTH && c.n < RES_MAX_SYSFS_DEPTH; depth++) {
+                if (strcmp(p, "/sys/devices") == 0 || strncmp(p, "/sys/devices/", 13) != 0)
+                        break;
+                if (is_device_dir(rootfd, p)) {
+                        c.dirs[c.n] = strdup(p);
+                        if (!c.dirs[c.n]) {
+                                chain_clear(&c);
+                                return -ENOMEM;
+                        }
+                        c.n++;
+                }
+                *strrchr(p, '/') = '\0';
+        }
+        *ret = c;
+        return 0;
+}
+
+static const char *base_of(const char *dir) {
+        return strrchr(dir, '/') + 1;
+}
+
+/* A link's target name ("usb" for subsystem, "ftdi_sio" for driver). */
+static int link_name(int rootfd, const char *dir, const char *link, char **ret) {
+        _cleanup_free_ char *p = res_strdup_printf("%s/%s", dir, link);
+        if (!p)
+                return -ENOMEM;
+        return res_readlink_base(rootfd, p, ret);
+}
+
+/* Attribute values with control bytes are binary, never a match. */
+static bool printable(const char *s) {
+        for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+                if ((*p < 0x20 && *p != '\t') || *p == 0x7f)
+                        return false;
+        return true;
+}
+
+static int read_attr_at(int rootfd, const char *dir, const char *name, char **ret) {
+        _cleanup_free_ char *p = res_strdup_printf("%s/%s", dir, name);
+        if (!p)
+                return -ENOMEM;
+        _cleanup_free_ char *v = NULL;
+        int r = res_read_attr(rootfd, p, &v);
+        if (r < 0)
+                return r;
+        if (!printable(v))
+                return -EINVAL;
+        *ret = TAKE_PTR(v);
+        return 0;
+}
+
+/* Whether every attr of sel matches on dir: 1, 0, or -ENOMEM. */
+static int attrs_on(int rootfd, const char *dir, const struct res_selector *sel) {
+        for (size_t i = 0; i < sel->n_attrs; i++) {
+                _cleanup_free_ char *v = NULL;
+                int r = read_attr_at(rootfd, dir, sel->attrs[i].name, &v);
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0 || fnmatch(sel->attrs[i].glob, v, 0) != 0)
+                        return 0;
+        }
+        return 1;
+}
+
+/* Whether some device of the chain has a "what" (kernel name, subsystem
+ * or driver) matching glob. */
+static int chain_has(int rootfd, const struct chain *c, const char *what, const char *glob) {
+        for (size_t i = 0; i < c->n; i++) {
+                _cleanup_free_ char *name = NULL;
+                if (strcmp(what, "kernel") == 0) {
+                        if (fnmatch(glob, base_of(c->dirs[i]), 0) == 0)
+                                return 1;
+                        continue;
+                }
+                int r = link_name(rootfd, c->dirs[i], what, &name);
+                if (r == -ENOMEM)
+                        return r;
+                if (r == 0 && fnmatch(glob, name, 0) == 0)
+                        return 1;
+        }
+        return 0;
+}
+
+/* For a mismatch message: "idVendor is "067b" on 1-1.2" for the nearest
+ * device that has the first attribute that fails, else "no device has
+ * idVendor". */
+static char *attr_hint(int rootfd, const struct chain *c, const struct res_selector *sel) {
+        for (size_t a = 0; a < sel->n_attrs; a++) {
+                for (size_t i = 0; i < c->n; i++) {
+                        _cleanup_free_ char *v = NULL;
+                        if (read_attr_at(rootfd, c->dirs[i], sel->attrs[a].name, &v) < 0)
+                                continue;
+                        if (fnmatch(sel->attrs[a].glob, v, 0) == 0)
+                                break;
+                        return res_strdup_printf("%s is \"%s\" on %s, not \"%s\"",
+                                                 sel->attrs[a].name, v, base_of(c->dirs[i]),
+                                                 sel->attrs[a].glob);
+                }
+        }
+        return res_strdup_printf("no single device in its sysfs path has all of its attrs");
+}
+
+int res_sysfs_filter(int rootfd, const char *devdir, const struct res_selector *sel,
+                     char **ret_why) {
+        if (!res_sel_has_filters(sel))
+                return 1;
+        struct chain c;
+        int r = chain_build(rootfd, devdir, &c);
+        if (r < 0)
+                return r;
+        const char *keys[] = { "kernel", "subsystem", "driver" };
+        const char *globs[] = { sel->kernel, sel->subsystem, sel->driver };
+        for (size_t k = 0; k < 3; k++) {
+                if (!globs[k])
+                        continue;
+                r = chain_has(rootfd, &c, keys[k], globs[k]);
+                if (r <= 0) {
+                        if (r == 0 && ret_why)
+                                *ret_why = res_strdup_printf("no device in its sysfs path has %s \"%s\"",
+                                                             keys[k], globs[k]);
+                        chain_clear(&c);
+                        return r;
+                }
+        }
+        if (sel->n_attrs) {
+                /* Like udev's ATTRS{}: all on one device of the chain. */
+                r = 0;
+                for (size_t i = 0; i < c.n && r == 0; i++)
+                        r = attrs_on(rootfd, c.dirs[i], sel);
+                if (r == 0 && ret_why)
+                        *ret_why = attr_hint(rootfd, &c, sel);
+        } else {
+                r = 1;
+        }
+        chain_clear(&c);
+        return r;
+}
+
+static int parse_numa(const char *s) {
+        char *end;
+        errno = 0;
+        long v = strtol(s, &end, 10);
+        if (errno || end == s || *end || v < -1 || v > INT_MAX)
+                return -1;
+        return (int)v;
+}
+
+int res_sysfs_numa(int rootfd, const char *devdir) {
+        struct chain c;
+        if (chain_build(rootfd, devdir, &c) < 0)
+                return -1;
+        int numa = -1;
+        for (size_t i = 0; i < c.n; i++) {
+                _cleanup_free_ char *v = NULL;
+                if (read_attr_at(rootfd, c.dirs[i], "numa_node", &v) < 0)
+                        continue;
+                numa = parse_numa(v);
+                break;
+        }
+        chain_clear(&c);
+        return numa;
+}
+
+int res_sysfs_serial_id(int rootfd, const char *devdir, char **ret) {
+        struct chain c;
+        int r = chain_build(rootfd, devdir, &c);
+        if (r < 0)
+                return r;
+        _cleanup_free_ char *intf = NULL;
+        r = -ENOENT;
+        for (size_t i = 0; i < c.n && r == -ENOENT; i++) {
+                _cleanup_free_ char *subsys = NULL, *v = NULL;
+                int s = link_name(rootfd, c.dirs[i], "subsystem", &subsys);
+                if (s == -ENOMEM) {
+                        r = s;
+                        break;
+                }
+                if (s < 0)
+                        continue;
+                if (strcmp(subsys, "pci") == 0) {
+                        /* As the pci selector names it: "0000:3b:00.0". */
+                        r = res_id_fit(base_of(c.dirs[i]), ret);
+                        break;
+                }
+                if (strcmp(subsys, "usb") != 0)
+                        continue;
+                /* A multi-port adapter (FT2232, CP2105) has one serial and
+                 * one interface per port: the interface tells them apart. */
+                if (!intf && read_attr_at(rootfd, c.dirs[i], "bInterfaceNumber", &v) == 0) {
+                        intf = TAKE_PTR(v);
+                        continue;
+                }
+                if (read_attr_at(rootfd, c.dirs[i], "serial", &v) < 0 || !*v)
+                        continue;
+                _cleanup_free_ char *raw = intf ? res_strdup_printf("%s-if%s", v, intf) : strdup(v);
+                r = raw ? res_id_sanitize(raw, ret) : -ENOMEM;
+        }
+        chain_clear(&c);
+        return r;
+}
