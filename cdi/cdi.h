@@ -39,6 +39,12 @@ struct cdi_node {
         char *path;
         char *host_path;
         char *permissions; /* "rw", "rwm", ...; NULL for the runtime default */
+        /* Overrides, in every cdiVersion. Unset, the reference CDI library
+         * copies the host node's mode and gives the node the container
+         * process's uid/gid, which is what non-root pods need. */
+        unsigned file_mode;  /* permission bits; 0: unset */
+        bool has_uid, has_gid;
+        unsigned uid, gid;
 };
 
 struct cdi_mount {

@@ -204,6 +204,13 @@ static int node_to_json(cJSON *arr, const struct cdi_node *n)
                 return -ENOMEM;
         if (str_set(n->permissions) && add_str(o, "permissions", n->permissions) < 0)
                 return -ENOMEM;
+        /* fileMode is Go's os.FileMode: the bits as a plain number. */
+        if (n->file_mode && !cJSON_AddNumberToObject(o, "fileMode", (double)(n->file_mode & 07777)))
+                return -ENOMEM;
+        if (n->has_uid && !cJSON_AddNumberToObject(o, "uid", (double)n->uid))
+                return -ENOMEM;
+        if (n->has_gid && !cJSON_AddNumberToObject(o, "gid", (double)n->gid))
+                return -ENOMEM;
         return 0;
 }
 

@@ -216,6 +216,7 @@ static void daemon_free(struct dp_daemon *d) {
                 dp_plugin_free(d->res[i].plugin);
                 free(d->res[i].socket_path);
                 res_strv_free(d->res[i].watch_dirs);
+                strv_free(d->res[i].logged_notes);
         }
         free(d->res);
         free(d->kubelet_sock);

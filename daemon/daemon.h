@@ -40,6 +40,7 @@ struct dp_resource {
         struct dp_plugin *plugin;
         char *socket_path;
         char **watch_dirs;            /* device dirs, for hotplug */
+        char **logged_notes;          /* discovery notes already logged */
 
         grpc_server *server;          /* for the daemon's lifetime */
         enum dp_server_state state;

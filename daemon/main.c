@@ -10,6 +10,7 @@
 #include "daemon.h"
 #include "lint.h"
 #include "names.h"
+#include "notes.h"
 #include "plugin.h"
 #include "resources.h"
 #include "util.h"
@@ -59,6 +60,18 @@ static int load_config(const struct dp_options *o, struct cfg_config **ret) {
         return r;
 }
 
+/* Valid, but probably not what the operator meant: said, not refused. */
+static void check_warnings(const struct cfg_config *cfg) {
+        for (size_t i = 0; i < cfg->n_resources; i++)
+                for (size_t j = 0; j < cfg->resources[i].n_selectors; j++) {
+                        const char *field = NULL;
+                        const char *w = res_selector_warning(cfg->resources[i].selectors[j], &field);
+                        if (w)
+                                fprintf(stderr, "cdiplug: warning: resources[%zu].match[%zu].%s: %s\n", i, j,
+                                        field, w);
+                }
+}
+
 /* Build every resource's spec once, outside the daemon: for podman and
  * other CDI users that have no kubelet. */
 static int generate(const struct dp_options *o, const struct cfg_config *cfg, bool to_stdout) {
@@ -78,6 +91,11 @@ static int generate(const struct dp_options *o, const struct cfg_config *cfg, bo
                         r = res_discover(o->host_root, rc->selectors, rc->n_selectors, &found);
                 if (r >= 0)
                         r = dp_plugin_update(p, &found, &changed);
+                if (r >= 0) {
+                        char **logged = NULL;
+                        r = dp_notes_log(&logged, rc->name, &found, p);
+                        strv_free(logged);
+                }
                 if (r >= 0 && p->n_devs == 0) {
                         /* A spec without devices is invalid for every
                          * runtime: say so and write none. */
@@ -188,6 +206,7 @@ int main(int argc, char **argv) {
                 return ret == -EINVAL ? 2 : 1;
         }
         if (strcmp(cmd, "check") == 0) {
+                check_warnings(cfg);
                 dp_check_devices(o.host_root, cfg);
                 printf("%s: valid, %zu resources\n", o.config_path, cfg->n_resources);
                 ret = 0;

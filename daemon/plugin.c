@@ -109,7 +109,8 @@ static bool str_equal(const char *a, const char *b) {
 
 static bool extras_equal(const struct dp_extras *x, const struct res_device *src) {
         if (x->n_mounts != src->n_mounts || !str_equal(x->permissions, src->permissions) ||
-            !strv_equal(x->env, src->env))
+            !strv_equal(x->env, src->env) || x->file_mode != src->file_mode || x->has_uid != src->has_uid ||
+            x->has_gid != src->has_gid || x->uid != src->uid || x->gid != src->gid)
                 return false;
         for (size_t i = 0; i < x->n_mounts; i++)
                 if (strcmp(x->mounts[i].host_path, src->mounts[i].host_path) != 0 ||
@@ -122,6 +123,11 @@ static bool extras_equal(const struct dp_extras *x, const struct res_device *src
 static int extras_copy(struct dp_extras *x, const struct res_device *src) {
         size_t n = 0;
 
+        x->file_mode = src->file_mode;
+        x->has_uid = src->has_uid;
+        x->has_gid = src->has_gid;
+        x->uid = src->uid;
+        x->gid = src->gid;
         for (char **e = src->env; e && *e; e++) {
                 char *s = strdup(*e);
                 if (!s || strv_push(&x->env, &n, s) < 0) {
@@ -353,17 +359,81 @@ out:
 
 /* Both lists are sorted by ID, so one merge pass builds the new device
  * table and string block; the plugin changes only once all of it worked. */
+/* Whether src has exactly the nodes of device dev. */
+static bool same_nodes(const struct dp_plugin *p, size_t dev, const struct res_device *src) {
+        const char *node = dp_device_id(p, dev);
+
+        if (p->devs[dev].n_nodes != src->n_nodes)
+                return false;
+        for (size_t i = 0; i < src->n_nodes; i++) {
+                node = dp_str_next(node);
+                if (strcmp(node, src->nodes[i]) != 0)
+                        return false;
+        }
+        return true;
+}
+
+static int cmp_src(const void *a, const void *b) {
+        return strcmp((*(const struct res_device *const *)a)->id, (*(const struct res_device *const *)b)->id);
+}
+
+/* The devices to merge, sorted by ID: everything found, plus, of devices
+ * refused for sharing an ID, the one this plugin already serves under it.
+ * An ID keeps meaning the same device; a newcomer that clashes waits. */
+static int merge_sources(const struct dp_plugin *p, const struct res_devlist *found,
+                         const struct res_device ***ret, size_t *ret_n) {
+        const struct res_device **v = calloc(found->n + found->n_clashes + 1, sizeof(*v));
+        size_t n = 0, kept = 0;
+
+        if (!v)
+                return -ENOMEM;
+        for (size_t j = 0; j < found->n; j++)
+                v[n++] = &found->devs[j];
+        for (size_t k = 0; k < found->n_clashes; k++) {
+                size_t dev;
+                const struct res_device *c = &found->clashes[k];
+                if (dp_plugin_find_dev(p, c->id, &dev) == 0 && same_nodes(p, dev, c)) {
+                        v[n++] = c;
+                        kept++;
+                }
+        }
+        if (kept)
+                qsort(v, n, sizeof(*v), cmp_src);
+        *ret = v;
+        *ret_n = n;
+        return 0;
+}
+
+int dp_plugin_find_dev(const struct dp_plugin *p, const char *id, size_t *ret) {
+        size_t lo = 0, hi = p->n_devs;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                int c = strcmp(dp_device_id(p, mid), id);
+                if (c == 0) {
+                        *ret = mid;
+                        return 0;
+                }
+                if (c < 0)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return -ENOENT;
+}
+
 int dp_plugin_update(struct dp_plugin *p, const struct res_devlist *found, bool *ret_changed) {
-        _cleanup_free_ struct dp_device *devs = calloc(p->n_devs + found->n + 1, sizeof(*devs));
+        _cleanup_free_ struct dp_device *devs = calloc(p->n_devs + found->n + found->n_clashes + 1, sizeof(*devs));
+        _cleanup_free_ const struct res_device **srcs = NULL;
         struct dp_share *shares = NULL;
         char *share_strs = NULL;
         struct strbuf b = {0};
         bool changed = p->generation == 0, added = false;
-        size_t i = 0, j = 0, n = 0, n_ids = 0;
-        int r = devs ? 0 : -ENOMEM;
+        size_t i = 0, j = 0, n = 0, n_ids = 0, n_srcs = 0;
+        int r = devs ? merge_sources(p, found, &srcs, &n_srcs) : -ENOMEM;
 
-        while (r >= 0 && (i < p->n_devs || j < found->n)) {
-                const struct res_device *src = j < found->n ? &found->devs[j] : NULL;
+        while (r >= 0 && (i < p->n_devs || j < n_srcs)) {
+                const struct res_device *src = j < n_srcs ? srcs[j] : NULL;
                 int c = !src ? -1 : i == p->n_devs ? 1 : strcmp(dp_device_id(p, i), src->id);
                 struct dp_device *d = &devs[n++];
                 uint16_t extras;
@@ -484,6 +554,11 @@ int dp_plugin_spec(const struct dp_plugin *p, struct cdi_spec *ret) {
                         node = dp_str_next(node);
                         cd->edits.n_nodes = j + 1;
                         cd->edits.nodes[j].path = strdup(node);
+                        cd->edits.nodes[j].file_mode = x->file_mode;
+                        cd->edits.nodes[j].has_uid = x->has_uid;
+                        cd->edits.nodes[j].uid = x->uid;
+                        cd->edits.nodes[j].has_gid = x->has_gid;
+                        cd->edits.nodes[j].gid = x->gid;
                         if (!cd->edits.nodes[j].path ||
                             (x->permissions && !(cd->edits.nodes[j].permissions = strdup(x->permissions))))
                                 goto fail;

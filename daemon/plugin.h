@@ -27,6 +27,9 @@ struct dp_extras {
         struct dp_mount *mounts;
         size_t n_mounts;
         char *permissions; /* "rwm" subset, or NULL */
+        unsigned file_mode; /* 0: unset */
+        bool has_uid, has_gid;
+        unsigned uid, gid;
 };
 
 /* Twelve bytes a device: its strings live in the plugin's string block
@@ -79,8 +82,12 @@ void dp_plugin_free(struct dp_plugin *p);
 
 /* Merge a fresh discovery: devices found are Healthy (new ones are added),
  * known devices not found stay listed as Unhealthy, so capacity does not
- * jump and a returning device comes back under the same ID. */
+ * jump and a returning device comes back under the same ID. Of devices
+ * refused for sharing an ID (found->clashes), the one already listed under
+ * that ID with the same nodes stays: an ID never changes meaning. */
 int dp_plugin_update(struct dp_plugin *p, const struct res_devlist *found, bool *ret_changed);
+/* The index of the device (not share) with this ID; -ENOENT if none. */
+int dp_plugin_find_dev(const struct dp_plugin *p, const char *id, size_t *ret);
 
 /* Allocatable ID i (0 <= i < n_ids, sorted) and the index of its device. */
 const char *dp_plugin_id(const struct dp_plugin *p, size_t i);

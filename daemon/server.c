@@ -17,6 +17,7 @@
 
 #include "cdi.h"
 #include "daemon.h"
+#include "notes.h"
 #include "resources.h"
 #include "rpc.h"
 #include "util.h"
@@ -468,6 +469,8 @@ int dp_resource_refresh(struct dp_resource *res, bool *ret_changed) {
                 return r;
         }
         r = dp_plugin_update(res->plugin, &found, &changed);
+        if (r >= 0)
+                r = dp_notes_log(&res->logged_notes, res->cfg->name, &found, res->plugin);
         res_devlist_free(&found);
         if (r < 0)
                 return r;

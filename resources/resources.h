@@ -38,7 +38,7 @@ struct res_device {
         /* Selector overrides for every node; unset, the CDI consumer gives
          * the node the container process's uid/gid (what non-root pods
          * need) and the host node's mode. */
-        unsigned file_mode;  /* 0: unset; else permission bits, at most 07777 */
+        unsigned file_mode;  /* 0: unset; else permission bits, at most 0777 */
         bool has_uid, has_gid;
         unsigned uid, gid;
 };

@@ -459,8 +459,10 @@ static int parse_mode(struct res_selector *sel, const cJSON *item, struct perr *
         if (len == 0 || len > 5 || strspn(s, "01234567") != len)
                 return fail(e, "mode", "\"%s\" is not an octal mode like \"0660\"", s);
         unsigned long v = strtoul(s, NULL, 8);
-        if (v > 07777)
-                return fail(e, "mode", "\"%s\" is out of range (at most \"07777\")", s);
+        /* Set-id and sticky bits mean nothing on a device node, and Go's
+         * os.FileMode (what fileMode is) spells them differently. */
+        if (v > 0777)
+                return fail(e, "mode", "\"%s\" is out of range (\"0001\" to \"0777\")", s);
         if (v == 0)
                 return fail(e, "mode", "\"%s\" would make the node unusable", s);
         sel->file_mode = (unsigned)v;

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* What discovery wants the operator to hear (a match that is no device
+ * node, a selector that finds nothing and why, devices refused for sharing
+ * an ID), logged once: discovery runs on every hotplug event, and a line
+ * repeats only after its cause went away and came back. */
+#include <string.h>
+
+#include "notes.h"
+#include "plugin.h"
+#include "resources.h"
+#include "util.h"
+
+static bool strv_has(char **v, const char *s) {
+        for (; v && *v; v++)
+                if (strcmp(*v, s) == 0)
+                        return true;
+        return false;
+}
+
+/* One line per group of devices that want one ID. */
+static int clash_lines(const struct dp_plugin *p, const struct res_devlist *found, char ***lines, size_t *n) {
+        for (size_t i = 0; i < found->n_clashes;) {
+                const char *id = found->clashes[i].id;
+                size_t j = i, dev;
+                bool kept = p && dp_plugin_find_dev(p, id, &dev) == 0 && p->devs[dev].healthy;
+                _cleanup_free_ char *nodes = NULL;
+                for (; j < found->n_clashes && strcmp(found->clashes[j].id, id) == 0; j++) {
+                        char *more = NULL;
+                        if (xasprintf(&more, "%s%s%s", nodes ? nodes : "", nodes ? ", " : "",
+                                      found->clashes[j].nodes[0]) < 0)
+                                return -ENOMEM;
+                        free(nodes);
+                        nodes = more;
+                }
+                char *line = NULL;
+                int r = kept ? xasprintf(&line, "devices %s all want ID \"%s\": the one already served under it "
+                                         "stays, the others are refused (an ID never changes meaning)", nodes, id)
+                             : xasprintf(&line, "devices %s all want ID \"%s\": all refused; rename a node or "
+                                         "choose another \"id\" for its selector", nodes, id);
+                if (r < 0 || strv_push(lines, n, line) < 0) {
+                        free(line);
+                        return -ENOMEM;
+                }
+                i = j;
+        }
+        return 0;
+}
+
+int dp_notes_log(char ***logged, const char *resource, const struct res_devlist *found,
+                 const struct dp_plugin *p) {
+        char **now = NULL;
+        size_t n = 0;
+        int r = 0;
+
+        for (char **s = found->notes; s && *s && r >= 0; s++) {
+                char *c = strdup(*s);
+                if (!c || strv_push(&now, &n, c) < 0) {
+                        free(c);
+                        r = -ENOMEM;
+                }
+        }
+        if (r >= 0)
+                r = clash_lines(p, found, &now, &n);
+        if (r < 0) {
+                strv_free(now);
+                return r;
+        }
+        for (char **s = now; s && *s; s++)
+                if (!strv_has(*logged, *s))
+                        log_warn("resource \"%s\": %s", resource, *s);
+        strv_free(*logged);
+        *logged = now;
+        return 0;
+}

@@ -1,0 +1,13 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Logging discovery's notes once (daemon/notes.c). */
+#pragma once
+
+struct dp_plugin;
+struct res_devlist;
+
+/* Log each of found's notes and ID clashes (as warnings, prefixed with the
+ * resource name) that is not in *logged, then make *logged the current
+ * set (free with strv_free). p (may be NULL) tells which clashing device
+ * the plugin kept. 0 or -ENOMEM. */
+int dp_notes_log(char ***logged, const char *resource, const struct res_devlist *found,
+                 const struct dp_plugin *p);
