@@ -128,6 +128,7 @@ static int extras_copy(struct dp_extras *x, const struct res_device *src) {
         x->has_gid = src->has_gid;
         x->uid = src->uid;
         x->gid = src->gid;
+
         for (char **e = src->env; e && *e; e++) {
                 char *s = strdup(*e);
                 if (!s || strv_push(&x->env, &n, s) < 0) {

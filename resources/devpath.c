@@ -122,13 +122,11 @@ static void chain_clear(struct chain *c) {
 static bool is_device_dir(int rootfd, const char *dir) {
         _cleanup_free_ char *ue = res_strdup_printf("%s/uevent", dir);
         _cleanup_free_ char *ss = res_strdup_printf("%s/subsystem", dir);
+        _cleanup_free_ char *name = NULL;
         if (!ue || !ss)
                 return false;
-        _cleanup_close_ int a = res_open_in_root(rootfd, ue, O_PATH);
-        if (a >= 0)
-                return true;
-        _cleanup_close_ int b = res_open_in_root(rootfd, ss, O_PATH | O_DIRECTORY);
-        return b >= 0;
+        _cleanup_close_ int fd = res_open_in_root(rootfd, ue, O_PATH);
+        return fd >= 0 || res_readlink_base(rootfd, ss, &name) == 0;
 }
 
 static int chain_build(int rootfd, const char *devdir, struct chain *ret) {
