@@ -209,3 +209,79 @@ Test(podman, uid_1000_opens_a_root_only_node_through_the_allocated_cdi_name) {
         grpc_channel_destroy(ch);
         tk_stop(tk);
 }
+
+/* Serve the root-only node with the selector keys in extra (after a
+ * comma), allocate it, and have uid 1000 write to it in a container; the
+ * node's owner and mode as the container sees them go to *ret_out, the
+ * spec to *ret_spec. Returns podman's wait status. */
+static int write_as_1000(const char *extra, char **ret_out, char **ret_spec) {
+        V1beta1__AllocateResponse *resp = NULL;
+        char *msg = NULL, *config, *rootfs, *spec;
+        struct tk *tk;
+
+        env_init(&e);
+        snprintf(node, sizeof(node), "/dev/cdiplug-test-%d", (int)getpid());
+        unlink(node);
+        cr_assert_eq(mknod(node, S_IFCHR | 0600, makedev(1, 3)), 0, "mknod %s: %s", node, strerror(errno));
+        cr_assert_eq(chmod(node, 0600), 0);
+        cr_assert_geq(asprintf(&config, "{ \"resources\": [ { \"name\": \"example.com/nonroot\","
+                                        " \"match\": [ { \"path\": \"%s\", %s } ] } ] }", node, extra), 0);
+        env_write(&e, "config.json", config);
+        env_spawn(&e, "--host-root", "/", NULL);
+        cr_assert_eq(tk_start(e.kubelet_dir, &tk), 0);
+        cr_assert_eq(tk_wait_registered(tk, "example.com/nonroot", 1, 10000), 0);
+        grpc_channel *ch = tk_dial(tk, "example.com/nonroot");
+        cr_assert_eq(call_allocate(ch, &resp, &msg, node + strlen("/dev/"), NULL, NULL), GRPC_STATUS_OK, "%s",
+                     msg ? msg : "");
+        const char *cdi_name = resp->container_responses[0]->cdi_devices[0]->name;
+        cr_assert_geq(asprintf(&spec, "%s/example.com-nonroot.json", e.cdi_dir), 0);
+        *ret_spec = env_read(spec);
+        cr_assert_not_null(*ret_spec);
+
+        rootfs = make_rootfs();
+        char cmd[256];
+        snprintf(cmd, sizeof(cmd), "stat -c 'NODE %%u %%a' %s; echo data > %s && echo WROTE", node, node);
+        const char *args[] = {
+                PODMAN, "--runtime", RUNC, "run", "--rm", "--network", "none",
+                "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024",
+                "--user", "1000:1000", "--device", cdi_name, "--rootfs", rootfs,
+                "/bin/busybox", "sh", "-c", cmd, NULL,
+        };
+        int status = run_podman(args, ret_out);
+        free(spec);
+        free(rootfs);
+        free(config);
+        free(msg);
+        v1beta1__allocate_response__free_unpacked(resp, NULL);
+        grpc_channel_destroy(ch);
+        tk_stop(tk);
+        return status;
+}
+
+Test(podman, mode_0600_keeps_the_node_the_container_users) {
+        char *out = NULL, *spec = NULL;
+
+        need_podman();
+        int status = write_as_1000("\"mode\": \"0600\"", &out, &spec);
+        /* 0600 is 384; ownership still left to the runtime. */
+        cr_assert_not_null(strstr(spec, "\"fileMode\":\t384"), "%s", spec);
+        cr_assert_null(strstr(spec, "\"uid\""), "%s", spec);
+        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "podman failed (%d): %s", status, out);
+        cr_assert_not_null(strstr(out, "NODE 1000 600\n"), "the node is uid 1000's, mode 0600: %s", out);
+        cr_assert_not_null(strstr(out, "WROTE"), "uid 1000 could not write the node: %s", out);
+        free(out);
+        free(spec);
+}
+
+Test(podman, owner_0_with_mode_0600_locks_uid_1000_out) {
+        char *out = NULL, *spec = NULL;
+
+        need_podman();
+        int status = write_as_1000("\"mode\": \"0600\", \"owner\": 0", &out, &spec);
+        cr_assert_not_null(strstr(spec, "\"uid\":\t0"), "%s", spec);
+        cr_assert(WIFEXITED(status), "podman failed (%d): %s", status, out);
+        cr_assert_not_null(strstr(out, "NODE 0 600\n"), "the override holds in the container: %s", out);
+        cr_assert_null(strstr(out, "WROTE"), "uid 1000 wrote a root-only node: %s", out);
+        free(out);
+        free(spec);
+}
