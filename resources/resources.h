@@ -69,8 +69,11 @@ struct res_selector;
  *
  * An entry is an object with exactly one of:
  *   "path":  "/dev/ttyUSB*"  a glob (fnmatch; '*' skips dotfiles); every
- *            match that is a char/block device or a regular file (fake
- *            trees) is one device, its ID from res_id_from_path.
+ *            match that is a char/block node (links followed) is one
+ *            device, its ID from res_id_from_path of the match. A match
+ *            that is a symlink (/dev/serial/by-id/...) is resolved inside
+ *            the host root: the node it leads to is injected. Other
+ *            matches are skipped, with a note.
  *   "paths": [glob, ...]     1..16 globs; one device per match of the
  *            first. Each further glob adds, per device, its matches with
  *            the same sysfs parent (/sys/dev/{char,block}/MAJ:MIN/device,
@@ -91,9 +94,20 @@ struct res_selector;
  *            under its sysfs drm/ dir as /dev/dri/<name>, and a function
  *            with neither is not listed. Functions sharing an IOMMU group
  *            are separate devices with the same group node.
- * and optionally, for every device it finds:
+ * and optionally, narrowing what it finds by sysfs (the device's dir, from
+ * /sys/dev/{char,block}/MAJ:MIN for nodes, then its parents up to
+ * /sys/devices; globs in every value):
+ *   "attrs": {"idVendor": "0403", "serial": "A12*"}  all on one device of
+ *            that chain, like udev's ATTRS{}; names relative, no "..";
+ *   "subsystem", "driver", "kernel": each on any device of the chain;
+ * how IDs are formed, "id": "name" (default, as above; usb "usb-<port>",
+ * pci the address), "serial" (USB serial, "-if<N>" below an interface, or
+ * PCI address, of the nearest device of the chain with one) or "link"
+ * (the matched link's name; path/paths only); "optional": true (finding
+ * nothing is not worth a note); and for every device it finds:
  *   "env": {"NAME": "value"}, "permissions": subset of "rwm",
- *   "mounts": [{"hostPath": "/abs", "containerPath": "/abs", "readOnly"?: bool}].
+ *   "mounts": [{"hostPath": "/abs", "containerPath": "/abs", "readOnly"?: bool}],
+ *   "mode": "0660" (octal, 0001..0777), "owner"/"group": numeric IDs.
  * Paths must be absolute, without "." or ".." components or a trailing '/'.
  * Unknown keys, duplicate keys and wrong types are errors. */
 int res_selector_parse(const struct cJSON *entry, struct res_selector **ret,
@@ -121,15 +135,14 @@ const char *res_selector_warning(const struct res_selector *sel, const char **re
 
 /* All devices the selectors match now, under host_root (NULL means "/").
  * Only nodes that exist are handed out. At most 65536 devices (-E2BIG).
- * numa_node: PCI functions read their numa_node; USB devices and device
- * nodes (real char/block nodes, via /sys/dev/...) take that of their
- * nearest PCI ancestor; otherwise -1.
+ * numa_node: that of the nearest device in the sysfs chain (the device,
+ * then its parents) that has a numa_node attribute: a tty behind a PCI USB
+ * controller, a DRM node under its GPU; -1 when none has one.
  * IDs: a device found by several selectors (same ID, same nodes) is listed
- * once, with the first selector's env/mounts/permissions. Distinct devices
- * that would share an ID all become "<id>-<16 hex digits hashing their
- * nodes>" (cut to fit RES_ID_MAX): deterministic, nothing dropped; should
- * that still clash, -EEXIST. Symlinks resolve inside host_root (openat2
- * RESOLVE_IN_ROOT; on kernels without it, plain openat). */
+ * once, with the first selector's edits. Distinct devices that would share
+ * an ID are all left out of devs and listed in clashes: nothing is renamed.
+ * Symlinks resolve inside host_root (openat2 RESOLVE_IN_ROOT; on kernels
+ * without it, plain openat). */
 int res_discover(const char *host_root, struct res_selector *const *sels,
                  size_t n_sels, struct res_devlist *ret);
 void res_devlist_free(struct res_devlist *list);

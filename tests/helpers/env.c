@@ -84,6 +84,8 @@ void env_touch(const struct env *e, const char *host_rel) {
         mkparents(path);
         /* Only char/block nodes are devices; 1:3 (/dev/null's numbers)
          * keeps hardware out of reach. */
+        if (geteuid() != 0)
+                cr_skip_test("making fake device nodes (mknod) needs root");
         cr_assert(mknod(path, S_IFCHR | 0666, makedev(1, 3)) == 0, "cannot mknod %s: %s", path,
                   strerror(errno));
         free(path);

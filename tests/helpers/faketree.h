@@ -3,7 +3,7 @@
  *
  * Paths are relative to the tree's root (a leading '/' is ignored); missing
  * parent directories are created. Functions return 0 or a negative errno.
- * Regular files stand in for device nodes; ft_chrdev makes a real one where
+ * Only char/block nodes are devices to cdiplug; ft_chrdev makes one where
  * the test may call mknod (root outside a user namespace).
  */
 #pragma once
