@@ -85,11 +85,14 @@ int res_node_devdir(int rootfd, const char *node, char **ret) {
         struct stat st;
         if (fstat(fd, &st) < 0)
                 return -errno;
-        if (!S_ISCHR(st.st_mode) && !S_ISBLK(st.st_mode))
+        return res_devdir_of(rootfd, st.st_mode, st.st_rdev, ret);
+}
+
+int res_devdir_of(int rootfd, unsigned mode, uint64_t rdev, char **ret) {
+        if (!S_ISCHR(mode) && !S_ISBLK(mode))
                 return -ENOENT;
-        _cleanup_free_ char *p = res_strdup_printf("/sys/dev/%s/%u:%u",
-                                                   S_ISCHR(st.st_mode) ? "char" : "block",
-                                                   major(st.st_rdev), minor(st.st_rdev));
+        _cleanup_free_ char *p = res_strdup_printf("/sys/dev/%s/%u:%u", S_ISCHR(mode) ? "char" : "block",
+                                                   major(rdev), minor(rdev));
         if (!p)
                 return -ENOMEM;
         _cleanup_free_ char *canon = NULL;

@@ -30,6 +30,9 @@
 struct match {
         char *path;  /* the node, links resolved */
         char *link;  /* what the glob matched; NULL when that is path */
+        bool have_st; /* mode and rdev of path are known */
+        unsigned mode;
+        uint64_t rdev;
         bool owned; /* has a hardware parent, identified by dev/ino */
         uint64_t dev, ino;
 };
@@ -65,8 +68,16 @@ static int cmp_match(const void *a, const void *b) {
 static int resolve_match(int rootfd, struct match *m) {
         _cleanup_close_ int fd = res_open_in_root(rootfd, m->path, O_PATH | O_NOFOLLOW);
         struct stat st;
-        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISLNK(st.st_mode))
+        if (fd < 0 || fstat(fd, &st) < 0)
                 return 0;
+        if (!S_ISLNK(st.st_mode)) {
+                /* Kept: the sysfs lookup needs the numbers, and 10,000
+                 * nodes should not be opened twice. */
+                m->have_st = true;
+                m->mode = st.st_mode;
+                m->rdev = st.st_rdev;
+                return 0;
+        }
         char *node = NULL;
         int r = res_resolve(rootfd, m->path, &node);
         if (r < 0)
@@ -215,7 +226,8 @@ static int emit(struct res_devvec *out, int rootfd, const struct res_selector *s
                 struct res_strvec *nodes) {
         struct res_device dev = { .numa_node = -1 };
         _cleanup_free_ char *devdir = NULL;
-        int r = res_node_devdir(rootfd, nodes->v[0], &devdir);
+        int r = m0->have_st ? res_devdir_of(rootfd, m0->mode, m0->rdev, &devdir)
+                            : res_node_devdir(rootfd, nodes->v[0], &devdir);
         if (r == -ENOMEM) {
                 res_strvec_clear(nodes);
                 return r;

@@ -159,6 +159,8 @@ int res_discover_paths(int rootfd, const struct res_selector *sel, size_t idx,
  * with its symlink resolved, "/sys/devices/.../ttyUSB0". -ENOENT for a
  * node without one (fake trees, virtual nodes). */
 int res_node_devdir(int rootfd, const char *node, char **ret);
+/* The same for a node already stat'ed (st_mode, st_rdev). */
+int res_devdir_of(int rootfd, unsigned mode, uint64_t rdev, char **ret);
 /* The canonical form of a sysfs dir that may be a symlink (bus/class
  * links): its target, made absolute and without "..". */
 int res_sysfs_canon(int rootfd, const char *path, char **ret);
