@@ -295,3 +295,18 @@ Test(resources_match, explain_usb_and_pci) {
         expect_explain("[{\"pci\": {\"vendor\": \"8086\", \"driver\": \"vfio-pci\"}}]",
                        "PCI function 0000:3b:00.0 is bound to i915, not vfio-pci");
 }
+
+Test(resources_match, explain_paths_and_missing_serial) {
+        drm_tree();
+        expect_explain("[{\"paths\": [\"/dev/dri/card*\", \"/dev/dri/renderD*\"], \"driver\": \"nvidia\"}]",
+                       "/dev/dri/card1 matches \"/dev/dri/card*\" but no device in its sysfs path has driver "
+                       "\"nvidia\"");
+        expect_explain("[{\"paths\": [\"/dev/dri/renderD*\", \"/dev/nvidiactl\"]}]",
+                       "paths[1]: nothing matches \"/dev/nvidiactl\"");
+        /* A DRM node has a PCI parent but no USB serial: with "serial" it
+         * still gets the PCI address; a node without sysfs gets nothing. */
+        mk(root, "dev/fuse", NULL);
+        expect_explain("[{\"path\": \"/dev/fuse\", \"id\": \"serial\"}]",
+                       "/dev/fuse has no USB serial or PCI address in its sysfs path, so no \"id\": "
+                       "\"serial\"; skipped");
+}
