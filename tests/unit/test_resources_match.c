@@ -310,3 +310,34 @@ Test(resources_match, explain_paths_and_missing_serial) {
                        "/dev/fuse has no USB serial or PCI address in its sysfs path, so no \"id\": "
                        "\"serial\"; skipped");
 }
+
+Test(resources_match, usb_and_pci_selectors_take_filters_and_serial_ids) {
+        usb_serial_tree();
+        drm_tree();
+        link_to("sys/bus/usb/devices/1-1", "../../../devices/pci0000:00/0000:00:14.0/usb1/1-1");
+        link_to("sys/bus/usb/devices/1-2", "../../../devices/pci0000:00/0000:00:14.0/usb1/1-2");
+        link_to("sys/bus/pci/devices/0000:3b:00.0", "../../../devices/pci0000:3a/0000:3a:00.0/0000:3b:00.0");
+        for (int i = 1; i <= 2; i++) {
+                char *dir = fmt(XHCI "/usb1/1-%d", i), *dev = fmt("%d\n", i + 3), *node = fmt("dev/bus/usb/001/%03d", i + 3);
+                attr(dir, "busnum", "1\n");
+                attr(dir, "devnum", dev);
+                mk(root, node, NULL);
+                free(dir), free(dev), free(node);
+        }
+        /* Both adapters have product 6001; the serial glob picks one. */
+        struct res_devlist l = discover(root, "[{\"usb\": {\"vendor\": \"0403\"}, \"id\": \"serial\", "
+                                              "\"attrs\": {\"serial\": \"A1*\"}}]");
+        cr_assert_eq(l.n, 1);
+        cr_expect_str_eq(l.devs[0].id, "A12B");
+        cr_expect_eq(l.devs[0].numa_node, 1);
+        res_devlist_free(&l);
+        l = discover(root, "[{\"usb\": {\"vendor\": \"067b\"}, \"attrs\": {\"serial\": \"A1*\"}, \"optional\": true}]");
+        cr_expect_eq(l.n, 0);
+        res_devlist_free(&l);
+        /* The GPU's parent bridge is bound to pcieport. */
+        l = discover(root, "[{\"pci\": {\"vendor\": \"8086\"}, \"driver\": \"pcieport\"}]");
+        cr_assert_eq(l.n, 1);
+        cr_expect_str_eq(l.devs[0].id, "0000:3b:00.0");
+        cr_expect_eq(l.devs[0].numa_node, 0);
+        res_devlist_free(&l);
+}
