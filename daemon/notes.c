@@ -46,6 +46,25 @@ static int clash_lines(const struct dp_plugin *p, const struct res_devlist *foun
         return 0;
 }
 
+/* Devices refused because the ID they would get names another device. */
+static int taken_lines(const struct dp_plugin *p, const struct res_devlist *found, char ***lines, size_t *n) {
+        for (size_t i = 0; p && i < found->n; i++) {
+                const struct res_device *src = &found->devs[i];
+                size_t dev;
+                char *line = NULL;
+                if (dp_plugin_find_dev(p, src->id, &dev) < 0 || !dp_plugin_id_taken(p, dev, src))
+                        continue;
+                if (xasprintf(&line, "device %s refused: its ID \"%s\" names %s while the daemon runs "
+                              "(an ID never changes meaning)", src->nodes[0], src->id,
+                              dp_str_next(dp_device_id(p, dev))) < 0 ||
+                    strv_push(lines, n, line) < 0) {
+                        free(line);
+                        return -ENOMEM;
+                }
+        }
+        return 0;
+}
+
 int dp_notes_log(char ***logged, const char *resource, const struct res_devlist *found,
                  const struct dp_plugin *p) {
         char **now = NULL;
@@ -61,6 +80,8 @@ int dp_notes_log(char ***logged, const char *resource, const struct res_devlist 
         }
         if (r >= 0)
                 r = clash_lines(p, found, &now, &n);
+        if (r >= 0)
+                r = taken_lines(p, found, &now, &n);
         if (r < 0) {
                 strv_free(now);
                 return r;

@@ -405,6 +405,11 @@ static int merge_sources(const struct dp_plugin *p, const struct res_devlist *fo
         return 0;
 }
 
+bool dp_plugin_id_taken(const struct dp_plugin *p, size_t dev, const struct res_device *src) {
+        return src->id_is_path && src->n_nodes > 0 && p->devs[dev].n_nodes > 0 &&
+               strcmp(dp_str_next(dp_device_id(p, dev)), src->nodes[0]) != 0;
+}
+
 int dp_plugin_find_dev(const struct dp_plugin *p, const char *id, size_t *ret) {
         size_t lo = 0, hi = p->n_devs;
 
@@ -444,6 +449,14 @@ int dp_plugin_update(struct dp_plugin *p, const struct res_devlist *found, bool 
                         changed |= d->healthy;
                         d->healthy = false;
                         i++;
+                        continue;
+                }
+                if (c == 0 && dp_plugin_id_taken(p, i, src)) { /* refused; the ID keeps its device */
+                        r = keep_device(p, i, d, &b);
+                        changed |= d->healthy;
+                        d->healthy = false;
+                        i++;
+                        j++;
                         continue;
                 }
                 r = intern_extras(p, src, &extras);

@@ -11,6 +11,7 @@
 #include "deviceplugin.pb-c.h"
 
 struct cfg_resource;
+struct res_device;
 struct res_devlist;
 struct cdi_spec;
 
@@ -86,6 +87,10 @@ void dp_plugin_free(struct dp_plugin *p);
  * refused for sharing an ID (found->clashes), the one already listed under
  * that ID with the same nodes stays: an ID never changes meaning. */
 int dp_plugin_update(struct dp_plugin *p, const struct res_devlist *found, bool *ret_changed);
+/* Whether src wants the ID of listed device dev but is another device:
+ * its ID names its path (res_device.id_is_path) and dev is at another
+ * path. Such a device is refused while dev stays listed. */
+bool dp_plugin_id_taken(const struct dp_plugin *p, size_t dev, const struct res_device *src);
 /* The index of the device (not share) with this ID; -ENOENT if none. */
 int dp_plugin_find_dev(const struct dp_plugin *p, const char *id, size_t *ret);
 

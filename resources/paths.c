@@ -237,6 +237,7 @@ static int emit(struct res_devvec *out, int rootfd, const struct res_selector *s
                 res_strvec_clear(nodes);
                 return r == -ENOMEM ? r : 0;
         }
+        dev.id_is_path = sel->id_mode == RES_ID_NAME && !m0->link;
         /* The nearest device up the sysfs path with a numa_node: a tty
          * behind a PCI USB controller, a DRM node under its GPU. */
         dev.numa_node = devdir ? res_sysfs_numa(rootfd, devdir) : -1;

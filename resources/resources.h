@@ -38,6 +38,10 @@ struct res_device {
         /* Selector overrides for every node; unset, the CDI consumer gives
          * the node the container process's uid/gid (what non-root pods
          * need) and the host node's mode. */
+        /* The ID names nodes[0]'s own path ("id": "name", no link): a
+         * device at another path is another device, even if its ID is the
+         * same (/dev/a/b and /dev/a-b are both "a-b"). */
+        bool id_is_path;
         unsigned file_mode;  /* 0: unset; else permission bits, at most 0777 */
         bool has_uid, has_gid;
         unsigned uid, gid;

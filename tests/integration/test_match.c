@@ -224,6 +224,26 @@ Test(match, a_clash_at_hotplug_never_renames_the_served_device) {
         cr_assert_not_null(strstr(log, "devices /dev/a-b, /dev/a/b all want ID \"a-b\": the one already served"),
                            "%s", log);
         free(log);
+
+        /* /dev/a-b unplugged: "a-b" stays its ID, Unhealthy; /dev/a/b,
+         * alone now, still may not take it over. */
+        env_rm(&e, "dev/a-b");
+        l = next_with(s, 2);
+        cr_assert_str_eq(l->devices[0]->id, "a-b");
+        cr_assert_str_eq(l->devices[0]->health, "Unhealthy");
+        v1beta1__list_and_watch_response__free_unpacked(l, NULL);
+        spec = spec_text("example.com-clash.json");
+        cr_assert_null(strstr(spec, "\"/dev/a/b\""), "%s", spec);
+        free(spec);
+        log = env_read(e.log);
+        cr_assert_not_null(strstr(log, "device /dev/a/b refused: its ID \"a-b\" names /dev/a-b"), "%s", log);
+        free(log);
+        /* Back: Healthy again under its ID. */
+        env_touch(&e, "dev/a-b");
+        l = next_with(s, 2);
+        cr_assert_str_eq(l->devices[0]->id, "a-b");
+        cr_assert_str_eq(l->devices[0]->health, "Healthy");
+        v1beta1__list_and_watch_response__free_unpacked(l, NULL);
         lw_close(s);
         grpc_channel_destroy(ch);
 }
