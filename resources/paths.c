@@ -221,13 +221,14 @@ static int make_id(int rootfd, const struct res_selector *sel, const struct matc
         }
 }
 
-static int emit(struct res_devvec *out, int rootfd, const struct res_selector *sel,
+static int emit(struct res_devvec *out, int rootfd, const struct res_selector *sel, bool sysdev,
                 const struct match *m0, size_t idx, struct res_strvec *notes,
                 struct res_strvec *nodes) {
         struct res_device dev = { .numa_node = -1 };
         _cleanup_free_ char *devdir = NULL;
-        int r = m0->have_st ? res_devdir_of(rootfd, m0->mode, m0->rdev, &devdir)
-                            : res_node_devdir(rootfd, nodes->v[0], &devdir);
+        int r = !sysdev      ? -ENOENT
+                : m0->have_st ? res_devdir_of(rootfd, m0->mode, m0->rdev, &devdir)
+                              : res_node_devdir(rootfd, nodes->v[0], &devdir);
         if (r == -ENOMEM) {
                 res_strvec_clear(nodes);
                 return r;
@@ -256,6 +257,10 @@ int res_discover_paths(int rootfd, const struct res_selector *sel, size_t idx,
         struct glob_matches *g = calloc(sel->n_globs, sizeof(*g));
         if (!g)
                 return -ENOMEM;
+        /* Without /sys/dev (a container without sysfs, a fake tree) no node
+         * has a sysfs device: asked once, not once per node. */
+        _cleanup_close_ int sysfd = res_open_in_root(rootfd, "/sys/dev", O_PATH | O_DIRECTORY);
+        bool sysdev = sysfd >= 0;
         int r = 0;
         /* The first glob only needs parents when there is pairing to do; a
          * plain "path" skips that sysfs work. */
@@ -272,7 +277,7 @@ int res_discover_paths(int rootfd, const struct res_selector *sel, size_t idx,
                                 r = ok;
                 }
                 if (r >= 0 && ok > 0)
-                        r = emit(out, rootfd, sel, &g[0].m[k], idx, notes, &nodes);
+                        r = emit(out, rootfd, sel, sysdev, &g[0].m[k], idx, notes, &nodes);
                 res_strvec_clear(&nodes);
         }
         for (size_t i = 0; i < sel->n_globs; i++)
