@@ -20,7 +20,7 @@ static char *node_ptrs[N][2];
 
 static struct dp_plugin *many(struct cfg_resource *cfg, size_t n) {
         static struct res_device devs[N];
-        struct res_devlist list = {devs, n};
+        struct res_devlist list = {.devs = devs, .n = n};
         struct dp_plugin *p;
         bool changed;
 
@@ -195,7 +195,7 @@ Test(plugin_limits, grouped_picking_answers_as_the_plain_greedy_rule) {
                         devs[i] = (struct res_device){.id = ids[i], .nodes = node_ptrs[i], .n_nodes = 1,
                                                       .numa_node = (int)RND(4) - 1};
                 }
-                struct res_devlist list = {devs, n_dev};
+                struct res_devlist list = {.devs = devs, .n = n_dev};
                 struct dp_plugin *p;
                 bool changed;
                 cr_assert_eq(dp_plugin_new(&cfg, &p), 0);
