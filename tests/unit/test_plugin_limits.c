@@ -15,7 +15,7 @@
 
 #define N 3000
 
-static char ids[N][16], nodes[N][24];
+static char ids[N][32], nodes[N][40]; /* room for any size_t */
 static char *node_ptrs[N][2];
 
 static struct dp_plugin *many(struct cfg_resource *cfg, size_t n) {
