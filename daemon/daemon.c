@@ -88,7 +88,7 @@ static void poll_set(struct dp_daemon *d, struct pollfd *fds) {
         fds[1] = (struct pollfd){.fd = d->inotify_fd, .events = POLLIN};
         fds[2] = (struct pollfd){.fd = d->timer_fd, .events = POLLIN};
         for (size_t i = 0; i < d->n_res; i++)
-                fds[3 + i] = (struct pollfd){.fd = d->res[i].listen_fd, .events = POLLIN};
+                fds[3 + i] = (struct pollfd){.fd = dp_server_poll_fd(&d->res[i]), .events = POLLIN};
 }
 
 static void *watcher(void *arg) {
@@ -131,8 +131,11 @@ static void *watcher(void *arg) {
                 if (fds[2].revents & POLLIN) {
                         uint64_t expirations;
                         (void)!read(d->timer_fd, &expirations, sizeof(expirations));
-                        if (!d->stopping)
+                        if (!d->stopping) {
+                                dp_spec_due(d);
+                                dp_accept_due(d);
                                 dp_register_due(d);
+                        }
                 }
                 bool done = d->stopping;
                 poll_set(d, fds);

@@ -53,6 +53,14 @@ struct dp_resource {
         bool reg_again;               /* a new kubelet appeared meanwhile */
         unsigned reg_failures;
         uint64_t retry_at_ms;         /* CLOCK_MONOTONIC, 0 = none */
+
+        unsigned spec_failures;       /* CDI spec writes failed in a row */
+        uint64_t spec_retry_at_ms;    /* next attempt, 0 = none */
+
+        unsigned accept_failures;     /* accepts failed in a row (out of fds) */
+        unsigned accept_unlogged;     /* failures since the last log line */
+        uint64_t accept_resume_ms;    /* accepting paused until then, 0 = not paused */
+        uint64_t accept_logged_ms;
 };
 
 struct dp_daemon {
@@ -85,6 +93,8 @@ int dp_server_start(struct dp_resource *res);
 int dp_server_listen(struct dp_resource *res);
 void dp_server_unlisten(struct dp_resource *res, bool unlink_path);
 void dp_server_accept(struct dp_resource *res);
+void dp_accept_due(struct dp_daemon *d);
+int dp_server_poll_fd(const struct dp_resource *res);
 void dp_server_stop(struct dp_resource *res);
 void dp_server_push(struct dp_resource *res);
 int dp_resource_refresh(struct dp_resource *res, bool *ret_changed);
@@ -103,6 +113,10 @@ void dp_kubelet_channel_close(struct dp_daemon *d);
 /* watch.c */
 int dp_watch_setup(struct dp_daemon *d);
 void dp_watch_handle(struct dp_daemon *d);
+
+/* publish.c */
+int dp_spec_publish(struct dp_resource *res);
+void dp_spec_due(struct dp_daemon *d);
 
 /* specs.c */
 void dp_specs_startup(struct dp_daemon *d);

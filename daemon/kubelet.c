@@ -52,9 +52,13 @@ void dp_arm_timer(struct dp_daemon *d) {
         uint64_t next = 0, now = dp_now_ms();
         struct itimerspec its = {0};
 
-        for (size_t i = 0; i < d->n_res; i++)
-                if (d->res[i].retry_at_ms && (!next || d->res[i].retry_at_ms < next))
-                        next = d->res[i].retry_at_ms;
+        for (size_t i = 0; i < d->n_res; i++) {
+                const uint64_t due[] = {d->res[i].retry_at_ms, d->res[i].spec_retry_at_ms,
+                                        d->res[i].accept_resume_ms};
+                for (size_t k = 0; k < ELEMENTSOF(due); k++)
+                        if (due[k] && (!next || due[k] < next))
+                                next = due[k];
+        }
         if (next) {
                 uint64_t in = next > now ? next - now : 1;
                 its.it_value.tv_sec = (time_t)(in / 1000);

@@ -216,7 +216,7 @@ static int new_device(const struct res_device *src, uint16_t extras, struct dp_d
         if (src->n_nodes > UINT16_MAX)
                 return -E2BIG;
         *d = (struct dp_device){.numa_node = numa_of(src->numa_node), .n_nodes = (uint16_t)src->n_nodes,
-                                .extras = extras, .healthy = true};
+                                .extras = extras, .healthy = true, .spec_stale = true};
         r = strbuf_add(b, src->id, strlen(src->id), &d->str);
         for (size_t i = 0; r >= 0 && i < src->n_nodes; i++)
                 r = strbuf_add(b, src->nodes[i], strlen(src->nodes[i]), NULL);
@@ -319,18 +319,25 @@ int dp_plugin_list(const struct dp_plugin *p, uint8_t **ret, size_t *ret_len) {
                 topo[i].n_nodes = 1;
                 topo[i].nodes = &node_ptrs[i];
         }
+        size_t n = 0;
         for (size_t i = 0; i < p->n_ids; i++) {
                 size_t dev = dp_plugin_id_dev(p, i);
-                v1beta1__device__init(&devs[i]);
-                devs[i].id = (char *)dp_plugin_id(p, i);
-                devs[i].health = p->devs[dev].healthy ? "Healthy" : "Unhealthy";
+                const struct dp_device *d = &p->devs[dev];
+                /* An ID the spec on disk lacks would fail in the runtime
+                 * once allocated: not offered until the spec is written. */
+                if (p->held && !d->in_spec)
+                        continue;
+                v1beta1__device__init(&devs[n]);
+                devs[n].id = (char *)dp_plugin_id(p, i);
+                devs[n].health = d->healthy && !(p->held && d->spec_stale) ? "Healthy" : "Unhealthy";
                 /* No topology at all for devices without NUMA affinity:
                  * an empty list would read as "fits no NUMA node". */
-                if (p->devs[dev].numa_node >= 0)
-                        devs[i].topology = &topo[dev];
-                ptrs[i] = &devs[i];
+                if (d->numa_node >= 0)
+                        devs[n].topology = &topo[dev];
+                ptrs[n] = &devs[n];
+                n++;
         }
-        resp.n_devices = p->n_ids;
+        resp.n_devices = n;
         resp.devices = ptrs;
         size_t len = v1beta1__list_and_watch_response__get_packed_size(&resp);
         if (!ret) {
@@ -356,6 +363,29 @@ out:
         free(nodes);
         free(node_ptrs);
         return r;
+}
+
+void dp_plugin_hold(struct dp_plugin *p) {
+        if (p->held)
+                return;
+        p->held = true;
+        for (size_t i = 0; i < p->n_devs; i++)
+                if (p->devs[i].spec_stale) {
+                        p->generation++;
+                        return;
+                }
+}
+
+void dp_plugin_spec_written(struct dp_plugin *p) {
+        bool was_held = p->held;
+
+        p->held = false;
+        for (size_t i = 0; i < p->n_devs; i++) {
+                p->devs[i].in_spec = true;
+                p->devs[i].spec_stale = false;
+        }
+        if (was_held)
+                p->generation++;
 }
 
 /* Both lists are sorted by ID, so one merge pass builds the new device
@@ -467,7 +497,11 @@ int dp_plugin_update(struct dp_plugin *p, const struct res_devlist *found, bool 
                         changed |= !d->healthy;
                         d->healthy = true;
                 } else {
+                        /* A device whose nodes changed keeps its ID in the
+                         * spec on disk, with the old nodes. */
+                        bool in_spec = c == 0 && p->devs[i].in_spec;
                         r = new_device(src, extras, d, &b);
+                        d->in_spec = in_spec;
                         changed = true;
                         added |= c > 0;
                 }

@@ -40,7 +40,12 @@ struct dp_device {
         int16_t numa_node; /* -1: no NUMA affinity */
         uint16_t n_nodes;
         uint16_t extras;   /* index into the plugin's extras */
-        bool healthy;
+        bool healthy : 1;
+        /* Against the CDI spec last written: in_spec, the ID is defined
+         * there; spec_stale, with other nodes or edits than now. Only
+         * read while the plugin holds its list (a spec write failed). */
+        bool in_spec : 1;
+        bool spec_stale : 1;
 };
 
 /* With shares > 1: an allocatable ID, one share of device dev. */
@@ -63,6 +68,7 @@ struct dp_plugin {
         struct dp_share *shares; /* sorted by ID; NULL with one share */
         char *share_strs;
         uint64_t generation;   /* bumped on every change of the list */
+        bool held;             /* the spec could not be written: list only what it defines */
 };
 
 static inline const char *dp_device_id(const struct dp_plugin *p, size_t dev) {
@@ -102,6 +108,14 @@ int dp_plugin_find_id(const struct dp_plugin *p, const char *id, size_t *ret);
 
 /* The fully-qualified CDI name of device dev ("kind=name"), malloc'd. */
 int dp_plugin_qualified(const struct dp_plugin *p, size_t dev, char **ret);
+
+/* After the CDI spec failed to be written, the list holds back what the
+ * file on disk lacks: devices it does not define are left out, devices it
+ * defines with other nodes or edits are listed Unhealthy. Once a spec is
+ * written, everything is listed again. Both bump the generation when the
+ * list changes. */
+void dp_plugin_hold(struct dp_plugin *p);
+void dp_plugin_spec_written(struct dp_plugin *p);
 
 /* The ListAndWatchResponse of the current generation, packed, malloc'd;
  * -EMSGSIZE when it would pass DP_MAX_MESSAGE (rpc.h: the kubelet reads

@@ -421,21 +421,84 @@ void dp_server_unlisten(struct dp_resource *res, bool unlink_path) {
                 log_warn("resource \"%s\": cannot remove %s: %m", res->cfg->name, res->socket_path);
 }
 
+/* Out of fds (EMFILE, ENFILE) or kernel memory, accept fails while the
+ * connection stays queued, so the listening socket stays readable and
+ * retrying at once spins: 300,000 failures and log lines a second, with
+ * the daemon lock held, starved every other call. Instead the socket
+ * leaves the poll set for a back-off period (timerfd) and one line a
+ * period says how many attempts failed; connections already served go on
+ * meanwhile, and queued ones are taken once fds are free again. */
+#define ACCEPT_PAUSE_MIN_MS 10
+#define ACCEPT_PAUSE_MAX_MS 1000
+#define ACCEPT_LOG_EVERY_MS 10000
+
+static void accept_failed(struct dp_resource *res, int err) {
+        uint64_t now = dp_now_ms();
+        uint64_t pause = (uint64_t)ACCEPT_PAUSE_MIN_MS << (res->accept_failures < 7 ? res->accept_failures : 7);
+
+        if (pause > ACCEPT_PAUSE_MAX_MS)
+                pause = ACCEPT_PAUSE_MAX_MS;
+        res->accept_failures++;
+        res->accept_unlogged++;
+        if (!res->accept_logged_ms || now - res->accept_logged_ms >= ACCEPT_LOG_EVERY_MS) {
+                log_warn("resource \"%s\": accept on %s: %s (%u failed attempts); pausing new connections "
+                         "for up to %d ms at a time, serving the open ones",
+                         res->cfg->name, res->socket_path, strerror(err), res->accept_unlogged,
+                         ACCEPT_PAUSE_MAX_MS);
+                res->accept_logged_ms = now;
+                res->accept_unlogged = 0;
+        }
+        res->accept_resume_ms = now + pause;
+        dp_arm_timer(res->d);
+}
+
 void dp_server_accept(struct dp_resource *res) {
+        if (res->accept_resume_ms)
+                return;
         for (;;) {
                 int fd = accept4(res->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
                 if (fd < 0) {
                         if (errno == EINTR || errno == ECONNABORTED)
                                 continue;
-                        if (errno != EAGAIN)
-                                log_warn("resource \"%s\": accept on %s: %m; continuing", res->cfg->name,
-                                         res->socket_path);
+                        if (errno == EAGAIN)
+                                return;
+                        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                                accept_failed(res, errno);
+                                return;
+                        }
+                        log_warn("resource \"%s\": accept on %s: %m; continuing", res->cfg->name,
+                                 res->socket_path);
                         return;
+                }
+                if (res->accept_failures) {
+                        log_info("resource \"%s\": accepting connections on %s again", res->cfg->name,
+                                 res->socket_path);
+                        res->accept_failures = 0;
+                        res->accept_logged_ms = 0;
+                        res->accept_unlogged = 0;
                 }
                 grpc_server_credentials *creds = grpc_insecure_server_credentials_create();
                 /* grpc owns fd from here, and closes it with the connection. */
                 grpc_server_add_channel_from_fd(res->server, fd, creds);
                 grpc_server_credentials_release(creds);
+        }
+}
+
+/* The fd the watcher polls for new connections: none while paused. */
+int dp_server_poll_fd(const struct dp_resource *res) {
+        return res->accept_resume_ms ? -1 : res->listen_fd;
+}
+
+void dp_accept_due(struct dp_daemon *d) {
+        uint64_t now = dp_now_ms();
+
+        for (size_t i = 0; i < d->n_res; i++) {
+                struct dp_resource *res = &d->res[i];
+                if (!res->accept_resume_ms || res->accept_resume_ms > now)
+                        continue;
+                res->accept_resume_ms = 0;
+                if (res->listen_fd >= 0)
+                        dp_server_accept(res);
         }
 }
 
@@ -458,7 +521,6 @@ void dp_server_push(struct dp_resource *res) {
 int dp_resource_refresh(struct dp_resource *res, bool *ret_changed) {
         struct dp_daemon *d = res->d;
         struct res_devlist found = {0};
-        struct cdi_spec spec = {0};
         bool changed = false;
         int r;
 
@@ -474,17 +536,10 @@ int dp_resource_refresh(struct dp_resource *res, bool *ret_changed) {
         res_devlist_free(&found);
         if (r < 0)
                 return r;
+        /* The spec first, so every ID the kubelet is about to see
+         * resolves; a failed write is retried on the timer (publish.c). */
         if (changed) {
-                r = dp_plugin_spec(res->plugin, &spec);
-                if (r >= 0) {
-                        r = cdi_spec_write(d->opts->cdi_dir, &spec);
-                        cdi_spec_free(&spec);
-                }
-                if (r < 0) {
-                        log_error("resource \"%s\": cannot write CDI spec into %s: %s", res->cfg->name,
-                                  d->opts->cdi_dir, strerror(-r));
-                        return r;
-                }
+                dp_spec_publish(res);
                 size_t healthy = 0;
                 for (size_t i = 0; i < res->plugin->n_devs; i++)
                         healthy += res->plugin->devs[i].healthy;
