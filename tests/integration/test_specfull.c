@@ -29,6 +29,9 @@ static struct tk *tk;
 static void stop(void) {
         tk_stop(tk);
         tk = NULL;
+        /* The mount point itself could not be removed with the tmpfs on it. */
+        if (e.cdi_dir)
+                umount2(e.cdi_dir, MNT_DETACH);
         env_cleanup(&e);
 }
 
