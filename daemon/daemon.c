@@ -134,6 +134,7 @@ static void *watcher(void *arg) {
                         if (!d->stopping) {
                                 dp_spec_due(d);
                                 dp_accept_due(d);
+                                dp_watch_due(d);
                                 dp_register_due(d);
                         }
                 }

@@ -61,6 +61,8 @@ struct dp_resource {
         unsigned accept_unlogged;     /* failures since the last log line */
         uint64_t accept_resume_ms;    /* accepting paused until then, 0 = not paused */
         uint64_t accept_logged_ms;
+
+        uint64_t relisten_at_ms;      /* socket deleted alone: re-create then, 0 = none */
 };
 
 struct dp_daemon {
@@ -113,6 +115,7 @@ void dp_kubelet_channel_close(struct dp_daemon *d);
 /* watch.c */
 int dp_watch_setup(struct dp_daemon *d);
 void dp_watch_handle(struct dp_daemon *d);
+void dp_watch_due(struct dp_daemon *d);
 
 /* publish.c */
 int dp_spec_publish(struct dp_resource *res);

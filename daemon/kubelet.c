@@ -54,7 +54,7 @@ void dp_arm_timer(struct dp_daemon *d) {
 
         for (size_t i = 0; i < d->n_res; i++) {
                 const uint64_t due[] = {d->res[i].retry_at_ms, d->res[i].spec_retry_at_ms,
-                                        d->res[i].accept_resume_ms};
+                                        d->res[i].accept_resume_ms, d->res[i].relisten_at_ms};
                 for (size_t k = 0; k < ELEMENTSOF(due); k++)
                         if (due[k] && (!next || due[k] < next))
                                 next = due[k];

@@ -3,15 +3,20 @@
  *
  * The kubelet, when it starts, deletes every socket in its dir and then
  * creates kubelet.sock. We may see these in either order, so each half is
- * handled on its own: a deleted socket of ours is re-created at once, and
- * a new kubelet.sock gets every serving resource registered. A deleted
- * socket alone registers nothing when the resource has already registered
- * with the kubelet.sock we know: in the kubelet's own order that file is
- * the dead kubelet's, about to go too (it deletes in name order, and
- * "cdiplug-" sorts first); in the other order the new kubelet already has
- * our registration, and its connection outlives the file. Registering
- * twice per restart cost twice the work on both sides. When the dir itself
- * is missing we watch its nearest existing ancestor until it appears. */
+ * handled on its own. A new kubelet.sock re-creates any socket of ours
+ * that is missing and gets every serving resource registered. A deleted
+ * socket of ours is re-created at once only while a Register is in flight
+ * (a new kubelet is about to dial back); with kubelet.sock gone it waits
+ * for the kubelet, and with the old kubelet.sock still there it waits a
+ * short grace period first: whoever empties the dir (the kubelet starting,
+ * or an admin's `rm -rf`) would otherwise find our new socket in it and
+ * fail with "Directory not empty". A deleted socket alone registers
+ * nothing when the resource has already registered with the kubelet.sock
+ * we know: in the kubelet's own order that file is the dead kubelet's,
+ * about to go too; in the other order the new kubelet already has our
+ * registration, and its connection outlives the file. Registering twice
+ * per restart cost twice the work on both sides. When the dir itself is
+ * missing we watch its nearest existing ancestor until it appears. */
 #include <limits.h>
 #include <string.h>
 #include <sys/inotify.h>
@@ -20,6 +25,10 @@
 #include "daemon.h"
 #include "resources.h"
 #include "util.h"
+
+/* Longer than an `rm -rf` of the kubelet dir takes; short enough that a
+ * kubelet re-dialling a socket deleted alone finds it back soon. */
+#define RELISTEN_GRACE_MS 200
 
 #define KUBELET_MASK (IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE_SELF | \
                       IN_MOVE_SELF | IN_ONLYDIR | IN_MASK_ADD)
@@ -137,41 +146,10 @@ int dp_watch_setup(struct dp_daemon *d) {
         return 0;
 }
 
-/* A new kubelet: a fresh connection for its Registers, since the old one
- * leads to a dead kubelet, then everyone registers. */
-static void kubelet_appeared(struct dp_daemon *d) {
-        d->kubelet_gen++;
-        dp_kubelet_channel_close(d);
-        for (size_t i = 0; i < d->n_res; i++)
-                dp_register(&d->res[i]);
-}
-
-static void kubelet_dir_appeared(struct dp_daemon *d) {
-        log_info("kubelet dir %s is there, serving", d->opts->kubelet_dir);
-        for (size_t i = 0; i < d->n_res; i++)
-                dp_server_listen(&d->res[i]);
-        kubelet_appeared(d);
-}
-
-static void kubelet_dir_gone(struct dp_daemon *d) {
-        log_warn("kubelet dir %s was removed; sockets stop until it is back", d->opts->kubelet_dir);
-        d->kubelet_wd = -1;
-        for (size_t i = 0; i < d->n_res; i++)
-                dp_server_unlisten(&d->res[i], false);
-        if (watch_kubelet_dir(d) == 1)
-                kubelet_dir_appeared(d);
-}
-
-static void socket_gone(struct dp_resource *res) {
-        struct stat st;
-
-        /* Our own re-listening makes the same events; a socket that is
-         * there again is the new one. */
-        if (res->listen_fd < 0 || stat(res->socket_path, &st) == 0)
-                return;
-        log_info("resource \"%s\": socket %s was removed (kubelet restart), re-creating it",
-                 res->cfg->name, res->socket_path);
-        dp_server_unlisten(res, false);
+/* Re-create a deleted socket; register only with a kubelet that has not
+ * seen this resource yet. */
+static void relisten(struct dp_resource *res) {
+        res->relisten_at_ms = 0;
         if (dp_server_listen(res) < 0)
                 return;
         if (res->reg_gen != res->d->kubelet_gen)
@@ -180,6 +158,77 @@ static void socket_gone(struct dp_resource *res) {
                 dp_register_relistened(res);
 }
 
+/* A new kubelet: a fresh connection for its Registers, since the old one
+ * leads to a dead kubelet, then every socket is made again and everyone
+ * registers. */
+static void kubelet_appeared(struct dp_daemon *d) {
+        d->kubelet_gen++;
+        dp_kubelet_channel_close(d);
+        for (size_t i = 0; i < d->n_res; i++) {
+                d->res[i].relisten_at_ms = 0;
+                dp_server_listen(&d->res[i]);
+                dp_register(&d->res[i]);
+        }
+}
+
+static void kubelet_dir_appeared(struct dp_daemon *d) {
+        if (!dp_kubelet_present(d)) {
+                log_info("kubelet dir %s is there; waiting for kubelet.sock before serving", d->opts->kubelet_dir);
+                return;
+        }
+        log_info("kubelet dir %s is there with kubelet.sock, serving", d->opts->kubelet_dir);
+        kubelet_appeared(d);
+}
+
+static void kubelet_dir_gone(struct dp_daemon *d) {
+        log_warn("kubelet dir %s was removed; sockets stop until it is back", d->opts->kubelet_dir);
+        d->kubelet_wd = -1;
+        for (size_t i = 0; i < d->n_res; i++) {
+                d->res[i].relisten_at_ms = 0;
+                dp_server_unlisten(&d->res[i], false);
+        }
+        if (watch_kubelet_dir(d) == 1)
+                kubelet_dir_appeared(d);
+}
+
+static void socket_gone(struct dp_resource *res) {
+        struct dp_daemon *d = res->d;
+        struct stat st;
+
+        /* Our own re-listening makes the same events; a socket that is
+         * there again is the new one. */
+        if (res->listen_fd < 0 || stat(res->socket_path, &st) == 0)
+                return;
+        dp_server_unlisten(res, false);
+        if (!dp_kubelet_present(d)) {
+                log_info("resource \"%s\": socket %s was removed and kubelet.sock is gone; waiting for the "
+                         "kubelet before re-creating it", res->cfg->name, res->socket_path);
+                return;
+        }
+        if (res->reg) {
+                log_info("resource \"%s\": socket %s was removed while registering (kubelet restart), "
+                         "re-creating it", res->cfg->name, res->socket_path);
+                relisten(res);
+                return;
+        }
+        log_info("resource \"%s\": socket %s was removed; re-creating it in %d ms unless its dir goes",
+                 res->cfg->name, res->socket_path, RELISTEN_GRACE_MS);
+        res->relisten_at_ms = dp_now_ms() + RELISTEN_GRACE_MS;
+        dp_arm_timer(d);
+}
+
+void dp_watch_due(struct dp_daemon *d) {
+        uint64_t now = dp_now_ms();
+
+        for (size_t i = 0; i < d->n_res; i++) {
+                struct dp_resource *res = &d->res[i];
+                if (!res->relisten_at_ms || res->relisten_at_ms > now)
+                        continue;
+                res->relisten_at_ms = 0;
+                if (d->kubelet_wd >= 0 && res->listen_fd < 0 && dp_kubelet_present(d))
+                        relisten(res);
+        }
+}
 
 static void kubelet_event(struct dp_daemon *d, const struct inotify_event *ev) {
         if (ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED)) {
