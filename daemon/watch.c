@@ -18,6 +18,7 @@
  * per restart cost twice the work on both sides. When the dir itself is
  * missing we watch its nearest existing ancestor until it appears. */
 #include <limits.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
@@ -98,6 +99,24 @@ static bool has_dir(char **dirs, const char *dir) {
         return false;
 }
 
+/* inotify_add_watch takes a path and follows every symlink in it as the
+ * daemon sees the file system, so /host/dev/x -> /etc would watch our
+ * own /etc. The dir is resolved inside the host root first (openat2
+ * RESOLVE_IN_ROOT) and the watch added on the descriptor's magic link,
+ * which names exactly what was resolved. Returns the wd or -errno. */
+static int watch_in_root(struct dp_daemon *d, const char *dir) {
+        char proc[32];
+        int fd, wd, r = res_open_watch_dir(d->opts->host_root, dir, &fd);
+
+        if (r < 0)
+                return r;
+        snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+        wd = inotify_add_watch(d->inotify_fd, proc, DEVICE_MASK);
+        r = wd < 0 ? -errno : wd;
+        close(fd);
+        return r;
+}
+
 /* Watch one device dir (once, whoever needs it). Returns 1 when a new
  * watch was added, 0 when it already existed or could not be added. */
 static int dev_watch_add(struct dp_daemon *d, const char *dir, const char *resource) {
@@ -110,9 +129,10 @@ static int dev_watch_add(struct dp_daemon *d, const char *dir, const char *resou
                                 return 0;
                         slot = i; /* watched before, removed since: reuse */
                 }
-        wd = inotify_add_watch(d->inotify_fd, dir, DEVICE_MASK);
+        wd = watch_in_root(d, dir);
         if (wd < 0) {
-                log_warn("resource \"%s\": cannot watch %s for hotplug: %m; continuing without", resource, dir);
+                log_warn("resource \"%s\": cannot watch %s for hotplug: %s; continuing without", resource, dir,
+                         strerror(-wd));
                 return 0;
         }
         if (slot == d->n_dev_wds) {

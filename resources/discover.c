@@ -10,6 +10,7 @@
  * it already serves under that ID, if any.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -241,6 +242,32 @@ static int sel_watch(int rootfd, const struct res_selector *sel, struct res_strv
         return -EINVAL;
 }
 
+/* Length of host_root without trailing slashes: 0 for "/". */
+static size_t root_prefix_len(const char *host_root) {
+        size_t plen = host_root ? strlen(host_root) : 0;
+        while (plen > 0 && host_root[plen - 1] == '/')
+                plen--;
+        return plen;
+}
+
+int res_open_watch_dir(const char *host_root, const char *dir, int *ret_fd) {
+        size_t plen = root_prefix_len(host_root);
+        _cleanup_close_ int rootfd = -1;
+        int r;
+
+        /* Strings res_watch_dirs made: the prefix, then "/..." or nothing. */
+        if (strncmp(dir, host_root ? host_root : "", plen) != 0 || (dir[plen] && dir[plen] != '/'))
+                return -EINVAL;
+        r = res_root_open(host_root, &rootfd);
+        if (r < 0)
+                return r;
+        int fd = res_open_in_root(rootfd, dir + plen, O_PATH | O_DIRECTORY);
+        if (fd < 0)
+                return fd;
+        *ret_fd = fd;
+        return 0;
+}
+
 int res_watch_dirs(const char *host_root, struct res_selector *const *sels, size_t n_sels,
                    char ***ret_dirs) {
         _cleanup_close_ int rootfd = -1;
@@ -259,9 +286,7 @@ int res_watch_dirs(const char *host_root, struct res_selector *const *sels, size
                 qsort(dirs.v, dirs.n, sizeof(char *), cmp_str);
 
         /* "/" and "/host/" both mean "prefix nothing extra". */
-        size_t plen = host_root ? strlen(host_root) : 0;
-        while (plen > 0 && host_root[plen - 1] == '/')
-                plen--;
+        size_t plen = root_prefix_len(host_root);
 
         struct res_strvec out = { 0 };
         for (size_t i = 0; i < dirs.n && r >= 0; i++) {

@@ -99,9 +99,12 @@ char *res_strdup_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2
 /* Host root handling. rel paths never start with '/'. */
 int res_root_open(const char *host_root, int *ret_fd);
 /* Open host-absolute or root-relative path under rootfd; absolute symlinks
- * and ".." stay inside the root where the kernel supports openat2. Returns
- * the fd or a negative errno. */
+ * and ".." stay inside the root (openat2 RESOLVE_IN_ROOT, or the same
+ * resolution in user space on kernels without it). Returns the fd or a
+ * negative errno. */
 int res_open_in_root(int rootfd, const char *path, int flags);
+/* The same without openat2, in user space (inroot.c), for older kernels. */
+int res_open_in_root_compat(int rootfd, const char *path, int flags);
 /* Read a sysfs attribute (at most RES_ATTR_MAX bytes), trailing newline
  * stripped. */
 int res_read_attr(int rootfd, const char *path, char **ret);

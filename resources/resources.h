@@ -167,6 +167,12 @@ int res_watch_dirs(const char *host_root, struct res_selector *const *sels,
                    size_t n_sels, char ***ret_dirs);
 void res_strv_free(char **strv);
 
+/* Open dir, one of the directories res_watch_dirs gave for host_root, as
+ * an O_PATH descriptor resolved inside host_root: symlinks in it (absolute,
+ * relative, "..") never lead out of the root. For the inotify watch on
+ * /proc/self/fd/<fd>, which watches what the descriptor resolved to. */
+int res_open_watch_dir(const char *host_root, const char *dir, int *ret_fd);
+
 /* Device ID derived from a device node path below /dev: the path relative
  * to /dev with '/' turned into '-', characters outside [A-Za-z0-9_.-]
  * turned into '_', and names too long for the kubelet shortened with a

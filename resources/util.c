@@ -175,11 +175,8 @@ int res_open_in_root(int rootfd, const char *path, int flags) {
                 return (int)fd;
         if (errno != ENOSYS)
                 return -errno;
-        /* Kernels before 5.6: plain openat, where absolute symlinks escape
-         * the host root. The host's /dev and /sys use relative links, so
-         * this only loses exotic setups. */
-        fd = openat(rootfd, path, flags | O_CLOEXEC);
-        return fd >= 0 ? (int)fd : -errno;
+        /* Kernels before 5.6: the same resolution, done here. */
+        return res_open_in_root_compat(rootfd, path, flags);
 }
 
 int res_read_attr(int rootfd, const char *path, char **ret) {
