@@ -1,5 +1,6 @@
 /* inotify: the kubelet's dir (restarts) and the resources' device dirs
- * (hotplug). No timers: the kernel tells us.
+ * (hotplug). The kernel tells us; the one timer here is the grace period
+ * below.
  *
  * The kubelet, when it starts, deletes every socket in its dir and then
  * creates kubelet.sock. We may see these in either order, so each half is
@@ -186,7 +187,8 @@ static void kubelet_appeared(struct dp_daemon *d) {
         dp_kubelet_channel_close(d);
         for (size_t i = 0; i < d->n_res; i++) {
                 d->res[i].relisten_at_ms = 0;
-                dp_server_listen(&d->res[i]);
+                if (d->kubelet_wd >= 0)
+                        dp_server_listen(&d->res[i]);
                 dp_register(&d->res[i]);
         }
 }
