@@ -269,13 +269,17 @@ int dp_daemon_run(const struct dp_options *opts, struct cfg_config *cfg) {
         }
         dp_specs_startup(&d);
         warn_overlaps(&d);
-        /* Serve first, then register: the kubelet dials back at once. */
+        /* Serve first, then register: the kubelet dials back at once. The
+         * sockets wait for kubelet.sock (watch.c), like after a restart. */
+        bool kubelet = d.kubelet_wd >= 0 && dp_kubelet_present(&d);
+        if (d.kubelet_wd >= 0 && !kubelet)
+                log_info("waiting for %s before serving", d.kubelet_sock);
         for (size_t i = 0; i < d.n_res; i++) {
                 if (dp_server_start(&d.res[i]) < 0) {
                         pthread_mutex_unlock(&d.lock);
                         goto out_grpc;
                 }
-                if (d.kubelet_wd >= 0 && dp_server_listen(&d.res[i]) >= 0)
+                if (kubelet && dp_server_listen(&d.res[i]) >= 0)
                         dp_register(&d.res[i]);
         }
         pthread_mutex_unlock(&d.lock);

@@ -63,6 +63,7 @@ struct dp_resource {
         uint64_t accept_logged_ms;
 
         uint64_t relisten_at_ms;      /* socket deleted alone: re-create then, 0 = none */
+        unsigned listen_gen;          /* kubelet_gen when listen_fd was made */
 };
 
 struct dp_daemon {

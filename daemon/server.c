@@ -408,6 +408,7 @@ int dp_server_listen(struct dp_resource *res) {
                 return r;
         }
         res->listen_fd = fd;
+        res->listen_gen = res->d->kubelet_gen;
         log_info("resource \"%s\": serving on %s", res->cfg->name, res->socket_path);
         return 0;
 }

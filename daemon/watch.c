@@ -6,8 +6,9 @@
  * creates kubelet.sock. We may see these in either order, so each half is
  * handled on its own. A new kubelet.sock re-creates any socket of ours
  * that is missing and gets every serving resource registered. A deleted
- * socket of ours is re-created at once only while a Register is in flight
- * (a new kubelet is about to dial back); with kubelet.sock gone it waits
+ * socket of ours is re-created at once only when it predates the newest
+ * kubelet.sock (that kubelet is clearing the dir it now serves, and is
+ * about to dial back); with kubelet.sock gone it waits
  * for the kubelet, and with the old kubelet.sock still there it waits a
  * short grace period first: whoever empties the dir (the kubelet starting,
  * or an admin's `rm -rf`) would otherwise find our new socket in it and
@@ -227,8 +228,8 @@ static void socket_gone(struct dp_resource *res) {
                          "kubelet before re-creating it", res->cfg->name, res->socket_path);
                 return;
         }
-        if (res->reg) {
-                log_info("resource \"%s\": socket %s was removed while registering (kubelet restart), "
+        if (res->listen_gen != d->kubelet_gen) {
+                log_info("resource \"%s\": socket %s was removed by the kubelet that started since, "
                          "re-creating it", res->cfg->name, res->socket_path);
                 relisten(res);
                 return;
