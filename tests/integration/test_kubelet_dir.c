@@ -87,8 +87,10 @@ Test(kubelet_dir, three_hundred_removals_race_nothing_and_leak_no_fd) {
                         warm_rss = rss_kb();
                 }
         }
-        int now = env_wait_fds(e.pid, warm + 2, 5000);
-        cr_assert_leq(now, warm + 2, "%d fds after 300 rounds, %d after 20", now, warm);
+        /* A dead kubelet's connections close asynchronously, so a few may
+         * still be open; the leak was one fd every other round (+140). */
+        int now = env_wait_fds(e.pid, warm + 2, 10000);
+        cr_assert_leq(now, warm + 4, "%d fds after 300 rounds, %d after 20", now, warm);
 #ifndef __SANITIZE_ADDRESS__ /* ASan's quarantine keeps what was freed */
         /* 5 kB a round was the leak; the heap's own slack stays far below. */
         long rss = rss_kb();
