@@ -30,7 +30,7 @@ static V1beta1__ListAndWatchResponse *list_of(struct dp_plugin *p) {
 }
 
 static void update(struct dp_plugin *p, struct res_device *devs, size_t n) {
-        struct res_devlist list = {devs, n};
+        struct res_devlist list = {.devs = devs, .n = n};
         bool changed;
         cr_assert_eq(dp_plugin_update(p, &list, &changed), 0);
 }
