@@ -437,6 +437,7 @@ int dp_plugin_update(struct dp_plugin *p, const struct res_devlist *found, bool 
         bool changed = p->generation == 0, added = false;
         size_t i = 0, j = 0, n = 0, n_ids = 0, n_srcs = 0;
         int r = devs ? merge_sources(p, found, &srcs, &n_srcs) : -ENOMEM;
+        uint64_t appeared = 0, vanished = 0, recovered = 0;
 
         while (r >= 0 && (i < p->n_devs || j < n_srcs)) {
                 const struct res_device *src = j < n_srcs ? srcs[j] : NULL;
@@ -447,6 +448,7 @@ int dp_plugin_update(struct dp_plugin *p, const struct res_devlist *found, bool 
                 if (c < 0) { /* listed before, gone now: stays, Unhealthy */
                         r = keep_device(p, i, d, &b);
                         changed |= d->healthy;
+                        vanished += d->healthy;
                         d->healthy = false;
                         i++;
                         continue;
@@ -454,6 +456,7 @@ int dp_plugin_update(struct dp_plugin *p, const struct res_devlist *found, bool 
                 if (c == 0 && dp_plugin_id_taken(p, i, src)) { /* refused; the ID keeps its device */
                         r = keep_device(p, i, d, &b);
                         changed |= d->healthy;
+                        vanished += d->healthy;
                         d->healthy = false;
                         i++;
                         j++;
@@ -465,8 +468,13 @@ int dp_plugin_update(struct dp_plugin *p, const struct res_devlist *found, bool 
                 if (c == 0 && same_device(p, i, src, extras)) {
                         r = keep_device(p, i, d, &b);
                         changed |= !d->healthy;
+                        recovered += !d->healthy;
                         d->healthy = true;
                 } else {
+                        if (c == 0)
+                                recovered += !p->devs[i].healthy;
+                        else
+                                appeared++;
                         r = new_device(src, extras, d, &b);
                         changed = true;
                         added |= c > 0;
@@ -503,6 +511,9 @@ int dp_plugin_update(struct dp_plugin *p, const struct res_devlist *found, bool 
         p->n_ids = n_ids;
         if (changed)
                 p->generation++;
+        p->events[0] += appeared;
+        p->events[1] += vanished;
+        p->events[2] += recovered;
         *ret_changed = changed;
         return 0;
 }

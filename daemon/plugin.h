@@ -63,6 +63,7 @@ struct dp_plugin {
         struct dp_share *shares; /* sorted by ID; NULL with one share */
         char *share_strs;
         uint64_t generation;   /* bumped on every change of the list */
+        uint64_t events[3];    /* devices appeared, vanished, recovered (DP_EV_*) */
 };
 
 static inline const char *dp_device_id(const struct dp_plugin *p, size_t dev) {

@@ -334,7 +334,10 @@ static void on_call(struct dp_daemon *d, struct dp_tag *tag, bool ok) {
                         stream_open(c);
                         return;
                 }
+                double t0 = dp_mono_seconds();
                 grpc_status_code st = answer(c, method, &msg);
+                if (strcmp(method, DP_METHOD_ALLOCATE) == 0)
+                        dp_stats_allocate(res, (int)st, dp_mono_seconds() - t0);
                 if (st != GRPC_STATUS_OK)
                         log_warn("resource \"%s\": %s refused: %s", res->cfg->name, method, msg);
                 finish(c, st, msg);
@@ -448,6 +451,13 @@ void dp_server_stop(struct dp_resource *res) {
         grpc_server_cancel_all_calls(res->server);
 }
 
+size_t dp_server_streams(const struct dp_resource *res) {
+        size_t n = 0;
+        for (const struct dp_call *c = res->streams; c; c = c->next)
+                n += !c->closed;
+        return n;
+}
+
 void dp_server_push(struct dp_resource *res) {
         for (struct dp_call *c = res->streams; c; c = c->next)
                 stream_send(c);
@@ -480,6 +490,7 @@ int dp_resource_refresh(struct dp_resource *res, bool *ret_changed) {
                         r = cdi_spec_write(d->opts->cdi_dir, &spec);
                         cdi_spec_free(&spec);
                 }
+                dp_stats_spec_write(res, r);
                 if (r < 0) {
                         log_error("resource \"%s\": cannot write CDI spec into %s: %s", res->cfg->name,
                                   d->opts->cdi_dir, strerror(-r));
