@@ -217,6 +217,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                                   void **con_cls) {
         struct dp_http *h = cls;
 
+        log_debug("metrics endpoint: %.16s %.200s", method, url);
         /* Answered at the headers: a body, if any, is never read, and
          * libmicrohttpd closes the connection after the answer. */
         if (strcmp(method, MHD_HTTP_METHOD_GET) != 0)

@@ -97,22 +97,26 @@ int http_get(int port, const char *path, char **ret_body) {
         return http_raw(port, req, (size_t)n, ret_body, 10000);
 }
 
-static bool file_has(const char *path, const char *needle) {
+int file_count(const char *path, const char *needle) {
         FILE *f = fopen(path, "r");
         char *line = NULL;
         size_t cap = 0;
-        bool found = false;
+        int n = 0;
 
         if (!f)
-                return false;
-        while (!found && getline(&line, &cap, f) >= 0)
-                found = strstr(line, needle) != NULL;
+                return 0;
+        while (getline(&line, &cap, f) >= 0)
+                n += strstr(line, needle) != NULL;
         free(line);
         fclose(f);
-        return found;
+        return n;
 }
 
 int file_wait_for(const char *path, const char *needle, int timeout_ms) {
+        return file_wait_count(path, needle, 1, timeout_ms);
+}
+
+int file_wait_count(const char *path, const char *needle, int n, int timeout_ms) {
         long long until = now_ms() + timeout_ms;
         int fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
         int r = -ETIMEDOUT;
@@ -121,7 +125,7 @@ int file_wait_for(const char *path, const char *needle, int timeout_ms) {
                 return -errno;
         inotify_add_watch(fd, path, IN_MODIFY);
         for (;;) {
-                if (file_has(path, needle)) {
+                if (file_count(path, needle) >= n) {
                         r = 0;
                         break;
                 }

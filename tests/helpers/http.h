@@ -16,6 +16,10 @@ int http_raw(int port, const char *raw, size_t len, char **ret_body, int timeout
 int http_get(int port, const char *path, char **ret_body);
 /* Wait until path holds needle (inotify on the file); 0 or -ETIMEDOUT. */
 int file_wait_for(const char *path, const char *needle, int timeout_ms);
+/* Lines of path holding needle. */
+int file_count(const char *path, const char *needle);
+/* Wait until at least n lines of path hold needle. */
+int file_wait_count(const char *path, const char *needle, int n, int timeout_ms);
 /* Wait until fd reads EOF or an error (the peer closed); 0 or -ETIMEDOUT. */
 int wait_closed(int fd, int timeout_ms);
 /* Lines of text starting with prefix, sorted, joined with '\n' (malloc'd). */
