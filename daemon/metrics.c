@@ -37,6 +37,18 @@ void dp_mbuf_free(struct dp_mbuf *b) {
         *b = (struct dp_mbuf){0};
 }
 
+void dp_mbuf_reserve(struct dp_mbuf *b, size_t cap) {
+        if (b->err || b->cap >= cap)
+                return;
+        char *s = realloc(b->s, cap);
+        if (!s) {
+                b->err = -ENOMEM;
+                return;
+        }
+        b->s = s;
+        b->cap = cap;
+}
+
 void dp_mbuf_put(struct dp_mbuf *b, const char *s, size_t n) {
         if (b->err)
                 return;
@@ -457,6 +469,12 @@ int dp_metrics_render(struct dp_daemon *d, struct dp_podres *pr, struct dp_mbuf 
         dp_metric_label(b, "grpc_version", grpc_version_string());
         dp_metric_u64(b, 1);
         pthread_mutex_lock(&d->lock);
+        /* One allocation of about the page's size rather than a dozen
+         * doublings, each copying what was written so far. */
+        size_t devs = 0;
+        for (size_t i = 0; i < d->n_res; i++)
+                devs += d->res[i].plugin->n_devs;
+        dp_mbuf_reserve(b, 16384 + d->n_res * 4096 + devs * 128);
         render_devices(b, d);
         render_allocations(b, d, list);
         render_calls(b, d);

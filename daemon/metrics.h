@@ -25,6 +25,7 @@ struct dp_mbuf {
 };
 
 void dp_mbuf_free(struct dp_mbuf *b);
+void dp_mbuf_reserve(struct dp_mbuf *b, size_t cap);
 void dp_mbuf_put(struct dp_mbuf *b, const char *s, size_t n);
 void dp_mbuf_puts(struct dp_mbuf *b, const char *s);
 /* A label value with '\\', '"' and newline escaped as the format demands. */
