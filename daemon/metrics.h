@@ -81,7 +81,7 @@ int dp_resource_ready(const struct dp_resource *res, const char **ret_reason);
 struct dp_podres {
         char *path;
         void *ch;              /* grpc_channel, dialled lazily */
-        uint64_t dev, ino;     /* the socket file the channel was dialled to */
+        uint64_t dev, ino, ctime_ns; /* the socket file the channel was dialled to */
         double fetched_at;     /* monotonic seconds of the cached answer */
         V1__ListPodResourcesResponse *last; /* NULL when the last List failed */
         uint64_t errors;

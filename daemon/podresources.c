@@ -7,7 +7,8 @@
  * The kubelet deletes and re-creates its pod-resources socket when it
  * restarts. A channel dialled to the old socket would keep failing with
  * grpc's reconnect backoff, so the socket file's identity (device and
- * inode) is checked on every scrape and a new channel dialled when it
+ * inode, and change time: a new file may get the old one's inode number
+ * at once) is checked on every scrape and a new channel dialled when it
  * changed; an answer cached from the old kubelet is dropped with it. */
 #include <grpc/grpc.h>
 #include <string.h>
@@ -54,7 +55,9 @@ static grpc_channel *channel(struct dp_podres *pr, const char **ret_why) {
                 drop_channel(pr);
                 return NULL;
         }
-        if (pr->ch && ((uint64_t)st.st_dev != pr->dev || (uint64_t)st.st_ino != pr->ino)) {
+        uint64_t ctime_ns = (uint64_t)st.st_ctim.tv_sec * 1000000000u + (uint64_t)st.st_ctim.tv_nsec;
+        if (pr->ch && ((uint64_t)st.st_dev != pr->dev || (uint64_t)st.st_ino != pr->ino ||
+                       ctime_ns != pr->ctime_ns)) {
                 log_debug("PodResources socket %s was re-created, dialling it again", pr->path);
                 drop_answer(pr);
                 drop_channel(pr);
@@ -67,6 +70,7 @@ static grpc_channel *channel(struct dp_podres *pr, const char **ret_why) {
                 pr->ch = dp_channel_unix(pr->path);
                 pr->dev = (uint64_t)st.st_dev;
                 pr->ino = (uint64_t)st.st_ino;
+                pr->ctime_ns = ctime_ns;
         }
         if (!pr->ch)
                 *ret_why = "cannot create a channel";

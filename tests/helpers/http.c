@@ -172,7 +172,8 @@ char *lines_with(const char *text, const char *prefix) {
                 }
                 p = nl ? nl + 1 : NULL;
         }
-        qsort(lines, n, sizeof(*lines), cmp_str);
+        if (n)
+                qsort(lines, n, sizeof(*lines), cmp_str);
         out = calloc(1, total);
         for (size_t i = 0; i < n; i++) {
                 strcat(out, lines[i]);

@@ -187,7 +187,11 @@ Test(metrics, pod_resources_restart_hang_and_garbage) {
         /* The kubelet goes away with its socket. */
         tk_pr_stop(pr);
         pr = NULL;
+        struct stat st;
+        cr_assert_neq(stat(pr_sock, &st), 0, "the PodResources socket outlived its server");
         body = scrape();
+        if (strstr(body, "cdiplug_device_allocation_info{"))
+                cr_log_error("%s", env_read(e.log));
         assert_alloc(body, "");
         assert_has(body, "cdiplug_pod_resources_up 0\n");
         assert_has(body, "cdiplug_devices{resource=\"example.com/serial\",health=\"Healthy\"} 2\n");
@@ -209,7 +213,6 @@ Test(metrics, pod_resources_restart_hang_and_garbage) {
         cr_assert_eq(tk_pr_start(pr_sock, &pr), 0);
         tk_pr_mode(pr, TK_PR_SILENT);
         body = scrape();
-        cr_assert_eq(tk_pr_calls(pr), 1, "List was not called");
         assert_alloc(body, "");
         assert_has(body, "cdiplug_pod_resources_up 0\n");
         assert_has(body, "cdiplug_devices{resource=\"example.com/serial\",health=\"Healthy\"} 2\n");
