@@ -41,6 +41,14 @@ static const char config[] =
         "  { \"name\": \"example.com/serial\", \"match\": [ { \"path\": \"/dev/ttyUSB*\" } ] },"
         "  { \"name\": \"example.com/fuse\", \"match\": [ { \"path\": \"/dev/fuse\" } ], \"shares\": 4 } ] }";
 
+/* The test kubelet records a registration before it answers Register;
+ * the daemon counts it when the answer arrives, and logs it then. */
+static void wait_registered(void) {
+        cr_assert_eq(tk_wait_registered(tk, "example.com/serial", 1, 10000), 0);
+        cr_assert_eq(tk_wait_registered(tk, "example.com/fuse", 1, 10000), 0);
+        cr_assert_eq(file_wait_count(e.log, "registered with the kubelet", 2, 10000), 0);
+}
+
 /* The daemon with its endpoint on a free port; the kubelet first when
  * with_kubelet, and the endpoint up before returning. */
 static void start(bool with_kubelet) {
@@ -65,10 +73,8 @@ static void start(bool with_kubelet) {
         snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
         env_spawn(&e, "--metrics-address", addr, "--pod-resources-socket", pr_sock, NULL);
         cr_assert_eq(file_wait_for(e.log, "metrics: serving", 10000), 0, "%s", env_read(e.log));
-        if (with_kubelet) {
-                cr_assert_eq(tk_wait_registered(tk, "example.com/serial", 1, 10000), 0);
-                cr_assert_eq(tk_wait_registered(tk, "example.com/fuse", 1, 10000), 0);
-        }
+        if (with_kubelet)
+                wait_registered();
 }
 
 static char *scrape(void) {
@@ -239,8 +245,7 @@ Test(metrics, readyz_follows_registration) {
         cr_assert_eq(http_get(port, "/healthz", &body), 200);
         free(body);
         cr_assert_eq(tk_start(e.kubelet_dir, &tk), 0);
-        cr_assert_eq(tk_wait_registered(tk, "example.com/serial", 1, 10000), 0);
-        cr_assert_eq(tk_wait_registered(tk, "example.com/fuse", 1, 10000), 0);
+        wait_registered();
         cr_assert_eq(http_get(port, "/readyz", &body), 200, "%s", body);
         cr_assert_str_eq(body, "example.com/serial: ready\nexample.com/fuse: ready\n");
         free(body);
