@@ -233,7 +233,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 }
 
 /* libmicrohttpd's complaints are about clients: debug level, one line. */
-static void mhd_log(void *cls, const char *fmt, va_list ap) {
+_printf_(2, 0) static void mhd_log(void *cls, const char *fmt, va_list ap) {
         char line[512];
         vsnprintf(line, sizeof(line), fmt, ap);
         line[strcspn(line, "\n")] = '\0';

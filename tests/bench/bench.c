@@ -939,8 +939,8 @@ static void bench_scrape(const char *dir) {
         char *kdir = path_join(dir, "kubelet"), *prsock = path_join(dir, "pod-resources.sock");
         char *cfg_path = path_join(dir, "config.json"), *cfg = resources_config(MANY, "b", "-*");
         int port = free_port();
-        struct tk *tk;
-        struct tk_pr *pr;
+        struct tk *tk = NULL;
+        struct tk_pr *pr = NULL;
         char *metrics_cfg;
 
         /* The same resources, with the endpoint on. */
