@@ -268,18 +268,28 @@ static void render_devices(struct dp_mbuf *b, struct dp_daemon *d) {
                          "A device the resource lists to the kubelet, with its health and NUMA node where known.");
         for (size_t i = 0; i < d->n_res; i++) {
                 const struct dp_plugin *p = d->res[i].plugin;
-                for (size_t j = 0; j < p->n_devs; j++) {
-                        dp_metric_start(b, "cdiplug_device_info");
-                        dp_metric_label(b, "resource", d->res[i].cfg->name);
-                        dp_metric_label(b, "device", dp_device_id(p, j));
-                        dp_metric_label(b, "health", p->devs[j].healthy ? "Healthy" : "Unhealthy");
-                        if (p->devs[j].numa_node >= 0) {
-                                char numa[8];
-                                snprintf(numa, sizeof(numa), "%d", p->devs[j].numa_node);
-                                dp_metric_label(b, "numa_node", numa);
-                        }
-                        dp_metric_u64(b, 1);
+                struct dp_mbuf pre = {0};
+                /* The line up to the device ID is the resource's: written
+                 * once, copied per device (the bulk of a scrape). */
+                dp_mbuf_puts(&pre, "cdiplug_device_info{resource=\"");
+                dp_mbuf_escaped(&pre, d->res[i].cfg->name);
+                dp_mbuf_puts(&pre, "\",device=\"");
+                if (pre.err) {
+                        b->err = pre.err;
+                        return;
                 }
+                for (size_t j = 0; j < p->n_devs; j++) {
+                        dp_mbuf_put(b, pre.s, pre.len);
+                        dp_mbuf_escaped(b, dp_device_id(p, j));
+                        dp_mbuf_puts(b, p->devs[j].healthy ? "\",health=\"Healthy" : "\",health=\"Unhealthy");
+                        if (p->devs[j].numa_node >= 0) {
+                                char numa[32];
+                                int n = snprintf(numa, sizeof(numa), "\",numa_node=\"%d", p->devs[j].numa_node);
+                                dp_mbuf_put(b, numa, (size_t)n);
+                        }
+                        dp_mbuf_put(b, "\"} 1\n", 5);
+                }
+                dp_mbuf_free(&pre);
         }
         dp_metric_header(b, "cdiplug_devices", "gauge", "Devices of the resource by health.");
         for (size_t i = 0; i < d->n_res; i++) {
