@@ -4,8 +4,10 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
+#include "metrics.h"
 #include "resources.h"
 #include "util.h"
 
@@ -231,6 +233,49 @@ static int parse_resource(const cJSON *obj, size_t idx, unsigned default_modes,
         return 0;
 }
 
+/* "metrics": {"address": "HOST:PORT", "pod_resources_socket": "PATH"}. */
+static int parse_metrics(const cJSON *obj, struct cfg_config *cfg, struct cfg_error *err) {
+        const cJSON *it;
+
+        if (!cJSON_IsObject(obj))
+                return fail(err, "metrics", "must be an object");
+        if ((it = duplicate_key(obj))) {
+                _cleanup_free_ char *key = NULL;
+                if (xasprintf(&key, "metrics.%s", it->string) < 0)
+                        return -ENOMEM;
+                return fail(err, key, "duplicate key");
+        }
+        cJSON_ArrayForEach(it, obj) {
+                if (strcmp(it->string, "address") == 0) {
+                        struct sockaddr_storage ss;
+                        unsigned len;
+                        const char *msg = NULL;
+                        if (!cJSON_IsString(it))
+                                return fail(err, "metrics.address", "must be a string, HOST:PORT or \"\" (off)");
+                        if (*it->valuestring &&
+                            dp_http_parse_address(it->valuestring, &ss, &len, &msg) < 0)
+                                return fail(err, "metrics.address", "\"%s\": %s", it->valuestring,
+                                            msg ? msg : "invalid");
+                        cfg->metrics_address = strdup(it->valuestring);
+                        if (!cfg->metrics_address)
+                                return -ENOMEM;
+                } else if (strcmp(it->string, "pod_resources_socket") == 0) {
+                        if (!cJSON_IsString(it) || (*it->valuestring && *it->valuestring != '/'))
+                                return fail(err, "metrics.pod_resources_socket",
+                                            "must be an absolute path or \"\" (no pod labels)");
+                        cfg->pod_resources_socket = strdup(it->valuestring);
+                        if (!cfg->pod_resources_socket)
+                                return -ENOMEM;
+                } else {
+                        _cleanup_free_ char *key = NULL;
+                        if (xasprintf(&key, "metrics.%s", it->string) < 0)
+                                return -ENOMEM;
+                        return fail(err, key, "unknown key");
+                }
+        }
+        return 0;
+}
+
 static int parse_doc(const cJSON *doc, struct cfg_config *cfg, struct cfg_error *err) {
         const cJSON *it, *resources = NULL, *modes = NULL, *user = NULL;
         unsigned default_modes = CFG_ALLOC_CDI_CRI;
@@ -248,7 +293,11 @@ static int parse_doc(const cJSON *doc, struct cfg_config *cfg, struct cfg_error 
                         modes = it;
                 else if (strcmp(it->string, "user") == 0)
                         user = it;
-                else
+                else if (strcmp(it->string, "metrics") == 0) {
+                        r = parse_metrics(it, cfg, err);
+                        if (r < 0)
+                                return r;
+                } else
                         return fail(err, it->string, "unknown key");
         }
         if (modes) {
@@ -390,5 +439,7 @@ void cfg_free(struct cfg_config *cfg) {
         }
         free(cfg->resources);
         free(cfg->user);
+        free(cfg->metrics_address);
+        free(cfg->pod_resources_socket);
         free(cfg);
 }

@@ -34,6 +34,8 @@ struct cfg_config {
         struct cfg_resource *resources;
         size_t n_resources;
         char *user;        /* "NAME|UID[:GID]" or NULL */
+        char *metrics_address;      /* "metrics.address": NULL unset, "" off */
+        char *pod_resources_socket; /* "metrics.pod_resources_socket", or NULL */
 };
 
 struct cfg_error {

@@ -169,6 +169,19 @@ static int setup_fds(struct dp_daemon *d) {
         return 0;
 }
 
+/* The metrics endpoint's socket: bound now, served after the lock-down.
+ * The command line wins over the config; "" switches either off. */
+static int metrics_open(struct dp_daemon *d) {
+        const char *addr = d->opts->metrics_address ? d->opts->metrics_address : d->cfg->metrics_address;
+        const char *podres = d->opts->pod_resources_socket ? d->opts->pod_resources_socket
+                             : d->cfg->pod_resources_socket ? d->cfg->pod_resources_socket
+                                                            : DP_DEFAULT_PODRES_SOCKET;
+
+        if (!addr || !*addr)
+                return 0;
+        return dp_http_open(d, addr, *podres ? podres : NULL, &d->http);
+}
+
 static int setup_resources(struct dp_daemon *d) {
         d->res = calloc(d->cfg->n_resources, sizeof(*d->res));
         if (!d->res)
@@ -248,7 +261,7 @@ int dp_daemon_run(const struct dp_options *opts, struct cfg_config *cfg) {
         r = setup_resources(&d);
         if (r == -ENAMETOOLONG)
                 ret = 2;
-        if (r < 0 || setup_fds(&d) < 0 || dp_watch_setup(&d) < 0)
+        if (r < 0 || setup_fds(&d) < 0 || dp_watch_setup(&d) < 0 || metrics_open(&d) < 0)
                 goto out;
         if (lockdown(&d) < 0)
                 goto out;
@@ -284,6 +297,8 @@ int dp_daemon_run(const struct dp_options *opts, struct cfg_config *cfg) {
         }
         pthread_mutex_unlock(&d.lock);
 
+        if (d.http && dp_http_start(d.http) < 0)
+                goto out_grpc;
         if (pthread_create(&thread, NULL, watcher, &d) != 0) {
                 log_error("cannot start the watcher thread: %m");
                 goto out_grpc;
@@ -301,6 +316,8 @@ out_grpc:
         pthread_mutex_unlock(&d.lock);
         drain(&d);
 out_cq:
+        /* Before grpc_shutdown: its PodResources channel is grpc's. */
+        dp_http_stop(d.http);
         dp_kubelet_channel_close(&d);
         grpc_completion_queue_destroy(d.cq);
         daemon_free(&d);
@@ -309,6 +326,7 @@ out_cq:
         pthread_mutex_destroy(&d.lock);
         return ret;
 out:
+        dp_http_stop(d.http);
         daemon_free(&d);
         pthread_mutex_destroy(&d.lock);
         return ret;

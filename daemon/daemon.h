@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "metrics.h"
 #include "plugin.h"
 
 struct dp_daemon;
@@ -21,6 +22,8 @@ struct dp_options {
         const char *cdi_dir;
         const char *host_root;
         const char *user;     /* --user, overrides the config's "user" */
+        const char *metrics_address;      /* --metrics-address, overrides "metrics" */
+        const char *pod_resources_socket; /* --pod-resources-socket */
         bool no_sandbox;
 };
 
@@ -64,6 +67,8 @@ struct dp_resource {
 
         uint64_t relisten_at_ms;      /* socket deleted alone: re-create then, 0 = none */
         unsigned listen_gen;          /* kubelet_gen when listen_fd was made */
+
+        struct dp_res_stats stats;    /* for /metrics and /readyz */
 };
 
 struct dp_daemon {
@@ -89,6 +94,8 @@ struct dp_daemon {
         unsigned kubelet_gen;         /* bumped each time a new kubelet.sock appears */
         grpc_channel *kubelet_ch;     /* shared by every Register, or NULL */
         unsigned kubelet_ch_gen;      /* bumped each time kubelet_ch is replaced */
+        uint64_t kubelet_restarts;    /* new kubelet.sock seen */
+        struct dp_http *http;         /* the metrics endpoint, or NULL */
 };
 
 /* server.c */
@@ -101,6 +108,7 @@ int dp_server_poll_fd(const struct dp_resource *res);
 void dp_server_stop(struct dp_resource *res);
 void dp_server_push(struct dp_resource *res);
 int dp_resource_refresh(struct dp_resource *res, bool *ret_changed);
+size_t dp_server_streams(const struct dp_resource *res);
 
 /* kubelet.c */
 void dp_register(struct dp_resource *res);

@@ -129,6 +129,8 @@ static void on_registered(struct dp_daemon *d, struct dp_tag *tag, bool ok) {
         if (ok && g->u.status == GRPC_STATUS_OK) {
                 res->reg_failures = 0;
                 res->retry_at_ms = 0;
+                res->stats.registrations++;
+                res->stats.registered = true;
                 log_info("resource \"%s\": registered with the kubelet (endpoint %s)", res->cfg->name,
                          res->cfg->socket_name);
         } else if (g->relistened && !d->stopping) {
@@ -174,6 +176,7 @@ void dp_register(struct dp_resource *res) {
         grpc_channel *ch;
         if (d->stopping || res->listen_fd < 0)
                 return;
+        res->stats.registered = false; /* until the new Register is answered */
         if (res->reg) {
                 /* A Register is in flight to what may be the old kubelet. */
                 res->reg_again = true;

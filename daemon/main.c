@@ -4,6 +4,7 @@
 #include <grpc/grpc.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "cdi.h"
 #include "config.h"
@@ -37,13 +38,17 @@ static const char usage[] =
         "  --cdi-dir DIR        where CDI specs go (default " DEFAULT_CDI_DIR ")\n"
         "  --host-root DIR      read /dev and /sys under DIR (default /)\n"
         "  --user NAME|UID[:GID]  serve as this identity (default: uid 0, no capabilities)\n"
+        "  --metrics-address HOST:PORT  serve /metrics, /healthz, /readyz there (\"\": off;\n"
+        "                       default: the config's metrics.address, else off)\n"
+        "  --pod-resources-socket PATH  kubelet PodResources socket, for pod labels\n"
+        "                       (default " DP_DEFAULT_PODRES_SOCKET ")\n"
         "  --stdout             generate: print the specs instead of writing them\n"
         "  --no-sandbox         serve without the lock-down (debugging only)\n"
         "  --verbose            log debug messages\n"
         "  -h, --help           show this help\n";
 
 enum { OPT_CONFIG = 1, OPT_KUBELET_DIR, OPT_CDI_DIR, OPT_HOST_ROOT, OPT_USER, OPT_STDOUT,
-       OPT_NO_SANDBOX, OPT_VERBOSE };
+       OPT_NO_SANDBOX, OPT_VERBOSE, OPT_METRICS_ADDRESS, OPT_PODRES_SOCKET };
 
 static int load_config(const struct dp_options *o, struct cfg_config **ret) {
         struct cfg_error err = {0};
@@ -141,6 +146,8 @@ int main(int argc, char **argv) {
                 {"stdout", no_argument, NULL, OPT_STDOUT},
                 {"no-sandbox", no_argument, NULL, OPT_NO_SANDBOX},
                 {"verbose", no_argument, NULL, OPT_VERBOSE},
+                {"metrics-address", required_argument, NULL, OPT_METRICS_ADDRESS},
+                {"pod-resources-socket", required_argument, NULL, OPT_PODRES_SOCKET},
                 {"help", no_argument, NULL, 'h'},
                 {},
         };
@@ -184,6 +191,8 @@ int main(int argc, char **argv) {
                 case OPT_STDOUT: to_stdout = true; break;
                 case OPT_NO_SANDBOX: o.no_sandbox = true; break;
                 case OPT_VERBOSE: log_set_level(LOG_DEBUG); break;
+                case OPT_METRICS_ADDRESS: o.metrics_address = optarg; break;
+                case OPT_PODRES_SOCKET: o.pod_resources_socket = optarg; break;
                 case 'h': fputs(usage, stdout); return 0;
                 default: return 2;
                 }
@@ -195,6 +204,16 @@ int main(int argc, char **argv) {
         if (!*o.kubelet_dir || !*o.cdi_dir || !*o.host_root) {
                 fprintf(stderr, "cdiplug: error: --kubelet-dir, --cdi-dir and --host-root must not be empty\n");
                 return 2;
+        }
+        if (o.metrics_address && *o.metrics_address) {
+                struct sockaddr_storage ss;
+                unsigned len;
+                const char *msg = NULL;
+                if (dp_http_parse_address(o.metrics_address, &ss, &len, &msg) < 0) {
+                        fprintf(stderr, "cdiplug: error: --metrics-address \"%s\": %s\n", o.metrics_address,
+                                msg ? msg : "invalid");
+                        return 2;
+                }
         }
         if (load_config(&o, &cfg) < 0)
                 return 2;

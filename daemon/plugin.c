@@ -467,6 +467,7 @@ int dp_plugin_update(struct dp_plugin *p, const struct res_devlist *found, bool 
         bool changed = p->generation == 0, added = false;
         size_t i = 0, j = 0, n = 0, n_ids = 0, n_srcs = 0;
         int r = devs ? merge_sources(p, found, &srcs, &n_srcs) : -ENOMEM;
+        uint64_t appeared = 0, vanished = 0, recovered = 0;
 
         while (r >= 0 && (i < p->n_devs || j < n_srcs)) {
                 const struct res_device *src = j < n_srcs ? srcs[j] : NULL;
@@ -477,6 +478,7 @@ int dp_plugin_update(struct dp_plugin *p, const struct res_devlist *found, bool 
                 if (c < 0) { /* listed before, gone now: stays, Unhealthy */
                         r = keep_device(p, i, d, &b);
                         changed |= d->healthy;
+                        vanished += d->healthy;
                         d->healthy = false;
                         i++;
                         continue;
@@ -484,6 +486,7 @@ int dp_plugin_update(struct dp_plugin *p, const struct res_devlist *found, bool 
                 if (c == 0 && dp_plugin_id_taken(p, i, src)) { /* refused; the ID keeps its device */
                         r = keep_device(p, i, d, &b);
                         changed |= d->healthy;
+                        vanished += d->healthy;
                         d->healthy = false;
                         i++;
                         j++;
@@ -495,11 +498,16 @@ int dp_plugin_update(struct dp_plugin *p, const struct res_devlist *found, bool 
                 if (c == 0 && same_device(p, i, src, extras)) {
                         r = keep_device(p, i, d, &b);
                         changed |= !d->healthy;
+                        recovered += !d->healthy;
                         d->healthy = true;
                 } else {
                         /* A device whose nodes changed keeps its ID in the
                          * spec on disk, with the old nodes. */
                         bool in_spec = c == 0 && p->devs[i].in_spec;
+                        if (c == 0)
+                                recovered += !p->devs[i].healthy;
+                        else
+                                appeared++;
                         r = new_device(src, extras, d, &b);
                         d->in_spec = in_spec;
                         changed = true;
@@ -537,6 +545,9 @@ int dp_plugin_update(struct dp_plugin *p, const struct res_devlist *found, bool 
         p->n_ids = n_ids;
         if (changed)
                 p->generation++;
+        p->events[0] += appeared;
+        p->events[1] += vanished;
+        p->events[2] += recovered;
         *ret_changed = changed;
         return 0;
 }

@@ -69,6 +69,7 @@ struct dp_plugin {
         char *share_strs;
         uint64_t generation;   /* bumped on every change of the list */
         bool held;             /* the spec could not be written: list only what it defines */
+        uint64_t events[3];    /* devices appeared, vanished, recovered (DP_EV_*) */
 };
 
 static inline const char *dp_device_id(const struct dp_plugin *p, size_t dev) {

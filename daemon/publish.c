@@ -10,6 +10,7 @@
 
 #include "cdi.h"
 #include "daemon.h"
+#include "metrics.h"
 #include "util.h"
 
 #define SPEC_RETRY_MIN_MS 100
@@ -52,6 +53,7 @@ static void failed(struct dp_resource *res, int r) {
 int dp_spec_publish(struct dp_resource *res) {
         int r = write_spec(res);
 
+        dp_stats_spec_write(res, r);
         if (r < 0) {
                 failed(res, r);
                 return r;

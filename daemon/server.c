@@ -334,7 +334,10 @@ static void on_call(struct dp_daemon *d, struct dp_tag *tag, bool ok) {
                         stream_open(c);
                         return;
                 }
+                double t0 = dp_mono_seconds();
                 grpc_status_code st = answer(c, method, &msg);
+                if (strcmp(method, DP_METHOD_ALLOCATE) == 0)
+                        dp_stats_allocate(res, (int)st, dp_mono_seconds() - t0);
                 if (st != GRPC_STATUS_OK)
                         log_warn("resource \"%s\": %s refused: %s", res->cfg->name, method, msg);
                 finish(c, st, msg);
@@ -510,6 +513,13 @@ void dp_server_stop(struct dp_resource *res) {
         res->state = SRV_STOPPING;
         grpc_server_shutdown_and_notify(res->server, res->d->cq, &res->shutdown_tag);
         grpc_server_cancel_all_calls(res->server);
+}
+
+size_t dp_server_streams(const struct dp_resource *res) {
+        size_t n = 0;
+        for (const struct dp_call *c = res->streams; c; c = c->next)
+                n += !c->closed;
+        return n;
 }
 
 void dp_server_push(struct dp_resource *res) {

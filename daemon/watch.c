@@ -263,6 +263,7 @@ static void kubelet_event(struct dp_daemon *d, const struct inotify_event *ev) {
                 return;
         if (strcmp(ev->name, "kubelet.sock") == 0 && (ev->mask & (IN_CREATE | IN_MOVED_TO))) {
                 log_info("kubelet.sock appeared: registering %zu resources", d->n_res);
+                d->kubelet_restarts++;
                 kubelet_appeared(d);
                 return;
         }

@@ -26,6 +26,7 @@ SUPPORTED_KEYS = {"apiVersion", "kind", "namespace", "resources", "commonLabels"
 CLUSTER_SCOPED = {"Namespace", "PriorityClass", "ClusterRole", "ClusterRoleBinding",
                   "CustomResourceDefinition", "RuntimeClass"}
 KUBELET_DIR = "/var/lib/kubelet/device-plugins"
+POD_RESOURCES_DIR = "/var/lib/kubelet/pod-resources"
 CDI_DIR = "/etc/cdi"
 HOST_ROOT = "/host"
 
@@ -197,9 +198,9 @@ def check_docs(docs, c):
     volumes = {v["name"]: v for v in pod.get("volumes", [])}
     mounts = {m["mountPath"]: m for m in ctr.get("volumeMounts", [])}
     host_paths = {v["hostPath"]["path"]: n for n, v in volumes.items() if "hostPath" in v}
-    c.check(set(host_paths) == {KUBELET_DIR, CDI_DIR, "/dev", "/sys"},
-            "hostPath volumes are exactly %s, %s, /dev, /sys (got %s)"
-            % (KUBELET_DIR, CDI_DIR, sorted(host_paths)))
+    c.check(set(host_paths) == {KUBELET_DIR, CDI_DIR, POD_RESOURCES_DIR, "/dev", "/sys"},
+            "hostPath volumes are exactly %s, %s, %s, /dev, /sys (got %s)"
+            % (KUBELET_DIR, CDI_DIR, POD_RESOURCES_DIR, sorted(host_paths)))
 
     def mount_of(host_path):
         name = host_paths.get(host_path)
@@ -214,6 +215,21 @@ def check_docs(docs, c):
         m = mount_of(host)
         c.check(m is not None and m["mountPath"] == HOST_ROOT + host and m.get("readOnly") is True,
                 "host %s is mounted read-only at %s%s" % (host, HOST_ROOT, host))
+    m = mount_of(POD_RESOURCES_DIR)
+    c.check(m is not None and m["mountPath"] == POD_RESOURCES_DIR and m.get("readOnly") is True,
+            "the PodResources directory is mounted read-only at %s" % POD_RESOURCES_DIR)
+    sock = arg_value(args, "--pod-resources-socket")
+    c.check(sock is None or os.path.dirname(sock) == POD_RESOURCES_DIR,
+            "--pod-resources-socket is in the mounted directory")
+    ports = {p.get("name"): p for p in ctr.get("ports", [])}
+    metrics_port = ports.get("metrics", {}).get("containerPort")
+    addr = arg_value(args, "--metrics-address") or ""
+    c.check(metrics_port is not None and addr.endswith(":%d" % metrics_port),
+            "--metrics-address listens on the named container port 'metrics'")
+    for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
+        get = (ctr.get(probe) or {}).get("httpGet") or {}
+        c.check(get.get("path") == path and get.get("port") == "metrics",
+                "%s is an httpGet of %s on port 'metrics'" % (probe, path))
     c.check(all(m.get("mountPropagation") in (None, "None") for m in mounts.values()),
             "no mount propagation from the container to the host")
 

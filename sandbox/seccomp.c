@@ -43,7 +43,7 @@ static const struct sbx_syscall_group groups[] = {
           "time timerfd_create timerfd_settime timerfd_gettime",
           SBX_ALLOW, SBX_ARG_ANY },
         /* grpc core's pollers (epoll1, falling back to poll) and wake-ups. */
-        { "event-loop", "grpc core's epoll/poll engines and wakeup fds, the watcher's poll",
+        { "event-loop", "grpc core's epoll/poll engines and wakeup fds, the watcher's poll, libmicrohttpd's epoll",
           "epoll_create1 epoll_ctl epoll_wait epoll_pwait epoll_pwait2 "
           "eventfd2 pipe2 poll ppoll",
           SBX_ALLOW, SBX_ARG_ANY },
@@ -81,7 +81,9 @@ static const struct sbx_syscall_group groups[] = {
          * AF_INET and AF_INET6 at start-up and reads that as "no IP"). */
         { "unix-sockets", "grpc server and client on unix sockets",
           "socket", SBX_ALLOW, SBX_ARG_AF_UNIX },
-        { "socket-ops", "grpc server and client on unix sockets",
+        /* The metrics endpoint's TCP socket is made and bound before the
+         * filter loads; its connections need only accept4 and these. */
+        { "socket-ops", "grpc server and client on unix sockets; the metrics endpoint's connections",
           "bind listen accept accept4 connect getsockopt setsockopt getsockname "
           "getpeername shutdown sendmsg recvmsg sendto recvfrom",
           SBX_ALLOW, SBX_ARG_ANY },

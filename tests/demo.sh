@@ -27,10 +27,16 @@ cat > "$demo/config.json" <<'JSON'
       "allocate": [ "cdi-cri", "cdi-annotations" ] } ] }
 JSON
 echo "== cdiplug serve (log: $demo/daemon.log)"
+# The metrics endpoint on a loopback port next to the packaged default
+# (10391), so a cdiplug service running on this machine is left alone.
+metrics=127.0.0.1:10392
 build/cdiplug serve --config "$demo/config.json" --kubelet-dir "$demo/kubelet" \
-        --cdi-dir "$demo/cdi" --host-root "$demo/host" 2>"$demo/daemon.log" &
+        --cdi-dir "$demo/cdi" --host-root "$demo/host" \
+        --metrics-address "$metrics" --pod-resources-socket "$demo/pod-resources.sock" \
+        2>"$demo/daemon.log" &
 pid=$!
-build/test-kubelet "$demo/kubelet" example.com/serial example.com/fuse example.com/kvm
+build/test-kubelet --pod-resources "$demo/pod-resources.sock" --scrape "$metrics" \
+        "$demo/kubelet" example.com/serial example.com/fuse example.com/kvm
 echo
 echo "== daemon log"
 cat "$demo/daemon.log"

@@ -14,10 +14,13 @@
  *   after the restarts; device node appears/vanishes → the kubelet's
  *   ListAndWatch stream has the new list; discovery of 10,000 nodes; RssAnon
  *   with 64 resources holding those 10,000 devices; GetPreferredAllocation
- *   of 8 among 10,000 offered IDs (1,250 devices x 8 shares).
+ *   of 8 among 10,000 offered IDs (1,250 devices x 8 shares); /metrics with
+ *   those 10,000 devices and 1,000 allocated IDs (p50/p99, the PodResources
+ *   answer cached, and with a fresh dial and List each), RssAnon and idle
+ *   wake-ups with the endpoint on.
  *
  * Extra arguments are passed to `cdiplug serve` (e.g. --no-sandbox).
- * BENCH_ONLY=alloc,exec,restart,hotplug,discovery,many,preferred picks sections;
+ * BENCH_ONLY=alloc,exec,restart,hotplug,discovery,many,preferred,scrape picks sections;
  * TMPDIR picks the file system the kubelet, CDI and fake /dev dirs go on;
  * BENCH_RESTARTS=N runs N kubelet restarts instead of 100; BENCH_TRACE=1
  * prints every restart, memory and fds every 50, and the last two
@@ -35,6 +38,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/sysmacros.h>
@@ -279,6 +285,12 @@ static struct {
         long many_rss_anon, many_vm_rss;
         uint64_t pref50, pref99;
         double pref_cpu; /* server CPU µs per call */
+        bool scrape;
+        uint64_t sc50, sc99, scl50, scl99;
+        size_t scrape_bytes, allocated_series;
+        long scrape_rss_anon;
+        long idle_wakeups;
+        double scrape_cpu_ms;
 } fig;
 
 /* The floor: a unary echo with the daemon's own loop and batch shape, one
@@ -808,6 +820,185 @@ static void bench_preferred(void) {
         free(kdir);
 }
 
+#define SCRAPES 200
+#define SCRAPES_LIST 20
+#define ALLOCATED 1000
+
+/* One GET on loopback, the whole answer read; its size, or 0. */
+static size_t http_scrape(int port, char **ret_body) {
+        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                                 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        static const char req[] = "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+        size_t cap = 1 << 20, n = 0;
+        char *buf = malloc(cap);
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+        if (!buf || fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+            write(fd, req, sizeof(req) - 1) != (ssize_t)(sizeof(req) - 1))
+                die("scrape");
+        for (;;) {
+                if (n + 65536 > cap && !(buf = realloc(buf, cap *= 2)))
+                        die("realloc");
+                ssize_t r = read(fd, buf + n, cap - n - 1);
+                if (r <= 0)
+                        break;
+                n += (size_t)r;
+        }
+        close(fd);
+        buf[n] = '\0';
+        if (strncmp(buf, "HTTP/1.1 200", 12) != 0)
+                die("scrape status");
+        if (ret_body)
+                *ret_body = buf;
+        else
+                free(buf);
+        return n;
+}
+
+static int free_port(void) {
+        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        socklen_t len = sizeof(sa);
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+            getsockname(fd, (struct sockaddr *)&sa, &len) < 0)
+                die("finding a free port");
+        close(fd);
+        return ntohs(sa.sin_port);
+}
+
+/* 1,000 of the 10,000 IDs allocated, ten to a pod. */
+static void set_pods(struct tk_pr *pr) {
+        static char ids[ALLOCATED][16], pods[ALLOCATED / 10][16];
+        static char *idp[ALLOCATED];
+        static V1__ContainerDevices cd[ALLOCATED];
+        static V1__ContainerDevices *cdp[ALLOCATED];
+        static V1__ContainerResources ctr[ALLOCATED / 10];
+        static V1__ContainerResources *ctrp[ALLOCATED / 10];
+        static V1__PodResources pod[ALLOCATED / 10];
+        static V1__PodResources *podp[ALLOCATED / 10];
+        V1__ListPodResourcesResponse resp = V1__LIST_POD_RESOURCES_RESPONSE__INIT;
+
+        for (int k = 0; k < ALLOCATED; k++) {
+                int dev = k * (NODES / ALLOCATED);
+                snprintf(ids[k], sizeof(ids[k]), "b%02d-%04d", dev % MANY, dev);
+                idp[k] = ids[k];
+                v1__container_devices__init(&cd[k]);
+                cd[k].resource_name = (char *)name_of(dev % MANY);
+                cd[k].n_device_ids = 1;
+                cd[k].device_ids = &idp[k];
+                cdp[k] = &cd[k];
+        }
+        for (int p = 0; p < ALLOCATED / 10; p++) {
+                v1__container_resources__init(&ctr[p]);
+                ctr[p].name = "app";
+                ctr[p].n_devices = 10;
+                ctr[p].devices = &cdp[p * 10];
+                ctrp[p] = &ctr[p];
+                v1__pod_resources__init(&pod[p]);
+                snprintf(pods[p], sizeof(pods[p]), "pod-%03d", p);
+                pod[p].name = pods[p];
+                pod[p].namespace_ = "bench";
+                pod[p].n_containers = 1;
+                pod[p].containers = &ctrp[p];
+                podp[p] = &pod[p];
+        }
+        resp.n_pod_resources = ALLOCATED / 10;
+        resp.pod_resources = podp;
+        tk_pr_set(pr, &resp);
+}
+
+static long thread_wakeups(pid_t pid) {
+        char path[64];
+        long total = 0;
+        snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+        DIR *dir = opendir(path);
+        struct dirent *de;
+        while (dir && (de = readdir(dir))) {
+                if (de->d_name[0] == '.')
+                        continue;
+                char status[512], line[256];
+                snprintf(status, sizeof(status), "%s/%s/status", path, de->d_name);
+                FILE *f = fopen(status, "r");
+                while (f && fgets(line, sizeof(line), f))
+                        if (strncmp(line, "voluntary_ctxt_switches:", 24) == 0)
+                                total += strtol(line + 24, NULL, 10);
+                if (f)
+                        fclose(f);
+        }
+        if (dir)
+                closedir(dir);
+        return total;
+}
+
+/* /metrics with 64 resources, 10,000 devices and 1,000 allocated IDs:
+ * scrapes back to back (the PodResources answer cached), then scrapes
+ * each after the PodResources socket was re-created (a fresh dial and
+ * List in every one); RssAnon after them; wake-ups while idle. */
+static void bench_scrape(const char *dir) {
+        static uint64_t t[SCRAPES];
+        char *kdir = path_join(dir, "kubelet"), *prsock = path_join(dir, "pod-resources.sock");
+        char *cfg_path = path_join(dir, "config.json"), *cfg = resources_config(MANY, "b", "-*");
+        int port = free_port();
+        struct tk *tk = NULL;
+        struct tk_pr *pr = NULL;
+        char *metrics_cfg;
+
+        /* The same resources, with the endpoint on. */
+        cfg[strlen(cfg) - 2] = '\0'; /* drop the closing "}\n" */
+        if (asprintf(&metrics_cfg, "%s, \"metrics\": { \"address\": \"127.0.0.1:%d\", "
+                                   "\"pod_resources_socket\": \"%s\" } }\n", cfg, port, prsock) < 0)
+                die("asprintf");
+        write_file(cfg_path, metrics_cfg);
+        if (tk_start(kdir, &tk) < 0 || tk_pr_start(prsock, &pr) < 0)
+                die("test kubelet");
+        set_pods(pr);
+        pid_t d = spawn_daemon(dir);
+        wait_all(tk, MANY, 1);
+        char *body = NULL;
+        fig.scrape_bytes = http_scrape(port, &body);
+        for (char *p = body; (p = strstr(p, "\ncdiplug_device_allocation_info{")); p++)
+                fig.allocated_series++;
+        free(body);
+        uint64_t c0 = process_cpu_ns(d);
+        for (int i = 0; i < SCRAPES; i++) {
+                uint64_t t0 = now_ns();
+                http_scrape(port, NULL);
+                t[i] = now_ns() - t0;
+        }
+        fig.scrape_cpu_ms = (double)(process_cpu_ns(d) - c0) / 1e6 / SCRAPES;
+        fig.sc50 = pct(t, SCRAPES, 0.5);
+        fig.sc99 = pct(t, SCRAPES, 0.99);
+        for (int i = 0; i < SCRAPES_LIST; i++) {
+                tk_pr_stop(pr);
+                if (tk_pr_start(prsock, &pr) < 0)
+                        die("PodResources restart");
+                set_pods(pr);
+                uint64_t t0 = now_ns();
+                http_scrape(port, &body);
+                t[i] = now_ns() - t0;
+                if (!strstr(body, "\ncdiplug_pod_resources_up 1\n"))
+                        die("a scrape with a fresh List");
+                free(body);
+        }
+        fig.scl50 = pct(t, SCRAPES_LIST, 0.5);
+        fig.scl99 = pct(t, SCRAPES_LIST, 0.99);
+        fig.scrape_rss_anon = status_kb(d, "RssAnon");
+        long w0 = thread_wakeups(d);
+        struct timespec two = {.tv_sec = 2};
+        nanosleep(&two, NULL); /* a benchmark: counting what idling costs */
+        fig.idle_wakeups = thread_wakeups(d) - w0;
+        stop_daemon(d);
+        tk_pr_stop(pr);
+        tk_stop(tk);
+        write_file(cfg_path, cfg); /* not needed after, but leave it as found */
+        fig.scrape = true;
+        free(metrics_cfg);
+        free(cfg);
+        free(cfg_path);
+        free(prsock);
+        free(kdir);
+}
+
 static void row_us(const char *what, uint64_t p50, uint64_t p99, const char *target) {
         printf("%-46s %8.1fus %8.1fus  %s\n", what, (double)p50 / 1e3, (double)p99 / 1e3, target);
 }
@@ -935,6 +1126,18 @@ static void print_table(void) {
                 row_kb("RssAnon, 64 resources, 10,000 devices", fig.many_rss_anon, t);
                 row_kb("VmRSS, 64 resources, 10,000 devices", fig.many_vm_rss, "");
         }
+        if (fig.scrape) {
+                char t2[128];
+                snprintf(t2, sizeof(t2), "(%zu kB, %zu allocation series; daemon CPU %.2f ms)",
+                         fig.scrape_bytes / 1024, fig.allocated_series, fig.scrape_cpu_ms);
+                row_ms("scrape, 10,000 devices, List cached", fig.sc50, fig.sc99, t2);
+                snprintf(t2, sizeof(t2), "p99 < 50 ms: %s", verdict(fig.scl99 < 50000000));
+                row_ms("scrape, 10,000 devices, fresh dial + List", fig.scl50, fig.scl99, t2);
+                snprintf(t2, sizeof(t2), "under 4 MB: %s", verdict(fig.scrape_rss_anon < 4096));
+                row_kb("RssAnon, endpoint on, after the scrapes", fig.scrape_rss_anon, t2);
+                printf("%-46s %8ld %12s  %s\n", "idle wake-ups in 2 s, all threads", fig.idle_wakeups, "",
+                       "(grpc core's timers; the endpoint adds none)");
+        }
 }
 
 int main(int argc, char **argv) {
@@ -956,12 +1159,14 @@ int main(int argc, char **argv) {
                 bench_hotplug();
         if (section("preferred"))
                 bench_preferred();
-        if (section("discovery") || section("many")) {
+        if (section("discovery") || section("many") || section("scrape")) {
                 char *nodes = make_nodes();
                 if (section("discovery"))
                         bench_discovery(nodes);
                 if (section("many"))
                         bench_many(nodes);
+                if (section("scrape"))
+                        bench_scrape(nodes);
                 free(nodes);
         }
         print_table();

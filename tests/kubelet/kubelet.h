@@ -53,3 +53,22 @@ uint64_t tk_registered_at_ns(struct tk *tk, const char *resource);
 uint64_t tk_register_arrived_at_ns(struct tk *tk, const char *resource);
 /* When the resource's newest list arrived on its stream (0 if never). */
 uint64_t tk_list_at_ns(struct tk *tk, const char *resource);
+
+/* The kubelet's PodResourcesLister (podresources/v1) on its own socket,
+ * as /var/lib/kubelet/pod-resources/kubelet.sock. tk_pr_stop() deletes
+ * the socket; starting again on the same path is a kubelet restart. */
+#include "podresources.pb-c.h"
+
+struct tk_pr;
+enum tk_pr_mode {
+        TK_PR_ANSWER,  /* List answers what tk_pr_set() gave */
+        TK_PR_GARBAGE, /* List answers bytes that do not decode */
+        TK_PR_SILENT,  /* List never answers (a hung kubelet) */
+};
+int tk_pr_start(const char *path, struct tk_pr **ret);
+void tk_pr_stop(struct tk_pr *pr);
+/* Answer resp (copied) from now on, and switch to TK_PR_ANSWER. */
+void tk_pr_set(struct tk_pr *pr, const V1__ListPodResourcesResponse *resp);
+void tk_pr_mode(struct tk_pr *pr, enum tk_pr_mode mode);
+/* Calls answered (or left unanswered) so far. */
+unsigned tk_pr_calls(struct tk_pr *pr);

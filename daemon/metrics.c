@@ -1,0 +1,502 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The /metrics page in Prometheus text format 0.0.4, the counters behind
+ * it, and readiness. Samples are appended by hand rather than with
+ * printf: 10,000 devices make 10,000 lines, and a scrape holds d->lock
+ * while it writes them, so writing them is kept cheap. */
+#include <dirent.h>
+#include <fcntl.h>
+#include <grpc/grpc.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "daemon.h"
+#include "metrics.h"
+#include "util.h"
+
+/* Allocate takes microseconds; the upper buckets are for a daemon under
+ * pressure (a shared CPU, a slow disk blocking the lock). */
+const double dp_hist_bounds[DP_HIST_BUCKETS] = {
+        0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 1,
+};
+
+/* The names grpc-go and its Prometheus middleware use for the code label. */
+static const char *const grpc_code_names[DP_GRPC_CODES] = {
+        "OK", "Canceled", "Unknown", "InvalidArgument", "DeadlineExceeded", "NotFound",
+        "AlreadyExists", "PermissionDenied", "ResourceExhausted", "FailedPrecondition", "Aborted",
+        "OutOfRange", "Unimplemented", "Internal", "Unavailable", "DataLoss", "Unauthenticated",
+};
+
+static const char *const event_names[DP_EV_N] = {"appeared", "vanished", "recovered"};
+
+void dp_mbuf_free(struct dp_mbuf *b) {
+        free(b->s);
+        *b = (struct dp_mbuf){0};
+}
+
+void dp_mbuf_reserve(struct dp_mbuf *b, size_t cap) {
+        if (b->err || b->cap >= cap)
+                return;
+        char *s = realloc(b->s, cap);
+        if (!s) {
+                b->err = -ENOMEM;
+                return;
+        }
+        b->s = s;
+        b->cap = cap;
+}
+
+void dp_mbuf_put(struct dp_mbuf *b, const char *s, size_t n) {
+        if (b->err)
+                return;
+        if (b->cap - b->len < n + 1) {
+                size_t cap = b->cap ? b->cap : 4096;
+                while (cap - b->len < n + 1) {
+                        if (cap > SIZE_MAX / 2) {
+                                b->err = -ENOMEM;
+                                return;
+                        }
+                        cap *= 2;
+                }
+                char *s2 = realloc(b->s, cap);
+                if (!s2) {
+                        b->err = -ENOMEM;
+                        return;
+                }
+                b->s = s2;
+                b->cap = cap;
+        }
+        memcpy(b->s + b->len, s, n);
+        b->len += n;
+        b->s[b->len] = '\0';
+}
+
+void dp_mbuf_puts(struct dp_mbuf *b, const char *s) {
+        dp_mbuf_put(b, s, strlen(s));
+}
+
+void dp_mbuf_escaped(struct dp_mbuf *b, const char *s) {
+        for (;;) {
+                size_t n = strcspn(s, "\\\"\n");
+                dp_mbuf_put(b, s, n);
+                s += n;
+                if (!*s)
+                        return;
+                dp_mbuf_put(b, *s == '\n' ? "\\n" : *s == '"' ? "\\\"" : "\\\\", 2);
+                s++;
+        }
+}
+
+/* HELP text escapes only '\\' and newline. */
+static void help_escaped(struct dp_mbuf *b, const char *s) {
+        for (; *s; s++) {
+                if (*s == '\\')
+                        dp_mbuf_put(b, "\\\\", 2);
+                else if (*s == '\n')
+                        dp_mbuf_put(b, "\\n", 2);
+                else
+                        dp_mbuf_put(b, s, 1);
+        }
+}
+
+void dp_metric_header(struct dp_mbuf *b, const char *name, const char *type, const char *help) {
+        dp_mbuf_puts(b, "# HELP ");
+        dp_mbuf_puts(b, name);
+        dp_mbuf_put(b, " ", 1);
+        help_escaped(b, help);
+        dp_mbuf_puts(b, "\n# TYPE ");
+        dp_mbuf_puts(b, name);
+        dp_mbuf_put(b, " ", 1);
+        dp_mbuf_puts(b, type);
+        dp_mbuf_put(b, "\n", 1);
+}
+
+void dp_metric_start(struct dp_mbuf *b, const char *name) {
+        dp_mbuf_puts(b, name);
+        b->in_labels = false;
+}
+
+void dp_metric_label(struct dp_mbuf *b, const char *key, const char *value) {
+        dp_mbuf_put(b, b->in_labels ? "," : "{", 1);
+        b->in_labels = true;
+        dp_mbuf_puts(b, key);
+        dp_mbuf_put(b, "=\"", 2);
+        dp_mbuf_escaped(b, value);
+        dp_mbuf_put(b, "\"", 1);
+}
+
+static void end_labels(struct dp_mbuf *b) {
+        dp_mbuf_put(b, b->in_labels ? "} " : " ", b->in_labels ? 2 : 1);
+        b->in_labels = false;
+}
+
+void dp_metric_u64(struct dp_mbuf *b, uint64_t v) {
+        char num[24];
+        size_t i = sizeof(num);
+
+        end_labels(b);
+        num[--i] = '\n';
+        do {
+                num[--i] = (char)('0' + v % 10);
+                v /= 10;
+        } while (v);
+        dp_mbuf_put(b, num + i, sizeof(num) - i);
+}
+
+void dp_metric_double(struct dp_mbuf *b, double v) {
+        char num[40];
+
+        end_labels(b);
+        if (isinf(v))
+                dp_mbuf_puts(b, v > 0 ? "+Inf\n" : "-Inf\n");
+        else if (isnan(v))
+                dp_mbuf_puts(b, "NaN\n");
+        else {
+                /* %.17g round-trips every double. */
+                snprintf(num, sizeof(num), "%.17g\n", v);
+                dp_mbuf_puts(b, num);
+        }
+}
+
+void dp_histogram_observe(struct dp_histogram *h, double seconds) {
+        for (size_t i = 0; i < DP_HIST_BUCKETS; i++)
+                if (seconds <= dp_hist_bounds[i]) {
+                        h->le[i]++;
+                        break;
+                }
+        h->count++;
+        h->sum += seconds;
+}
+
+void dp_histogram_render(struct dp_mbuf *b, const char *name, const char *key, const char *value,
+                         const struct dp_histogram *h) {
+        char metric[128], le[32];
+        uint64_t cum = 0;
+
+        snprintf(metric, sizeof(metric), "%s_bucket", name);
+        for (size_t i = 0; i < DP_HIST_BUCKETS; i++) {
+                cum += h->le[i];
+                snprintf(le, sizeof(le), "%g", dp_hist_bounds[i]);
+                dp_metric_start(b, metric);
+                if (key)
+                        dp_metric_label(b, key, value);
+                dp_metric_label(b, "le", le);
+                dp_metric_u64(b, cum);
+        }
+        dp_metric_start(b, metric);
+        if (key)
+                dp_metric_label(b, key, value);
+        dp_metric_label(b, "le", "+Inf");
+        dp_metric_u64(b, h->count);
+        snprintf(metric, sizeof(metric), "%s_sum", name);
+        dp_metric_start(b, metric);
+        if (key)
+                dp_metric_label(b, key, value);
+        dp_metric_double(b, h->sum);
+        snprintf(metric, sizeof(metric), "%s_count", name);
+        dp_metric_start(b, metric);
+        if (key)
+                dp_metric_label(b, key, value);
+        dp_metric_u64(b, h->count);
+}
+
+double dp_wall_seconds(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+double dp_mono_seconds(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+void dp_stats_allocate(struct dp_resource *res, int grpc_status, double seconds) {
+        if (grpc_status >= 0 && grpc_status < DP_GRPC_CODES)
+                res->stats.allocate[grpc_status]++;
+        dp_histogram_observe(&res->stats.allocate_seconds, seconds);
+}
+
+void dp_stats_spec_write(struct dp_resource *res, int r) {
+        res->stats.spec_failed = r < 0;
+        if (r < 0) {
+                res->stats.spec_writes_failed++;
+                return;
+        }
+        res->stats.spec_writes_ok++;
+        res->stats.spec_last_write = dp_wall_seconds();
+}
+
+int dp_resource_ready(const struct dp_resource *res, const char **ret_reason) {
+        if (res->stats.spec_failed) {
+                *ret_reason = "its CDI spec could not be written";
+                return 0;
+        }
+        if (!res->stats.registered) {
+                *ret_reason = res->reg ? "registering with the kubelet" : "not registered with the kubelet";
+                return 0;
+        }
+        return 1;
+}
+
+/* One family per call: header, then a sample per resource. */
+static void per_resource_u64(struct dp_mbuf *b, struct dp_daemon *d, const char *name, const char *type,
+                             const char *help, uint64_t (*get)(const struct dp_resource *)) {
+        dp_metric_header(b, name, type, help);
+        for (size_t i = 0; i < d->n_res; i++) {
+                dp_metric_start(b, name);
+                dp_metric_label(b, "resource", d->res[i].cfg->name);
+                dp_metric_u64(b, get(&d->res[i]));
+        }
+}
+
+static uint64_t get_registrations(const struct dp_resource *res) { return res->stats.registrations; }
+static uint64_t get_ready(const struct dp_resource *res) {
+        const char *why;
+        return (uint64_t)dp_resource_ready(res, &why);
+}
+static uint64_t get_streams(const struct dp_resource *res) {
+        return dp_server_streams(res);
+}
+
+static void render_devices(struct dp_mbuf *b, struct dp_daemon *d) {
+        dp_metric_header(b, "cdiplug_device_info", "gauge",
+                         "A device the resource lists to the kubelet, with its health and NUMA node where known.");
+        for (size_t i = 0; i < d->n_res; i++) {
+                const struct dp_plugin *p = d->res[i].plugin;
+                struct dp_mbuf pre = {0};
+                /* The line up to the device ID is the resource's: written
+                 * once, copied per device (the bulk of a scrape). */
+                dp_mbuf_puts(&pre, "cdiplug_device_info{resource=\"");
+                dp_mbuf_escaped(&pre, d->res[i].cfg->name);
+                dp_mbuf_puts(&pre, "\",device=\"");
+                if (pre.err) {
+                        b->err = pre.err;
+                        return;
+                }
+                for (size_t j = 0; j < p->n_devs; j++) {
+                        dp_mbuf_put(b, pre.s, pre.len);
+                        dp_mbuf_escaped(b, dp_device_id(p, j));
+                        dp_mbuf_puts(b, p->devs[j].healthy ? "\",health=\"Healthy" : "\",health=\"Unhealthy");
+                        if (p->devs[j].numa_node >= 0) {
+                                char numa[32];
+                                int n = snprintf(numa, sizeof(numa), "\",numa_node=\"%d", p->devs[j].numa_node);
+                                dp_mbuf_put(b, numa, (size_t)n);
+                        }
+                        dp_mbuf_put(b, "\"} 1\n", 5);
+                }
+                dp_mbuf_free(&pre);
+        }
+        dp_metric_header(b, "cdiplug_devices", "gauge", "Devices of the resource by health.");
+        for (size_t i = 0; i < d->n_res; i++) {
+                const struct dp_plugin *p = d->res[i].plugin;
+                uint64_t healthy = 0;
+                for (size_t j = 0; j < p->n_devs; j++)
+                        healthy += p->devs[j].healthy;
+                for (int h = 0; h < 2; h++) {
+                        dp_metric_start(b, "cdiplug_devices");
+                        dp_metric_label(b, "resource", d->res[i].cfg->name);
+                        dp_metric_label(b, "health", h ? "Unhealthy" : "Healthy");
+                        dp_metric_u64(b, h ? p->n_devs - healthy : healthy);
+                }
+        }
+}
+
+static struct dp_resource *resource_named(struct dp_daemon *d, const char *name) {
+        for (size_t i = 0; i < d->n_res; i++)
+                if (strcmp(d->res[i].cfg->name, name) == 0)
+                        return &d->res[i];
+        return NULL;
+}
+
+/* Only our resources' IDs, each with the device behind it (a share ID
+ * such as "fuse-3" names one share of device "fuse"). An ID we do not
+ * know (the kubelet's checkpoint from before a configuration change) has
+ * no device to name and is left out. */
+static void render_allocations(struct dp_mbuf *b, struct dp_daemon *d, const V1__ListPodResourcesResponse *list) {
+        dp_metric_header(b, "cdiplug_device_allocation_info", "gauge",
+                         "A device ID the kubelet has allocated to a container, from its PodResources API.");
+        for (size_t i = 0; list && i < list->n_pod_resources; i++) {
+                const V1__PodResources *pod = list->pod_resources[i];
+                for (size_t j = 0; j < pod->n_containers; j++) {
+                        const V1__ContainerResources *ctr = pod->containers[j];
+                        for (size_t k = 0; k < ctr->n_devices; k++) {
+                                const V1__ContainerDevices *cd = ctr->devices[k];
+                                struct dp_resource *res = resource_named(d, cd->resource_name);
+                                if (!res)
+                                        continue;
+                                for (size_t m = 0; m < cd->n_device_ids; m++) {
+                                        size_t idx;
+                                        if (dp_plugin_find_id(res->plugin, cd->device_ids[m], &idx) < 0)
+                                                continue;
+                                        dp_metric_start(b, "cdiplug_device_allocation_info");
+                                        dp_metric_label(b, "resource", res->cfg->name);
+                                        dp_metric_label(b, "device",
+                                                        dp_device_id(res->plugin, dp_plugin_id_dev(res->plugin, idx)));
+                                        dp_metric_label(b, "id", cd->device_ids[m]);
+                                        dp_metric_label(b, "namespace", pod->namespace_);
+                                        dp_metric_label(b, "pod", pod->name);
+                                        dp_metric_label(b, "container", ctr->name);
+                                        dp_metric_u64(b, 1);
+                                }
+                        }
+                }
+        }
+}
+
+static void render_calls(struct dp_mbuf *b, struct dp_daemon *d) {
+        dp_metric_header(b, "cdiplug_allocate_requests_total", "counter",
+                         "Allocate calls answered, by gRPC status code.");
+        for (size_t i = 0; i < d->n_res; i++)
+                for (int c = 0; c < DP_GRPC_CODES; c++) {
+                        if (c != 0 && !d->res[i].stats.allocate[c])
+                                continue;
+                        dp_metric_start(b, "cdiplug_allocate_requests_total");
+                        dp_metric_label(b, "resource", d->res[i].cfg->name);
+                        dp_metric_label(b, "code", grpc_code_names[c]);
+                        dp_metric_u64(b, d->res[i].stats.allocate[c]);
+                }
+        dp_metric_header(b, "cdiplug_allocate_duration_seconds", "histogram",
+                         "Time from an Allocate request received to its answer encoded.");
+        for (size_t i = 0; i < d->n_res; i++)
+                dp_histogram_render(b, "cdiplug_allocate_duration_seconds", "resource", d->res[i].cfg->name,
+                                    &d->res[i].stats.allocate_seconds);
+        per_resource_u64(b, d, "cdiplug_registrations_total", "counter",
+                         "Successful registrations with the kubelet.", get_registrations);
+        dp_metric_header(b, "cdiplug_kubelet_restarts_total", "counter",
+                         "Times a new kubelet.sock appeared (kubelet restarts).");
+        dp_metric_start(b, "cdiplug_kubelet_restarts_total");
+        dp_metric_u64(b, d->kubelet_restarts);
+        per_resource_u64(b, d, "cdiplug_listandwatch_streams", "gauge",
+                         "ListAndWatch streams open to the kubelet.", get_streams);
+        per_resource_u64(b, d, "cdiplug_resource_ready", "gauge",
+                         "1 when the resource is registered and its CDI spec is written (as /readyz).", get_ready);
+        dp_metric_header(b, "cdiplug_device_events_total", "counter",
+                         "Device changes seen by discovery (appeared includes those found at start-up).");
+        for (size_t i = 0; i < d->n_res; i++)
+                for (int e = 0; e < DP_EV_N; e++) {
+                        dp_metric_start(b, "cdiplug_device_events_total");
+                        dp_metric_label(b, "resource", d->res[i].cfg->name);
+                        dp_metric_label(b, "event", event_names[e]);
+                        dp_metric_u64(b, d->res[i].plugin->events[e]);
+                }
+        dp_metric_header(b, "cdiplug_cdi_spec_writes_total", "counter", "CDI spec writes, by result.");
+        for (size_t i = 0; i < d->n_res; i++)
+                for (int ok = 1; ok >= 0; ok--) {
+                        dp_metric_start(b, "cdiplug_cdi_spec_writes_total");
+                        dp_metric_label(b, "resource", d->res[i].cfg->name);
+                        dp_metric_label(b, "result", ok ? "success" : "failure");
+                        dp_metric_u64(b, ok ? d->res[i].stats.spec_writes_ok : d->res[i].stats.spec_writes_failed);
+                }
+        dp_metric_header(b, "cdiplug_cdi_spec_last_write_timestamp_seconds", "gauge",
+                         "When the resource's CDI spec was last written.");
+        for (size_t i = 0; i < d->n_res; i++) {
+                if (!d->res[i].stats.spec_last_write)
+                        continue;
+                dp_metric_start(b, "cdiplug_cdi_spec_last_write_timestamp_seconds");
+                dp_metric_label(b, "resource", d->res[i].cfg->name);
+                dp_metric_double(b, d->res[i].stats.spec_last_write);
+        }
+}
+
+/* The process_* metrics every Prometheus client library exports, from
+ * /proc/self: CPU time, resident memory, open fds, start time. */
+static void render_process(struct dp_mbuf *b) {
+        char buf[1024], *p;
+        unsigned long long utime = 0, stime = 0, start = 0, vsize = 0;
+        long long rss = 0;
+        ssize_t n;
+        int fd;
+        double btime = 0, ticks = (double)sysconf(_SC_CLK_TCK);
+        uint64_t fds = 0;
+        struct rlimit rl;
+
+        fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+        n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+        if (fd >= 0)
+                close(fd);
+        if (n > 0) {
+                buf[n] = '\0';
+                /* The command name may hold spaces and ')': skip to the last. */
+                p = strrchr(buf, ')');
+                if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d "
+                                       "%*d %*d %llu %llu %lld", &utime, &stime, &start, &vsize, &rss) != 5)
+                        utime = stime = start = vsize = 0, rss = 0;
+        }
+        fd = open("/proc/stat", O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) {
+                char sbuf[8192];
+                n = read(fd, sbuf, sizeof(sbuf) - 1);
+                close(fd);
+                if (n > 0) {
+                        sbuf[n] = '\0';
+                        p = strstr(sbuf, "\nbtime ");
+                        if (p)
+                                btime = strtod(p + 7, NULL);
+                }
+        }
+        DIR *dir = opendir("/proc/self/fd");
+        if (dir) {
+                struct dirent *de;
+                while ((de = readdir(dir)))
+                        fds += de->d_name[0] != '.';
+                closedir(dir);
+                fds--; /* the one opendir holds */
+        }
+        dp_metric_header(b, "process_cpu_seconds_total", "counter", "Total user and system CPU time spent in seconds.");
+        dp_metric_start(b, "process_cpu_seconds_total");
+        dp_metric_double(b, (double)(utime + stime) / ticks);
+        dp_metric_header(b, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.");
+        dp_metric_start(b, "process_resident_memory_bytes");
+        dp_metric_u64(b, (uint64_t)rss * (uint64_t)sysconf(_SC_PAGESIZE));
+        dp_metric_header(b, "process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.");
+        dp_metric_start(b, "process_virtual_memory_bytes");
+        dp_metric_u64(b, vsize);
+        dp_metric_header(b, "process_open_fds", "gauge", "Number of open file descriptors.");
+        dp_metric_start(b, "process_open_fds");
+        dp_metric_u64(b, fds);
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+                dp_metric_header(b, "process_max_fds", "gauge", "Maximum number of open file descriptors.");
+                dp_metric_start(b, "process_max_fds");
+                dp_metric_u64(b, rl.rlim_cur);
+        }
+        dp_metric_header(b, "process_start_time_seconds", "gauge",
+                         "Start time of the process since unix epoch in seconds.");
+        dp_metric_start(b, "process_start_time_seconds");
+        dp_metric_double(b, btime + (double)start / ticks);
+}
+
+int dp_metrics_render(struct dp_daemon *d, struct dp_podres *pr, struct dp_mbuf *b) {
+        const V1__ListPodResourcesResponse *list = pr ? dp_podres_list(pr) : NULL;
+
+        dp_metric_header(b, "cdiplug_build_info", "gauge", "cdiplug's version and the grpc core it runs on.");
+        dp_metric_start(b, "cdiplug_build_info");
+        dp_metric_label(b, "version", CDIPLUG_VERSION);
+        dp_metric_label(b, "grpc_version", grpc_version_string());
+        dp_metric_u64(b, 1);
+        pthread_mutex_lock(&d->lock);
+        /* One allocation of about the page's size rather than a dozen
+         * doublings, each copying what was written so far. */
+        size_t devs = 0;
+        for (size_t i = 0; i < d->n_res; i++)
+                devs += d->res[i].plugin->n_devs;
+        dp_mbuf_reserve(b, 16384 + d->n_res * 4096 + devs * 128);
+        render_devices(b, d);
+        render_allocations(b, d, list);
+        render_calls(b, d);
+        pthread_mutex_unlock(&d->lock);
+        dp_metric_header(b, "cdiplug_pod_resources_up", "gauge",
+                         "1 when the last List on the kubelet's PodResources API answered in time.");
+        dp_metric_start(b, "cdiplug_pod_resources_up");
+        dp_metric_u64(b, list != NULL);
+        dp_metric_header(b, "cdiplug_pod_resources_errors_total", "counter",
+                         "PodResources List calls that failed, timed out or answered garbage.");
+        dp_metric_start(b, "cdiplug_pod_resources_errors_total");
+        dp_metric_u64(b, pr ? pr->errors : 0);
+        render_process(b);
+        return b->err;
+}

@@ -1,0 +1,323 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The metrics endpoint of the real daemon: allocation series with pod
+ * labels from the test kubelet's PodResources service (shares included,
+ * other resources left out), a PodResources restart, a hung or garbled
+ * PodResources, /readyz following registration, and hostile HTTP clients
+ * that leave it serving. */
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "env.h"
+#include "http.h"
+#include "kubelet.h"
+#include "proc_status.h"
+
+static struct env e;
+static struct tk *tk;
+static struct tk_pr *pr;
+static int port;
+static char *pr_sock;
+
+static void stop(void) {
+        env_cleanup(&e);
+        tk_pr_stop(pr);
+        tk_stop(tk);
+        free(pr_sock);
+        tk = NULL;
+        pr = NULL;
+        pr_sock = NULL;
+}
+
+TestSuite(metrics, .fini = stop, .timeout = 90);
+
+static const char config[] =
+        "{ \"resources\": ["
+        "  { \"name\": \"example.com/serial\", \"match\": [ { \"path\": \"/dev/ttyUSB*\" } ] },"
+        "  { \"name\": \"example.com/fuse\", \"match\": [ { \"path\": \"/dev/fuse\" } ], \"shares\": 4 } ] }";
+
+/* The test kubelet records a registration before it answers Register;
+ * the daemon counts it when the answer arrives, and logs it then. */
+static void wait_registered(void) {
+        cr_assert_eq(tk_wait_registered(tk, "example.com/serial", 1, 10000), 0);
+        cr_assert_eq(tk_wait_registered(tk, "example.com/fuse", 1, 10000), 0);
+        cr_assert_eq(file_wait_count(e.log, "registered with the kubelet", 2, 10000), 0);
+}
+
+/* The daemon with its endpoint on a free port; the kubelet first when
+ * with_kubelet, and the endpoint up before returning. */
+static void start(bool with_kubelet) {
+        char addr[64], *pr_dir;
+
+        env_init(&e);
+        env_write(&e, "config.json", config);
+        env_touch(&e, "dev/ttyUSB0");
+        env_touch(&e, "dev/ttyUSB1");
+        env_touch(&e, "dev/fuse");
+        cr_assert(asprintf(&pr_dir, "%s/pod-resources", e.root) > 0);
+        mkdir(pr_dir, 0755);
+        cr_assert(asprintf(&pr_sock, "%s/kubelet.sock", pr_dir) > 0);
+        free(pr_dir);
+        cr_assert_eq(tk_pr_start(pr_sock, &pr), 0);
+        if (with_kubelet)
+                cr_assert_eq(tk_start(e.kubelet_dir, &tk), 0);
+        else
+                mkdir(e.kubelet_dir, 0755);
+        port = http_free_port();
+        cr_assert_gt(port, 0);
+        snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+        env_spawn(&e, "--metrics-address", addr, "--pod-resources-socket", pr_sock, NULL);
+        cr_assert_eq(file_wait_for(e.log, "metrics: serving", 10000), 0, "%s", env_read(e.log));
+        if (with_kubelet)
+                wait_registered();
+}
+
+static char *scrape(void) {
+        char *body = NULL;
+        int st = http_get(port, "/metrics", &body);
+        cr_assert_eq(st, 200, "scrape answered %d", st);
+        return body;
+}
+
+/* web-0 (shop) holds a serial port and two shares of fuse in two
+ * containers, plus a device of a resource that is not ours. */
+static void set_pods(void) {
+        V1__ContainerDevices serial = V1__CONTAINER_DEVICES__INIT, fuse1 = V1__CONTAINER_DEVICES__INIT,
+                             fuse2 = V1__CONTAINER_DEVICES__INIT, other = V1__CONTAINER_DEVICES__INIT;
+        char *serial_ids[] = {"ttyUSB1"}, *fuse1_ids[] = {"fuse-0", "fuse-3"}, *fuse2_ids[] = {"fuse-1"},
+             *other_ids[] = {"gpu0"};
+        serial.resource_name = "example.com/serial";
+        serial.n_device_ids = 1;
+        serial.device_ids = serial_ids;
+        fuse1.resource_name = "example.com/fuse";
+        fuse1.n_device_ids = 2;
+        fuse1.device_ids = fuse1_ids;
+        fuse2.resource_name = "example.com/fuse";
+        fuse2.n_device_ids = 1;
+        fuse2.device_ids = fuse2_ids;
+        other.resource_name = "vendor.example/gpu";
+        other.n_device_ids = 1;
+        other.device_ids = other_ids;
+        V1__ContainerDevices *app_devs[] = {&serial, &fuse1, &other}, *side_devs[] = {&fuse2};
+        V1__ContainerResources app = V1__CONTAINER_RESOURCES__INIT, side = V1__CONTAINER_RESOURCES__INIT;
+        app.name = "app";
+        app.n_devices = 3;
+        app.devices = app_devs;
+        side.name = "side\"car";
+        side.n_devices = 1;
+        side.devices = side_devs;
+        V1__ContainerResources *ctrs[] = {&app, &side};
+        V1__PodResources pod = V1__POD_RESOURCES__INIT, idle = V1__POD_RESOURCES__INIT;
+        pod.name = "web-0";
+        pod.namespace_ = "shop";
+        pod.n_containers = 2;
+        pod.containers = ctrs;
+        idle.name = "idle";
+        idle.namespace_ = "default";
+        V1__PodResources *pods[] = {&pod, &idle};
+        V1__ListPodResourcesResponse resp = V1__LIST_POD_RESOURCES_RESPONSE__INIT;
+        resp.n_pod_resources = 2;
+        resp.pod_resources = pods;
+        tk_pr_set(pr, &resp);
+}
+
+static const char expected_alloc[] =
+        "cdiplug_device_allocation_info{resource=\"example.com/fuse\",device=\"fuse\",id=\"fuse-0\",namespace=\"shop\",pod=\"web-0\",container=\"app\"} 1\n"
+        "cdiplug_device_allocation_info{resource=\"example.com/fuse\",device=\"fuse\",id=\"fuse-1\",namespace=\"shop\",pod=\"web-0\",container=\"side\\\"car\"} 1\n"
+        "cdiplug_device_allocation_info{resource=\"example.com/fuse\",device=\"fuse\",id=\"fuse-3\",namespace=\"shop\",pod=\"web-0\",container=\"app\"} 1\n"
+        "cdiplug_device_allocation_info{resource=\"example.com/serial\",device=\"ttyUSB1\",id=\"ttyUSB1\",namespace=\"shop\",pod=\"web-0\",container=\"app\"} 1";
+
+static void assert_alloc(const char *body, const char *want) {
+        char *got = lines_with(body, "cdiplug_device_allocation_info{");
+        cr_assert_str_eq(got, want, "allocation series:\n%s\nwanted:\n%s", got, want);
+        free(got);
+}
+
+static void assert_has(const char *body, const char *line) {
+        cr_assert_not_null(strstr(body, line), "no \"%s\" in:\n%s", line, body);
+}
+
+/* A counter's value in a scrape. */
+static unsigned long long value_of(const char *body, const char *series) {
+        char *line;
+        cr_assert(asprintf(&line, "\n%s ", series) > 0);
+        char *p = strstr(body, line);
+        cr_assert_not_null(p, "no %s in:\n%s", series, body);
+        unsigned long long v = strtoull(p + strlen(line), NULL, 10);
+        free(line);
+        return v;
+}
+
+Test(metrics, allocation_series_with_pod_labels) {
+        start(true);
+        set_pods();
+        char *body = scrape();
+        assert_alloc(body, expected_alloc);
+        assert_has(body, "cdiplug_pod_resources_up 1\n");
+        assert_has(body, "cdiplug_device_info{resource=\"example.com/serial\",device=\"ttyUSB0\",health=\"Healthy\"} 1\n");
+        assert_has(body, "cdiplug_device_info{resource=\"example.com/fuse\",device=\"fuse\",health=\"Healthy\"} 1\n");
+        assert_has(body, "cdiplug_devices{resource=\"example.com/serial\",health=\"Healthy\"} 2\n");
+        assert_has(body, "cdiplug_registrations_total{resource=\"example.com/fuse\"} 1\n");
+        assert_has(body, "cdiplug_listandwatch_streams{resource=\"example.com/serial\"} 1\n");
+        assert_has(body, "cdiplug_cdi_spec_writes_total{resource=\"example.com/serial\",result=\"success\"} 1\n");
+        assert_has(body, "cdiplug_build_info{version=\"");
+        assert_has(body, "process_resident_memory_bytes ");
+        cr_assert_null(strstr(body, "gpu0"), "another resource's device leaked into the scrape");
+        free(body);
+
+        /* An Allocate is counted, and a vanished device is Unhealthy. */
+        env_rm(&e, "dev/ttyUSB0");
+        cr_assert_eq(tk_wait_lists(tk, "example.com/serial", 2, 10000, NULL), 0);
+        body = scrape();
+        assert_has(body, "cdiplug_device_info{resource=\"example.com/serial\",device=\"ttyUSB0\",health=\"Unhealthy\"} 1\n");
+        assert_has(body, "cdiplug_device_events_total{resource=\"example.com/serial\",event=\"vanished\"} 1\n");
+        free(body);
+
+        char *msg = NULL;
+        cr_assert_eq(proc_check_confined(e.pid, &msg), 0, "with the endpoint serving: %s", msg);
+}
+
+Test(metrics, pod_resources_restart_hang_and_garbage) {
+        start(true);
+        set_pods();
+        char *body = scrape();
+        assert_alloc(body, expected_alloc);
+        unsigned long long errors = value_of(body, "cdiplug_pod_resources_errors_total");
+        free(body);
+
+        /* The kubelet goes away with its socket. */
+        tk_pr_stop(pr);
+        pr = NULL;
+        struct stat st;
+        cr_assert_neq(stat(pr_sock, &st), 0, "the PodResources socket outlived its server");
+        body = scrape();
+        if (strstr(body, "cdiplug_device_allocation_info{"))
+                cr_log_error("%s", env_read(e.log));
+        assert_alloc(body, "");
+        assert_has(body, "cdiplug_pod_resources_up 0\n");
+        assert_has(body, "cdiplug_devices{resource=\"example.com/serial\",health=\"Healthy\"} 2\n");
+        cr_assert_gt(value_of(body, "cdiplug_pod_resources_errors_total"), errors);
+        errors = value_of(body, "cdiplug_pod_resources_errors_total");
+        free(body);
+
+        /* A new kubelet on a new socket at the same path. */
+        cr_assert_eq(tk_pr_start(pr_sock, &pr), 0);
+        set_pods();
+        body = scrape();
+        assert_alloc(body, expected_alloc);
+        assert_has(body, "cdiplug_pod_resources_up 1\n");
+        free(body);
+
+        /* Hung: the scrape still answers, within the List deadline. A
+         * restart first, so that no cached answer stands in. */
+        tk_pr_stop(pr);
+        cr_assert_eq(tk_pr_start(pr_sock, &pr), 0);
+        tk_pr_mode(pr, TK_PR_SILENT);
+        body = scrape();
+        assert_alloc(body, "");
+        assert_has(body, "cdiplug_pod_resources_up 0\n");
+        assert_has(body, "cdiplug_devices{resource=\"example.com/serial\",health=\"Healthy\"} 2\n");
+        cr_assert_gt(value_of(body, "cdiplug_pod_resources_errors_total"), errors);
+        errors = value_of(body, "cdiplug_pod_resources_errors_total");
+        free(body);
+
+        /* Garbage: left out, counted. Failures are not cached. */
+        tk_pr_mode(pr, TK_PR_GARBAGE);
+        body = scrape();
+        assert_alloc(body, "");
+        assert_has(body, "cdiplug_pod_resources_up 0\n");
+        cr_assert_gt(value_of(body, "cdiplug_pod_resources_errors_total"), errors);
+        free(body);
+        cr_assert_eq(kill(e.pid, 0), 0, "the daemon died");
+}
+
+Test(metrics, readyz_follows_registration) {
+        start(false);
+        char *body = NULL;
+        cr_assert_eq(http_get(port, "/readyz", &body), 503);
+        assert_has(body, "example.com/serial: not ready: not registered with the kubelet\n");
+        free(body);
+        cr_assert_eq(http_get(port, "/healthz", &body), 200);
+        free(body);
+        cr_assert_eq(tk_start(e.kubelet_dir, &tk), 0);
+        wait_registered();
+        cr_assert_eq(http_get(port, "/readyz", &body), 200, "%s", body);
+        cr_assert_str_eq(body, "example.com/serial: ready\nexample.com/fuse: ready\n");
+        free(body);
+        body = scrape();
+        assert_has(body, "cdiplug_resource_ready{resource=\"example.com/fuse\"} 1\n");
+        free(body);
+}
+
+Test(metrics, methods_and_paths) {
+        start(true);
+        char *body = NULL;
+        static const char post[] = "POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc";
+        cr_assert_eq(http_raw(port, post, sizeof(post) - 1, &body, 10000), 405);
+        free(body);
+        static const char del[] = "DELETE /readyz HTTP/1.1\r\nHost: x\r\n\r\n";
+        cr_assert_eq(http_raw(port, del, sizeof(del) - 1, &body, 10000), 405);
+        free(body);
+        cr_assert_eq(http_get(port, "/nothing", &body), 404);
+        free(body);
+        cr_assert_eq(http_get(port, "/healthz", &body), 200);
+        cr_assert_str_eq(body, "ok\n");
+        free(body);
+}
+
+Test(metrics, hostile_clients_leave_it_serving) {
+        start(true);
+        char *body = NULL;
+
+        /* Garbage instead of a request line. */
+        static const char garbage[] = "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03 not http at all\r\n\r\n";
+        int st = http_raw(port, garbage, sizeof(garbage) - 1, NULL, 10000);
+        cr_assert(st == 400 || st == 0, "garbage answered %d", st);
+
+        /* A 1 MiB request: one huge header. Refused, not buffered. */
+        size_t big = 1024 * 1024;
+        char *req = malloc(big + 128);
+        int n = sprintf(req, "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: ");
+        memset(req + n, 'a', big);
+        strcpy(req + n + big, "\r\n\r\n");
+        st = http_raw(port, req, strlen(req), NULL, 10000);
+        cr_assert(st >= 400 || st == 0, "a 1 MiB request answered %d", st);
+        /* And a 1 MiB body on a POST. */
+        n = sprintf(req, "POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: %zu\r\n\r\n", big);
+        memset(req + n, 'b', big);
+        req[n + big] = '\0';
+        st = http_raw(port, req, strlen(req), NULL, 10000);
+        cr_assert(st == 405 || st == 0, "a 1 MiB POST answered %d", st);
+        free(req);
+
+        /* Slowloris: half a request, never finished. The scrape works
+         * beside it, and the daemon cuts it off by itself. */
+        int slow = http_connect(port);
+        cr_assert_geq(slow, 0);
+        cr_assert_gt(write(slow, "GET /metrics HTTP/1.1\r\nX-Slow: ", 31), 0);
+        body = scrape();
+        free(body);
+        cr_assert_eq(wait_closed(slow, 20000), 0, "a slow client held its connection");
+        close(slow);
+
+        /* 100 connections at once, all idle. */
+        int fds[100];
+        for (int i = 0; i < 100; i++) {
+                fds[i] = http_connect(port);
+                cr_assert_geq(fds[i], 0, "connection %d refused", i);
+        }
+        for (int i = 0; i < 100; i++)
+                close(fds[i]);
+        /* Held ones free their slots when closed; the endpoint serves on. */
+        body = scrape();
+        assert_has(body, "cdiplug_devices{resource=\"example.com/serial\",health=\"Healthy\"} 2\n");
+        free(body);
+        cr_assert_eq(http_get(port, "/healthz", &body), 200);
+        free(body);
+        cr_assert_eq(kill(e.pid, 0), 0, "the daemon died");
+}

@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The Prometheus text the metrics endpoint writes: label escaping,
+ * headers, histograms; and the "metrics" config key. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdio.h>
+#include <math.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "config.h"
+#include "metrics.h"
+
+Test(metrics_text, escapes_label_values) {
+        struct dp_mbuf b = {0};
+        dp_metric_start(&b, "x_info");
+        dp_metric_label(&b, "pod", "a\"b\\c\nd");
+        dp_metric_label(&b, "container", "");
+        dp_metric_u64(&b, 1);
+        cr_assert_eq(b.err, 0);
+        cr_assert_str_eq(b.s, "x_info{pod=\"a\\\"b\\\\c\\nd\",container=\"\"} 1\n");
+        dp_mbuf_free(&b);
+}
+
+Test(metrics_text, samples_without_labels_and_values) {
+        struct dp_mbuf b = {0};
+        dp_metric_header(&b, "up_total", "counter", "Help with a \\ and a\nnewline.");
+        dp_metric_start(&b, "up_total");
+        dp_metric_u64(&b, 18446744073709551615ull);
+        dp_metric_start(&b, "t");
+        dp_metric_double(&b, 0.25);
+        dp_metric_start(&b, "inf");
+        dp_metric_double(&b, INFINITY);
+        cr_assert_str_eq(b.s, "# HELP up_total Help with a \\\\ and a\\nnewline.\n"
+                              "# TYPE up_total counter\n"
+                              "up_total 18446744073709551615\n"
+                              "t 0.25\n"
+                              "inf +Inf\n");
+        dp_mbuf_free(&b);
+}
+
+Test(metrics_text, histogram_buckets_are_cumulative) {
+        struct dp_histogram h = {0};
+        struct dp_mbuf b = {0};
+
+        dp_histogram_observe(&h, 0.00001);  /* first bucket */
+        dp_histogram_observe(&h, 0.0001);   /* exactly a bound: le includes it */
+        dp_histogram_observe(&h, 0.003);    /* 0.005 */
+        dp_histogram_observe(&h, 5);        /* only +Inf */
+        dp_histogram_render(&b, "d_seconds", "resource", "r", &h);
+        cr_assert_eq(b.err, 0);
+        cr_assert_str_eq(b.s,
+                "d_seconds_bucket{resource=\"r\",le=\"5e-05\"} 1\n"
+                "d_seconds_bucket{resource=\"r\",le=\"0.0001\"} 2\n"
+                "d_seconds_bucket{resource=\"r\",le=\"0.00025\"} 2\n"
+                "d_seconds_bucket{resource=\"r\",le=\"0.0005\"} 2\n"
+                "d_seconds_bucket{resource=\"r\",le=\"0.001\"} 2\n"
+                "d_seconds_bucket{resource=\"r\",le=\"0.0025\"} 2\n"
+                "d_seconds_bucket{resource=\"r\",le=\"0.005\"} 3\n"
+                "d_seconds_bucket{resource=\"r\",le=\"0.01\"} 3\n"
+                "d_seconds_bucket{resource=\"r\",le=\"0.025\"} 3\n"
+                "d_seconds_bucket{resource=\"r\",le=\"0.05\"} 3\n"
+                "d_seconds_bucket{resource=\"r\",le=\"0.1\"} 3\n"
+                "d_seconds_bucket{resource=\"r\",le=\"1\"} 3\n"
+                "d_seconds_bucket{resource=\"r\",le=\"+Inf\"} 4\n"
+                "d_seconds_sum{resource=\"r\"} 5.0031100000000004\n"
+                "d_seconds_count{resource=\"r\"} 4\n");
+        dp_mbuf_free(&b);
+}
+
+Test(metrics_text, grows_past_its_first_block) {
+        struct dp_mbuf b = {0};
+        for (int i = 0; i < 10000; i++) {
+                dp_metric_start(&b, "m");
+                dp_metric_label(&b, "i", "0123456789");
+                dp_metric_u64(&b, (uint64_t)i);
+        }
+        cr_assert_eq(b.err, 0);
+        cr_assert_eq(strlen(b.s), b.len);
+        cr_assert_not_null(strstr(b.s, "m{i=\"0123456789\"} 9999\n"));
+        dp_mbuf_free(&b);
+}
+
+Test(metrics_text, addresses) {
+        struct sockaddr_storage ss;
+        unsigned len;
+        const char *msg = NULL;
+        cr_assert_eq(dp_http_parse_address("127.0.0.1:9633", &ss, &len, &msg), 0);
+        cr_assert_eq(dp_http_parse_address("[::1]:9633", &ss, &len, &msg), 0);
+        cr_assert_eq(dp_http_parse_address(":9633", &ss, &len, &msg), 0);
+        static const char *const bad[] = {"localhost:9633", "127.0.0.1", "127.0.0.1:0", "127.0.0.1:65536",
+                                          "::1:9633", "[::1]9633", "127.0.0.1:+80", "1.2.3.4:80x", ""};
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                msg = NULL;
+                cr_assert_eq(dp_http_parse_address(bad[i], &ss, &len, &msg), -EINVAL, "%s", bad[i]);
+                cr_assert_not_null(msg, "%s has no message", bad[i]);
+        }
+}
+
+static const char res[] = "\"resources\":[{\"name\":\"example.com/serial\",\"match\":[{\"path\":\"/dev/ttyUSB*\"}]}]";
+
+Test(metrics_text, config_key) {
+        char json[512];
+        struct cfg_config *cfg = NULL;
+        struct cfg_error err = {0};
+
+        snprintf(json, sizeof(json), "{%s,\"metrics\":{\"address\":\"127.0.0.1:9633\",\"pod_resources_socket\":\"/run/pr.sock\"}}", res);
+        cr_assert_eq(cfg_parse(json, strlen(json), &cfg, &err), 0, "%s: %s", err.field, err.msg);
+        cr_assert_str_eq(cfg->metrics_address, "127.0.0.1:9633");
+        cr_assert_str_eq(cfg->pod_resources_socket, "/run/pr.sock");
+        cfg_free(cfg);
+
+        static const struct { const char *metrics, *field, *has; } bad[] = {
+                {"\"x\"", "metrics", "object"},
+                {"{\"address\":\"localhost:80\"}", "metrics.address", "numeric"},
+                {"{\"address\":80}", "metrics.address", "string"},
+                {"{\"port\":80}", "metrics.port", "unknown key"},
+                {"{\"pod_resources_socket\":\"relative.sock\"}", "metrics.pod_resources_socket", "absolute"},
+                {"{\"address\":\"\",\"address\":\"\"}", "metrics.address", "duplicate"},
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                cfg = NULL;
+                snprintf(json, sizeof(json), "{%s,\"metrics\":%s}", res, bad[i].metrics);
+                cr_assert_eq(cfg_parse(json, strlen(json), &cfg, &err), -EINVAL, "%s", json);
+                cr_assert_str_eq(err.field, bad[i].field, "%s", json);
+                cr_assert_not_null(strstr(err.msg, bad[i].has), "%s: %s", json, err.msg);
+                cfg_error_clear(&err);
+        }
+        /* "" switches the endpoint off. */
+        snprintf(json, sizeof(json), "{%s,\"metrics\":{\"address\":\"\"}}", res);
+        cr_assert_eq(cfg_parse(json, strlen(json), &cfg, &err), 0);
+        cr_assert_str_eq(cfg->metrics_address, "");
+        cfg_free(cfg);
+}
