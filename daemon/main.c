@@ -9,6 +9,7 @@
 #include "cdi.h"
 #include "config.h"
 #include "daemon.h"
+#include "doctor.h"
 #include "lint.h"
 #include "names.h"
 #include "notes.h"
@@ -30,6 +31,7 @@ static const char usage[] =
         "  serve      run the device plugin daemon\n"
         "  check      validate the configuration (and the devices it finds) and exit\n"
         "  generate   discover devices once, write the CDI specs and exit\n"
+        "  doctor     check this node and explain what stands in the way (read-only)\n"
         "  version    print the version\n"
         "\n"
         "Options:\n"
@@ -43,12 +45,14 @@ static const char usage[] =
         "  --pod-resources-socket PATH  kubelet PodResources socket, for pod labels\n"
         "                       (default " DP_DEFAULT_PODRES_SOCKET ")\n"
         "  --stdout             generate: print the specs instead of writing them\n"
+        "  --json               doctor: print the report as JSON\n"
         "  --no-sandbox         serve without the lock-down (debugging only)\n"
         "  --verbose            log debug messages\n"
         "  -h, --help           show this help\n";
 
 enum { OPT_CONFIG = 1, OPT_KUBELET_DIR, OPT_CDI_DIR, OPT_HOST_ROOT, OPT_USER, OPT_STDOUT,
-       OPT_NO_SANDBOX, OPT_VERBOSE, OPT_METRICS_ADDRESS, OPT_PODRES_SOCKET };
+       OPT_NO_SANDBOX, OPT_VERBOSE, OPT_METRICS_ADDRESS, OPT_PODRES_SOCKET,
+       OPT_JSON };
 
 static int load_config(const struct dp_options *o, struct cfg_config **ret) {
         struct cfg_error err = {0};
@@ -148,6 +152,7 @@ int main(int argc, char **argv) {
                 {"verbose", no_argument, NULL, OPT_VERBOSE},
                 {"metrics-address", required_argument, NULL, OPT_METRICS_ADDRESS},
                 {"pod-resources-socket", required_argument, NULL, OPT_PODRES_SOCKET},
+                {"json", no_argument, NULL, OPT_JSON},
                 {"help", no_argument, NULL, 'h'},
                 {},
         };
@@ -158,7 +163,7 @@ int main(int argc, char **argv) {
                 .host_root = "/",
         };
         struct cfg_config *cfg = NULL;
-        bool to_stdout = false;
+        bool to_stdout = false, json = false;
         const char *cmd;
         int c, ret;
 
@@ -176,7 +181,8 @@ int main(int argc, char **argv) {
                        grpc_version_string());
                 return 0;
         }
-        if (strcmp(cmd, "serve") != 0 && strcmp(cmd, "check") != 0 && strcmp(cmd, "generate") != 0) {
+        if (strcmp(cmd, "serve") != 0 && strcmp(cmd, "check") != 0 && strcmp(cmd, "generate") != 0 &&
+            strcmp(cmd, "doctor") != 0) {
                 fprintf(stderr, "cdiplug: error: unknown command \"%s\" (see cdiplug --help)\n", cmd);
                 return 2;
         }
@@ -193,6 +199,7 @@ int main(int argc, char **argv) {
                 case OPT_VERBOSE: log_set_level(LOG_DEBUG); break;
                 case OPT_METRICS_ADDRESS: o.metrics_address = optarg; break;
                 case OPT_PODRES_SOCKET: o.pod_resources_socket = optarg; break;
+                case OPT_JSON: json = true; break;
                 case 'h': fputs(usage, stdout); return 0;
                 default: return 2;
                 }
@@ -215,6 +222,15 @@ int main(int argc, char **argv) {
                         return 2;
                 }
         }
+        if (json && strcmp(cmd, "doctor") != 0) {
+                fprintf(stderr, "cdiplug: error: --json is for doctor only\n");
+                return 2;
+        }
+        if (strcmp(cmd, "doctor") == 0)
+                /* doctor explains an invalid config instead of stopping at it. */
+                return doc_run(&(struct doc_options){.config_path = o.config_path, .host_root = o.host_root,
+                                                      .kubelet_dir = o.kubelet_dir, .cdi_dir = o.cdi_dir,
+                                                      .json = json});
         if (load_config(&o, &cfg) < 0)
                 return 2;
         ret = dp_names_prepare(cfg, o.kubelet_dir, strcmp(cmd, "generate") != 0);

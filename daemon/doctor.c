@@ -1,0 +1,410 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* doctor: the report, its output, and the kubelet and kernel checks. */
+#include "doctor.h"
+
+#include <cjson/cJSON.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+
+#include "config.h"
+#include "resources.h"
+#include "sandbox.h"
+#include "util.h"
+
+/* Watches and instances the daemon needs beyond the device dirs: the
+ * kubelet dir (or its nearest existing ancestor while it is missing) and
+ * the config's dir for live reload; one inotify instance for each. */
+#define DAEMON_EXTRA_WATCHES 2
+#define DAEMON_INSTANCES 2
+
+void doc_add(struct doc_ctx *c, const char *check, enum doc_level level, const char *fix,
+             const char *fmt, ...) {
+        struct doc_finding f = {.check = check, .level = level};
+        va_list ap;
+        int r;
+
+        if (c->n == c->cap) {
+                size_t cap = c->cap ? c->cap * 2 : 32;
+                struct doc_finding *v = realloc(c->v, cap * sizeof(*v));
+                if (!v) {
+                        c->oom = true;
+                        return;
+                }
+                c->v = v;
+                c->cap = cap;
+        }
+        va_start(ap, fmt);
+        r = vasprintf(&f.msg, fmt, ap);
+        va_end(ap);
+        if (r < 0 || (fix && !(f.fix = strdup(fix)))) {
+                if (r >= 0)
+                        free(f.msg);
+                c->oom = true;
+                return;
+        }
+        c->v[c->n++] = f;
+}
+
+char *doc_host_path(const struct doc_ctx *c, const char *path) {
+        const char *root = c->o->host_root;
+        char *p = NULL;
+        if (strcmp(root, "/") == 0)
+                root = "";
+        else {
+                size_t n = strlen(root);
+                while (n > 1 && root[n - 1] == '/')
+                        n--;
+                if (asprintf(&p, "%.*s%s", (int)n, root, path) < 0)
+                        return NULL;
+                return p;
+        }
+        return strdup(path);
+}
+
+int doc_read_small(const char *path, char *buf, size_t max) {
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        ssize_t n;
+        if (fd < 0)
+                return -errno;
+        do
+                n = read(fd, buf, max - 1);
+        while (n < 0 && errno == EINTR);
+        if (n < 0)
+                return -errno;
+        while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' ' || buf[n - 1] == '\t'))
+                n--;
+        buf[n] = '\0';
+        return 0;
+}
+
+/* --- config --- */
+
+static void check_config(struct doc_ctx *c) {
+        const char *path = c->o->config_path;
+        struct cfg_error err = {0};
+        int r = cfg_load(path, &c->cfg, &err);
+
+        if (r == -EINVAL)
+                doc_add(c, "config", DOC_PROBLEM, "fix the field, then run \"cdiplug check\"",
+                        "%s: %s%s%s", path, err.field && *err.field ? err.field : "",
+                        err.field && *err.field ? ": " : "", err.msg ? err.msg : "invalid");
+        else if (r < 0)
+                doc_add(c, "config", DOC_PROBLEM, "pass the config with --config FILE",
+                        "%s: cannot read it: %s", path, strerror(-r));
+        cfg_error_clear(&err);
+        if (r < 0)
+                return;
+        doc_add(c, "config", DOC_OK, NULL, "%s: valid, %zu resources", path, c->cfg->n_resources);
+
+        /* cfg_load accepted the file, so it is JSON of bounded size; the
+         * selectors' own text makes the explanations concrete. */
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        _cleanup_free_ char *text = fd >= 0 ? malloc(CFG_MAX_BYTES + 1) : NULL;
+        ssize_t n = text ? read(fd, text, CFG_MAX_BYTES) : -1;
+        if (n >= 0)
+                c->raw = cJSON_ParseWithLength(text, (size_t)n);
+
+        if (c->cfg->user) {
+                struct sbx_options ids = {0};
+                r = sbx_parse_user(c->cfg->user, &ids);
+                if (r < 0)
+                        doc_add(c, "config", DOC_PROBLEM, "create the user or name an existing one",
+                                "user \"%s\" cannot be resolved: %s", c->cfg->user, strerror(-r));
+                else {
+                        c->uid = ids.uid;
+                        c->gid = ids.gid;
+                }
+        }
+}
+
+/* --- kubelet --- */
+
+/* Write access as the kernel decides it for an identity without any
+ * capability (the daemon drops them all, and its supplementary groups):
+ * the owner, group or other bits alone. ACLs are not looked at. */
+static bool can_write(const struct stat *st, uid_t uid, gid_t gid, bool need_exec) {
+        mode_t w = st->st_uid == uid ? S_IWUSR : st->st_gid == gid ? S_IWGRP : S_IWOTH;
+        mode_t x = st->st_uid == uid ? S_IXUSR : st->st_gid == gid ? S_IXGRP : S_IXOTH;
+        return (st->st_mode & w) && (!need_exec || (st->st_mode & x));
+}
+
+/* 0 when something listens on the unix socket, else a negative errno. */
+static int socket_alive(const char *path) {
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        _cleanup_close_ int fd = -1;
+
+        if (strlen(path) >= sizeof(sa.sun_path))
+                return -ENAMETOOLONG;
+        memcpy(sa.sun_path, path, strlen(path) + 1);
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return -errno;
+        /* connect() to a unix socket completes at once or fails at once. */
+        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+                return -errno;
+        return 0;
+}
+
+static void check_kubelet_socket(struct doc_ctx *c, const char *dir) {
+        _cleanup_free_ char *sock = NULL;
+        struct stat st;
+
+        if (xasprintf(&sock, "%s/kubelet.sock", dir) < 0) {
+                c->oom = true;
+                return;
+        }
+        if (lstat(sock, &st) < 0)
+                doc_add(c, "kubelet", DOC_PROBLEM,
+                        "start the kubelet, or point --kubelet-dir at its device-plugins dir",
+                        "%s is missing: no kubelet is serving device plugins there", sock);
+        else if (!S_ISSOCK(st.st_mode))
+                doc_add(c, "kubelet", DOC_PROBLEM, "remove it and restart the kubelet",
+                        "%s is not a socket", sock);
+        else if (socket_alive(sock) < 0)
+                doc_add(c, "kubelet", DOC_PROBLEM, "restart the kubelet",
+                        "%s is stale: nothing listens on it", sock);
+        else if (!can_write(&st, c->uid, c->gid, false))
+                doc_add(c, "kubelet", DOC_PROBLEM,
+                        "serve as uid 0 (no \"user\"), or give the user write access to the socket",
+                        "%s is not writable by uid %u: cdiplug cannot register", sock, (unsigned)c->uid);
+        else
+                doc_add(c, "kubelet", DOC_OK, NULL, "%s: the kubelet listens", sock);
+}
+
+static void check_daemon_sockets(struct doc_ctx *c, const char *dir) {
+        size_t serving = 0;
+
+        for (size_t i = 0; i < c->cfg->n_resources; i++) {
+                const struct cfg_resource *rc = &c->cfg->resources[i];
+                _cleanup_free_ char *sock = NULL;
+                struct stat st;
+
+                if (xasprintf(&sock, "%s/%s", dir, rc->socket_name) < 0) {
+                        c->oom = true;
+                        return;
+                }
+                if (lstat(sock, &st) < 0)
+                        doc_add(c, "kubelet", DOC_PROBLEM,
+                                "start the daemon (systemctl start cdiplug, or the DaemonSet) and see its log",
+                                "resource \"%s\": %s is missing: cdiplug is not serving it", rc->name, sock);
+                else if (!S_ISSOCK(st.st_mode) || socket_alive(sock) < 0)
+                        doc_add(c, "kubelet", DOC_PROBLEM, "restart the daemon and see its log",
+                                "resource \"%s\": %s is stale: nothing listens on it", rc->name, sock);
+                else
+                        serving++;
+        }
+        if (serving == c->cfg->n_resources)
+                doc_add(c, "kubelet", DOC_OK, NULL, "the daemon serves all %zu resources", serving);
+        /* Registration is only known to the daemon and the kubelet. */
+        doc_add(c, "kubelet", DOC_INFO, NULL,
+                "registration with the kubelet not checked: the daemon has no metrics address configured, "
+                "so its /readyz cannot be asked");
+}
+
+static void check_kubelet(struct doc_ctx *c) {
+        const char *dir = c->o->kubelet_dir;
+        struct stat st;
+
+        if (stat(dir, &st) < 0) {
+                doc_add(c, "kubelet", DOC_PROBLEM,
+                        "is the kubelet running on this node? Otherwise pass its device-plugins dir with --kubelet-dir",
+                        "%s: %s", dir, strerror(errno));
+                return;
+        }
+        if (!S_ISDIR(st.st_mode)) {
+                doc_add(c, "kubelet", DOC_PROBLEM, "pass the kubelet's device-plugins dir with --kubelet-dir",
+                        "%s is not a directory", dir);
+                return;
+        }
+        if (!can_write(&st, c->uid, c->gid, true))
+                doc_add(c, "kubelet", DOC_PROBLEM,
+                        "serve as uid 0 (no \"user\"), or: chown the dir to the user, or give its group write access",
+                        "%s is not writable by uid %u gid %u without capabilities: cdiplug cannot create its sockets",
+                        dir, (unsigned)c->uid, (unsigned)c->gid);
+        check_kubelet_socket(c, dir);
+        if (c->cfg)
+                check_daemon_sockets(c, dir);
+}
+
+/* --- kernel --- */
+
+static int read_limit(struct doc_ctx *c, const char *name, long *ret) {
+        char buf[64], *end;
+        _cleanup_free_ char *path = NULL;
+        int r;
+
+        if (xasprintf(&path, "/proc/sys/fs/inotify/%s", name) < 0)
+                return -ENOMEM;
+        _cleanup_free_ char *host = doc_host_path(c, path);
+        if (!host)
+                return -ENOMEM;
+        /* A container may see the host root without its /proc: the
+         * limit is the same kernel's. */
+        r = doc_read_small(host, buf, sizeof(buf));
+        if (r == -ENOENT)
+                r = doc_read_small(path, buf, sizeof(buf));
+        if (r < 0)
+                return r;
+        errno = 0;
+        long v = strtol(buf, &end, 10);
+        if (errno || end == buf || *end)
+                return -EBADMSG;
+        *ret = v;
+        return 0;
+}
+
+static size_t watches_needed(struct doc_ctx *c) {
+        size_t n = DAEMON_EXTRA_WATCHES;
+        for (size_t i = 0; c->cfg && i < c->cfg->n_resources; i++) {
+                const struct cfg_resource *rc = &c->cfg->resources[i];
+                char **dirs = NULL;
+                if (res_watch_dirs(c->o->host_root, rc->selectors, rc->n_selectors, &dirs) < 0)
+                        continue;
+                for (char **d = dirs; *d; d++)
+                        n++;
+                res_strv_free(dirs);
+        }
+        return n;
+}
+
+static void check_kernel(struct doc_ctx *c) {
+        long watches = 0, instances = 0;
+        size_t need = watches_needed(c);
+        int r;
+
+        r = read_limit(c, "max_user_watches", &watches);
+        if (r < 0)
+                doc_add(c, "kernel", DOC_WARN, NULL, "cannot read fs.inotify.max_user_watches: %s", strerror(-r));
+        else if ((size_t)watches < need)
+                doc_add(c, "kernel", DOC_PROBLEM,
+                        "raise it: sysctl -w fs.inotify.max_user_watches=524288 (and in /etc/sysctl.d)",
+                        "fs.inotify.max_user_watches is %ld, the config needs %zu: hotplug and kubelet restarts "
+                        "would go unseen", watches, need);
+        else
+                doc_add(c, "kernel", DOC_OK, NULL, "fs.inotify.max_user_watches %ld, the config needs %zu "
+                        "(the limit is shared with every process of the same user)", watches, need);
+
+        r = read_limit(c, "max_user_instances", &instances);
+        if (r < 0)
+                doc_add(c, "kernel", DOC_WARN, NULL, "cannot read fs.inotify.max_user_instances: %s",
+                        strerror(-r));
+        else if (instances < DAEMON_INSTANCES)
+                doc_add(c, "kernel", DOC_PROBLEM, "raise it: sysctl -w fs.inotify.max_user_instances=512",
+                        "fs.inotify.max_user_instances is %ld, cdiplug needs %d", instances, DAEMON_INSTANCES);
+        else
+                doc_add(c, "kernel", DOC_OK, NULL, "fs.inotify.max_user_instances %ld, cdiplug needs %d",
+                        instances, DAEMON_INSTANCES);
+
+        _cleanup_free_ char *devchar = doc_host_path(c, "/dev/char");
+        struct stat st;
+        if (!devchar)
+                c->oom = true;
+        else if (stat(devchar, &st) < 0 || !S_ISDIR(st.st_mode))
+                doc_add(c, "kernel", DOC_WARN, "run udev (systemd-udevd), or mount the host's /dev",
+                        "%s is missing: /dev is not managed by udev, or not the host's", devchar);
+        else
+                doc_add(c, "kernel", DOC_OK, NULL, "%s present", devchar);
+
+        /* RESOLVE_IN_ROOT keeps symlinks under the host root inside it. */
+        struct open_how how = {.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT};
+        long fd = syscall(SYS_openat2, AT_FDCWD, "/", &how, sizeof(how));
+        if (fd >= 0) {
+                close((int)fd);
+                doc_add(c, "kernel", DOC_OK, NULL, "openat2 available");
+        } else if (errno == ENOSYS)
+                doc_add(c, "kernel", DOC_WARN, "use Linux 5.6 or later",
+                        "openat2 is missing (Linux before 5.6): symlinks under the host root resolve like the "
+                        "container's own, not the host's");
+        else
+                doc_add(c, "kernel", DOC_WARN, NULL, "openat2 failed: %s", strerror(errno));
+}
+
+/* --- output --- */
+
+static const char *level_name(enum doc_level l) {
+        static const char *const names[] = {"ok", "info", "warning", "problem"};
+        return names[l];
+}
+
+static int print_json(const struct doc_ctx *c, size_t problems, size_t warnings) {
+        cJSON *root = cJSON_CreateObject(), *arr = NULL;
+        char *text = NULL;
+
+        if (root && cJSON_AddStringToObject(root, "config", c->o->config_path) &&
+            cJSON_AddNumberToObject(root, "problems", (double)problems) &&
+            cJSON_AddNumberToObject(root, "warnings", (double)warnings))
+                arr = cJSON_AddArrayToObject(root, "findings");
+        for (size_t i = 0; arr && i < c->n; i++) {
+                cJSON *f = cJSON_CreateObject();
+                if (!f || !cJSON_AddItemToArray(arr, f) || !cJSON_AddStringToObject(f, "check", c->v[i].check) ||
+                    !cJSON_AddStringToObject(f, "level", level_name(c->v[i].level)) ||
+                    !cJSON_AddStringToObject(f, "message", c->v[i].msg) ||
+                    (c->v[i].fix && !cJSON_AddStringToObject(f, "fix", c->v[i].fix)))
+                        arr = NULL;
+        }
+        if (arr)
+                text = cJSON_Print(root);
+        cJSON_Delete(root);
+        if (!text)
+                return -ENOMEM;
+        printf("%s\n", text);
+        free(text);
+        return 0;
+}
+
+static void print_text(const struct doc_ctx *c, size_t problems, size_t warnings) {
+        for (size_t i = 0; i < c->n; i++) {
+                const struct doc_finding *f = &c->v[i];
+                printf("%-7s %-8s %s\n", f->level == DOC_PROBLEM ? "PROBLEM" : level_name(f->level), f->check,
+                       f->msg);
+                if (f->fix)
+                        printf("%-7s %-8s fix: %s\n", "", "", f->fix);
+        }
+        if (problems + warnings == 0)
+                printf("doctor: no problems found\n");
+        else
+                printf("doctor: %zu problem%s, %zu warning%s\n", problems, problems == 1 ? "" : "s", warnings,
+                       warnings == 1 ? "" : "s");
+}
+
+int doc_run(const struct doc_options *o) {
+        struct doc_ctx c = {.o = o, .ownership_from_ctx = -1};
+        size_t problems = 0, warnings = 0;
+
+        check_config(&c);
+        if (c.cfg)
+                doc_check_match(&c);
+        check_kubelet(&c);
+        doc_check_runtime(&c);
+        doc_check_cdi(&c);
+        check_kernel(&c);
+
+        for (size_t i = 0; i < c.n; i++) {
+                problems += c.v[i].level == DOC_PROBLEM;
+                warnings += c.v[i].level == DOC_WARN;
+        }
+        if (c.oom) {
+                fprintf(stderr, "cdiplug: error: doctor: out of memory, the report is incomplete\n");
+                problems++;
+        }
+        if (o->json ? print_json(&c, problems, warnings) < 0 : (print_text(&c, problems, warnings), false))
+                problems++;
+        fflush(stdout);
+
+        for (size_t i = 0; i < c.n; i++) {
+                free(c.v[i].msg);
+                free(c.v[i].fix);
+        }
+        free(c.v);
+        strv_free(c.runtime_dirs);
+        cJSON_Delete(c.raw);
+        cfg_free(c.cfg);
+        return problems ? 1 : 0;
+}

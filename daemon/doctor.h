@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* doctor: `cdiplug doctor`, a read-only check of a node that explains in
+ * plain words what stands between the config and a device in a pod, with
+ * the fix. Files: doctor.c (report, output, kubelet and kernel checks),
+ * doctor_match.c (what each selector matched and why not), doctor_cdi.c
+ * (runtime configs, CDI dirs and specs), doctor_http.c (the daemon's
+ * /readyz).
+ *
+ * Nothing here writes, creates or removes a file. Runtime configs and the
+ * kernel's /proc and /dev are read under the host root; the kubelet and
+ * CDI dirs are taken as given, like `serve` does.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+struct cJSON;
+struct cfg_config;
+
+struct doc_options {
+        const char *config_path;
+        const char *host_root;
+        const char *kubelet_dir;
+        const char *cdi_dir;
+        bool json;
+};
+
+/* Run every check, print the report on stdout; returns the exit status:
+ * 0 nothing wrong (warnings allowed), 1 a problem found. */
+int doc_run(const struct doc_options *o);
+
+/* --- shared by the doctor's files --- */
+
+enum doc_level { DOC_OK, DOC_INFO, DOC_WARN, DOC_PROBLEM };
+
+struct doc_finding {
+        const char *check;   /* "config", "match", "kubelet", "runtime", "cdi", "kernel" */
+        enum doc_level level;
+        char *msg;
+        char *fix;           /* NULL when there is nothing to do */
+};
+
+struct doc_ctx {
+        const struct doc_options *o;
+        struct cfg_config *cfg;    /* NULL when the config is invalid */
+        struct cJSON *raw;         /* the config as JSON, for the selectors' text */
+        uid_t uid;                 /* the serving identity */
+        gid_t gid;
+        /* What the runtimes read, from their configs (host paths). */
+        char **runtime_dirs;       /* NULL-terminated; NULL: no runtime config found */
+        int ownership_from_ctx;    /* device_ownership_from_security_context: -1 unknown */
+        struct doc_finding *v;
+        size_t n, cap;
+        bool oom;
+};
+
+/* Add a finding; fix may be NULL. Out of memory is remembered and
+ * reported once at the end. */
+void doc_add(struct doc_ctx *c, const char *check, enum doc_level level, const char *fix,
+             const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* host_root + path (path absolute), malloc'd; NULL on OOM. */
+char *doc_host_path(const struct doc_ctx *c, const char *path);
+/* Up to max-1 bytes of a small file (sysfs, procfs), trailing whitespace
+ * trimmed; 0 or a negative errno. */
+int doc_read_small(const char *path, char *buf, size_t max);
+
+void doc_check_match(struct doc_ctx *c);
+void doc_check_runtime(struct doc_ctx *c);
+void doc_check_cdi(struct doc_ctx *c);
+
+/* GET path from http://hostport (an IPv4 address, "[IPv6]" or a host name,
+ * ":port") as HTTP/1.0, reading at most 64 KiB, all within timeout_ms.
+ * *ret_body (may be NULL) is malloc'd and NUL-terminated. -ETIMEDOUT,
+ * -ECONNREFUSED..., -EBADMSG for an answer that is not HTTP, -EINVAL for a
+ * bad hostport. */
+int doc_http_get(const char *hostport, const char *path, int timeout_ms, int *ret_status,
+                 char **ret_body);

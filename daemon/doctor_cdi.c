@@ -1,0 +1,511 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* doctor: the container runtime's CDI settings, and the spec dirs it reads.
+ *
+ * containerd keeps CDI under its CRI plugin, whose table name changed with
+ * the config version: "cri" (version 1), "io.containerd.grpc.v1.cri"
+ * (version 2, containerd 1.7 where enable_cdi defaults to false) and
+ * "io.containerd.cri.v1.runtime" (version 3, containerd 2.x where it
+ * defaults to true). CRI-O has CDI on without a switch and reads
+ * [crio.runtime] from crio.conf, then each crio.conf.d/<name>.conf in name
+ * order, a later file overriding an earlier one. */
+#include "doctor.h"
+
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cdi.h"
+#include "config.h"
+#include "plugin.h"
+#include "resources.h"
+#include "toml.h"
+#include "util.h"
+
+#define CDI_MAX_SPEC_BYTES (4 * 1024 * 1024)
+#define OWNED_RECORD ".cdiplug-owned"  /* see cdi.h: one file name a line */
+#define MAX_DROPINS 256
+
+static const char *const default_dirs[] = {"/etc/cdi", "/var/run/cdi", NULL};
+
+static int strv_dup(const char *const *src, char ***ret) {
+        char **v = NULL;
+        size_t n = 0;
+        for (; src && *src; src++) {
+                char *s = strdup(*src);
+                if (!s || strv_push(&v, &n, s) < 0) {
+                        free(s);
+                        strv_free(v);
+                        return -ENOMEM;
+                }
+        }
+        if (!v && !(v = calloc(1, sizeof(char *))))
+                return -ENOMEM;
+        *ret = v;
+        return 0;
+}
+
+static void add_runtime_dirs(struct doc_ctx *c, char **dirs) {
+        size_t n = 0;
+        for (char **d = c->runtime_dirs; d && *d; d++)
+                n++;
+        for (char **d = dirs; *d; d++) {
+                bool dup = false;
+                for (char **e = c->runtime_dirs; e && *e; e++)
+                        dup |= strcmp(*e, *d) == 0;
+                char *s = dup ? NULL : strdup(*d);
+                if (!dup && (!s || strv_push(&c->runtime_dirs, &n, s) < 0)) {
+                        free(s);
+                        c->oom = true;
+                }
+        }
+        if (!c->runtime_dirs && !(c->runtime_dirs = calloc(1, sizeof(char *))))
+                c->oom = true;
+}
+
+static char *join_dirs(char *const *dirs) {
+        size_t len = 1;
+        for (char *const *d = dirs; *d; d++)
+                len += strlen(*d) + 2;
+        char *s = calloc(1, len);
+        for (char *const *d = dirs; s && *d; d++) {
+                if (d != dirs)
+                        strcat(s, ", ");
+                strcat(s, *d);
+        }
+        return s;
+}
+
+static bool uses_mode(const struct doc_ctx *c, unsigned mode) {
+        for (size_t i = 0; c->cfg && i < c->cfg->n_resources; i++)
+                if (c->cfg->resources[i].alloc_modes & mode)
+                        return true;
+        return false;
+}
+
+/* Returns whether containerd has a config file. */
+static bool check_containerd(struct doc_ctx *c) {
+        _cleanup_free_ char *path = doc_host_path(c, "/etc/containerd/config.toml");
+        struct toml_doc doc = {0};
+        unsigned line = 0;
+        const struct toml_value *v;
+        int r;
+
+        if (!path) {
+                c->oom = true;
+                return false;
+        }
+        r = toml_load(path, &doc, &line);
+        if (r == -ENOENT)
+                return false;
+        if (r < 0) {
+                if (r == -EBADMSG)
+                        doc_add(c, "runtime", DOC_PROBLEM, "fix the file; containerd does not start with it either",
+                                "%s: not valid TOML at line %u", path, line);
+                else
+                        doc_add(c, "runtime", DOC_PROBLEM, NULL, "%s: cannot read it: %s", path, strerror(-r));
+                return true;
+        }
+        v = toml_get(&doc, (const char *const[]){"version", NULL});
+        long long version = v && v->type == TOML_INT ? v->i : 1;
+        const char *plugin = version >= 3 ? "io.containerd.cri.v1.runtime"
+                           : version == 2 ? "io.containerd.grpc.v1.cri" : "cri";
+        const char *enable[] = {"plugins", plugin, "enable_cdi", NULL};
+        const char *dirs[] = {"plugins", plugin, "cdi_spec_dirs", NULL};
+        const char *owner[] = {"plugins", plugin, "device_ownership_from_security_context", NULL};
+        _cleanup_free_ char *table = NULL;
+        if (xasprintf(&table, "[plugins.\"%s\"]", plugin) < 0)
+                c->oom = true;
+
+        v = toml_get(&doc, enable);
+        if (v && v->type == TOML_BOOL && v->b)
+                doc_add(c, "runtime", DOC_OK, NULL, "containerd (config version %lld): enable_cdi = true", version);
+        else if (v && v->type == TOML_BOOL) {
+                _cleanup_free_ char *fix = NULL;
+                (void)!xasprintf(&fix, "set enable_cdi = true under %s in %s, then restart containerd", table, path);
+                doc_add(c, "runtime", uses_mode(c, CFG_ALLOC_CDI_CRI | CFG_ALLOC_CDI_ANNOTATIONS) ? DOC_PROBLEM : DOC_WARN,
+                        fix, "containerd: CDI is off (%s line %u: enable_cdi = false): pods given a CDI device "
+                        "fail to start", path, v->line);
+        } else if (v)
+                doc_add(c, "runtime", DOC_PROBLEM, "write enable_cdi = true (a boolean)",
+                        "containerd: %s line %u: enable_cdi is not a boolean", path, v->line);
+        else if (version >= 3)
+                doc_add(c, "runtime", DOC_OK, NULL,
+                        "containerd (config version 3): enable_cdi unset, on by default in containerd 2.x");
+        else {
+                _cleanup_free_ char *fix = NULL;
+                (void)!xasprintf(&fix, "set enable_cdi = true under %s in %s, then restart containerd", table, path);
+                doc_add(c, "runtime", uses_mode(c, CFG_ALLOC_CDI_CRI | CFG_ALLOC_CDI_ANNOTATIONS) ? DOC_PROBLEM : DOC_WARN,
+                        fix, "containerd (config version %lld): enable_cdi is not set, and containerd 1.7 "
+                        "defaults to off", version);
+        }
+
+        v = toml_get(&doc, dirs);
+        char **list = NULL;
+        if (v && v->type != TOML_STRV)
+                doc_add(c, "runtime", DOC_PROBLEM, "write cdi_spec_dirs = [\"/etc/cdi\", \"/var/run/cdi\"]",
+                        "containerd: %s line %u: cdi_spec_dirs is not a list of strings", path, v->line);
+        if (strv_dup(v && v->type == TOML_STRV ? (const char *const *)v->strv : default_dirs, &list) < 0)
+                c->oom = true;
+        else {
+                add_runtime_dirs(c, list);
+                strv_free(list);
+        }
+
+        v = toml_get(&doc, owner);
+        if (v && v->type == TOML_BOOL)
+                c->ownership_from_ctx = v->b;
+        toml_doc_free(&doc);
+        return true;
+}
+
+static int cmp_name(const void *a, const void *b) {
+        return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* crio.conf, then the drop-ins in name order; returns whether any exists. */
+static bool check_crio(struct doc_ctx *c) {
+        _cleanup_free_ char *conf = doc_host_path(c, "/etc/crio/crio.conf");
+        _cleanup_free_ char *dropdir = doc_host_path(c, "/etc/crio/crio.conf.d");
+        char **files = NULL, **dirs = NULL;
+        size_t n = 0;
+        bool found = false;
+        DIR *d;
+
+        if (!conf || !dropdir) {
+                c->oom = true;
+                return false;
+        }
+        if (access(conf, F_OK) == 0) {
+                char *s = strdup(conf);
+                if (!s || strv_push(&files, &n, s) < 0)
+                        free(s);
+        }
+        size_t first_dropin = n;
+        if ((d = opendir(dropdir))) {
+                struct dirent *e;
+                while ((e = readdir(d)) && n < MAX_DROPINS) {
+                        size_t len = strlen(e->d_name);
+                        char *s = NULL;
+                        if (e->d_name[0] == '.' || len < 6 || strcmp(e->d_name + len - 5, ".conf") != 0)
+                                continue;
+                        if (xasprintf(&s, "%s/%s", dropdir, e->d_name) < 0 || strv_push(&files, &n, s) < 0)
+                                free(s);
+                }
+                closedir(d);
+                if (n > first_dropin)
+                        qsort(files + first_dropin, n - first_dropin, sizeof(char *), cmp_name);
+        }
+        for (size_t i = 0; i < n; i++) {
+                struct toml_doc doc = {0};
+                unsigned line = 0;
+                int r = toml_load(files[i], &doc, &line);
+                found = true;
+                if (r < 0) {
+                        doc_add(c, "runtime", DOC_PROBLEM, "fix the file; CRI-O does not start with it either",
+                                r == -EBADMSG ? "%s: not valid TOML at line %u" : "%s: cannot read it (%u)", files[i],
+                                r == -EBADMSG ? line : (unsigned)-r);
+                        continue;
+                }
+                const struct toml_value *v = toml_get(&doc, (const char *const[]){"crio", "runtime", "cdi_spec_dirs", NULL});
+                if (v && v->type == TOML_STRV) {
+                        strv_free(dirs);
+                        dirs = NULL;
+                        if (strv_dup((const char *const *)v->strv, &dirs) < 0)
+                                c->oom = true;
+                }
+                v = toml_get(&doc, (const char *const[]){"crio", "runtime",
+                                                        "device_ownership_from_security_context", NULL});
+                if (v && v->type == TOML_BOOL)
+                        c->ownership_from_ctx = v->b;
+                toml_doc_free(&doc);
+        }
+        strv_free(files);
+        if (!found)
+                return false;
+        if (!dirs && strv_dup(default_dirs, &dirs) < 0) {
+                c->oom = true;
+                return true;
+        }
+        doc_add(c, "runtime", DOC_OK, NULL, "CRI-O: CDI is always on");
+        add_runtime_dirs(c, dirs);
+        strv_free(dirs);
+        return true;
+}
+
+void doc_check_runtime(struct doc_ctx *c) {
+        bool containerd = check_containerd(c);
+        bool crio = check_crio(c);
+        if (!containerd && !crio)
+                doc_add(c, "runtime", DOC_WARN,
+                        "run doctor with --host-root pointing at the host's / (for example /host in the container)",
+                        "no containerd config.toml or CRI-O crio.conf under %s: cannot tell whether the runtime "
+                        "has CDI on, assuming it reads /etc/cdi and /var/run/cdi", c->o->host_root);
+        if (!c->runtime_dirs && strv_dup(default_dirs, &c->runtime_dirs) < 0)
+                c->oom = true;
+
+        if (uses_mode(c, CFG_ALLOC_DEVICE_SPECS)) {
+                if (c->ownership_from_ctx == 1)
+                        doc_add(c, "runtime", DOC_OK, NULL,
+                                "device_ownership_from_security_context = true: non-root pods own their device-specs nodes");
+                else
+                        doc_add(c, "runtime", DOC_WARN,
+                                "set device_ownership_from_security_context = true (containerd: in the CRI plugin's "
+                                "table; CRI-O: under [crio.runtime])",
+                                "a resource uses \"device-specs\" and device_ownership_from_security_context is %s: "
+                                "non-root pods cannot open nodes only root may open",
+                                c->ownership_from_ctx == 0 ? "false" : "not set (false)");
+        }
+}
+
+/* --- CDI dirs and specs --- */
+
+static bool same_dir(const char *a, const char *b) {
+        struct stat sa, sb;
+        if (strcmp(a, b) == 0)
+                return true;
+        return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+/* Our specs as `serve` would write them now. */
+static int build_specs(struct doc_ctx *c, struct cdi_spec **ret, size_t *ret_n) {
+        struct cdi_spec *specs = calloc(c->cfg->n_resources ? c->cfg->n_resources : 1, sizeof(*specs));
+        size_t n = 0;
+        if (!specs)
+                return -ENOMEM;
+        for (size_t i = 0; i < c->cfg->n_resources; i++) {
+                const struct cfg_resource *rc = &c->cfg->resources[i];
+                struct dp_plugin *p = NULL;
+                struct res_devlist found = {0};
+                bool changed;
+                int r = dp_plugin_new(rc, &p);
+                if (r >= 0)
+                        r = res_discover(c->o->host_root, rc->selectors, rc->n_selectors, &found);
+                if (r >= 0)
+                        r = dp_plugin_update(p, &found, &changed);
+                if (r >= 0 && p->n_devs > 0 && dp_plugin_spec(p, &specs[n]) >= 0)
+                        n++;
+                res_devlist_free(&found);
+                dp_plugin_free(p);
+        }
+        *ret = specs;
+        *ret_n = n;
+        return 0;
+}
+
+/* What the reference parser (the Go CDI library runtimes use) refuses in a
+ * JSON spec; NULL when it looks acceptable. A refused file fails every
+ * device of the dir's specs for some runtimes, so it is worth a problem. */
+static const char *spec_problem(const cJSON *spec) {
+        const cJSON *ver = cJSON_GetObjectItemCaseSensitive(spec, "cdiVersion");
+        const cJSON *kind = cJSON_GetObjectItemCaseSensitive(spec, "kind");
+        const cJSON *devs = cJSON_GetObjectItemCaseSensitive(spec, "devices");
+        const cJSON *d;
+        unsigned a, b, cc;
+        char extra;
+
+        if (!cJSON_IsObject(spec))
+                return "not a JSON object";
+        if (!cJSON_IsString(ver) || sscanf(ver->valuestring, "%u.%u.%u%c", &a, &b, &cc, &extra) != 3)
+                return "no valid \"cdiVersion\"";
+        if (!cJSON_IsString(kind) || !cdi_kind_is_valid(kind->valuestring))
+                return "no valid \"kind\" (vendor/class)";
+        if (!cJSON_IsArray(devs) || cJSON_GetArraySize(devs) == 0)
+                return "no \"devices\"";
+        cJSON_ArrayForEach(d, devs) {
+                const cJSON *name = cJSON_GetObjectItemCaseSensitive(d, "name");
+                const cJSON *edits = cJSON_GetObjectItemCaseSensitive(d, "containerEdits");
+                if (!cJSON_IsString(name) || !cdi_device_name_is_valid(name->valuestring))
+                        return "a device without a valid \"name\"";
+                if (!cJSON_IsObject(edits) || !edits->child)
+                        return "a device without \"containerEdits\"";
+                for (const cJSON *o = devs->child; o != d; o = o->next) {
+                        const cJSON *other = cJSON_GetObjectItemCaseSensitive(o, "name");
+                        if (cJSON_IsString(other) && strcmp(other->valuestring, name->valuestring) == 0)
+                                return "two devices with the same name";
+                }
+        }
+        return NULL;
+}
+
+static bool is_owned(const char *dir, const char *name) {
+        int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        bool owned = false;
+        if (fd >= 0) {
+                if (cdi_spec_is_owned_at(fd, name, &owned) < 0)
+                        owned = false;
+                close(fd);
+        }
+        return owned;
+}
+
+static void check_spec_file(struct doc_ctx *c, const char *dir, const char *name) {
+        _cleanup_free_ char *path = NULL, *text = NULL;
+        _cleanup_close_ int fd = -1;
+        struct stat st;
+        size_t len = strlen(name);
+        ssize_t n;
+
+        if (xasprintf(&path, "%s/%s", dir, name) < 0) {
+                c->oom = true;
+                return;
+        }
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+                return;
+        if (st.st_size > CDI_MAX_SPEC_BYTES) {
+                doc_add(c, "cdi", DOC_WARN, NULL, "%s: larger than %d bytes, not checked", path, CDI_MAX_SPEC_BYTES);
+                return;
+        }
+        text = malloc((size_t)st.st_size + 1);
+        if (!text) {
+                c->oom = true;
+                return;
+        }
+        n = read(fd, text, (size_t)st.st_size);
+        if (n < 0)
+                return;
+        text[n] = '\0';
+        if (strcmp(name + len - 5, ".yaml") == 0) {
+                /* YAML is only line-scanned: both keys must be top-level. */
+                bool kind = strncmp(text, "kind:", 5) == 0 || strstr(text, "\nkind:");
+                bool ver = strncmp(text, "cdiVersion:", 11) == 0 || strstr(text, "\ncdiVersion:");
+                if (!kind || !ver)
+                        doc_add(c, "cdi", DOC_PROBLEM, "fix or remove the file",
+                                "%s: the CDI parser rejects it (no top-level %s): runtimes fail to load the specs "
+                                "of %s", path, kind ? "cdiVersion" : "kind", dir);
+                return;
+        }
+        cJSON *spec = cJSON_ParseWithLength(text, (size_t)n);
+        const char *why = spec ? spec_problem(spec) : "not valid JSON";
+        if (why)
+                doc_add(c, "cdi", DOC_PROBLEM, "fix or remove the file",
+                        "%s: the CDI parser rejects it (%s): runtimes fail to load the specs of %s", path, why, dir);
+        cJSON_Delete(spec);
+}
+
+static void check_foreign_specs(struct doc_ctx *c, char *const *hostdirs) {
+        for (char *const *dir = hostdirs; *dir; dir++) {
+                DIR *d = opendir(*dir);
+                struct dirent *e;
+                if (!d)
+                        continue;
+                while ((e = readdir(d))) {
+                        size_t len = strlen(e->d_name);
+                        if (e->d_name[0] == '.' || len < 6 ||
+                            (strcmp(e->d_name + len - 5, ".json") && strcmp(e->d_name + len - 5, ".yaml")))
+                                continue;
+                        if (!is_owned(*dir, e->d_name))
+                                check_spec_file(c, *dir, e->d_name);
+                }
+                closedir(d);
+        }
+}
+
+static bool device_conflict(const struct cdi_conflict *conf, size_t n, const char *path) {
+        for (size_t i = 0; i < n; i++)
+                if (conf[i].type == CDI_CONFLICT_DEVICE && strcmp(conf[i].path, path) == 0)
+                        return true;
+        return false;
+}
+
+static void check_conflicts(struct doc_ctx *c, char **hostdirs) {
+        struct cdi_spec *specs = NULL;
+        struct cdi_conflict *conf = NULL;
+        size_t n_specs = 0, n_conf = 0;
+
+        if (build_specs(c, &specs, &n_specs) < 0) {
+                c->oom = true;
+                return;
+        }
+        int r = cdi_find_conflicts((const char *const *)hostdirs, specs, n_specs, &conf, &n_conf);
+        if (r < 0)
+                doc_add(c, "cdi", DOC_WARN, NULL, "cannot look for conflicting specs: %s", strerror(-r));
+        for (size_t i = 0; r >= 0 && i < n_conf; i++) {
+                if (conf[i].type == CDI_CONFLICT_DEVICE)
+                        doc_add(c, "cdi", DOC_PROBLEM, "remove the other file, or rename the resource",
+                                "%s also declares device %s: the runtime refuses the device (or picks one file "
+                                "by dir priority)", conf[i].path, conf[i].device);
+                else if (conf[i].type == CDI_CONFLICT_KIND && !device_conflict(conf, n_conf, conf[i].path))
+                        doc_add(c, "cdi", DOC_WARN, "rename the resource, or remove the other file",
+                                "%s also declares kind %s: device names of the two files must never meet",
+                                conf[i].path, conf[i].kind);
+                /* Unreadable files are judged by check_spec_file. */
+        }
+        cdi_conflicts_free(conf, n_conf);
+        for (size_t i = 0; i < n_specs; i++)
+                cdi_spec_free(&specs[i]);
+        free(specs);
+}
+
+/* Spec files of ours that no configured resource writes any more. */
+static void check_stale(struct doc_ctx *c) {
+        _cleanup_free_ char *record = NULL;
+        _cleanup_close_ int fd = -1;
+        char buf[65536];
+        ssize_t n;
+
+        if (xasprintf(&record, "%s/" OWNED_RECORD, c->o->cdi_dir) < 0) {
+                c->oom = true;
+                return;
+        }
+        fd = open(record, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0 || (n = read(fd, buf, sizeof(buf) - 1)) <= 0)
+                return;
+        buf[n] = '\0';
+        for (char *save = NULL, *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+                bool configured = false;
+                for (size_t i = 0; i < c->cfg->n_resources && !configured; i++) {
+                        _cleanup_free_ char *kind = NULL, *file = NULL;
+                        if (cdi_kind_from_resource(c->cfg->resources[i].name, &kind) >= 0 &&
+                            cdi_spec_file_name(kind, &file) >= 0)
+                                configured = strcmp(file, line) == 0;
+                }
+                _cleanup_free_ char *path = NULL, *fix = NULL;
+                if (configured || xasprintf(&path, "%s/%s", c->o->cdi_dir, line) < 0 || access(path, F_OK) < 0)
+                        continue;
+                (void)!xasprintf(&fix, "once no pod uses its devices: rm %s (cdiplug keeps it for pods that "
+                                 "may still restart with them)", path);
+                doc_add(c, "cdi", DOC_WARN, fix, "%s was written by cdiplug, but no configured resource owns it", path);
+        }
+}
+
+void doc_check_cdi(struct doc_ctx *c) {
+        const char *dir = c->o->cdi_dir;
+        char **hostdirs = NULL;
+        size_t n = 0;
+        bool read = false;
+        struct stat st;
+
+        if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
+                doc_add(c, "cdi", DOC_WARN, NULL, "%s does not exist yet: cdiplug serve creates it", dir);
+        for (char **d = c->runtime_dirs; d && *d; d++) {
+                char *h = doc_host_path(c, *d);
+                if (!h || strv_push(&hostdirs, &n, h) < 0) {
+                        free(h);
+                        c->oom = true;
+                        continue;
+                }
+                read |= same_dir(dir, *d) || same_dir(dir, h);
+        }
+        if (!hostdirs)
+                return;
+        _cleanup_free_ char *list = join_dirs(c->runtime_dirs);
+        if (read)
+                doc_add(c, "cdi", DOC_OK, NULL, "%s is read by the runtime", dir);
+        else {
+                _cleanup_free_ char *fix = NULL;
+                (void)!xasprintf(&fix, "serve with --cdi-dir %s, or add %s to the runtime's cdi_spec_dirs",
+                                 c->runtime_dirs[0] ? c->runtime_dirs[0] : "/etc/cdi", dir);
+                doc_add(c, "cdi", DOC_PROBLEM, fix, "%s is not among the dirs the runtime reads (%s)", dir,
+                        list ? list : "?");
+        }
+        check_foreign_specs(c, hostdirs);
+        if (c->cfg) {
+                check_conflicts(c, hostdirs);
+                check_stale(c);
+        }
+        strv_free(hostdirs);
+}

@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* doctor: one bounded HTTP/1.0 GET, to ask the running daemon's /readyz.
+ * HTTP/1.0 so the server closes the connection after the answer and no
+ * chunked encoding can come back; every wait is bounded by one deadline. */
+#include "doctor.h"
+
+#include <netdb.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "util.h"
+
+#define HTTP_MAX_ANSWER (64 * 1024)
+
+static long long now_ms(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Wait for events on fd until the deadline: 0, -ETIMEDOUT or -errno. */
+static int wait_fd(int fd, short events, long long deadline) {
+        for (;;) {
+                long long left = deadline - now_ms();
+                struct pollfd p = {.fd = fd, .events = events};
+                if (left <= 0)
+                        return -ETIMEDOUT;
+                int r = poll(&p, 1, (int)left);
+                if (r < 0 && errno == EINTR)
+                        continue;
+                if (r < 0)
+                        return -errno;
+                if (r > 0)
+                        return 0;
+        }
+}
+
+static int split_hostport(const char *hostport, char **ret_host, char **ret_port) {
+        const char *colon;
+        char *host;
+
+        if (hostport[0] == '[') {
+                const char *close_br = strchr(hostport, ']');
+                if (!close_br || close_br[1] != ':')
+                        return -EINVAL;
+                host = strndup(hostport + 1, (size_t)(close_br - hostport - 1));
+                colon = close_br + 1;
+        } else {
+                colon = strrchr(hostport, ':');
+                if (!colon || strchr(hostport, ':') != colon)
+                        return -EINVAL;
+                host = strndup(hostport, (size_t)(colon - hostport));
+        }
+        if (!host)
+                return -ENOMEM;
+        char *port = strdup(colon + 1);
+        if (!port || !*host || !*port || strspn(port, "0123456789") != strlen(port) || strlen(port) > 5) {
+                free(host);
+                free(port);
+                return port ? -EINVAL : -ENOMEM;
+        }
+        *ret_host = host;
+        *ret_port = port;
+        return 0;
+}
+
+static int connect_to(const char *host, const char *port, long long deadline, int *ret_fd) {
+        struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV}, *res = NULL;
+        int r = getaddrinfo(host, port, &hints, &res);
+        if (r != 0)
+                return r == EAI_SYSTEM ? -errno : -EHOSTUNREACH;
+        r = -ECONNREFUSED;
+        for (struct addrinfo *a = res; a; a = a->ai_next) {
+                int fd = socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+                int err = 0;
+                socklen_t len = sizeof(err);
+                if (fd < 0) {
+                        r = -errno;
+                        continue;
+                }
+                if (connect(fd, a->ai_addr, a->ai_addrlen) < 0 && errno != EINPROGRESS)
+                        r = -errno;
+                else if ((r = wait_fd(fd, POLLOUT, deadline)) >= 0 &&
+                         getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) >= 0 && err == 0) {
+                        freeaddrinfo(res);
+                        *ret_fd = fd;
+                        return 0;
+                } else if (r >= 0)
+                        r = err ? -err : -errno;
+                close(fd);
+                if (r == -ETIMEDOUT)
+                        break;
+        }
+        freeaddrinfo(res);
+        return r;
+}
+
+int doc_http_get(const char *hostport, const char *path, int timeout_ms, int *ret_status, char **ret_body) {
+        long long deadline = now_ms() + timeout_ms;
+        _cleanup_free_ char *host = NULL, *port = NULL, *req = NULL, *buf = NULL;
+        _cleanup_close_ int fd = -1;
+        size_t n = 0, sent = 0;
+        int r, status;
+
+        r = split_hostport(hostport, &host, &port);
+        if (r < 0)
+                return r;
+        r = connect_to(host, port, deadline, &fd);
+        if (r < 0)
+                return r;
+        if (xasprintf(&req, "GET %s HTTP/1.0\r\nHost: %s\r\nConnection: close\r\n\r\n", path, hostport) < 0)
+                return -ENOMEM;
+        while (sent < strlen(req)) {
+                ssize_t k = send(fd, req + sent, strlen(req) - sent, MSG_NOSIGNAL);
+                if (k < 0 && (errno == EAGAIN || errno == EINTR)) {
+                        if ((r = wait_fd(fd, POLLOUT, deadline)) < 0)
+                                return r;
+                        continue;
+                }
+                if (k < 0)
+                        return -errno;
+                sent += (size_t)k;
+        }
+        buf = malloc(HTTP_MAX_ANSWER + 1);
+        if (!buf)
+                return -ENOMEM;
+        for (;;) {
+                ssize_t k = recv(fd, buf + n, HTTP_MAX_ANSWER - n, 0);
+                if (k < 0 && (errno == EAGAIN || errno == EINTR)) {
+                        if ((r = wait_fd(fd, POLLIN, deadline)) < 0)
+                                return r;
+                        continue;
+                }
+                if (k < 0)
+                        return -errno;
+                if (k == 0)
+                        break;
+                n += (size_t)k;
+                if (n == HTTP_MAX_ANSWER)
+                        return -E2BIG;
+        }
+        buf[n] = '\0';
+        char sp;
+        if (sscanf(buf, "HTTP/1.%*1[01]%c%3d", &sp, &status) != 2 || sp != ' ' || status < 100 || status > 599)
+                return -EBADMSG;
+        char *body = strstr(buf, "\r\n\r\n");
+        if (!body)
+                return -EBADMSG;
+        if (ret_body) {
+                char *copy = strdup(body + 4);
+                if (!copy)
+                        return -ENOMEM;
+                *ret_body = copy;
+        }
+        *ret_status = status;
+        return 0;
+}
