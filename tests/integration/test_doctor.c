@@ -1,0 +1,295 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* `cdiplug doctor` on fake host roots: quiet on a healthy node, and each
+ * planted problem found and explained. The healthy node runs the real
+ * daemon against the test kubelet. */
+#include <cjson/cJSON.h>
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "env.h"
+#include "kubelet.h"
+
+static struct env e;
+
+static void start(void) { env_init(&e); }
+static void stop(void) { env_cleanup(&e); }
+
+TestSuite(doctor, .init = start, .fini = stop, .timeout = 60);
+
+#define SERIAL_CONFIG \
+        "{ \"resources\": [ { \"name\": \"example.com/serial\", \"match\": [ { \"path\": \"/dev/ttyUSB*\" } ] } ] }"
+
+#define CONTAINERD_V2_CDI \
+        "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\"]\n  enable_cdi = true\n" \
+        "  cdi_spec_dirs = [\"/etc/cdi\", \"/var/run/cdi\"]\n"
+
+/* A node where everything is in order: devices, containerd with CDI on
+ * reading /etc/cdi (which is the env's CDI dir), udev's /dev/char, roomy
+ * inotify limits. */
+static void healthy_root(const char *config) {
+        char *link;
+        env_write(&e, "config.json", config);
+        env_touch(&e, "dev/ttyUSB0");
+        env_touch(&e, "dev/char/.keep");
+        env_write(&e, "host/proc/sys/fs/inotify/max_user_watches", "8192\n");
+        env_write(&e, "host/proc/sys/fs/inotify/max_user_instances", "128\n");
+        env_write(&e, "host/etc/containerd/config.toml", CONTAINERD_V2_CDI);
+        mkdir(e.cdi_dir, 0755);
+        cr_assert(asprintf(&link, "%s/etc/cdi", e.host) > 0);
+        cr_assert_eq(symlink(e.cdi_dir, link), 0);
+        free(link);
+}
+
+static int doctor(char **out, const char *extra) {
+        return env_run(&e, out, "doctor", "--config", e.config, "--host-root", e.host, "--kubelet-dir",
+                       e.kubelet_dir, "--cdi-dir", e.cdi_dir, extra, NULL);
+}
+
+static struct tk *serve(const char *resource) {
+        struct tk *tk;
+        env_spawn(&e, NULL);
+        cr_assert_eq(tk_start(e.kubelet_dir, &tk), 0);
+        cr_assert_eq(tk_wait_registered(tk, resource, 1, 10000), 0);
+        return tk;
+}
+
+static void stop_serving(struct tk *tk) {
+        int status = env_stop(&e, SIGTERM, 5000);
+        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        tk_stop(tk);
+}
+
+#define assert_has(out, text) cr_assert_not_null(strstr(out, text), "expected \"%s\" in:\n%s", text, out)
+#define assert_lacks(out, text) cr_assert_null(strstr(out, text), "unexpected \"%s\" in:\n%s", text, out)
+
+Test(doctor, quiet_on_a_healthy_node) {
+        char *out = NULL;
+        healthy_root(SERIAL_CONFIG);
+        struct tk *tk = serve("example.com/serial");
+
+        int rc = doctor(&out, NULL);
+        cr_assert_eq(rc, 0, "exit %d:\n%s", rc, out);
+        assert_lacks(out, "PROBLEM");
+        assert_lacks(out, "warning");
+        assert_has(out, "doctor: no problems found");
+        assert_has(out, "1 device: ttyUSB0");
+        assert_has(out, "the daemon serves all 1 resources");
+        free(out);
+
+        rc = doctor(&out, "--json");
+        cr_assert_eq(rc, 0, "%s", out);
+        cJSON *j = cJSON_Parse(out);
+        cr_assert_not_null(j, "--json prints JSON: %s", out);
+        cr_assert_eq(cJSON_GetObjectItem(j, "problems")->valueint, 0);
+        cr_assert_eq(cJSON_GetObjectItem(j, "warnings")->valueint, 0);
+        cJSON *f = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "findings"), 0);
+        cr_assert_str_eq(cJSON_GetObjectItem(f, "check")->valuestring, "config");
+        cr_assert_str_eq(cJSON_GetObjectItem(f, "level")->valuestring, "ok");
+        cJSON_Delete(j);
+        free(out);
+        stop_serving(tk);
+
+        /* With the daemon stopped its sockets are gone, and doctor says so. */
+        cr_assert_eq(doctor(&out, NULL), 1, "%s", out);
+        assert_has(out, "kubelet.sock is missing");
+        assert_has(out, "cdiplug-example.com-serial.sock is missing: cdiplug is not serving it");
+        free(out);
+}
+
+Test(doctor, containerd_cdi_switch_in_config_versions_2_and_3) {
+        char *out = NULL;
+        healthy_root(SERIAL_CONFIG);
+
+        env_write(&e, "host/etc/containerd/config.toml", "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\"]\n");
+        cr_assert_eq(doctor(&out, NULL), 1);
+        assert_has(out, "enable_cdi is not set, and containerd 1.7 defaults to off");
+        assert_has(out, "fix: set enable_cdi = true under [plugins.\"io.containerd.grpc.v1.cri\"]");
+        free(out);
+
+        env_write(&e, "host/etc/containerd/config.toml",
+                  "version = 3\n[plugins.'io.containerd.cri.v1.runtime']\nenable_cdi = false\n");
+        doctor(&out, NULL);
+        assert_has(out, "containerd: CDI is off");
+        assert_has(out, "line 3: enable_cdi = false");
+        free(out);
+
+        env_write(&e, "host/etc/containerd/config.toml", "version = 3\n");
+        doctor(&out, NULL);
+        assert_has(out, "enable_cdi unset, on by default in containerd 2.x");
+        assert_lacks(out, "PROBLEM runtime");
+        free(out);
+
+        /* The runtime reads other dirs than the one cdiplug writes. */
+        env_write(&e, "host/etc/containerd/config.toml",
+                  "version = 3\n[plugins.\"io.containerd.cri.v1.runtime\"]\ncdi_spec_dirs = [\"/var/run/cdi\"]\n");
+        cr_assert_eq(doctor(&out, NULL), 1);
+        assert_has(out, "is not among the dirs the runtime reads (/var/run/cdi)");
+        free(out);
+
+        env_write(&e, "host/etc/containerd/config.toml", "version = 2\n[plugins\n");
+        cr_assert_eq(doctor(&out, NULL), 1);
+        assert_has(out, "config.toml: not valid TOML at line 2");
+        free(out);
+}
+
+Test(doctor, crio_conf_and_drop_ins) {
+        char *out = NULL;
+        healthy_root("{ \"resources\": [ { \"name\": \"example.com/serial\", \"allocate\": [\"device-specs\"],"
+                     " \"match\": [ { \"path\": \"/dev/ttyUSB*\" } ] } ] }");
+        env_rm(&e, "etc/containerd/config.toml");
+
+        env_write(&e, "host/etc/crio/crio.conf", "[crio.runtime]\ncdi_spec_dirs = [\"/etc/cdi\"]\n");
+        doctor(&out, NULL);
+        assert_has(out, "CRI-O: CDI is always on");
+        assert_has(out, "is read by the runtime");
+        assert_has(out, "uses \"device-specs\" and device_ownership_from_security_context is not set");
+        free(out);
+
+        /* Drop-ins apply in name order, the last one wins. */
+        env_write(&e, "host/etc/crio/crio.conf.d/10-cdi.conf", "[crio.runtime]\ncdi_spec_dirs = [\"/opt/cdi\"]\n"
+                  "device_ownership_from_security_context = true\n");
+        env_write(&e, "host/etc/crio/crio.conf.d/20-more.conf", "[crio.runtime]\ncdi_spec_dirs = [\"/srv/cdi\"]\n");
+        cr_assert_eq(doctor(&out, NULL), 1);
+        assert_has(out, "is not among the dirs the runtime reads (/srv/cdi)");
+        assert_has(out, "device_ownership_from_security_context = true: non-root pods own");
+        free(out);
+
+        /* No runtime config at all: say what is assumed. */
+        env_rm(&e, "etc/crio/crio.conf");
+        env_rm(&e, "etc/crio/crio.conf.d/10-cdi.conf");
+        env_rm(&e, "etc/crio/crio.conf.d/20-more.conf");
+        doctor(&out, NULL);
+        assert_has(out, "no containerd config.toml or CRI-O crio.conf under");
+        free(out);
+}
+
+Test(doctor, conflicting_and_broken_specs) {
+        char *out = NULL;
+        healthy_root(SERIAL_CONFIG);
+        env_write(&e, "cdi/other.json",
+                  "{\"cdiVersion\":\"0.3.0\",\"kind\":\"example.com/serial\",\"devices\":[{\"name\":\"ttyUSB0\","
+                  "\"containerEdits\":{\"deviceNodes\":[{\"path\":\"/dev/ttyUSB0\"}]}}]}");
+        cr_assert_eq(doctor(&out, NULL), 1);
+        assert_has(out, "other.json also declares device example.com/serial=ttyUSB0");
+        free(out);
+        env_rm(&e, "etc/cdi/other.json");
+
+        env_write(&e, "cdi/broken.json", "{\"cdiVersion\": \"0.3.0\", \"kind\": ");
+        env_write(&e, "cdi/nodevs.json", "{\"cdiVersion\":\"0.3.0\",\"kind\":\"vendor.com/x\",\"devices\":[]}");
+        env_write(&e, "cdi/badkind.json",
+                  "{\"cdiVersion\":\"0.3.0\",\"kind\":\"nokind\",\"devices\":[{\"name\":\"a\","
+                  "\"containerEdits\":{\"env\":[\"A=1\"]}}]}");
+        env_write(&e, "cdi/nokind.yaml", "cdiVersion: 0.3.0\ndevices: []\n");
+        env_write(&e, "cdi/fine.yaml", "cdiVersion: 0.3.0\nkind: vendor.com/y\ndevices: []\n");
+        cr_assert_eq(doctor(&out, NULL), 1);
+        assert_has(out, "broken.json: the CDI parser rejects it (not valid JSON)");
+        assert_has(out, "nodevs.json: the CDI parser rejects it (no \"devices\")");
+        assert_has(out, "badkind.json: the CDI parser rejects it (no valid \"kind\"");
+        assert_has(out, "nokind.yaml: the CDI parser rejects it (no top-level kind)");
+        assert_lacks(out, "fine.yaml");
+        free(out);
+}
+
+Test(doctor, own_specs_no_resource_owns_any_more) {
+        char *out = NULL;
+        healthy_root("{ \"resources\": [ { \"name\": \"example.com/serial\", \"match\": [ { \"path\": \"/dev/ttyUSB*\" } ] },"
+                     " { \"name\": \"example.com/fuse\", \"match\": [ { \"path\": \"/dev/fuse\" } ] } ] }");
+        env_touch(&e, "dev/fuse");
+        stop_serving(serve("example.com/fuse"));
+
+        env_write(&e, "config.json", SERIAL_CONFIG);
+        doctor(&out, NULL);
+        assert_has(out, "example.com-fuse.json was written by cdiplug, but no configured resource owns it");
+        assert_has(out, "fix: once no pod uses its devices: rm ");
+        assert_lacks(out, "example.com-serial.json was written");
+        free(out);
+        char *path;
+        cr_assert(asprintf(&path, "%s/example.com-fuse.json", e.cdi_dir) > 0);
+        cr_assert_eq(access(path, F_OK), 0, "doctor never removes anything");
+        free(path);
+}
+
+Test(doctor, explains_selectors_that_match_nothing) {
+        char *out = NULL;
+        healthy_root(
+                "{ \"resources\": [ { \"name\": \"example.com/serial\", \"match\": [ { \"path\": \"/dev/ttyUSB*\" },"
+                " { \"path\": \"/dev/serial/by-id/*\" }, { \"path\": \"/dev/ttyACM*\" } ] },"
+                " { \"name\": \"example.com/cam\", \"match\": [ { \"usb\": { \"vendor\": \"046d\", \"product\": \"0825\" } } ] },"
+                " { \"name\": \"example.com/gpu\", \"match\": [ { \"pci\": { \"vendor\": \"10de\", \"driver\": \"vfio-pci\" } } ] } ] }");
+        env_touch(&e, "dev/ttyS0");
+        env_write(&e, "host/sys/bus/usb/devices/1-1/idVendor", "046d\n");
+        env_write(&e, "host/sys/bus/usb/devices/1-1/idProduct", "0826\n");
+        env_write(&e, "host/sys/bus/pci/devices/0000:03:00.0/vendor", "0x10de\n");
+        env_write(&e, "host/sys/bus/pci/devices/0000:03:00.0/device", "0x1eb8\n");
+        env_write(&e, "host/sys/bus/pci/devices/0000:03:00.0/class", "0x030200\n");
+        env_write(&e, "host/sys/bus/pci/drivers/nouveau/.keep", "");
+        char *link;
+        cr_assert(asprintf(&link, "%s/sys/bus/pci/devices/0000:03:00.0/driver", e.host) > 0);
+        cr_assert_eq(symlink("../../../bus/pci/drivers/nouveau", link), 0);
+        free(link);
+
+        cr_assert_eq(doctor(&out, NULL), 1);
+        assert_has(out, "match[0] {\"path\":\"/dev/ttyUSB*\"}: 1 device: ttyUSB0");
+        assert_has(out, "match[1] {\"path\":\"/dev/serial/by-id/*\"}: matches nothing: the directory /dev/serial/by-id "
+                        "does not exist");
+        assert_has(out, "match[2] {\"path\":\"/dev/ttyACM*\"}: matches nothing: no entry of /dev matches \"ttyACM*\"; "
+                        "similar names there: ");
+        assert_has(out, "ttyS0");
+        assert_has(out, "USB devices of vendor 046d are present with another product: 046d:0826 at 1-1");
+        assert_has(out, "bound to another driver than \"vfio-pci\": 0000:03:00.0 (bound to nouveau)");
+        assert_has(out, "resource \"example.com/cam\": no devices");
+        assert_lacks(out, "resource \"example.com/serial\": no devices");
+        free(out);
+}
+
+Test(doctor, config_kubelet_dir_and_kernel) {
+        char *out = NULL;
+        healthy_root("{ \"resources\": [ { \"name\": \"example.com/serial\", \"match\": [ { \"path\": \"/dev/ttyUSB*\" } ],"
+                     " \"shares\": 0 } ] }");
+        cr_assert_eq(doctor(&out, NULL), 1, "an invalid config is a problem found, not a usage error");
+        assert_has(out, "resources[0].shares: must be a whole number");
+        free(out);
+
+        /* The serving identity cannot write the root-owned kubelet dir. */
+        env_write(&e, "config.json", "{ \"user\": \"65534:65534\", \"resources\": [ { \"name\": \"example.com/serial\","
+                                     " \"match\": [ { \"path\": \"/dev/ttyUSB*\" } ] } ] }");
+        mkdir(e.kubelet_dir, 0755);
+        cr_assert_eq(chown(e.kubelet_dir, 0, 0), 0);
+        doctor(&out, NULL);
+        assert_has(out, "is not writable by uid 65534 gid 65534 without capabilities");
+        free(out);
+        cr_assert_eq(chown(e.kubelet_dir, 65534, 65534), 0);
+        doctor(&out, NULL);
+        assert_lacks(out, "is not writable");
+        free(out);
+
+        env_write(&e, "host/proc/sys/fs/inotify/max_user_watches", "1\n");
+        env_write(&e, "host/proc/sys/fs/inotify/max_user_instances", "1\n");
+        env_rm(&e, "dev/char/.keep");
+        char *devchar;
+        cr_assert(asprintf(&devchar, "%s/dev/char", e.host) > 0);
+        cr_assert_eq(rmdir(devchar), 0);
+        free(devchar);
+        cr_assert_eq(doctor(&out, NULL), 1);
+        assert_has(out, "fs.inotify.max_user_watches is 1, the config needs");
+        assert_has(out, "fs.inotify.max_user_instances is 1, cdiplug needs 2");
+        assert_has(out, "/dev/char is missing");
+        free(out);
+}
+
+Test(doctor, usage_errors_exit_2) {
+        char *out = NULL;
+        cr_assert_eq(env_run(&e, &out, "doctor", "--bogus", NULL), 2);
+        free(out);
+        cr_assert_eq(env_run(&e, &out, "doctor", "extra", NULL), 2);
+        free(out);
+        cr_assert_eq(env_run(&e, &out, "check", "--json", NULL), 2);
+        assert_has(out, "--json is for doctor only");
+        free(out);
+}
