@@ -314,11 +314,13 @@ static int parse_doc(const cJSON *doc, struct cfg_config *cfg, struct cfg_error 
         }
         if (!resources)
                 return fail(err, "resources", "is required");
-        if (!cJSON_IsArray(resources) || cJSON_GetArraySize(resources) == 0)
-                return fail(err, "resources", "must be a non-empty array");
+        /* An empty list is valid: the packaged default serves nothing
+         * until the operator adds resources (the daemon says so). */
+        if (!cJSON_IsArray(resources))
+                return fail(err, "resources", "must be an array");
         if (cJSON_GetArraySize(resources) > CFG_MAX_RESOURCES)
                 return fail(err, "resources", "at most %d resources", CFG_MAX_RESOURCES);
-        cfg->resources = calloc((size_t)cJSON_GetArraySize(resources), sizeof(*cfg->resources));
+        cfg->resources = calloc((size_t)cJSON_GetArraySize(resources) + 1, sizeof(*cfg->resources));
         if (!cfg->resources)
                 return -ENOMEM;
         cJSON_ArrayForEach(it, resources) {

@@ -183,7 +183,7 @@ static int metrics_open(struct dp_daemon *d) {
 }
 
 static int setup_resources(struct dp_daemon *d) {
-        d->res = calloc(d->cfg->n_resources, sizeof(*d->res));
+        d->res = calloc(d->cfg->n_resources + 1, sizeof(*d->res));
         if (!d->res)
                 return -ENOMEM;
         d->n_res = d->cfg->n_resources;

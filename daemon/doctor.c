@@ -102,6 +102,9 @@ static void check_config(struct doc_ctx *c) {
         if (r < 0)
                 return;
         doc_add(c, "config", DOC_OK, NULL, "%s: valid, %zu resources", path, c->cfg->n_resources);
+        if (c->cfg->n_resources == 0)
+                doc_add(c, "config", DOC_WARN, "add resources to it (see cdiplug(8), and the example config.json "
+                        "in cdiplug's doc dir)", "%s configures no resources: cdiplug serves nothing", path);
 
         /* cfg_load accepted the file, so it is JSON of bounded size; the
          * selectors' own text makes the explanations concrete. */

@@ -250,6 +250,10 @@ int main(int argc, char **argv) {
         else {
                 log_info("cdiplug %s starting: %zu resources, kubelet dir %s, CDI dir %s", CDIPLUG_VERSION,
                          cfg->n_resources, o.kubelet_dir, o.cdi_dir);
+                if (cfg->n_resources == 0)
+                        log_warn("%s configures no resources: serving nothing; add resources to it "
+                                 "(see cdiplug(8) and the example config.json in cdiplug's doc dir)",
+                                 o.config_path);
                 ret = dp_daemon_run(&o, cfg);
         }
         cfg_free(cfg);

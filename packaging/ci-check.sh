@@ -159,7 +159,8 @@ deb_contents() {
 	echo "$listing"
 	for f in ./usr/bin/cdiplug ./usr/share/man/man8/cdiplug.8.gz \
 		./etc/cdiplug/config.json ./lib/systemd/system/cdiplug.service \
-		./usr/share/doc/cdiplug/copyright; do
+		./usr/share/doc/cdiplug/copyright ./usr/share/bash-completion/completions/cdiplug \
+		./usr/share/doc/cdiplug/examples/config.json; do
 		grep -qx -- "$f" <<<"$listing" || { echo "missing $f"; return 1; }
 	done
 	dpkg-deb -e "$deb" "$work/debctl"
@@ -321,7 +322,8 @@ rpm_contents() {
 	listing=$(rpm -qlp "$rpmfile")
 	echo "$listing"
 	for f in /usr/bin/cdiplug /usr/share/man/man8/cdiplug.8.gz /etc/cdiplug/config.json \
-		/usr/lib/systemd/system/cdiplug.service; do
+		/usr/lib/systemd/system/cdiplug.service /usr/share/bash-completion/completions/cdiplug \
+		/usr/share/doc/cdiplug/examples/config.json; do
 		grep -qx -- "$f" <<<"$listing" || { echo "missing $f"; return 1; }
 	done
 	rpm -qpc "$rpmfile" | grep -qx /etc/cdiplug/config.json || { echo "config.json is no %config"; return 1; }

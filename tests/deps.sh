@@ -4,7 +4,7 @@ set -euo pipefail
 pkgs=(build-essential cmake pkg-config libgrpc-dev protobuf-c-compiler libprotobuf-c-dev
       libcjson-dev libseccomp-dev libcap-ng-dev libcriterion-dev
       libmicrohttpd-dev
-      podman runc busybox-static prometheus)
+      podman runc busybox-static prometheus groff-base)
 missing=()
 for p in "${pkgs[@]}"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

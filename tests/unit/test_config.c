@@ -14,6 +14,13 @@ static struct cfg_config *parse_ok(const char *json) {
         return cfg;
 }
 
+Test(config, an_empty_resource_list_is_valid) {
+        /* The packaged default: serves nothing until edited. */
+        struct cfg_config *cfg = parse_ok("{\"resources\": []}");
+        cr_assert_eq(cfg->n_resources, 0);
+        cfg_free(cfg);
+}
+
 Test(config, parses_resources_with_defaults) {
         struct cfg_config *cfg = parse_ok(
                 "{\"resources\":[{\"name\":\"example.com/serial\",\"match\":[{\"path\":\"/dev/ttyUSB*\"}]},"
@@ -43,7 +50,7 @@ static const struct bad cases[] = {
         {"{\"resources\": [", "", "line 1"},
                 {"[]", "", "object"},
                 {"{}", "resources", "required"},
-                {"{\"resources\": []}", "resources", "non-empty"},
+                {"{\"resources\": {}}", "resources", "must be an array"},
                 {"{\"resources\": [], \"extra\": 1}", "extra", "unknown key"},
         {"{\"user\": \"a\", \"user\": \"b\", \"resources\": []}", "user", "duplicate key"},
         {"{\"resources\": [{\"name\": \"example.com/a\", \"name\": \"example.com/b\", \"match\": [{\"path\": \"/dev/a\"}]}]}",
