@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The operator's docs keep up with the binary: the man page renders
+ * without warnings and names every command and option `cdiplug --help`
+ * lists, and the bash completion offers them. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "env.h"
+
+#define MAN_PAGE CDIPLUG_BUILD_DIR "/packaging/cdiplug.8"
+#define COMPLETION CDIPLUG_SRC_DIR "/packaging/cdiplug.bash-completion"
+
+static struct env e;
+
+static void start(void) { env_init(&e); }
+static void stop(void) { env_cleanup(&e); }
+
+TestSuite(docs, .init = start, .fini = stop, .timeout = 60);
+
+/* Output (stdout and stderr) of a shell command line, and its status. */
+static char *run(const char *cmd, int *ret_status) {
+        FILE *f = popen(cmd, "r");
+        char *out = NULL;
+        size_t n = 0;
+        cr_assert_not_null(f, "%s", cmd);
+        FILE *m = open_memstream(&out, &n);
+        char buf[4096];
+        size_t k;
+        while ((k = fread(buf, 1, sizeof(buf), f)) > 0)
+                fwrite(buf, 1, k, m);
+        fclose(m);
+        int status = pclose(f);
+        if (ret_status)
+                *ret_status = status;
+        return out;
+}
+
+Test(docs, man_page_renders_without_warnings) {
+        int status;
+        char *err = run("LC_ALL=C.UTF-8 groff -ww -man -Tutf8 " MAN_PAGE " 2>&1 >/dev/null", &status);
+        cr_assert_eq(status, 0, "groff failed: %s", err);
+        cr_assert_str_empty(err, "groff -ww warns:\n%s", err);
+        free(err);
+}
+
+/* Every "--option" and every command the usage text lists. */
+static void each_word_of_usage(void (*fn)(const char *word, void *ud), void *ud) {
+        char *usage = NULL;
+        cr_assert_eq(env_run(&e, &usage, "--help", NULL), 0);
+        bool in_commands = false;
+        for (char *save = NULL, *line = strtok_r(usage, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+                if (strcmp(line, "Commands:") == 0) {
+                        in_commands = true;
+                        continue;
+                }
+                if (strcmp(line, "Options:") == 0)
+                        in_commands = false;
+                char word[64];
+                if (in_commands && sscanf(line, " %63s", word) == 1)
+                        fn(word, ud);
+                for (char *p = line; (p = strstr(p, "--")); p += 2) {
+                        size_t len = strspn(p, "-abcdefghijklmnopqrstuvwxyz");
+                        snprintf(word, sizeof(word), "%.*s", (int)len, p);
+                        fn(word, ud);
+                }
+        }
+        free(usage);
+}
+
+static void in_man_page(const char *word, void *ud) {
+        const char *man = ud;
+        char escaped[128] = "";
+        /* roff writes a literal '-' as "\-". */
+        for (const char *w = word; *w; w++)
+                strncat(escaped, *w == '-' ? "\\-" : (char[]){*w, 0}, sizeof(escaped) - strlen(escaped) - 1);
+        char pattern[160];
+        snprintf(pattern, sizeof(pattern), "%s\n", escaped);
+        bool found = strstr(man, pattern) != NULL;
+        snprintf(pattern, sizeof(pattern), "%s ", escaped);
+        found |= strstr(man, pattern) != NULL;
+        cr_assert(found, "the man page does not document \"%s\"", word);
+}
+
+Test(docs, man_page_documents_every_command_and_option) {
+        char *man = env_read(MAN_PAGE);
+        cr_assert_not_null(man);
+        each_word_of_usage(in_man_page, man);
+        free(man);
+}
+
+static void in_completion(const char *word, void *ud) {
+        const char *comp = ud;
+        char pattern[80];
+        snprintf(pattern, sizeof(pattern), "%s ", word);
+        cr_assert(strstr(comp, pattern) || strstr(comp, word), "the bash completion lacks \"%s\"", word);
+}
+
+Test(docs, bash_completion_offers_commands_and_their_options) {
+        char *comp = env_read(COMPLETION);
+        cr_assert_not_null(comp);
+        each_word_of_usage(in_completion, comp);
+        free(comp);
+
+        char *out = run("bash -c 'source " COMPLETION "; COMP_WORDS=(cdiplug d); COMP_CWORD=1; _cdiplug;"
+                        " printf \"%s\\n\" \"${COMPREPLY[@]}\"' 2>&1", NULL);
+        cr_assert_str_eq(out, "doctor\n");
+        free(out);
+        out = run("bash -c 'source " COMPLETION "; COMP_WORDS=(cdiplug doctor --); COMP_CWORD=2; _cdiplug;"
+                  " printf \"%s\\n\" \"${COMPREPLY[@]}\"' 2>&1", NULL);
+        cr_assert_not_null(strstr(out, "--json\n"), "%s", out);
+        cr_assert_not_null(strstr(out, "--host-root\n"), "%s", out);
+        cr_assert_null(strstr(out, "--stdout"), "doctor has no --stdout: %s", out);
+        free(out);
+        out = run("bash -c 'source " COMPLETION "; COMP_WORDS=(cdiplug serve --kubelet-dir /e); COMP_CWORD=3;"
+                  " _cdiplug; printf \"%s\\n\" \"${COMPREPLY[@]}\"' 2>&1", NULL);
+        cr_assert_str_eq(out, "/etc\n", "directories for a dir option: %s", out);
+        free(out);
+}
