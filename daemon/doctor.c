@@ -203,7 +203,7 @@ static void check_daemon_sockets(struct doc_ctx *c, const char *dir) {
                 else
                         serving++;
         }
-        if (serving == c->cfg->n_resources)
+        if (serving == c->cfg->n_resources && serving > 0)
                 doc_add(c, "kubelet", DOC_OK, NULL, "the daemon serves all %zu resources", serving);
         /* Registration is only known to the daemon and the kubelet. */
         doc_add(c, "kubelet", DOC_INFO, NULL,

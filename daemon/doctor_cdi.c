@@ -13,6 +13,7 @@
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -85,30 +86,88 @@ static bool uses_mode(const struct doc_ctx *c, unsigned mode) {
         return false;
 }
 
+/* containerd's config and the files its "imports" name (globs; relative
+ * to the config's dir), in the order containerd merges them: an imported
+ * file overrides the main one, a later import an earlier one. */
+#define CONTAINERD_MAX_FILES 32
+
+struct containerd_files {
+        struct toml_doc doc[CONTAINERD_MAX_FILES];
+        char *path[CONTAINERD_MAX_FILES];
+        size_t n;
+};
+
+static const struct toml_value *cd_get(const struct containerd_files *f, const char *const *key,
+                                       const char **ret_path) {
+        for (size_t i = f->n; i-- > 0;) {
+                const struct toml_value *v = toml_get(&f->doc[i], key);
+                if (v) {
+                        *ret_path = f->path[i];
+                        return v;
+                }
+        }
+        return NULL;
+}
+
+/* Load one file into f; a problem is reported and the file skipped. */
+static void cd_load(struct doc_ctx *c, struct containerd_files *f, const char *path) {
+        unsigned line = 0;
+        int r;
+        if (f->n == CONTAINERD_MAX_FILES) {
+                doc_add(c, "runtime", DOC_WARN, NULL, "%s: more than %d containerd config files, not read", path,
+                        CONTAINERD_MAX_FILES);
+                return;
+        }
+        r = toml_load(path, &f->doc[f->n], &line);
+        if (r == -EBADMSG)
+                doc_add(c, "runtime", DOC_PROBLEM, "fix the file; containerd does not start with it either",
+                        "%s: not valid TOML at line %u", path, line);
+        else if (r < 0)
+                doc_add(c, "runtime", DOC_PROBLEM, NULL, "%s: cannot read it: %s", path, strerror(-r));
+        else if (!(f->path[f->n] = strdup(path))) {
+                toml_doc_free(&f->doc[f->n]);
+                c->oom = true;
+        } else
+                f->n++;
+}
+
+static void cd_load_imports(struct doc_ctx *c, struct containerd_files *f) {
+        const struct toml_value *v = f->n ? toml_get(&f->doc[0], (const char *const[]){"imports", NULL}) : NULL;
+        for (char **pat = v && v->type == TOML_STRV ? v->strv : NULL; pat && *pat; pat++) {
+                _cleanup_free_ char *abs = NULL, *host = NULL;
+                glob_t g;
+                if (xasprintf(&abs, "%s%s", **pat == '/' ? "" : "/etc/containerd/", *pat) < 0 ||
+                    !(host = doc_host_path(c, abs))) {
+                        c->oom = true;
+                        return;
+                }
+                if (glob(host, 0, NULL, &g) != 0)
+                        continue;
+                for (size_t i = 0; i < g.gl_pathc; i++)
+                        cd_load(c, f, g.gl_pathv[i]);
+                globfree(&g);
+        }
+}
+
 /* Returns whether containerd has a config file. */
 static bool check_containerd(struct doc_ctx *c) {
         _cleanup_free_ char *path = doc_host_path(c, "/etc/containerd/config.toml");
-        struct toml_doc doc = {0};
-        unsigned line = 0;
+        struct containerd_files f = {0};
         const struct toml_value *v;
-        int r;
+        const char *src = NULL;
 
         if (!path) {
                 c->oom = true;
                 return false;
         }
-        r = toml_load(path, &doc, &line);
-        if (r == -ENOENT)
+        if (access(path, F_OK) < 0)
                 return false;
-        if (r < 0) {
-                if (r == -EBADMSG)
-                        doc_add(c, "runtime", DOC_PROBLEM, "fix the file; containerd does not start with it either",
-                                "%s: not valid TOML at line %u", path, line);
-                else
-                        doc_add(c, "runtime", DOC_PROBLEM, NULL, "%s: cannot read it: %s", path, strerror(-r));
+        cd_load(c, &f, path);
+        if (f.n == 0)
                 return true;
-        }
-        v = toml_get(&doc, (const char *const[]){"version", NULL});
+        cd_load_imports(c, &f);
+
+        v = toml_get(&f.doc[0], (const char *const[]){"version", NULL});
         long long version = v && v->type == TOML_INT ? v->i : 1;
         const char *plugin = version >= 3 ? "io.containerd.cri.v1.runtime"
                            : version == 2 ? "io.containerd.grpc.v1.cri" : "cri";
@@ -119,18 +178,18 @@ static bool check_containerd(struct doc_ctx *c) {
         if (xasprintf(&table, "[plugins.\"%s\"]", plugin) < 0)
                 c->oom = true;
 
-        v = toml_get(&doc, enable);
+        v = cd_get(&f, enable, &src);
         if (v && v->type == TOML_BOOL && v->b)
                 doc_add(c, "runtime", DOC_OK, NULL, "containerd (config version %lld): enable_cdi = true", version);
         else if (v && v->type == TOML_BOOL) {
                 _cleanup_free_ char *fix = NULL;
-                (void)!xasprintf(&fix, "set enable_cdi = true under %s in %s, then restart containerd", table, path);
+                (void)!xasprintf(&fix, "set enable_cdi = true under %s in %s, then restart containerd", table, src);
                 doc_add(c, "runtime", uses_mode(c, CFG_ALLOC_CDI_CRI | CFG_ALLOC_CDI_ANNOTATIONS) ? DOC_PROBLEM : DOC_WARN,
                         fix, "containerd: CDI is off (%s line %u: enable_cdi = false): pods given a CDI device "
-                        "fail to start", path, v->line);
+                        "fail to start", src, v->line);
         } else if (v)
                 doc_add(c, "runtime", DOC_PROBLEM, "write enable_cdi = true (a boolean)",
-                        "containerd: %s line %u: enable_cdi is not a boolean", path, v->line);
+                        "containerd: %s line %u: enable_cdi is not a boolean", src, v->line);
         else if (version >= 3)
                 doc_add(c, "runtime", DOC_OK, NULL,
                         "containerd (config version 3): enable_cdi unset, on by default in containerd 2.x");
@@ -142,11 +201,11 @@ static bool check_containerd(struct doc_ctx *c) {
                         "defaults to off", version);
         }
 
-        v = toml_get(&doc, dirs);
+        v = cd_get(&f, dirs, &src);
         char **list = NULL;
         if (v && v->type != TOML_STRV)
                 doc_add(c, "runtime", DOC_PROBLEM, "write cdi_spec_dirs = [\"/etc/cdi\", \"/var/run/cdi\"]",
-                        "containerd: %s line %u: cdi_spec_dirs is not a list of strings", path, v->line);
+                        "containerd: %s line %u: cdi_spec_dirs is not a list of strings", src, v->line);
         if (strv_dup(v && v->type == TOML_STRV ? (const char *const *)v->strv : default_dirs, &list) < 0)
                 c->oom = true;
         else {
@@ -154,10 +213,13 @@ static bool check_containerd(struct doc_ctx *c) {
                 strv_free(list);
         }
 
-        v = toml_get(&doc, owner);
+        v = cd_get(&f, owner, &src);
         if (v && v->type == TOML_BOOL)
                 c->ownership_from_ctx = v->b;
-        toml_doc_free(&doc);
+        for (size_t i = 0; i < f.n; i++) {
+                toml_doc_free(&f.doc[i]);
+                free(f.path[i]);
+        }
         return true;
 }
 

@@ -132,6 +132,21 @@ Test(doctor, containerd_cdi_switch_in_config_versions_2_and_3) {
         assert_has(out, "is not among the dirs the runtime reads (/var/run/cdi)");
         free(out);
 
+        /* A drop-in named by "imports" overrides the main file. */
+        env_write(&e, "host/etc/containerd/config.toml",
+                  "version = 2\nimports = [\"conf.d/*.toml\"]\n[plugins.\"io.containerd.grpc.v1.cri\"]\n"
+                  "enable_cdi = false\n");
+        env_write(&e, "host/etc/containerd/conf.d/50-cdi.toml",
+                  "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\"]\nenable_cdi = true\n");
+        doctor(&out, NULL);
+        assert_has(out, "containerd (config version 2): enable_cdi = true");
+        free(out);
+        env_write(&e, "host/etc/containerd/conf.d/60-off.toml",
+                  "[plugins.\"io.containerd.grpc.v1.cri\"]\nenable_cdi = false\n");
+        cr_assert_eq(doctor(&out, NULL), 1);
+        assert_has(out, "60-off.toml line 2: enable_cdi = false");
+        free(out);
+
         env_write(&e, "host/etc/containerd/config.toml", "version = 2\n[plugins\n");
         cr_assert_eq(doctor(&out, NULL), 1);
         assert_has(out, "config.toml: not valid TOML at line 2");
