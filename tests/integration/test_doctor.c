@@ -236,7 +236,13 @@ Test(doctor, explains_selectors_that_match_nothing) {
                 "{ \"resources\": [ { \"name\": \"example.com/serial\", \"match\": [ { \"path\": \"/dev/ttyUSB*\" },"
                 " { \"path\": \"/dev/serial/by-id/*\" }, { \"path\": \"/dev/ttyACM*\" } ] },"
                 " { \"name\": \"example.com/cam\", \"match\": [ { \"usb\": { \"vendor\": \"046d\", \"product\": \"0825\" } } ] },"
-                " { \"name\": \"example.com/gpu\", \"match\": [ { \"pci\": { \"vendor\": \"10de\", \"driver\": \"vfio-pci\" } } ] } ] }");
+                " { \"name\": \"example.com/gpu\", \"match\": [ { \"pci\": { \"vendor\": \"10de\", \"driver\": \"vfio-pci\" } } ] },"
+                " { \"name\": \"example.com/render\", \"match\": [ { \"paths\": [ \"/dev/dri/renderD*\", \"/dev/dri/card*\" ] } ] },"
+                " { \"name\": \"example.com/key\", \"match\": [ { \"usb\": { \"vendor\": \"1050\" } } ] },"
+                " { \"name\": \"example.com/fpga\", \"match\": [ { \"pci\": { \"vendor\": \"1172\" } } ] } ] }");
+        env_touch(&e, "dev/dri/renderD128");
+        env_touch(&e, "dev/dri/card0");
+        env_touch(&e, "dev/dri/card1");
         env_touch(&e, "dev/ttyS0");
         env_write(&e, "host/sys/bus/usb/devices/1-1/idVendor", "046d\n");
         env_write(&e, "host/sys/bus/usb/devices/1-1/idProduct", "0826\n");
@@ -258,6 +264,9 @@ Test(doctor, explains_selectors_that_match_nothing) {
         assert_has(out, "ttyS0");
         assert_has(out, "USB devices of vendor 046d are present with another product: 046d:0826 at 1-1");
         assert_has(out, "bound to another driver than \"vfio-pci\": 0000:03:00.0 (bound to nouveau)");
+        assert_has(out, "the first glob finds 1 node, but the other globs pair none of them");
+        assert_has(out, "no USB device of vendor 1050 is present; present: 046d:0826 at 1-1");
+        assert_has(out, "none of the 1 PCI functions has this vendor, device and class");
         assert_has(out, "resource \"example.com/cam\": no devices");
         assert_lacks(out, "resource \"example.com/serial\": no devices");
         free(out);
