@@ -110,9 +110,12 @@ static void check_config(struct doc_ctx *c) {
          * selectors' own text makes the explanations concrete. */
         _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
         _cleanup_free_ char *text = fd >= 0 ? malloc(CFG_MAX_BYTES + 1) : NULL;
-        ssize_t n = text ? read(fd, text, CFG_MAX_BYTES) : -1;
-        if (n >= 0)
-                c->raw = cJSON_ParseWithLength(text, (size_t)n);
+        size_t n = 0;
+        ssize_t k = 0;
+        while (text && n < CFG_MAX_BYTES && (k = read(fd, text + n, CFG_MAX_BYTES - n)) > 0)
+                n += (size_t)k;
+        if (text && k >= 0)
+                c->raw = cJSON_ParseWithLength(text, n);
 
         if (c->cfg->user) {
                 struct sbx_options ids = {0};

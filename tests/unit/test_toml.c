@@ -141,3 +141,35 @@ Test(toml, bounded) {
         cr_assert_eq(toml_parse("a = 1", TOML_MAX_BYTES + 1, &d, NULL), -E2BIG);
         cr_assert_eq(toml_load("/nonexistent/config.toml", &d, NULL), -ENOENT);
 }
+
+Test(toml, mangled_input_fails_cleanly) {
+        /* Every prefix and thousands of byte-flipped copies of a real
+         * config parse or fail with -EBADMSG/-E2BIG, never past the buffer
+         * (run under ASan to see it). */
+        static const char sample[] =
+                "version = 3\nimports = ['/etc/containerd/conf.d/*.toml']\n"
+                "[plugins.\"io.containerd.cri.v1.runtime\"]\n  enable_cdi = true\n"
+                "  cdi_spec_dirs = [\"/etc/cdi\", '/var/run/cdi', ]\n  x = { a = [1, {b = \"\"\"q\\u00e9\"\"\"}], c.d = 'e' }\n"
+                "[[plugins.\"io.containerd.cri.v1.runtime\".list]]\n  s = '''multi\nline'''\n";
+        size_t len = sizeof(sample) - 1;
+        char buf[sizeof(sample)];
+        unsigned long long seed = 0x9e3779b97f4a7c15ull;
+
+        for (size_t n = 0; n <= len; n++) {
+                struct toml_doc d = {0};
+                int r = toml_parse(sample, n, &d, NULL);
+                cr_assert(r == 0 || r == -EBADMSG, "prefix %zu: %d", n, r);
+                toml_doc_free(&d);
+        }
+        for (int i = 0; i < 20000; i++) {
+                memcpy(buf, sample, len);
+                for (int k = 0; k < 3; k++) {
+                        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+                        buf[(seed >> 33) % len] = "[]{}\"'=,.\\\n#x1 "[(seed >> 20) % 16];
+                }
+                struct toml_doc d = {0};
+                int r = toml_parse(buf, len, &d, NULL);
+                cr_assert(r == 0 || r == -EBADMSG || r == -E2BIG, "case %d: %d", i, r);
+                toml_doc_free(&d);
+        }
+}
