@@ -77,3 +77,6 @@ void doc_check_cdi(struct doc_ctx *c);
  * bad hostport. */
 int doc_http_get(const char *hostport, const char *path, int timeout_ms, int *ret_status,
                  char **ret_body);
+/* Report what the running daemon's /readyz on hostport says about the
+ * registrations (a problem unless it answers 200). */
+void doc_check_readyz(struct doc_ctx *c, const char *hostport);

@@ -158,3 +158,28 @@ int doc_http_get(const char *hostport, const char *path, int timeout_ms, int *re
         *ret_status = status;
         return 0;
 }
+
+/* Ask the running daemon whether the kubelet accepted its resources: a
+ * readiness endpoint answers 200 when ready and an error status when not;
+ * its body is shown line by line as the daemon wrote it. */
+void doc_check_readyz(struct doc_ctx *c, const char *hostport) {
+        _cleanup_free_ char *body = NULL;
+        int status = 0;
+        int r = doc_http_get(hostport, "/readyz", 2000, &status, &body);
+
+        if (r < 0) {
+                doc_add(c, "kubelet", DOC_WARN, "is the daemon running, and its metrics address reachable from here?",
+                        "cannot ask the daemon's /readyz on %s: %s: registration not checked", hostport,
+                        strerror(-r));
+                return;
+        }
+        /* One finding per line of the answer, as the daemon wrote it. */
+        size_t lines = 0;
+        for (char *save = NULL, *line = strtok_r(body, "\n", &save); line && lines < 256;
+             line = strtok_r(NULL, "\n", &save), lines++)
+                doc_add(c, "kubelet", status == 200 ? DOC_OK : DOC_INFO, NULL, "daemon /readyz: %s", line);
+        if (status != 200)
+                doc_add(c, "kubelet", DOC_PROBLEM, "see the daemon's log for its registration errors",
+                        "the daemon's /readyz on %s answers %d: not every resource is registered with the kubelet",
+                        hostport, status);
+}

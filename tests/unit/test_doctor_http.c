@@ -101,3 +101,48 @@ Test(doctor_http, garbage_and_bad_addresses) {
         cr_assert_eq(doc_http_get("::1:9100", "/readyz", 100, &status, NULL), -EINVAL, "IPv6 needs brackets");
         cr_assert_eq(doc_http_get("127.0.0.1:http", "/readyz", 100, &status, NULL), -EINVAL);
 }
+
+static size_t count_level(const struct doc_ctx *c, enum doc_level level) {
+        size_t n = 0;
+        for (size_t i = 0; i < c->n; i++)
+                n += c->v[i].level == level;
+        return n;
+}
+
+static void ctx_free(struct doc_ctx *c) {
+        for (size_t i = 0; i < c->n; i++) {
+                free(c->v[i].msg);
+                free(c->v[i].fix);
+        }
+        free(c->v);
+}
+
+Test(doctor_http, readyz_answers_become_findings) {
+        struct doc_options o = {.host_root = "/"};
+        struct doc_ctx c = {.o = &o};
+        struct server s;
+        char hp[64];
+
+        start(&s, "HTTP/1.0 503 Service Unavailable\r\n\r\nexample.com/serial: registered\nexample.com/fuse: not registered\n",
+              hp, sizeof(hp));
+        doc_check_readyz(&c, hp);
+        finish(&s);
+        cr_assert_eq(count_level(&c, DOC_PROBLEM), 1);
+        cr_assert_eq(c.n, 3);
+        cr_assert_str_eq(c.v[1].msg, "daemon /readyz: example.com/fuse: not registered");
+        ctx_free(&c);
+
+        c = (struct doc_ctx){.o = &o};
+        start(&s, "HTTP/1.0 200 OK\r\n\r\nexample.com/serial: registered\n", hp, sizeof(hp));
+        doc_check_readyz(&c, hp);
+        finish(&s);
+        cr_assert_eq(count_level(&c, DOC_PROBLEM) + count_level(&c, DOC_WARN), 0);
+        ctx_free(&c);
+
+        /* Nobody listens any more: said, as a warning. */
+        c = (struct doc_ctx){.o = &o};
+        doc_check_readyz(&c, hp);
+        cr_assert_eq(count_level(&c, DOC_WARN), 1);
+        cr_assert_not_null(strstr(c.v[0].msg, "registration not checked"));
+        ctx_free(&c);
+}
