@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -305,6 +307,44 @@ Test(doctor, config_kubelet_dir_and_kernel) {
         assert_has(out, "fs.inotify.max_user_instances is 1, cdiplug needs 2");
         assert_has(out, "/dev/char is missing");
         free(out);
+}
+
+/* A unix socket file nobody listens on: bound, then closed. */
+static void stale_socket(const char *dir, const char *name) {
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", dir, name);
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        cr_assert(fd >= 0);
+        cr_assert_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0, "bind %s", sa.sun_path);
+        close(fd);
+}
+
+Test(doctor, stale_and_unwritable_sockets) {
+        char *out = NULL;
+        healthy_root(SERIAL_CONFIG);
+        mkdir(e.kubelet_dir, 0755);
+        stale_socket(e.kubelet_dir, "kubelet.sock");
+        stale_socket(e.kubelet_dir, "cdiplug-example.com-serial.sock");
+        cr_assert_eq(doctor(&out, NULL), 1);
+        assert_has(out, "kubelet.sock is stale: nothing listens on it");
+        assert_has(out, "cdiplug-example.com-serial.sock is stale: nothing listens on it");
+        free(out);
+
+        /* A live kubelet whose socket the serving user may not write. */
+        struct tk *tk;
+        char *sock;
+        cr_assert(asprintf(&sock, "%s/kubelet.sock", e.kubelet_dir) > 0);
+        unlink(sock);
+        cr_assert_eq(tk_start(e.kubelet_dir, &tk), 0);
+        cr_assert_eq(chmod(sock, 0755), 0);
+        cr_assert_eq(chown(e.kubelet_dir, 65534, 65534), 0);
+        env_write(&e, "config.json", "{ \"user\": \"65534:65534\", \"resources\": [ { \"name\": \"example.com/serial\","
+                                     " \"match\": [ { \"path\": \"/dev/ttyUSB*\" } ] } ] }");
+        doctor(&out, NULL);
+        assert_has(out, "kubelet.sock is not writable by uid 65534: cdiplug cannot register");
+        free(out);
+        free(sock);
+        tk_stop(tk);
 }
 
 Test(doctor, usage_errors_exit_2) {
