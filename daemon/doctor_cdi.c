@@ -70,11 +70,15 @@ static char *join_dirs(char *const *dirs) {
         size_t len = 1;
         for (char *const *d = dirs; *d; d++)
                 len += strlen(*d) + 2;
-        char *s = calloc(1, len);
-        for (char *const *d = dirs; s && *d; d++) {
-                if (d != dirs)
-                        strcat(s, ", ");
-                strcat(s, *d);
+        char *s = malloc(len);
+        size_t at = 0;
+        if (!s)
+                return NULL;
+        s[0] = '\0';
+        for (char *const *d = dirs; *d; d++) {
+                /* len counts every byte written, so this never truncates. */
+                int k = snprintf(s + at, len - at, "%s%s", d == dirs ? "" : ", ", *d);
+                at += (size_t)k;
         }
         return s;
 }

@@ -71,10 +71,15 @@ static void each_word_of_usage(void (*fn)(const char *word, void *ud), void *ud)
 
 static void in_man_page(const char *word, void *ud) {
         const char *man = ud;
-        char escaped[128] = "";
+        char escaped[128];
+        size_t n = 0;
         /* roff writes a literal '-' as "\-". */
-        for (const char *w = word; *w; w++)
-                strncat(escaped, *w == '-' ? "\\-" : (char[]){*w, 0}, sizeof(escaped) - strlen(escaped) - 1);
+        for (const char *w = word; *w && n + 3 < sizeof(escaped); w++) {
+                if (*w == '-')
+                        escaped[n++] = '\\';
+                escaped[n++] = *w;
+        }
+        escaped[n] = '\0';
         char pattern[160];
         snprintf(pattern, sizeof(pattern), "%s\n", escaped);
         bool found = strstr(man, pattern) != NULL;
