@@ -8,7 +8,9 @@
 #include "doctor.h"
 
 #include <cjson/cJSON.h>
+#include <ctype.h>
 #include <dirent.h>
+#include <stdlib.h>
 #include <fnmatch.h>
 #include <stdio.h>
 #include <string.h>
@@ -66,23 +68,42 @@ static void explain_glob(struct doc_ctx *c, const char *where, const char *glob)
                         "%s: matches nothing: no path below %s matches \"%s\"", where, dir, rest);
                 return;
         }
-        DIR *d = opendir(hostdir);
+        struct dirent **ents = NULL;
         struct names matched = {0}, similar = {0};
-        struct dirent *e;
-        if (!d) {
+        int n = scandir(hostdir, &ents, NULL, alphasort);
+        size_t literal = strcspn(rest, "*?["), best = 0;
+        if (n < 0) {
                 doc_add(c, "match", DOC_PROBLEM, NULL, "%s: cannot read %s: %s", where, hostdir, strerror(errno));
                 return;
         }
-        /* Entries that match but are not nodes, and names that share the
-         * pattern's first letters (ttyACM0 for ttyUSB*): the usual typos. */
-        while ((e = readdir(d))) {
-                if (fnmatch(rest, e->d_name, FNM_PERIOD) == 0)
-                        names_add(&matched, e->d_name);
-                else if (e->d_name[0] != '.' && strlen(rest) >= 3 && strncmp(rest, e->d_name, 3) == 0 &&
-                         !has_glob(rest, 3))
-                        names_add(&similar, e->d_name);
-        }
-        closedir(d);
+        /* Entries that match but are not nodes; else the names sharing the
+         * longest start with the pattern's literal part (ttyACM0 for
+         * ttyUSB*), the usual typo, if at least 3 characters long. */
+        for (int pass = 0; pass < 2; pass++)
+                for (int i = 0; i < n; i++) {
+                        const char *name = ents[i]->d_name;
+                        size_t lcp = 0;
+                        if (name[0] == '.')
+                                continue;
+                        if (fnmatch(rest, name, FNM_PERIOD) == 0) {
+                                if (pass == 0)
+                                        names_add(&matched, name);
+                                continue;
+                        }
+                        while (lcp < literal && name[lcp] == rest[lcp])
+                                lcp++;
+                        /* Ties go to names that go on like the pattern, a
+                         * letter after a letter (ttyS0 before tty0). */
+                        size_t score = lcp < 3 ? 0 : 2 * lcp + (lcp < literal && isalpha((unsigned char)rest[lcp]) &&
+                                                                isalpha((unsigned char)name[lcp]));
+                        if (pass == 0 && score > best)
+                                best = score;
+                        else if (pass == 1 && score > 0 && score == best)
+                                names_add(&similar, name);
+                }
+        for (int i = 0; i < n; i++)
+                free(ents[i]);
+        free(ents);
         if (matched.n)
                 doc_add(c, "match", DOC_PROBLEM, "match the device nodes themselves",
                         "%s: matches nothing: %s in %s %s not a device node", where, matched.text, dir,
