@@ -542,7 +542,7 @@ void doc_check_cdi(struct doc_ctx *c) {
         const char *dir = c->o->cdi_dir;
         char **hostdirs = NULL;
         size_t n = 0;
-        bool read = false;
+        bool runtime_reads = false;
         struct stat st;
 
         if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
@@ -554,12 +554,12 @@ void doc_check_cdi(struct doc_ctx *c) {
                         c->oom = true;
                         continue;
                 }
-                read |= same_dir(dir, *d) || same_dir(dir, h);
+                runtime_reads |= same_dir(dir, *d) || same_dir(dir, h);
         }
         if (!hostdirs)
                 return;
         _cleanup_free_ char *list = join_dirs(c->runtime_dirs);
-        if (read)
+        if (runtime_reads)
                 doc_add(c, "cdi", DOC_OK, NULL, "%s is read by the runtime", dir);
         else {
                 _cleanup_free_ char *fix = NULL;

@@ -4,7 +4,8 @@
  * The resources module answers "which devices"; the reasons a device is
  * not among them (a missing dir, another product, another driver) are
  * found here by looking at the same /dev and /sys with the selector's own
- * text from the config. */
+ * text from the config. (Should resources/ grow an explanation of its own,
+ * res_selector_explain(), this file should defer to it.) */
 #include "doctor.h"
 
 #include <cjson/cJSON.h>
