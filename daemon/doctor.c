@@ -210,8 +210,7 @@ static void check_daemon_sockets(struct doc_ctx *c, const char *dir) {
                 doc_add(c, "kubelet", DOC_OK, NULL, "the daemon serves all %zu resources", serving);
         /* Registration is only known to the daemon and the kubelet. */
         doc_add(c, "kubelet", DOC_INFO, NULL,
-                "registration with the kubelet not checked: the daemon has no metrics address configured, "
-                "so its /readyz cannot be asked");
+                "registration with the kubelet not checked: the daemon offers no /readyz to ask");
 }
 
 static void check_kubelet(struct doc_ctx *c) {
