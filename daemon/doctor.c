@@ -135,7 +135,7 @@ static void check_config(struct doc_ctx *c) {
 /* Write access as the kernel decides it for an identity without any
  * capability (the daemon drops them all, and its supplementary groups):
  * the owner, group or other bits alone. ACLs are not looked at. */
-static bool can_write(const struct stat *st, uid_t uid, gid_t gid, bool need_exec) {
+bool doc_can_write(const struct stat *st, uid_t uid, gid_t gid, bool need_exec) {
         mode_t w = st->st_uid == uid ? S_IWUSR : st->st_gid == gid ? S_IWGRP : S_IWOTH;
         mode_t x = st->st_uid == uid ? S_IXUSR : st->st_gid == gid ? S_IXGRP : S_IXOTH;
         return (st->st_mode & w) && (!need_exec || (st->st_mode & x));
@@ -176,7 +176,7 @@ static void check_kubelet_socket(struct doc_ctx *c, const char *dir) {
         else if (socket_alive(sock) < 0)
                 doc_add(c, "kubelet", DOC_PROBLEM, "restart the kubelet",
                         "%s is stale: nothing listens on it", sock);
-        else if (!can_write(&st, c->uid, c->gid, false))
+        else if (!doc_can_write(&st, c->uid, c->gid, false))
                 doc_add(c, "kubelet", DOC_PROBLEM,
                         "serve as uid 0 (no \"user\"), or give the user write access to the socket",
                         "%s is not writable by uid %u: cdiplug cannot register", sock, (unsigned)c->uid);
@@ -228,7 +228,7 @@ static void check_kubelet(struct doc_ctx *c) {
                         "%s is not a directory", dir);
                 return;
         }
-        if (!can_write(&st, c->uid, c->gid, true))
+        if (!doc_can_write(&st, c->uid, c->gid, true))
                 doc_add(c, "kubelet", DOC_PROBLEM,
                         "serve as uid 0 (no \"user\"), or: chown the dir to the user, or give its group write access",
                         "%s is not writable by uid %u gid %u without capabilities: cdiplug cannot create its sockets",

@@ -66,6 +66,11 @@ char *doc_host_path(const struct doc_ctx *c, const char *path);
  * trimmed; 0 or a negative errno. */
 int doc_read_small(const char *path, char *buf, size_t max);
 
+/* Whether uid/gid may write (and with need_exec, search) what st
+ * describes, with no capability: mode bits only. */
+struct stat;
+bool doc_can_write(const struct stat *st, uid_t uid, gid_t gid, bool need_exec);
+
 void doc_check_match(struct doc_ctx *c);
 void doc_check_runtime(struct doc_ctx *c);
 void doc_check_cdi(struct doc_ctx *c);

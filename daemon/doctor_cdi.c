@@ -547,6 +547,11 @@ void doc_check_cdi(struct doc_ctx *c) {
 
         if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
                 doc_add(c, "cdi", DOC_WARN, NULL, "%s does not exist yet: cdiplug serve creates it", dir);
+        else if (!doc_can_write(&st, c->uid, c->gid, true))
+                doc_add(c, "cdi", DOC_PROBLEM,
+                        "serve as uid 0 (no \"user\"), or: chown the dir to the user, or give its group write access",
+                        "%s is not writable by uid %u gid %u without capabilities: cdiplug cannot write its specs",
+                        dir, (unsigned)c->uid, (unsigned)c->gid);
         for (char **d = c->runtime_dirs; d && *d; d++) {
                 char *h = doc_host_path(c, *d);
                 if (!h || strv_push(&hostdirs, &n, h) < 0) {

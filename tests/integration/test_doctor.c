@@ -287,9 +287,11 @@ Test(doctor, config_kubelet_dir_and_kernel) {
         mkdir(e.kubelet_dir, 0755);
         cr_assert_eq(chown(e.kubelet_dir, 0, 0), 0);
         doctor(&out, NULL);
-        assert_has(out, "is not writable by uid 65534 gid 65534 without capabilities");
+        assert_has(out, "kubelet is not writable by uid 65534 gid 65534 without capabilities");
+        assert_has(out, "cdi is not writable by uid 65534 gid 65534 without capabilities");
         free(out);
         cr_assert_eq(chown(e.kubelet_dir, 65534, 65534), 0);
+        cr_assert_eq(chown(e.cdi_dir, 65534, 65534), 0);
         doctor(&out, NULL);
         assert_lacks(out, "is not writable");
         free(out);
