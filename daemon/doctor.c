@@ -14,6 +14,7 @@
 #include <sys/un.h>
 
 #include "config.h"
+#include "names.h"
 #include "resources.h"
 #include "sandbox.h"
 #include "util.h"
@@ -101,7 +102,17 @@ static void check_config(struct doc_ctx *c) {
         cfg_error_clear(&err);
         if (r < 0)
                 return;
-        doc_add(c, "config", DOC_OK, NULL, "%s: valid, %zu resources", path, c->cfg->n_resources);
+        /* As check does: kinds, spec files and sockets under the kubelet
+         * dir; what it finds wrong it logs on stderr. */
+        r = dp_names_prepare(c->cfg, c->o->kubelet_dir, true);
+        if (r == -EINVAL)
+                doc_add(c, "config", DOC_PROBLEM, "rename the resources the messages above name",
+                        "%s: the resources' names cannot be served as they are", path);
+        else if (r < 0)
+                doc_add(c, "config", DOC_PROBLEM, NULL, "%s: cannot work out the resources' names: %s", path,
+                        strerror(-r));
+        else
+                doc_add(c, "config", DOC_OK, NULL, "%s: valid, %zu resources", path, c->cfg->n_resources);
         if (c->cfg->n_resources == 0)
                 doc_add(c, "config", DOC_WARN, "add resources to it (see cdiplug(8), and the example config.json "
                         "in cdiplug's doc dir)", "%s configures no resources: cdiplug serves nothing", path);

@@ -198,7 +198,7 @@ Test(doctor, conflicting_and_broken_specs) {
         env_rm(&e, "etc/cdi/other.json");
 
         env_write(&e, "cdi/broken.json", "{\"cdiVersion\": \"0.3.0\", \"kind\": ");
-        env_write(&e, "cdi/nodevs.json", "{\"cdiVersion\":\"0.3.0\",\"kind\":\"vendor.com/x\",\"devices\":[]}");
+        env_write(&e, "cdi/nodevs.json", "{\"cdiVersion\":\"0.3.0\",\"kind\":\"vendor.com/xy\",\"devices\":[]}");
         env_write(&e, "cdi/badkind.json",
                   "{\"cdiVersion\":\"0.3.0\",\"kind\":\"nokind\",\"devices\":[{\"name\":\"a\","
                   "\"containerEdits\":{\"env\":[\"A=1\"]}}]}");
@@ -279,6 +279,13 @@ Test(doctor, config_kubelet_dir_and_kernel) {
                      " \"shares\": 0 } ] }");
         cr_assert_eq(doctor(&out, NULL), 1, "an invalid config is a problem found, not a usage error");
         assert_has(out, "resources[0].shares: must be a whole number");
+        free(out);
+
+        /* Valid JSON, but two resources would share a spec file and a socket. */
+        env_write(&e, "config.json", "{ \"resources\": [ { \"name\": \"x.com/a-bb\", \"match\": [ { \"path\": \"/dev/ttyUSB*\" } ] },"
+                                     " { \"name\": \"x.com-a/bb\", \"match\": [ { \"path\": \"/dev/ttyUSB*\" } ] } ] }");
+        cr_assert_eq(doctor(&out, NULL), 1);
+        assert_has(out, "the resources' names cannot be served as they are");
         free(out);
 
         /* The serving identity cannot write the root-owned kubelet dir. */
