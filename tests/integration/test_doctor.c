@@ -281,9 +281,9 @@ Test(doctor, config_kubelet_dir_and_kernel) {
         assert_has(out, "resources[0].shares: must be a whole number");
         free(out);
 
-        /* Valid JSON, but two resources would share a spec file and a socket. */
-        env_write(&e, "config.json", "{ \"resources\": [ { \"name\": \"x.com/a-bb\", \"match\": [ { \"path\": \"/dev/ttyUSB*\" } ] },"
-                                     " { \"name\": \"x.com-a/bb\", \"match\": [ { \"path\": \"/dev/ttyUSB*\" } ] } ] }");
+        /* Valid JSON, but two resources would share a CDI kind. */
+        env_write(&e, "config.json", "{ \"resources\": [ { \"name\": \"example.com/9x\", \"match\": [ { \"path\": \"/dev/ttyUSB*\" } ] },"
+                                     " { \"name\": \"example.com/cdi-9x\", \"match\": [ { \"path\": \"/dev/ttyUSB*\" } ] } ] }");
         cr_assert_eq(doctor(&out, NULL), 1);
         assert_has(out, "the resources' names cannot be served as they are");
         free(out);
