@@ -241,7 +241,9 @@ Test(doctor, explains_selectors_that_match_nothing) {
                 " { \"name\": \"example.com/gpu\", \"match\": [ { \"pci\": { \"vendor\": \"10de\", \"driver\": \"vfio-pci\" } } ] },"
                 " { \"name\": \"example.com/render\", \"match\": [ { \"paths\": [ \"/dev/dri/renderD*\", \"/dev/dri/card*\" ] } ] },"
                 " { \"name\": \"example.com/key\", \"match\": [ { \"usb\": { \"vendor\": \"1050\" } } ] },"
-                " { \"name\": \"example.com/fpga\", \"match\": [ { \"pci\": { \"vendor\": \"1172\" } } ] } ] }");
+                " { \"name\": \"example.com/fpga\", \"match\": [ { \"pci\": { \"vendor\": \"1172\" } } ] },"
+                " { \"name\": \"example.com/opt\", \"match\": [ { \"path\": \"/dev/ttyX*\", \"optional\": true },"
+                " { \"path\": \"/dev/ttyUSB*\" } ] } ] }");
         env_touch(&e, "dev/dri/renderD128");
         env_touch(&e, "dev/dri/card0");
         env_touch(&e, "dev/dri/card1");
@@ -259,15 +261,18 @@ Test(doctor, explains_selectors_that_match_nothing) {
 
         cr_assert_eq(doctor(&out, NULL), 1);
         assert_has(out, "match[0] {\"path\":\"/dev/ttyUSB*\"}: 1 device: ttyUSB0");
-        assert_has(out, "match[1] {\"path\":\"/dev/serial/by-id/*\"}: matches nothing: the directory /dev/serial/by-id "
-                        "does not exist");
-        assert_has(out, "match[2] {\"path\":\"/dev/ttyACM*\"}: matches nothing: no entry of /dev matches \"ttyACM*\"; "
-                        "similar names there: ttyS0, ttyUSB0\n");
-        assert_has(out, "USB devices of vendor 046d are present with another product: 046d:0826 at 1-1");
-        assert_has(out, "bound to another driver than \"vfio-pci\": 0000:03:00.0 (bound to nouveau)");
-        assert_has(out, "the first glob finds 1 node, but the other globs pair none of them");
-        assert_has(out, "no USB device of vendor 1050 is present; present: 046d:0826 at 1-1");
-        assert_has(out, "none of the 1 PCI functions has this vendor, device and class");
+        /* The reasons are res_selector_explain()'s; doctor adds where. */
+        assert_has(out, "match[1] {\"path\":\"/dev/serial/by-id/*\"}: finds nothing: path: directory "
+                        "/dev/serial/by-id does not exist");
+        assert_has(out, "match[2] {\"path\":\"/dev/ttyACM*\"}: finds nothing: path: nothing matches \"/dev/ttyACM*\"");
+        assert_has(out, "finds nothing: USB device 1-1 has vendor 046d but product 0826, not 0825");
+        assert_has(out, "finds nothing: PCI function 0000:03:00.0 is bound to nouveau, not vfio-pci");
+        assert_has(out, "{\"paths\":[\"/dev/dri/renderD*\",\"/dev/dri/card*\"]}: finds nothing: ");
+        assert_has(out, "{\"usb\":{\"vendor\":\"1050\"}}: finds nothing: no USB device has vendor 1050");
+        assert_has(out, "{\"pci\":{\"vendor\":\"1172\"}}: finds nothing: ");
+        assert_has(out, "info    match    resource \"example.com/opt\" match[0] {\"path\":\"/dev/ttyX*\","
+                        "\"optional\":true}: finds nothing (optional): ");
+        assert_lacks(out, "resource \"example.com/opt\": no devices");
         assert_has(out, "resource \"example.com/cam\": no devices");
         assert_lacks(out, "resource \"example.com/serial\": no devices");
         free(out);
