@@ -219,9 +219,18 @@ static void check_daemon_sockets(struct doc_ctx *c, const char *dir) {
         }
         if (serving == c->cfg->n_resources && serving > 0)
                 doc_add(c, "kubelet", DOC_OK, NULL, "the daemon serves all %zu resources", serving);
-        /* Registration is only known to the daemon and the kubelet. */
-        doc_add(c, "kubelet", DOC_INFO, NULL,
-                "registration with the kubelet not checked: the daemon offers no /readyz to ask");
+        /* Registration is only known to the daemon (and the kubelet): ask
+         * its /readyz at the config's metrics address. */
+        const char *addr = c->cfg->metrics_address;
+        _cleanup_free_ char *local = NULL;
+        if (addr && addr[0] == ':' && xasprintf(&local, "127.0.0.1%s", addr) >= 0)
+                addr = local; /* ":port" listens on every IPv4 address */
+        if (addr && *addr)
+                doc_check_readyz(c, addr);
+        else
+                doc_add(c, "kubelet", DOC_INFO, NULL,
+                        "registration with the kubelet not checked: the config sets no metrics.address whose "
+                        "/readyz could be asked (a --metrics-address given to the daemon is not seen here)");
 }
 
 static void check_kubelet(struct doc_ctx *c) {

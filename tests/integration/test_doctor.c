@@ -11,10 +11,13 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <poll.h>
+#include <sys/inotify.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "env.h"
+#include "http.h"
 #include "kubelet.h"
 
 static struct env e;
@@ -358,6 +361,53 @@ Test(doctor, stale_and_unwritable_sockets) {
         free(out);
         free(sock);
         tk_stop(tk);
+}
+
+/* The log once it holds text, woken by inotify, within timeout_ms. */
+static char *wait_log(const char *text, int timeout_ms) {
+        int fd = inotify_init1(IN_CLOEXEC);
+        cr_assert(fd >= 0);
+        cr_assert(inotify_add_watch(fd, e.log, IN_MODIFY) >= 0, "watch %s", e.log);
+        char *log = NULL;
+        for (;;) {
+                free(log);
+                log = env_read(e.log);
+                if ((log && strstr(log, text)) || timeout_ms <= 0)
+                        break;
+                struct pollfd p = {.fd = fd, .events = POLLIN};
+                char buf[4096];
+                cr_assert(poll(&p, 1, timeout_ms) > 0, "no \"%s\" in the log: %s", text, log ? log : "");
+                (void)!read(fd, buf, sizeof(buf));
+                timeout_ms -= 10;
+        }
+        close(fd);
+        return log;
+}
+
+Test(doctor, asks_the_daemons_readyz) {
+        char *out = NULL, *config = NULL;
+        int port = http_free_port();
+        cr_assert_gt(port, 0);
+        cr_assert(asprintf(&config, "{ \"metrics\": { \"address\": \"127.0.0.1:%d\" }, \"resources\": ["
+                                    " { \"name\": \"example.com/serial\", \"match\": [ { \"path\": \"/dev/ttyUSB*\" } ] } ] }",
+                           port) > 0);
+        healthy_root(config);
+        free(config);
+        /* No kubelet: the daemon serves its endpoint but is not ready. */
+        mkdir(e.kubelet_dir, 0755);
+        env_spawn(&e, NULL);
+        free(wait_log("before serving", 10000));
+        cr_assert_eq(doctor(&out, NULL), 1);
+        assert_has(out, "daemon /readyz: example.com/serial: not ready");
+        assert_has(out, "answers 503: not every resource is registered with the kubelet");
+        free(out);
+        int status = env_stop(&e, SIGTERM, 5000);
+        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+        /* Nobody listens there any more: said, not guessed. */
+        doctor(&out, NULL);
+        assert_has(out, "cannot ask the daemon's /readyz on 127.0.0.1:");
+        free(out);
 }
 
 Test(doctor, usage_errors_exit_2) {
