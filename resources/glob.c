@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Path globs, walked component by component under the host root.
  *
  * Not glob(3): that takes absolute strings, which would resolve symlinks

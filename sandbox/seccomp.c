@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The seccomp filter: an allowlist kept as data, a denylist that kills, and
  * everything else failing with EPERM. Built for the native architecture
  * only; every other ABI hits the bad-architecture action, which kills.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Build cdiplug twice (release flags, and ASan+UBSan) and run the whole test
 # suite on both. Run as root for the sandbox tests (they skip otherwise).
 set -euo pipefail

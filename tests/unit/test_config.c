@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cfg: every mistake names its JSON path; valid configs parse fully. */
 #include <criterion/criterion.h>
 #include <errno.h>
