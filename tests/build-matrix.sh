@@ -12,7 +12,8 @@ cd "$(dirname "$0")/.."
 src=$PWD
 types=("$@")
 [ ${#types[@]} -gt 0 ] || types=(Debug Release RelWithDebInfo MinSizeRel None)
-compilers=(gcc clang-14)
+# CDIPLUG_MATRIX_CC="gcc" limits the run to some compilers.
+read -r -a compilers <<<"${CDIPLUG_MATRIX_CC:-gcc clang-14}"
 jobs=$(nproc)
 
 eval "$(DEB_BUILD_MAINT_OPTIONS=hardening=+all dpkg-buildflags --export=sh)"
