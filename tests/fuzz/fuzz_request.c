@@ -48,7 +48,7 @@ static void setup(void) {
                 devs[i].n_nodes = i == 3 ? 2 : 1;
                 devs[i].numa_node = i % 2 ? 1 : (i == 2 ? -1 : 0);
         }
-        struct res_devlist serial = {devs, 3}, gpu = {devs + 3, 1};
+        struct res_devlist serial = { .devs = devs, .n = 3 }, gpu = { .devs = devs + 3, .n = 1 };
         FUZZ_CHECK(dp_plugin_new(&cfg->resources[0], &plugins[0]) == 0);
         FUZZ_CHECK(dp_plugin_update(plugins[0], &serial, &changed) == 0);
         FUZZ_CHECK(dp_plugin_new(&cfg->resources[1], &plugins[1]) == 0);
