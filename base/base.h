@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* base: what every module of cdiplug shares, and nothing else. Ownership by
  * cleanup attributes, after systemd's alloc-util.h: a variable marked
  * _cleanup_free_ is freed when it goes out of scope, TAKE_PTR hands it over.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cdi-internal: helpers shared by the cdi/ sources only; never included
  * outside cdi/. */
 #pragma once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cdi: Container Device Interface spec model, names and atomic spec files.
  *
  * Everything here returns 0 or a negative errno; ret_* outputs are written

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Finding other spec files that define our kinds or devices.
  *
  * Runtimes merge all spec directories: the same qualified device in two

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Spec files on disk: atomic replacement, the ownership record, and removal
  * of cdiplug's own stale specs.
  *

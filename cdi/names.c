@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Kinds, device names, qualified names and spec file names.
  *
  * The character rules follow what CDI consumers actually enforce (the

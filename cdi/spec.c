@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The spec model: validation, minimum cdiVersion and JSON rendering. */
 #include <cjson/cJSON.h>
 #include <errno.h>

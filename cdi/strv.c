@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* NULL-terminated string vectors, as used for env, mount options and
  * file-name lists. */
 #include <errno.h>

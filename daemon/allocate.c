@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Allocate and GetPreferredAllocation: validate every ID the kubelet sends,
  * then answer in the resource's configured modes. */
 #include <stdint.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "config.h"
 
 #include <cjson/cJSON.h>
@@ -206,10 +207,14 @@ static int parse_resource(const cJSON *obj, size_t idx, unsigned default_modes,
         res->shares = 1;
         if (shares) {
                 snprintf(f, sizeof(f), "%s.shares", base);
-                if (!cJSON_IsNumber(shares) || shares->valuedouble != (double)(int)shares->valuedouble ||
-                    shares->valuedouble < 1 || shares->valuedouble > CFG_MAX_SHARES)
+                /* Range first: converting a double outside int's range
+                 * (1e300, inf) to int is undefined behaviour. The negated
+                 * test also refuses NaN. */
+                if (!cJSON_IsNumber(shares) ||
+                    !(shares->valuedouble >= 1 && shares->valuedouble <= CFG_MAX_SHARES) ||
+                    shares->valuedouble != (double)(int)shares->valuedouble)
                         return fail(err, f, "must be a whole number from 1 to %d", CFG_MAX_SHARES);
-                res->shares = (unsigned)shares->valueint;
+                res->shares = (unsigned)shares->valuedouble;
         }
         if (policy) {
                 static const char *const names[] = {

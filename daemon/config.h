@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cfg: the daemon's JSON configuration. Parsing is all-or-nothing: any
  * mistake yields -EINVAL and a cfg_error naming the JSON path of the field. */
 #pragma once

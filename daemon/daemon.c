@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Start-up in a fixed order, then two loops.
  *
  * 1. open what start-up needs: signalfd, inotify (kubelet dir, device

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The running daemon: one grpc server per resource on one completion queue
  * drained by the main thread, and a watcher thread that turns signals,
  * inotify events and retry timers into actions. Both hold d->lock while

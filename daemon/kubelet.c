@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Registration with the kubelet: Register on kubelet.sock, asynchronously
  * on the daemon's completion queue, because the kubelet dials back and
  * calls GetDevicePluginOptions before it answers, and that call must be

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cdiplug: command line. Exit codes: 0 success, 1 runtime failure,
  * 2 usage or configuration error (nothing written). */
 #include <getopt.h>

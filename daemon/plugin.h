@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* dp_plugin: one resource's devices and the answers to its RPCs, as pure
  * functions on protobuf-c messages (the gRPC plumbing lives in server.c).
  * Not thread-safe: callers hold the daemon lock. */

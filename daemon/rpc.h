@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* dp_rpc: glue between grpc core byte buffers and protobuf-c messages, the
  * errno → gRPC status mapping, and a blocking unary client call (used by the
  * test kubelet and the benchmark; the daemon itself never blocks). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* One grpc core server per resource, all on the daemon's completion queue.
  *
  * A unary call goes through three tags in turn: the server hands us the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Start-up housekeeping of CDI specs: cdiplug's own specs for resources
  * no longer configured go away, and other specs that clash with ours are
  * reported, because runtimes resolve such clashes by dropping devices. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Small helpers shared by the daemon's files: ownership via cleanup
  * attributes (after systemd's alloc-util.h), logging, string vectors. */
 #pragma once

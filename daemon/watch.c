@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* inotify: the kubelet's dir (restarts) and the resources' device dirs
  * (hotplug). The kernel tells us; the one timer here is the grace period
  * below.

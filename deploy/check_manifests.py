@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Render deploy/base like `kubectl kustomize` and check its security fields.
 
 Debian 12 packages no kustomize, so this renders the subset of a

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # collect-runtime.sh BINARY ROOTFS [CONFIG]
 #
 # Build a minimal root file system for a FROM-scratch image: BINARY as

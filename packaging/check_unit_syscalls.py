@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Check that the unit's SystemCallFilter= allows what cdiplug itself allows.
 
 cdiplug loads its own seccomp allowlist (sandbox/seccomp.c) while running

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # packaging/ci-check.sh: build and check every packaging artifact.
 #
 # Run as root on Debian 12 with the project's build dependencies installed:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* res_discover and res_watch_dirs: run every selector, then make the IDs
  * unique.
  *

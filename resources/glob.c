@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Path globs, walked component by component under the host root.
  *
  * Not glob(3): that takes absolute strings, which would resolve symlinks
@@ -105,19 +106,22 @@ static DIR *open_dir(int rootfd, const char *path, int *ret_err) {
 
 /* The next entry of d that comp matches, never "." or "..": 1 with *ret
  * set, 0 at the end, or a negative errno. */
-static int next_match(DIR *d, const char *comp, struct dirent **ret) {
+/* The next entry matching comp, or NULL at the end, when *ret_err says
+ * whether readdir failed (negative errno) or the directory is done (0). */
+static struct dirent *next_match(DIR *d, const char *comp, int *ret_err) {
         for (;;) {
                 errno = 0;
                 struct dirent *de = readdir(d);
-                if (!de)
-                        return errno ? -errno : 0;
+                if (!de) {
+                        *ret_err = errno ? -errno : 0;
+                        return NULL;
+                }
                 if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
                         continue;
                 /* FNM_PERIOD: like the shell, '*' does not match dotfiles. */
                 if (fnmatch(comp, de->d_name, FNM_PERIOD) != 0)
                         continue;
-                *ret = de;
-                return 1;
+                return de;
         }
 }
 
@@ -188,7 +192,8 @@ static int walk(struct walk *w, size_t idx) {
         if (!d)
                 return is_absent(err) ? 0 : err;
         struct dirent *de;
-        while ((r = next_match(d, comp, &de)) > 0) {
+        r = 0;
+        while ((de = next_match(d, comp, &r))) {
                 if (!last && de->d_type != DT_DIR && de->d_type != DT_LNK &&
                     de->d_type != DT_UNKNOWN)
                         continue;
@@ -259,7 +264,8 @@ static int watch_walk(struct walk *w, size_t idx) {
         if (!d)
                 return is_absent(err) ? 0 : err;
         struct dirent *de;
-        while ((r = next_match(d, comp, &de)) > 0) {
+        r = 0;
+        while ((de = next_match(d, comp, &r))) {
                 if (de->d_type != DT_DIR && de->d_type != DT_LNK && de->d_type != DT_UNKNOWN)
                         continue;
                 r = pbuf_push(&w->p, de->d_name);

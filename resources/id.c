@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Device IDs: what the kubelet checkpoints and hands back in Allocate, so
  * they must come out the same after a restart and never exceed its limit. */
 #include <errno.h>

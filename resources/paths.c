@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* "path" and "paths" selectors.
  *
  * "paths" builds one device per match of its first glob. Each further glob

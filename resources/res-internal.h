@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Helpers shared by the files of the resources module; not part of its API.
  *
  * Same conventions as resources.h: 0 or a negative errno, ret_* written only

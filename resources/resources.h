@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* resources: find the host devices behind a resource's "match" selectors.
  *
  * Every read of /dev and /sys happens under a host root (default "/"), and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Parsing of one "match" entry. Every error names the key it is about, so
  * the daemon can point the operator at the exact spot in the config. */
 #include <cjson/cJSON.h>

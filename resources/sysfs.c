@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* USB and PCI selectors, NUMA affinity and device-node parents, all read
  * from sysfs under the host root.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Small helpers: growable vectors, bounded sysfs reads, opening under the
  * host root. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Capabilities: the daemon keeps none after start-up, in any set. The
  * table of capabilities kept while serving is empty on purpose: everything
  * that needs a capability (opening kubelet's directory, /dev, /sys) is

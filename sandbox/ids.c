@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Identity: parsing --user and switching to it. */
 #include <errno.h>
 #include <grp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sbx_lockdown(): the daemon's one-way trip from "root that opens things"
  * to "process that can only serve". The order is fixed and each step
  * depends on the one before; see the comments at each call.

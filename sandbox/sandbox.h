@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sandbox: the daemon's lock-down, applied once at start-up before
  * grpc_init() starts any thread. Only this module touches libcap-ng and
  * libseccomp. Functions return 0 or a negative errno.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sandbox internals: one file per lock-down step, called in order by
  * sbx_lockdown() in sandbox.c. Not for use outside sandbox/.
  */

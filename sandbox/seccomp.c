@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The seccomp filter: an allowlist kept as data, a denylist that kills, and
  * everything else failing with EPERM. Built for the native architecture
  * only; every other ABI hits the bad-architecture action, which kills.
@@ -155,6 +156,15 @@ static bool known_anywhere(const char *name)
         return false;
 }
 
+/* libseccomp's SCMP_A0()..SCMP_A5() leave datum_b out of one-operand
+ * comparisons, which clang's -Wmissing-field-initializers reports; a
+ * designated initializer states the same 64-bit comparison in full. */
+static struct scmp_arg_cmp arg_cmp(unsigned int arg, enum scmp_compare op, scmp_datum_t a,
+                                   scmp_datum_t b)
+{
+        return (struct scmp_arg_cmp){ .arg = arg, .op = op, .datum_a = a, .datum_b = b };
+}
+
 static int add_rule(scmp_filter_ctx ctx, const struct sbx_syscall_group *g, int nr)
 {
         uint32_t act = action_of(g->action);
@@ -164,25 +174,25 @@ static int add_rule(scmp_filter_ctx ctx, const struct sbx_syscall_group *g, int 
         case SBX_ARG_ANY:
                 return seccomp_rule_add_exact_array(ctx, act, nr, 0, NULL);
         case SBX_ARG_AF_UNIX:
-                cmp[0] = SCMP_A0(SCMP_CMP_EQ, AF_UNIX);
+                cmp[0] = arg_cmp(0, SCMP_CMP_EQ, AF_UNIX, 0);
                 return seccomp_rule_add_exact_array(ctx, act, nr, 1, cmp);
         case SBX_ARG_THREAD:
-                cmp[0] = SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, CLONE_THREAD);
+                cmp[0] = arg_cmp(0, SCMP_CMP_MASKED_EQ, CLONE_THREAD, CLONE_THREAD);
                 return seccomp_rule_add_exact_array(ctx, act, nr, 1, cmp);
         case SBX_ARG_SELF:
                 /* Fork is refused (threads-only clone), so our pid is fixed
                  * for the filter's lifetime. */
-                cmp[0] = SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)getpid());
+                cmp[0] = arg_cmp(0, SCMP_CMP_EQ, (scmp_datum_t)getpid(), 0);
                 return seccomp_rule_add_exact_array(ctx, act, nr, 1, cmp);
         case SBX_ARG_GETRLIMIT:
-                cmp[0] = SCMP_A0(SCMP_CMP_EQ, 0);
-                cmp[1] = SCMP_A2(SCMP_CMP_EQ, 0);
+                cmp[0] = arg_cmp(0, SCMP_CMP_EQ, 0, 0);
+                cmp[1] = arg_cmp(2, SCMP_CMP_EQ, 0, 0);
                 return seccomp_rule_add_exact_array(ctx, act, nr, 2, cmp);
         case SBX_ARG_PRCTL:
                 for (size_t i = 0; i < sizeof(prctl_ok) / sizeof(prctl_ok[0]); i++) {
                         int r;
 
-                        cmp[0] = SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)prctl_ok[i]);
+                        cmp[0] = arg_cmp(0, SCMP_CMP_EQ, (scmp_datum_t)prctl_ok[i], 0);
                         r = seccomp_rule_add_exact_array(ctx, act, nr, 1, cmp);
                         if (r < 0)
                                 return r;

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The demo: cdiplug serving three resources to the test kubelet, no cluster.
 # Devices come from a fake host tree (--host-root), so it runs anywhere.
 set -euo pipefail

@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Install cdiplug's build and test dependencies from Debian 12 packages.
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config libgrpc-dev protobuf-c-compiler libprotobuf-c-dev
       libcjson-dev libseccomp-dev libcap-ng-dev libcriterion-dev
       libmicrohttpd-dev
       podman runc busybox-static prometheus groff-base)
+# The clang builds (tests/build-matrix.sh, the UBSan run in tests/run-all.sh)
+# and the fuzzers (tests/fuzz/run.sh); dpkg-buildflags for the matrix.
+pkgs+=(clang-14 libfuzzer-14-dev libclang-rt-14-dev dpkg-dev)
 missing=()
 for p in "${pkgs[@]}"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cdiplug-bench: the performance figures in the README, measured against
  * the real daemon over unix sockets. Not a test: it prints numbers.
  *

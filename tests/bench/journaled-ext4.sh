@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Run cdiplug-bench with its kubelet, CDI and device dirs on a fresh
 # journaled ext4 (a loop-mounted image), the kind of file system a node's
 # /var/lib/kubelet is on. An ext4 without a journal (some VM images' root)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Rewrites one spec forever, for test_cdi_crash to SIGKILL at random
  * moments. After each completed write it sends one byte on stdout, so the
  * test knows a complete spec must exist from then on.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # cdi/ test helpers. Included from tests/CMakeLists.txt after the unit test
 # targets exist.
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Test-side client calls to a running plugin, built on dp_call_unary. */
 #pragma once
 

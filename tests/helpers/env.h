@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Integration-test environment: a temp dir with a fake host root, a
  * kubelet dir and a CDI dir, and the real cdiplug binary run against them. */
 #pragma once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* See faketree.h. Test-only code, but it still keeps to our habits: no
  * fixed path buffers, errors as negative errno. */
 #include "faketree.h"

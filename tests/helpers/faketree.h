@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* faketree: build fake /dev and /sys trees in a temp dir, for tests that
  * pass the result as a host root.
  *

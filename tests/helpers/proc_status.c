@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Reading /proc/<pid>/task/<tid>/status, for the sandbox's tests and the
  * daemon's integration tests. */
 #include <dirent.h>

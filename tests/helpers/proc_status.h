@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* proc_status: read /proc/<pid>/task/<tid>/status from a test, to check
  * from outside that a running daemon (or sbx-try) is locked down. Compiled
  * into every test program. Functions return 0 or a negative errno.

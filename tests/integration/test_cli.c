@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The command line as an operator meets it. */
 #include <criterion/criterion.h>
 #include <stdio.h>

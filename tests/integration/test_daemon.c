@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The real cdiplug binary, three resources, a test kubelet, real sockets. */
 #include <criterion/criterion.h>
 #include <signal.h>

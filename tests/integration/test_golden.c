@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Golden files: a config and a fake host tree in, `cdiplug generate` out;
  * every spec is compared structurally (key order and whitespace aside)
  * with tests/golden/<case>/<file>.json. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Hotplug through the running daemon: nodes that appear in dirs that did
  * not exist at start, USB devices plugged and unplugged, and health. */
 #include <criterion/criterion.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* --user: serving as an unprivileged identity that owns the two dirs; and
  * a lock-down that cannot be completed stops the daemon, loudly. */
 #include <criterion/criterion.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Kubelet restarts: the kubelet deletes every socket in its dir and makes
  * a new kubelet.sock; every resource must come back, every time. */
 #include <criterion/criterion.h>

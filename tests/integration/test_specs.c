@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* CDI spec housekeeping at start-up: own stale specs removed, foreign
  * specs never touched, clashes reported. */
 #include <criterion/criterion.h>

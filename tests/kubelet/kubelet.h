@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tk: a test kubelet written with grpc core. It serves Registration on
  * <dir>/kubelet.sock like the kubelet's device manager: on Register it
  * dials the plugin back, calls GetDevicePluginOptions before answering, and

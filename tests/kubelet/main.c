@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test-kubelet [--pod-resources SOCK --scrape HOST:PORT] DIR RESOURCE...:
  * serve kubelet.sock in DIR, wait for each resource to register, then
  * print what a kubelet would see: the Register request, the device list,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shared by tests/unit/test_resources*.c: build selectors from JSON text and
  * run discovery on a fake tree. Header-only so it adds nothing to the other
  * modules' test programs. */

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # sandbox/ test programs. sbx-try locks itself down with sbx_lockdown() and
 # then does one named thing (tests/sandbox/try-syscall.c); it is test-only
 # and never installed, like every target in tests/.

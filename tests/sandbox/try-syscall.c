@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sbx-try: lock down with sbx_lockdown(), then do one named thing, so a
  * test can watch from outside what the sandbox allows, refuses and kills.
  * Test-only (built by tests/sandbox/extra.cmake, never installed); in the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cdi/: names, minimum cdiVersion, validation and JSON output. */
 #include <criterion/criterion.h>
 #include <cjson/cJSON.h>

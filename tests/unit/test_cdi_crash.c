@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Crash safety of cdi_spec_write: a writer process (tests/cdi/cdi-writer.c)
  * rewrites one spec in a loop and is SIGKILLed at random moments, hundreds
  * of times. Runtimes may read the directory at any instant, so after every

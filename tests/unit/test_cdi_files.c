@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cdi/: spec files on disk, the ownership record, stale removal and
  * conflict detection, all in throw-away directories. */
 #include <criterion/criterion.h>

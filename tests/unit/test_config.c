@@ -1,6 +1,8 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cfg: every mistake names its JSON path; valid configs parse fully. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -104,6 +106,31 @@ Test(config, reports_the_field_of_every_mistake) {
                 cr_assert_not_null(strstr(err.msg, c->msg_has), "for %s: message \"%s\"", c->json, err.msg);
                 cfg_error_clear(&err);
         }
+}
+
+/* Out of int's range: converting these to int before the range check was
+ * undefined behaviour, which clang's UBSan (float-cast-overflow) catches in
+ * tests/run-all.sh's clang build. 1e400 parses as infinity. */
+Test(config, shares_out_of_int_range_are_refused) {
+        static const char *const values[] = { "1e300", "-1e300", "1e400", "-1e400", "2147483648",
+                                              "4294967297", "1e10", "1025", "-1", "1024.5" };
+        for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
+                char json[256];
+                struct cfg_config *cfg = NULL;
+                struct cfg_error err = {0};
+                snprintf(json, sizeof(json),
+                         "{\"resources\": [{\"name\": \"example.com/a\", \"match\": "
+                         "[{\"path\": \"/dev/a\"}], \"shares\": %s}]}", values[i]);
+                cr_assert_eq(cfg_parse(json, strlen(json), &cfg, &err), -EINVAL, "accepted: %s", json);
+                cr_assert_null(cfg);
+                cr_assert_str_eq(err.field, "resources[0].shares", "for %s", values[i]);
+                cr_assert_not_null(strstr(err.msg, "1 to 1024"), "for %s: %s", values[i], err.msg);
+                cfg_error_clear(&err);
+        }
+        struct cfg_config *cfg = parse_ok("{\"resources\": [{\"name\": \"example.com/a\", \"match\": "
+                                          "[{\"path\": \"/dev/a\"}], \"shares\": 1024.0}]}");
+        cr_assert_eq(cfg->resources[0].shares, 1024);
+        cfg_free(cfg);
 }
 
 Test(config, refuses_oversized_and_nul) {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* dp_plugin: device merging, share IDs, lists, and the answers to
  * Allocate and GetPreferredAllocation, without grpc. */
 #include <criterion/criterion.h>

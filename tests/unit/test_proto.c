@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* proto/deviceplugin.proto against upstream-encoded fixtures: every field
  * decoded and checked, and re-encoding gives the upstream bytes, so a wrong
  * field number or type cannot pass. */

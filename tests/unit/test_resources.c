@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* resources: device IDs, the "path" selector, ID uniqueness, selector
  * errors and watch directories, all on fake trees in temp dirs. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* resources: every way a "match" entry can be wrong names the key. */
 #include <errno.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* resources: USB and PCI selectors, NUMA nodes and multi-node ("paths")
  * devices on fake /sys trees shaped like the kernel's. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sandbox/: sbx_lockdown() proven from outside. Each test runs sbx-try
  * (tests/sandbox/try-syscall.c), which locks itself down and then does one
  * thing, and looks at how it ended: an exit status carrying the errno, or

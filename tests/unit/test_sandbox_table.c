@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sandbox/: the seccomp table as data. SECURITY.md's copy must match it
  * row for row, and the denylist must hold every call issue 5 names. */
 #include <criterion/criterion.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sandbox/: sbx_parse_user(), the --user option. Expectations come from
  * the machine's own passwd database where names are involved, so the test
  * holds on any distribution that has root and nobody. */
