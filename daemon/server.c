@@ -53,6 +53,8 @@ static void on_stream_close(struct dp_daemon *d, struct dp_tag *tag, bool ok);
 #define CALL_OF(t, member) ((struct dp_call *)((char *)(t) - offsetof(struct dp_call, member)))
 
 static void call_free(struct dp_call *c) {
+        struct dp_resource *res = c->res;
+
         if (c->call)
                 grpc_call_unref(c->call);
         grpc_call_details_destroy(&c->details);
@@ -62,9 +64,11 @@ static void call_free(struct dp_call *c) {
         if (c->send)
                 grpc_byte_buffer_destroy(c->send);
         grpc_slice_unref(c->status_details);
-        c->res->d->live--;
-        dp_maybe_finish(c->res->d);
+        res->d->live--;
+        res->calls--;
+        dp_maybe_finish(res->d);
         free(c);
+        dp_resource_maybe_free(res);
 }
 
 /* Offer the server a slot for its next incoming call. */
@@ -89,6 +93,7 @@ static int request_next(struct dp_resource *res) {
                 return -EIO;
         }
         res->d->live++;
+        res->calls++;
         return 0;
 }
 
@@ -356,6 +361,7 @@ static void on_shutdown(struct dp_daemon *d, struct dp_tag *tag, bool ok) {
         res->state = SRV_DOWN;
         d->live--;
         dp_maybe_finish(d);
+        dp_resource_maybe_free(res);
 }
 
 /* The grpc server lives as long as the daemon and has no port of its own:
@@ -497,7 +503,7 @@ void dp_accept_due(struct dp_daemon *d) {
         uint64_t now = dp_now_ms();
 
         for (size_t i = 0; i < d->n_res; i++) {
-                struct dp_resource *res = &d->res[i];
+                struct dp_resource *res = d->res[i];
                 if (!res->accept_resume_ms || res->accept_resume_ms > now)
                         continue;
                 res->accept_resume_ms = 0;

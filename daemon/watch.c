@@ -162,10 +162,18 @@ int dp_watch_setup(struct dp_daemon *d) {
                 return r;
         }
         for (size_t i = 0; i < d->n_res; i++)
-                for (char **dir = d->res[i].watch_dirs; dir && *dir; dir++)
-                        if (dev_watch_add(d, *dir, d->res[i].cfg->name) < 0)
+                for (char **dir = d->res[i]->watch_dirs; dir && *dir; dir++)
+                        if (dev_watch_add(d, *dir, d->res[i]->cfg->name) < 0)
                                 return -ENOMEM;
         return 0;
+}
+
+/* A resource added by a reload: its device dirs, like one from start-up. */
+void dp_watch_resource(struct dp_daemon *d, struct dp_resource *res) {
+        for (char **dir = res->watch_dirs; dir && *dir; dir++)
+                if (dev_watch_add(d, *dir, res->cfg->name) < 0)
+                        log_warn("resource \"%s\": cannot watch %s: out of memory; continuing without hotplug",
+                                 res->cfg->name, *dir);
 }
 
 /* Re-create a deleted socket; register only with a kubelet that has not
@@ -187,10 +195,10 @@ static void kubelet_appeared(struct dp_daemon *d) {
         d->kubelet_gen++;
         dp_kubelet_channel_close(d);
         for (size_t i = 0; i < d->n_res; i++) {
-                d->res[i].relisten_at_ms = 0;
+                d->res[i]->relisten_at_ms = 0;
                 if (d->kubelet_wd >= 0)
-                        dp_server_listen(&d->res[i]);
-                dp_register(&d->res[i]);
+                        dp_server_listen(d->res[i]);
+                dp_register(d->res[i]);
         }
 }
 
@@ -207,8 +215,8 @@ static void kubelet_dir_gone(struct dp_daemon *d) {
         log_warn("kubelet dir %s was removed; sockets stop until it is back", d->opts->kubelet_dir);
         d->kubelet_wd = -1;
         for (size_t i = 0; i < d->n_res; i++) {
-                d->res[i].relisten_at_ms = 0;
-                dp_server_unlisten(&d->res[i], false);
+                d->res[i]->relisten_at_ms = 0;
+                dp_server_unlisten(d->res[i], false);
         }
         if (watch_kubelet_dir(d) == 1)
                 kubelet_dir_appeared(d);
@@ -244,7 +252,7 @@ void dp_watch_due(struct dp_daemon *d) {
         uint64_t now = dp_now_ms();
 
         for (size_t i = 0; i < d->n_res; i++) {
-                struct dp_resource *res = &d->res[i];
+                struct dp_resource *res = d->res[i];
                 if (!res->relisten_at_ms || res->relisten_at_ms > now)
                         continue;
                 res->relisten_at_ms = 0;
@@ -269,8 +277,8 @@ static void kubelet_event(struct dp_daemon *d, const struct inotify_event *ev) {
         }
         if (ev->mask & (IN_DELETE | IN_MOVED_FROM))
                 for (size_t i = 0; i < d->n_res; i++)
-                        if (strcmp(ev->name, d->res[i].cfg->socket_name) == 0)
-                                socket_gone(&d->res[i]);
+                        if (strcmp(ev->name, d->res[i]->cfg->socket_name) == 0)
+                                socket_gone(d->res[i]);
 }
 
 /* Rediscover; then watch any dir that has appeared (a new USB bus, a
@@ -300,12 +308,13 @@ static void refresh(struct dp_resource *res) {
 
 /* After a lost event nothing can be trusted: check everything. */
 static void resync(struct dp_daemon *d) {
-        log_warn("inotify queue overflowed; re-checking sockets and devices");
+        log_warn("inotify queue overflowed; re-checking sockets, devices and the config");
+        d->reload_due = true;
         for (size_t i = 0; i < d->n_res; i++)
-                socket_gone(&d->res[i]);
+                socket_gone(d->res[i]);
         kubelet_appeared(d);
         for (size_t i = 0; i < d->n_res; i++)
-                refresh(&d->res[i]);
+                refresh(d->res[i]);
 }
 
 void dp_watch_handle(struct dp_daemon *d) {
@@ -326,6 +335,8 @@ void dp_watch_handle(struct dp_daemon *d) {
                         }
                         if (ev->wd == d->kubelet_wd)
                                 kubelet_event(d, ev);
+                        if (ev->wd == d->config_wd)
+                                dp_reload_event(d, ev);
                         if (ev->wd == d->ancestor_wd && watch_kubelet_dir(d) == 1)
                                 kubelet_dir_appeared(d);
                         for (size_t w = 0; w < d->n_dev_wds; w++) {
@@ -336,7 +347,7 @@ void dp_watch_handle(struct dp_daemon *d) {
                                 if (ev->mask & IN_IGNORED)
                                         d->dev_wds[w] = -1;
                                 for (size_t i = 0; i < d->n_res; i++)
-                                        if (has_dir(d->res[i].watch_dirs, d->dev_wd_dirs[w]))
+                                        if (has_dir(d->res[i]->watch_dirs, d->dev_wd_dirs[w]))
                                                 dirty[i] = true;
                         }
                 }
@@ -344,5 +355,5 @@ void dp_watch_handle(struct dp_daemon *d) {
         /* One rediscovery per resource per batch of events. */
         for (size_t i = 0; i < d->n_res; i++)
                 if (dirty[i] && !d->stopping)
-                        refresh(&d->res[i]);
+                        refresh(d->res[i]);
 }
