@@ -113,7 +113,8 @@ struct plan {
         bool *kept;                    /* per running resource: still configured */
         struct cfg_resource **retire;  /* per running resource: room for its settings once removed */
         struct dp_resource **res;      /* the new d->res */
-        size_t added, changed, removed, unchanged;
+        size_t n_res;                  /* filled in res */
+        size_t added, changed, removed, unchanged, failed;
 };
 
 static void plan_free(struct dp_daemon *d, struct plan *p) {
@@ -283,7 +284,7 @@ static void log_devices(const struct dp_plugin *p) {
 }
 
 /* New devices: spec first, then the list on the streams already open. */
-static void apply_devices(struct dp_daemon *d, struct step *s, const struct cfg_resource *cfg) {
+static bool apply_devices(struct dp_daemon *d, struct step *s, const struct cfg_resource *cfg) {
         struct dp_resource *res = s->res;
         struct dp_plugin *old = res->plugin;
 
@@ -292,7 +293,7 @@ static void apply_devices(struct dp_daemon *d, struct step *s, const struct cfg_
                  * next reload sees the difference and tries again. */
                 log_warn("resource \"%s\": keeping its previous devices until a reload succeeds", cfg->name);
                 own_cfg(res, TAKE_PTR(s->keep));
-                return;
+                return false;
         }
         /* Past what any stream has sent, so each one sends the new list. */
         s->plugin->generation = old->generation + 1;
@@ -305,23 +306,27 @@ static void apply_devices(struct dp_daemon *d, struct step *s, const struct cfg_
         dp_watch_resource(d, res);
         log_devices(res->plugin);
         dp_server_push(res);
+        return true;
 }
 
-static void apply_added(struct dp_daemon *d, struct step *s) {
+static bool apply_added(struct dp_daemon *d, struct step *s) {
         struct dp_resource *res = s->res;
 
-        /* At start-up a failed spec stops the daemon; here the resource
-         * is still served, and its list's IDs resolve once a later
-         * refresh writes the spec. */
-        (void)write_spec(d, res->plugin);
+        /* Its IDs must resolve before the kubelet sees them. Not served
+         * now, it counts as added again on the next reload. */
+        if (write_spec(d, res->plugin) < 0) {
+                log_error("resource \"%s\": not served; the next reload tries again", res->cfg->name);
+                return false;
+        }
         log_devices(res->plugin);
         dp_watch_resource(d, res);
         if (dp_server_start(res) < 0) {
                 log_error("resource \"%s\": cannot start its server", res->cfg->name);
-                return;
+                return true;
         }
         if (d->kubelet_wd >= 0 && dp_server_listen(res) >= 0)
                 dp_register(res);
+        return true;
 }
 
 static bool streq_null(const char *a, const char *b) {
@@ -353,16 +358,21 @@ static void commit(struct dp_daemon *d, struct plan *p) {
                 struct step *s = &p->steps[j];
                 const struct cfg_resource *cfg = &p->next->resources[j];
 
-                p->res[j] = s->res;
+                if (s->change != ADDED)
+                        p->res[p->n_res++] = s->res;
                 switch (s->change) {
                 case ADDED:
-                        apply_added(d, s);
-                        s->res = NULL;
-                        p->added++;
+                        if (apply_added(d, s)) {
+                                p->res[p->n_res++] = TAKE_PTR(s->res);
+                                p->added++;
+                        } else
+                                p->failed++;
                         break;
                 case CHANGED_DEVICES:
-                        apply_devices(d, s, cfg);
-                        p->changed++;
+                        if (apply_devices(d, s, cfg))
+                                p->changed++;
+                        else
+                                p->failed++;
                         break;
                 case CHANGED_ANSWERS:
                 case UNCHANGED:
@@ -384,7 +394,7 @@ static void commit(struct dp_daemon *d, struct plan *p) {
         }
         free(d->res);
         d->res = TAKE_PTR(p->res);
-        d->n_res = p->next->n_resources;
+        d->n_res = p->n_res;
         cfg_free(d->cfg);
         d->cfg = TAKE_PTR(p->next);
         dp_apply_log_format(d);
@@ -417,8 +427,12 @@ void dp_reload(struct dp_daemon *d, const char *why) {
                 return;
         }
         commit(d, &p);
-        log_info("reload: %zu added, %zu changed, %zu removed, %zu unchanged", p.added, p.changed, p.removed,
-                 p.unchanged);
+        if (p.failed)
+                log_error("reload: %zu added, %zu changed, %zu removed, %zu unchanged, %zu failed", p.added,
+                          p.changed, p.removed, p.unchanged, p.failed);
+        else
+                log_info("reload: %zu added, %zu changed, %zu removed, %zu unchanged", p.added, p.changed,
+                         p.removed, p.unchanged);
         /* Every slot was taken; plan_free would index it by the new count. */
         free(p.retire);
         p.retire = NULL;
