@@ -1,12 +1,13 @@
 /* Start-up in a fixed order, then two loops.
  *
  * 1. open what start-up needs: signalfd, inotify (kubelet dir, device
- *    dirs), timerfd;
+ *    dirs, the config file's dir), timerfd;
  * 2. lock down (sandbox/): identity, capabilities, no_new_privs, seccomp;
  * 3. grpc_init(), which starts grpc's threads: they inherit the filter;
  * 4. discover devices and write CDI specs, serve, then register.
  * Then the main thread drains the completion queue while the watcher
- * thread waits on the signalfd, inotify and the retry timer. */
+ * thread waits on the signalfd, inotify and the retry timer, and reloads
+ * the config (reload.c) on SIGHUP or when the file changes. */
 #include <grpc/grpc.h>
 #include <malloc.h>
 #include <poll.h>

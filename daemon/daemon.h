@@ -155,7 +155,6 @@ void dp_reload_event(struct dp_daemon *d, const struct inotify_event *ev);
 void dp_reload(struct dp_daemon *d, const char *why);
 void dp_resource_maybe_free(struct dp_resource *res);
 void dp_retired_free_all(struct dp_daemon *d);
-void dp_apply_log_format(const struct dp_daemon *d);
 
 /* daemon.c */
 int dp_resource_new(struct dp_daemon *d, const struct cfg_resource *cfg, struct dp_resource **ret);

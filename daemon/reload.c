@@ -208,13 +208,8 @@ static int prepare(struct dp_daemon *d, struct plan *p) {
                 return -ENOMEM;
         for (size_t j = 0; j < n; j++) {
                 int r = prepare_step(d, p, j);
-                if (r < 0) {
-                        /* Only ADDED owns its res; the others point at running ones. */
-                        for (size_t k = 0; k <= j; k++)
-                                if (p->steps[k].change != ADDED)
-                                        p->steps[k].res = NULL;
+                if (r < 0)
                         return r;
-                }
         }
         for (size_t i = 0; i < d->n_res; i++)
                 if (!p->kept[i] && !(p->retire[i] = calloc(1, sizeof(**p->retire))))
@@ -335,14 +330,17 @@ static bool streq_null(const char *a, const char *b) {
 
 /* What the sandbox fixed at start cannot change while it runs. The
  * host root, kubelet dir and CDI dir are command-line options, which a
- * reload does not re-read. */
-static void restart_only(struct dp_daemon *d, const struct cfg_config *next) {
+ * reload does not re-read. The running config keeps the identity in
+ * effect, so every reload says so until a restart applies the file's. */
+static void restart_only(struct dp_daemon *d, struct cfg_config *next) {
         if (!d->opts->user && !streq_null(d->cfg->user, next->user))
                 log_warn("config: \"user\" changed (%s to %s): needs a restart; the rest is applied",
                          d->cfg->user ? d->cfg->user : "unset", next->user ? next->user : "unset");
+        free(next->user);
+        next->user = TAKE_PTR(d->cfg->user);
 }
 
-void dp_apply_log_format(const struct dp_daemon *d) {
+static void apply_log_format(const struct dp_daemon *d) {
         if (d->opts->log_format == CFG_LOG_UNSET)
                 log_set_json(d->cfg->log_format == CFG_LOG_JSON);
 }
@@ -397,7 +395,7 @@ static void commit(struct dp_daemon *d, struct plan *p) {
         d->n_res = p->n_res;
         cfg_free(d->cfg);
         d->cfg = TAKE_PTR(p->next);
-        dp_apply_log_format(d);
+        apply_log_format(d);
         dp_arm_timer(d);
 }
 
@@ -409,7 +407,7 @@ void dp_reload(struct dp_daemon *d, const char *why) {
 
         log_info("config: reloading %s (%s)", path, why);
         r = cfg_load(path, &p.next, &err);
-        if (r == -EINVAL)
+        if (r < 0 && err.msg)
                 /* As `check` prints it: the file, the field's JSON path. */
                 log_with(LOG_ERR, &(struct log_fields){.path = path},
                          "config: %s: %s%s%s; keeping the running configuration", path,

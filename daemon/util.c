@@ -1,11 +1,13 @@
 #include "util.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
 static enum log_level max_level = LOG_INFO;
-static bool log_json;
+/* Switched by a reload on the watcher thread while others log. */
+static atomic_bool log_json;
 
 void log_set_level(enum log_level level) { max_level = level; }
 void log_set_json(bool json) { log_json = json; }

@@ -414,3 +414,37 @@ Test(reload, two_hundred_reloads_keep_fds_and_memory_flat, .timeout = 300) {
         free(v1);
         free(v2);
 }
+
+Test(reload, user_needs_a_restart_and_log_format_applies_at_once) {
+        env_init(&e);
+        char *cfg = config3(NULL);
+        serve(cfg, e.config);
+        free(cfg);
+        registered(C, 1);
+        char *uid = NULL;
+        if (geteuid() == 0 && !getenv("CDIPLUG_TEST_NO_SANDBOX"))
+                cr_assert_eq(proc_status_field(e.pid, 0, "Uid", &uid), 0);
+
+        /* A new identity and JSON logs, the resources as they were. */
+        cr_assert(asprintf(&cfg, "{ \"user\": \"65534\", \"log_format\": \"json\", \"resources\": [ %s, %s, %s ] }",
+                           resource_json(A), resource_json(B), resource_json(C)) > 0);
+        rename_into_place(e.config, cfg);
+        free(cfg);
+        wait_summaries(1);
+        cr_assert_eq(log_count(e.log, "user\" changed (unset to 65534): needs a restart"), 1);
+        cr_assert_eq(log_count(e.log, "\"message\":\"reload: 0 added, 0 changed, 0 removed, 3 unchanged\""), 1,
+                     "the summary is not a JSON line");
+        if (uid) {
+                char *now = NULL;
+                cr_assert_eq(proc_status_field(e.pid, 0, "Uid", &now), 0);
+                cr_assert_str_eq(now, uid, "the identity changed without a restart");
+                free(now);
+                free(uid);
+        }
+        /* Every reload says so until a restart. */
+        kill(e.pid, SIGHUP);
+        wait_summaries(2);
+        cr_assert_eq(log_count(e.log, "needs a restart"), 2);
+        cr_assert_eq(tk_registrations(tk, A), 1);
+        assert_confined();
+}
