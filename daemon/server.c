@@ -344,7 +344,9 @@ static void on_call(struct dp_daemon *d, struct dp_tag *tag, bool ok) {
                 if (strcmp(method, DP_METHOD_ALLOCATE) == 0)
                         dp_stats_allocate(res, (int)st, dp_mono_seconds() - t0);
                 if (st != GRPC_STATUS_OK)
-                        log_warn("resource \"%s\": %s refused: %s", res->cfg->name, method, msg);
+                        /* The method's name looks like a path; it is none. */
+                        log_with(LOG_WARN, &(struct log_fields){.path = ""}, "resource \"%s\": %s refused: %s",
+                                 res->cfg->name, method, msg);
                 finish(c, st, msg);
                 return;
         case PH_FINISH:

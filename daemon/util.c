@@ -106,23 +106,31 @@ static int trailing_errno(const char *msg) {
         return 0;
 }
 
-static void put_fields(struct line *l, const struct log_fields *f, const char *msg) {
-        const char *v;
-        size_t n;
-        int err = f && f->err ? f->err : trailing_errno(msg);
+/* A field given explicitly ("" for none), else found in the message. */
+static void put_field_or(struct line *l, const char *key, const char *given, const char *found, size_t n) {
+        if (given && *given)
+                put_field(l, key, given, strlen(given));
+        else if (!given && found)
+                put_field(l, key, found, n);
+}
 
-        if (f && f->resource)
-                put_field(l, "resource", f->resource, strlen(f->resource));
-        else if ((v = quoted_after(msg, "resource \"", &n)))
-                put_field(l, "resource", v, n);
-        if (f && f->device)
-                put_field(l, "device", f->device, strlen(f->device));
-        else if ((v = quoted_after(msg, "device \"", &n)))
-                put_field(l, "device", v, n);
-        if (f && f->path)
-                put_field(l, "path", f->path, strlen(f->path));
-        else if ((v = first_path(msg, &n)))
-                put_field(l, "path", v, n);
+static void put_fields(struct line *l, const struct log_fields *f, const char *msg) {
+        static const struct log_fields none = {0};
+        const char *v;
+        size_t n = 0;
+        int err;
+
+        if (!f)
+                f = &none;
+        err = f->err ? f->err : trailing_errno(msg);
+        v = quoted_after(msg, "resource \"", &n);
+        put_field_or(l, "resource", f->resource, v, n);
+        v = quoted_after(msg, "device \"", &n);
+        if (!v)
+                v = quoted_after(msg, "device ID \"", &n);
+        put_field_or(l, "device", f->device, v, n);
+        v = first_path(msg, &n);
+        put_field_or(l, "path", f->path, v, n);
         if (err) {
                 const char *name = strerrorname_np(err);
                 char num[16];
@@ -130,6 +138,9 @@ static void put_fields(struct line *l, const struct log_fields *f, const char *m
                 put_field(l, "errno", name ? name : num, strlen(name ? name : num));
         }
 }
+
+static void log_v(enum log_level level, const struct log_fields *f, const char *fmt, va_list ap)
+        __attribute__((format(printf, 3, 0)));
 
 static void log_v(enum log_level level, const struct log_fields *f, const char *fmt, va_list ap) {
         char msg[LOG_MSG_MAX], out[LOG_LINE_MAX];

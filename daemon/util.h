@@ -20,8 +20,9 @@ void log_set_level(enum log_level level);
 void log_set_json(bool json);
 
 /* What a line is about, for log pipelines that filter on it. NULL or 0:
- * taken from the message as the project writes them (`resource "NAME":`
- * at the start, the first absolute path, a trailing strerror text). */
+ * taken from the message as the project writes them (`resource "NAME":`,
+ * `device ID "ID"`, the first absolute path, a trailing strerror text);
+ * "" for none. */
 struct log_fields {
         const char *resource;
         const char *device;

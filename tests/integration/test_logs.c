@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "calls.h"
 #include "env.h"
 #include "kubelet.h"
 #include "logwait.h"
@@ -33,6 +34,13 @@ static void check_json_lines(void) {
         env_touch(&e, "dev/ttyS0");
         cr_assert_eq(tk_start(e.kubelet_dir, &tk), 0);
         cr_assert_eq(tk_wait_registered(tk, "example.com/serial", 1, 10000), 0);
+        /* A refused Allocate: the device it named, and no path. */
+        grpc_channel *ch = tk_dial(tk, "example.com/serial");
+        V1beta1__AllocateResponse *r = NULL;
+        char *why = NULL;
+        cr_assert_neq(call_allocate(ch, &r, &why, "ttyS9", NULL, NULL), GRPC_STATUS_OK);
+        free(why);
+        grpc_channel_destroy(ch);
         /* Remove the config: a warning with the path as a field. */
         cr_assert_eq(unlink(e.config), 0);
         cr_assert_geq(log_wait(e.log, "was removed", 1, 10000), 0);
@@ -43,7 +51,7 @@ static void check_json_lines(void) {
         cr_assert_not_null(f);
         char *line = NULL;
         size_t cap = 0;
-        unsigned lines = 0, with_resource = 0, with_path = 0, warnings = 0;
+        unsigned lines = 0, with_resource = 0, with_path = 0, warnings = 0, refused = 0;
         while (getline(&line, &cap, f) >= 0) {
                 cJSON *o = cJSON_Parse(line);
                 cr_assert_not_null(o, "not JSON: %s", line);
@@ -64,6 +72,12 @@ static void check_json_lines(void) {
                         cr_assert(cJSON_IsString(path) && strcmp(path->valuestring, e.config) == 0, "%s", line);
                         warnings++;
                 }
+                if (strstr(msg->valuestring, "refused")) {
+                        const cJSON *dev = cJSON_GetObjectItemCaseSensitive(o, "device");
+                        cr_assert(cJSON_IsString(dev) && strcmp(dev->valuestring, "ttyS9") == 0, "%s", line);
+                        cr_assert_null(path, "%s", line);
+                        refused++;
+                }
                 with_path += path != NULL;
                 lines++;
                 cJSON_Delete(o);
@@ -74,6 +88,7 @@ static void check_json_lines(void) {
         cr_assert_gt(with_resource, 1);
         cr_assert_gt(with_path, 1);
         cr_assert_eq(warnings, 1);
+        cr_assert_eq(refused, 1);
 }
 
 Test(logs, json_from_the_command_line) {
