@@ -402,6 +402,8 @@ Test(reload, two_hundred_reloads_keep_fds_and_memory_flat, .timeout = 300) {
         int fds_late = env_wait_fds(e.pid, fds_early, 10000);
         cr_assert_leq(fds_late, fds_early, "open fds grew from %d to %d over 180 reloads", fds_early, fds_late);
         long rss_late = rss_anon_kb(e.pid);
+        cr_log_info("fds %d -> %d, RssAnon %ld kB -> %ld kB over 180 reloads", fds_early, fds_late, rss_early,
+                    rss_late);
 #ifndef UNDER_ASAN
         /* A leak of one resource (plugin, server, streams) per reload
          * would be several MB over 180 reloads. */
