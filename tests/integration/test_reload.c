@@ -451,3 +451,34 @@ Test(reload, user_needs_a_restart_and_log_format_applies_at_once) {
         cr_assert_eq(tk_registrations(tk, A), 1);
         assert_confined();
 }
+
+/* The changed resource's spec cannot be written: its list stays as it was
+ * (every listed ID must resolve), and a later reload applies it. Needs the
+ * sandbox: root with capabilities writes through any mode. */
+Test(reload, changed_resource_keeps_its_list_while_its_spec_cannot_be_written) {
+        if (geteuid() != 0 || getenv("CDIPLUG_TEST_NO_SANDBOX"))
+                cr_skip_test("needs the sandbox (root)");
+        env_init(&e);
+        char *cfg = config3(NULL);
+        serve(cfg, e.config);
+        free(cfg);
+        registered(B, 1);
+        unsigned lists_b = tk_lists(tk, B);
+        cr_assert_eq(chmod(e.cdi_dir, 0555), 0);
+        cfg = config3(B_WIDER);
+        rename_into_place(e.config, cfg);
+        free(cfg);
+        wait_summaries(1);
+        cr_assert_eq(log_count(e.log, "reload: 0 added, 0 changed, 0 removed, 2 unchanged, 1 failed"), 1);
+        cr_assert_eq(log_count(e.log, "keeping its previous devices"), 1);
+        cr_assert_eq(tk_lists(tk, B), lists_b, "a list went out without its spec");
+
+        cr_assert_eq(chmod(e.cdi_dir, 0755), 0);
+        kill(e.pid, SIGHUP);
+        V1beta1__ListAndWatchResponse *l = NULL;
+        cr_assert_eq(tk_wait_lists(tk, B, lists_b + 1, 10000, &l), 0, "the retry did not apply");
+        cr_assert_eq(l->n_devices, 2);
+        v1beta1__list_and_watch_response__free_unpacked(l, NULL);
+        cr_assert_eq(log_count(e.log, "reload: 0 added, 1 changed, 0 removed, 2 unchanged"), 1);
+        cr_assert_eq(tk_registrations(tk, B), 1);
+}
