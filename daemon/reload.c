@@ -85,8 +85,11 @@ void dp_reload_event(struct dp_daemon *d, const struct inotify_event *ev) {
         }
         if (strcmp(ev->name, d->config_name) != 0)
                 return;
+        /* Maybe an editor moving the old file aside before it writes the
+         * new one (vim): the reload, after the whole batch of events,
+         * tells that from a removal. */
         if (ev->mask & (IN_DELETE | IN_MOVED_FROM)) {
-                log_warn("config: %s was removed; keeping the running configuration", path);
+                d->reload_due = true;
                 return;
         }
         /* A new regular file is still being written: its IN_CLOSE_WRITE
@@ -407,7 +410,9 @@ void dp_reload(struct dp_daemon *d, const char *why) {
 
         log_info("config: reloading %s (%s)", path, why);
         r = cfg_load(path, &p.next, &err);
-        if (r < 0 && err.msg)
+        if (r == -ENOENT)
+                log_warn("config: %s was removed; keeping the running configuration", path);
+        else if (r < 0 && err.msg)
                 /* As `check` prints it: the file, the field's JSON path. */
                 log_with(LOG_ERR, &(struct log_fields){.path = path},
                          "config: %s: %s%s%s; keeping the running configuration", path,
