@@ -83,22 +83,26 @@ static void drain(struct dp_daemon *d) {
 /* The poll set: signals, inotify, the retry timer, then one listening
  * socket per resource (-1, ignored by poll, while it has none). Only this
  * thread changes listening sockets and the resources once it runs, so the
- * set is rebuilt after each round of work. Returns the number of entries,
- * or 0 when out of memory. */
+ * set is rebuilt after each round of work. Returns the number of entries:
+ * out of memory after a reload added resources, the new ones wait (the
+ * signals, and so a restart, still work). */
 static size_t poll_set(struct dp_daemon *d, struct pollfd **fds, size_t *cap) {
         size_t n = 3 + d->n_res;
 
         if (n > *cap) {
                 struct pollfd *more = realloc(*fds, n * sizeof(**fds));
-                if (!more)
-                        return 0;
-                *fds = more;
-                *cap = n;
+                if (more) {
+                        *fds = more;
+                        *cap = n;
+                } else {
+                        log_error("watcher: out of memory; %zu resources not accepting connections", n - *cap);
+                        n = *cap;
+                }
         }
         (*fds)[0] = (struct pollfd){.fd = d->signal_fd, .events = POLLIN};
         (*fds)[1] = (struct pollfd){.fd = d->inotify_fd, .events = POLLIN};
         (*fds)[2] = (struct pollfd){.fd = d->timer_fd, .events = POLLIN};
-        for (size_t i = 0; i < d->n_res; i++)
+        for (size_t i = 0; i + 3 < n; i++)
                 (*fds)[3 + i] = (struct pollfd){.fd = dp_server_poll_fd(d->res[i]), .events = POLLIN};
         return n;
 }
@@ -116,7 +120,7 @@ static void *watcher(void *arg) {
         for (;;) {
                 bool hup = false;
 
-                if (n_fds == 0) {
+                if (n_fds < 3) {
                         log_error("watcher: out of memory");
                         break;
                 }
