@@ -175,6 +175,12 @@ static int prepare_step(struct dp_daemon *d, struct plan *p, size_t j) {
         int r;
 
         old = find_running(d, cfg->name, &i);
+        /* Register announces the name, the socket and options that are
+         * the same for every resource: only a new socket name (from a
+         * newer naming rule) would call for a new Register, and then the
+         * old endpoint goes as a removed one and the new comes as added. */
+        if (old && strcmp(old->cfg->socket_name, cfg->socket_name) != 0)
+                old = NULL;
         if (!old) {
                 s->change = ADDED;
                 r = dp_resource_new(d, cfg, &s->res);
@@ -378,11 +384,8 @@ static void commit(struct dp_daemon *d, struct plan *p) {
                 case CHANGED_ANSWERS:
                 case UNCHANGED:
                         /* The same settings (or only the answers' ones),
-                         * now held by the new config. Register and
-                         * GetDevicePluginOptions announce only the name,
-                         * the socket (derived from the name) and options
-                         * that are the same for every resource, so nothing
-                         * here calls for a new Register. */
+                         * now held by the new config; what Register
+                         * announced is the same (see prepare_step). */
                         s->res->cfg = cfg;
                         s->res->plugin->cfg = cfg;
                         drop_owned(s->res);
