@@ -29,6 +29,7 @@
 
 #include "cdi.h"
 #include "daemon.h"
+#include "names.h"
 #include "resources.h"
 #include "util.h"
 
@@ -425,6 +426,16 @@ void dp_reload(struct dp_daemon *d, const char *why) {
         cfg_error_clear(&err);
         if (r < 0)
                 return;
+        /* The rest of what `check` and start-up refuse: names with no
+         * valid CDI form, resources that would share a kind, a spec file or
+         * a socket. It also sets each socket name as start-up did. */
+        r = dp_names_prepare(p.next, d->opts->kubelet_dir, true);
+        if (r < 0) {
+                log_error("config: %s: %s; keeping the running configuration", path,
+                          r == -EINVAL ? "a name cannot be served (see above)" : strerror(-r));
+                cfg_free(p.next);
+                return;
+        }
         r = prepare(d, &p);
         if (r < 0) {
                 log_error("config: %s: cannot apply it: %s; keeping the running configuration", path,

@@ -331,11 +331,23 @@ Test(reload, bad_config_keeps_the_old_one_serving) {
         cr_assert_eq(log_count(e.log, "keeping the running configuration"), 1);
         cr_assert_eq(log_count(e.log, SUMMARY), 0, "a bad config was applied");
 
+        /* Valid to the parser, but two names that would share a CDI kind:
+         * refused as `check` and start-up refuse it. */
+        cr_assert(asprintf(&cfg, "{ \"resources\": [ %s, %s, %s, { \"name\": \"example.com/9x\", \"match\": "
+                                 "[ { \"path\": \"/dev/ra0\" } ] }, { \"name\": \"example.com/cdi-9x\", "
+                                 "\"match\": [ { \"path\": \"/dev/ra0\" } ] } ] }",
+                           resource_json(A), B_WIDER, resource_json(C)) > 0);
+        rename_into_place(e.config, cfg);
+        free(cfg);
+        cr_assert_geq(log_wait_count(e.log, "keeping the running configuration", 2, 10000), 0);
+        cr_assert_eq(log_count(e.log, "would share the CDI kind"), 1);
+        cr_assert_eq(log_count(e.log, SUMMARY), 0, "a config check refuses was applied");
+
         /* The file is removed: a warning, the running config stays. */
         cr_assert_eq(unlink(e.config), 0);
         cr_assert_geq(log_wait_count(e.log, "was removed; keeping the running configuration", 1, 10000), 0);
         kill(e.pid, SIGHUP);
-        cr_assert_geq(log_wait_count(e.log, "keeping the running configuration", 3, 10000), 0);
+        cr_assert_geq(log_wait_count(e.log, "keeping the running configuration", 4, 10000), 0);
 
         /* Still serving the old config. */
         grpc_channel *ch = tk_dial(tk, B);
