@@ -39,6 +39,13 @@
 #define DEVICE_MASK (IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM | IN_ATTRIB | IN_ONLYDIR | \
                      IN_MASK_ADD)
 
+/* inotify gives one watch per inode: the ancestor may also be the config
+ * file's dir (reload.c), whose watch must outlive this one. */
+static void ancestor_unwatch(struct dp_daemon *d) {
+        if (d->ancestor_wd != d->config_wd)
+                inotify_rm_watch(d->inotify_fd, d->ancestor_wd);
+}
+
 /* Watch the nearest existing ancestor of the missing kubelet dir. */
 static int watch_ancestor(struct dp_daemon *d) {
         _cleanup_free_ char *path = strdup(d->opts->kubelet_dir);
@@ -61,7 +68,7 @@ static int watch_ancestor(struct dp_daemon *d) {
                         return -errno;
         }
         if (d->ancestor_wd >= 0 && d->ancestor_wd != wd)
-                inotify_rm_watch(d->inotify_fd, d->ancestor_wd);
+                ancestor_unwatch(d);
         d->ancestor_wd = wd;
         log_info("kubelet dir %s does not exist yet, waiting for it (watching %s)", d->opts->kubelet_dir, path);
         return 0;
@@ -77,7 +84,7 @@ static int watch_kubelet_dir(struct dp_daemon *d) {
                 if (wd >= 0) {
                         d->kubelet_wd = wd;
                         if (d->ancestor_wd >= 0 && d->ancestor_wd != wd)
-                                inotify_rm_watch(d->inotify_fd, d->ancestor_wd);
+                                ancestor_unwatch(d);
                         d->ancestor_wd = -1;
                         return 1;
                 }

@@ -495,3 +495,27 @@ Test(reload, changed_resource_keeps_its_list_while_its_spec_cannot_be_written) {
         cr_assert_eq(log_count(e.log, "reload: 0 added, 1 changed, 0 removed, 2 unchanged"), 1);
         cr_assert_eq(tk_registrations(tk, B), 1);
 }
+
+/* The config's dir is also the missing kubelet dir's parent: the daemon
+ * watches it for both, and the kubelet dir appearing ends only the
+ * kubelet's use of that one watch. */
+Test(reload, config_dir_shared_with_a_kubelet_dir_that_appears_later) {
+        env_init(&e);
+        char *cfg = config3(NULL);
+        env_touch(&e, "dev/ra0");
+        env_touch(&e, "dev/rb0");
+        env_touch(&e, "dev/rb1");
+        env_touch(&e, "dev/rc0");
+        write_file(e.config, cfg);
+        free(cfg);
+        env_spawn(&e, NULL);
+        cr_assert_geq(log_wait(e.log, "does not exist yet", 1, 10000), 0);
+        cr_assert_eq(tk_start(e.kubelet_dir, &tk), 0);
+        registered(B, 1);
+        unsigned lists_b = tk_lists(tk, B);
+        cfg = config3(B_WIDER);
+        rename_into_place(e.config, cfg);
+        free(cfg);
+        cr_assert_eq(tk_wait_lists(tk, B, lists_b + 1, 10000, NULL), 0, "the config change was not seen");
+        cr_assert_eq(log_count(e.log, "only SIGHUP reloads"), 0);
+}
