@@ -50,7 +50,9 @@ echo
 echo "== live reload: an editor saves a new config (write a temp file, rename it)"
 echo "   serial also matches ttyACM*, kvm is removed, tun is added, fuse is unchanged"
 mkdir -p "$demo/host/dev/net"
-touch "$demo/host/dev/ttyACM0" "$demo/host/dev/net/tun"
+for n in ttyACM0 net/tun; do
+        mknod -m 0666 "$demo/host/dev/$n" c 1 3
+done
 cat > "$demo/config.json.tmp" <<'JSON'
 { "resources": [
     { "name": "example.com/serial", "match": [ { "path": "/dev/ttyUSB*" }, { "path": "/dev/ttyACM*" } ] },
