@@ -329,7 +329,8 @@ static bool apply_added(struct dp_daemon *d, struct step *s) {
                 log_error("resource \"%s\": cannot start its server", res->cfg->name);
                 return true;
         }
-        if (d->kubelet_wd >= 0 && dp_server_listen(res) >= 0)
+        /* Like at start-up: the socket waits for kubelet.sock (watch.c). */
+        if (d->kubelet_wd >= 0 && dp_kubelet_present(d) && dp_server_listen(res) >= 0)
                 dp_register(res);
         return true;
 }

@@ -43,7 +43,7 @@ static void check_json_lines(void) {
         grpc_channel_destroy(ch);
         /* Remove the config: a warning with the path as a field. */
         cr_assert_eq(unlink(e.config), 0);
-        cr_assert_geq(log_wait(e.log, "was removed", 1, 10000), 0);
+        cr_assert_geq(log_wait_count(e.log, "was removed", 1, 10000), 0);
         int status = env_stop(&e, SIGTERM, 10000);
         cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 
@@ -113,5 +113,5 @@ Test(logs, text_by_default_and_bad_format_is_a_usage_error) {
         cr_assert_not_null(strstr(out, "--log-format"), "%s", out);
         free(out);
         env_spawn(&e, NULL);
-        cr_assert_geq(log_wait(e.log, "cdiplug: info: ", 1, 10000), 0, "no text line");
+        cr_assert_geq(log_wait_count(e.log, "cdiplug: info: ", 1, 10000), 0, "no text line");
 }

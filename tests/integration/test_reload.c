@@ -509,7 +509,7 @@ Test(reload, config_dir_shared_with_a_kubelet_dir_that_appears_later) {
         write_file(e.config, cfg);
         free(cfg);
         env_spawn(&e, NULL);
-        cr_assert_geq(log_wait(e.log, "does not exist yet", 1, 10000), 0);
+        cr_assert_geq(log_wait_count(e.log, "does not exist yet", 1, 10000), 0);
         cr_assert_eq(tk_start(e.kubelet_dir, &tk), 0);
         registered(B, 1);
         unsigned lists_b = tk_lists(tk, B);
