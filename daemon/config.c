@@ -145,6 +145,24 @@ static int parse_match(const cJSON *match, const char *field, struct cfg_resourc
         return 0;
 }
 
+/* Printed in document order: a reordered resource counts as changed,
+ * which costs a re-discovery, never a wrong answer. */
+static int settings_json(const cJSON *obj, char **ret) {
+        cJSON *copy = cJSON_Duplicate(obj, true);
+        char *s;
+
+        if (!copy)
+                return -ENOMEM;
+        cJSON_DeleteItemFromObjectCaseSensitive(copy, "allocate");
+        cJSON_DeleteItemFromObjectCaseSensitive(copy, "policy");
+        s = cJSON_PrintUnformatted(copy);
+        cJSON_Delete(copy);
+        if (!s)
+                return -ENOMEM;
+        *ret = s;
+        return 0;
+}
+
 static int parse_resource(const cJSON *obj, size_t idx, unsigned default_modes,
                           struct cfg_resource *res, struct cfg_error *err) {
         char base[64], f[512];
@@ -235,7 +253,7 @@ static int parse_resource(const cJSON *obj, size_t idx, unsigned default_modes,
                 if (r < 0)
                         return r;
         }
-        return 0;
+        return settings_json(obj, &res->settings_json);
 }
 
 /* "metrics": {"address": "HOST:PORT", "pod_resources_socket": "PATH"}. */
@@ -282,7 +300,7 @@ static int parse_metrics(const cJSON *obj, struct cfg_config *cfg, struct cfg_er
 }
 
 static int parse_doc(const cJSON *doc, struct cfg_config *cfg, struct cfg_error *err) {
-        const cJSON *it, *resources = NULL, *modes = NULL, *user = NULL;
+        const cJSON *it, *resources = NULL, *modes = NULL, *user = NULL, *log_format = NULL;
         unsigned default_modes = CFG_ALLOC_CDI_CRI;
         size_t i = 0;
         int r;
@@ -302,8 +320,18 @@ static int parse_doc(const cJSON *doc, struct cfg_config *cfg, struct cfg_error 
                         r = parse_metrics(it, cfg, err);
                         if (r < 0)
                                 return r;
-                } else
+                } else if (strcmp(it->string, "log_format") == 0)
+                        log_format = it;
+                else
                         return fail(err, it->string, "unknown key");
+        }
+        if (log_format) {
+                if (cJSON_IsString(log_format) && strcmp(log_format->valuestring, "text") == 0)
+                        cfg->log_format = CFG_LOG_TEXT;
+                else if (cJSON_IsString(log_format) && strcmp(log_format->valuestring, "json") == 0)
+                        cfg->log_format = CFG_LOG_JSON;
+                else
+                        return fail(err, "log_format", "must be \"text\" or \"json\"");
         }
         if (modes) {
                 r = parse_modes(modes, "allocate", &default_modes, err);
@@ -433,17 +461,23 @@ int cfg_load(const char *path, struct cfg_config **ret, struct cfg_error *err) {
         return cfg_parse(buf, len, ret, err);
 }
 
+void cfg_resource_clear(struct cfg_resource *res) {
+        if (!res)
+                return;
+        free(res->name);
+        free(res->socket_name);
+        for (size_t j = 0; j < res->n_selectors; j++)
+                res_selector_free(res->selectors[j]);
+        free(res->selectors);
+        free(res->settings_json);
+        *res = (struct cfg_resource){0};
+}
+
 void cfg_free(struct cfg_config *cfg) {
         if (!cfg)
                 return;
-        for (size_t i = 0; i < cfg->n_resources; i++) {
-                struct cfg_resource *res = &cfg->resources[i];
-                free(res->name);
-                free(res->socket_name);
-                for (size_t j = 0; j < res->n_selectors; j++)
-                        res_selector_free(res->selectors[j]);
-                free(res->selectors);
-        }
+        for (size_t i = 0; i < cfg->n_resources; i++)
+                cfg_resource_clear(&cfg->resources[i]);
         free(cfg->resources);
         free(cfg->user);
         free(cfg->metrics_address);

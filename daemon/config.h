@@ -29,7 +29,13 @@ struct cfg_resource {
         unsigned shares;   /* allocatable IDs per device, >= 1 */
         unsigned alloc_modes;
         enum cfg_policy policy;
+        /* The resource's JSON without "allocate" and "policy": what decides
+         * its devices and their edits. A reload compares it to tell a
+         * resource to re-discover from one it leaves alone. */
+        char *settings_json;
 };
+
+enum cfg_log_format { CFG_LOG_UNSET, CFG_LOG_TEXT, CFG_LOG_JSON };
 
 struct cfg_config {
         struct cfg_resource *resources;
@@ -37,6 +43,7 @@ struct cfg_config {
         char *user;        /* "NAME|UID[:GID]" or NULL */
         char *metrics_address;      /* "metrics.address": NULL unset, "" off */
         char *pod_resources_socket; /* "metrics.pod_resources_socket", or NULL */
+        enum cfg_log_format log_format; /* "log_format" */
 };
 
 struct cfg_error {
@@ -51,6 +58,8 @@ struct cfg_error {
 int cfg_parse(const char *text, size_t len, struct cfg_config **ret, struct cfg_error *err);
 int cfg_load(const char *path, struct cfg_config **ret, struct cfg_error *err);
 void cfg_free(struct cfg_config *cfg);
+/* Free what one resource holds (a reload keeps a removed one's). */
+void cfg_resource_clear(struct cfg_resource *res);
 void cfg_error_clear(struct cfg_error *err);
 
 /* The kubelet's rule for extended resource names; NULL when valid, else

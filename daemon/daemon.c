@@ -2,12 +2,13 @@
 /* Start-up in a fixed order, then two loops.
  *
  * 1. open what start-up needs: signalfd, inotify (kubelet dir, device
- *    dirs), timerfd;
+ *    dirs, the config file's dir), timerfd;
  * 2. lock down (sandbox/): identity, capabilities, no_new_privs, seccomp;
  * 3. grpc_init(), which starts grpc's threads: they inherit the filter;
  * 4. discover devices and write CDI specs, serve, then register.
  * Then the main thread drains the completion queue while the watcher
- * thread waits on the signalfd, inotify and the retry timer. */
+ * thread waits on the signalfd, inotify and the retry timer, and reloads
+ * the config (reload.c) on SIGHUP or when the file changes. */
 #include <grpc/grpc.h>
 #include <malloc.h>
 #include <poll.h>
@@ -59,7 +60,7 @@ static void stop_all(struct dp_daemon *d) {
                 return;
         d->stopping = true;
         for (size_t i = 0; i < d->n_res; i++) {
-                struct dp_resource *res = &d->res[i];
+                struct dp_resource *res = d->res[i];
                 dp_server_stop(res);
                 dp_register_cancel(res);
         }
@@ -82,31 +83,49 @@ static void drain(struct dp_daemon *d) {
 
 /* The poll set: signals, inotify, the retry timer, then one listening
  * socket per resource (-1, ignored by poll, while it has none). Only this
- * thread changes listening sockets once it runs, so the set is rebuilt
- * after each round of work. */
-static void poll_set(struct dp_daemon *d, struct pollfd *fds) {
-        fds[0] = (struct pollfd){.fd = d->signal_fd, .events = POLLIN};
-        fds[1] = (struct pollfd){.fd = d->inotify_fd, .events = POLLIN};
-        fds[2] = (struct pollfd){.fd = d->timer_fd, .events = POLLIN};
-        for (size_t i = 0; i < d->n_res; i++)
-                fds[3 + i] = (struct pollfd){.fd = dp_server_poll_fd(&d->res[i]), .events = POLLIN};
+ * thread changes listening sockets and the resources once it runs, so the
+ * set is rebuilt after each round of work. Returns the number of entries:
+ * out of memory after a reload added resources, the new ones wait (the
+ * signals, and so a restart, still work). */
+static size_t poll_set(struct dp_daemon *d, struct pollfd **fds, size_t *cap) {
+        size_t n = 3 + d->n_res;
+
+        if (n > *cap) {
+                struct pollfd *more = realloc(*fds, n * sizeof(**fds));
+                if (more) {
+                        *fds = more;
+                        *cap = n;
+                } else {
+                        log_error("watcher: out of memory; %zu resources not accepting connections", n - *cap);
+                        n = *cap;
+                }
+        }
+        (*fds)[0] = (struct pollfd){.fd = d->signal_fd, .events = POLLIN};
+        (*fds)[1] = (struct pollfd){.fd = d->inotify_fd, .events = POLLIN};
+        (*fds)[2] = (struct pollfd){.fd = d->timer_fd, .events = POLLIN};
+        for (size_t i = 0; i + 3 < n; i++)
+                (*fds)[3 + i] = (struct pollfd){.fd = dp_server_poll_fd(d->res[i]), .events = POLLIN};
+        return n;
 }
 
 static void *watcher(void *arg) {
         struct dp_daemon *d = arg;
-        _cleanup_free_ struct pollfd *fds = calloc(3 + d->n_res, sizeof(*fds));
+        _cleanup_free_ struct pollfd *fds = NULL;
+        size_t cap = 0, n_fds;
 
-        if (!fds) {
-                log_error("watcher: out of memory");
-                return NULL;
-        }
         /* Named, so its (absent) wake-ups can be told from grpc's. */
         pthread_setname_np(pthread_self(), "cdiplug-watch");
         pthread_mutex_lock(&d->lock);
-        poll_set(d, fds);
+        n_fds = poll_set(d, &fds, &cap);
         pthread_mutex_unlock(&d->lock);
         for (;;) {
-                if (poll(fds, 3 + d->n_res, -1) < 0) {
+                bool hup = false;
+
+                if (n_fds < 3) {
+                        log_error("watcher: out of memory");
+                        break;
+                }
+                if (poll(fds, n_fds, -1) < 0) {
                         if (errno == EINTR)
                                 continue;
                         log_error("poll: %m");
@@ -117,18 +136,26 @@ static void *watcher(void *arg) {
                         struct signalfd_siginfo si;
                         while (read(d->signal_fd, &si, sizeof(si)) == sizeof(si)) {
                                 if (si.ssi_signo == SIGHUP) {
-                                        log_info("SIGHUP ignored: restart the daemon to reload its configuration");
+                                        hup = true;
                                         continue;
                                 }
                                 log_info("signal %s: shutting down", strsignal((int)si.ssi_signo));
                                 stop_all(d);
                         }
                 }
-                for (size_t i = 0; !d->stopping && i < d->n_res; i++)
-                        if ((fds[3 + i].revents & POLLIN) && d->res[i].listen_fd == fds[3 + i].fd)
-                                dp_server_accept(&d->res[i]);
+                for (size_t i = 0; !d->stopping && i + 3 < n_fds && i < d->n_res; i++)
+                        if ((fds[3 + i].revents & POLLIN) && d->res[i]->listen_fd == fds[3 + i].fd)
+                                dp_server_accept(d->res[i]);
                 if (!d->stopping && (fds[1].revents & POLLIN))
                         dp_watch_handle(d);
+                /* File changes before SIGHUP: a change written before the
+                 * signal was sent is then never applied after it. */
+                if (!d->stopping && d->reload_due) {
+                        d->reload_due = false;
+                        dp_reload(d, "the file changed");
+                }
+                if (!d->stopping && hup)
+                        dp_reload(d, "SIGHUP");
                 if (fds[2].revents & POLLIN) {
                         uint64_t expirations;
                         (void)!read(d->timer_fd, &expirations, sizeof(expirations));
@@ -140,7 +167,7 @@ static void *watcher(void *arg) {
                         }
                 }
                 bool done = d->stopping;
-                poll_set(d, fds);
+                n_fds = poll_set(d, &fds, &cap);
                 pthread_mutex_unlock(&d->lock);
                 if (done)
                         break;
@@ -183,38 +210,63 @@ static int metrics_open(struct dp_daemon *d) {
         return dp_http_open(d, addr, *podres ? podres : NULL, &d->http);
 }
 
+int dp_resource_new(struct dp_daemon *d, const struct cfg_resource *cfg, struct dp_resource **ret) {
+        struct dp_resource *res = calloc(1, sizeof(*res));
+        struct sockaddr_un sa;
+        int r;
+
+        if (!res)
+                return -ENOMEM;
+        res->d = d;
+        res->cfg = cfg;
+        res->listen_fd = -1;
+        r = xasprintf(&res->socket_path, "%s/%s", d->opts->kubelet_dir, cfg->socket_name);
+        if (r < 0)
+                goto fail;
+        if (strlen(res->socket_path) >= sizeof(sa.sun_path)) {
+                log_error("socket path %s is longer than a unix socket allows (%zu bytes)",
+                          res->socket_path, sizeof(sa.sun_path) - 1);
+                r = -ENAMETOOLONG;
+                goto fail;
+        }
+        r = dp_plugin_new(cfg, &res->plugin);
+        if (r < 0) {
+                log_error("resource \"%s\": %s", cfg->name, strerror(-r));
+                goto fail;
+        }
+        r = res_watch_dirs(d->opts->host_root, cfg->selectors, cfg->n_selectors, &res->watch_dirs);
+        if (r < 0) {
+                log_error("resource \"%s\": cannot list device dirs: %s", cfg->name, strerror(-r));
+                goto fail;
+        }
+        *ret = res;
+        return 0;
+fail:
+        dp_resource_free(res);
+        return r;
+}
+
+void dp_resource_free(struct dp_resource *res) {
+        if (!res)
+                return;
+        dp_plugin_free(res->plugin);
+        free(res->socket_path);
+        res_strv_free(res->watch_dirs);
+        strv_free(res->logged_notes);
+        cfg_resource_clear(res->owned_cfg);
+        free(res->owned_cfg);
+        free(res);
+}
+
 static int setup_resources(struct dp_daemon *d) {
         d->res = calloc(d->cfg->n_resources + 1, sizeof(*d->res));
         if (!d->res)
                 return -ENOMEM;
-        d->n_res = d->cfg->n_resources;
-        for (size_t i = 0; i < d->n_res; i++) {
-                struct dp_resource *res = &d->res[i];
-                struct sockaddr_un sa;
-                int r;
-
-                res->d = d;
-                res->cfg = &d->cfg->resources[i];
-                res->listen_fd = -1;
-                r = xasprintf(&res->socket_path, "%s/%s", d->opts->kubelet_dir, res->cfg->socket_name);
+        for (size_t i = 0; i < d->cfg->n_resources; i++) {
+                int r = dp_resource_new(d, &d->cfg->resources[i], &d->res[i]);
                 if (r < 0)
                         return r;
-                if (strlen(res->socket_path) >= sizeof(sa.sun_path)) {
-                        log_error("socket path %s is longer than a unix socket allows (%zu bytes)",
-                                  res->socket_path, sizeof(sa.sun_path) - 1);
-                        return -ENAMETOOLONG;
-                }
-                r = dp_plugin_new(res->cfg, &res->plugin);
-                if (r < 0) {
-                        log_error("resource \"%s\": %s", res->cfg->name, strerror(-r));
-                        return r;
-                }
-                r = res_watch_dirs(d->opts->host_root, res->cfg->selectors, res->cfg->n_selectors,
-                                   &res->watch_dirs);
-                if (r < 0) {
-                        log_error("resource \"%s\": cannot list device dirs: %s", res->cfg->name, strerror(-r));
-                        return r;
-                }
+                d->n_res = i + 1;
         }
         return 0;
 }
@@ -225,21 +277,20 @@ static void warn_overlaps(struct dp_daemon *d) {
         if (!plugins)
                 return;
         for (size_t i = 0; i < d->n_res; i++)
-                plugins[i] = d->res[i].plugin;
+                plugins[i] = d->res[i]->plugin;
         dp_warn_overlaps(plugins, d->n_res);
 }
 
 static void daemon_free(struct dp_daemon *d) {
-        for (size_t i = 0; i < d->n_res; i++) {
-                dp_plugin_free(d->res[i].plugin);
-                free(d->res[i].socket_path);
-                res_strv_free(d->res[i].watch_dirs);
-                strv_free(d->res[i].logged_notes);
-        }
+        for (size_t i = 0; i < d->n_res; i++)
+                dp_resource_free(d->res[i]);
+        dp_retired_free_all(d);
         free(d->res);
         free(d->kubelet_sock);
         free(d->dev_wds);
         strv_free(d->dev_wd_dirs);
+        free(d->config_name);
+        cfg_free(d->cfg);
         if (d->signal_fd >= 0)
                 close(d->signal_fd);
         if (d->inotify_fd >= 0)
@@ -251,7 +302,7 @@ static void daemon_free(struct dp_daemon *d) {
 int dp_daemon_run(const struct dp_options *opts, struct cfg_config *cfg) {
         struct dp_daemon d = {
                 .opts = opts, .cfg = cfg, .signal_fd = -1, .inotify_fd = -1, .timer_fd = -1,
-                .kubelet_wd = -1, .ancestor_wd = -1, .kubelet_gen = 1,
+                .kubelet_wd = -1, .ancestor_wd = -1, .config_wd = -1, .kubelet_gen = 1,
         };
         pthread_t thread;
         int r, ret = 1;
@@ -262,7 +313,8 @@ int dp_daemon_run(const struct dp_options *opts, struct cfg_config *cfg) {
         r = setup_resources(&d);
         if (r == -ENAMETOOLONG)
                 ret = 2;
-        if (r < 0 || setup_fds(&d) < 0 || dp_watch_setup(&d) < 0 || metrics_open(&d) < 0)
+        if (r < 0 || setup_fds(&d) < 0 || dp_watch_setup(&d) < 0 || dp_reload_setup(&d) < 0 ||
+            metrics_open(&d) < 0)
                 goto out;
         if (lockdown(&d) < 0)
                 goto out;
@@ -276,7 +328,7 @@ int dp_daemon_run(const struct dp_options *opts, struct cfg_config *cfg) {
         pthread_mutex_lock(&d.lock);
         for (size_t i = 0; i < d.n_res; i++) {
                 bool changed;
-                if (dp_resource_refresh(&d.res[i], &changed) < 0) {
+                if (dp_resource_refresh(d.res[i], &changed) < 0) {
                         pthread_mutex_unlock(&d.lock);
                         goto out_grpc;
                 }
@@ -289,12 +341,12 @@ int dp_daemon_run(const struct dp_options *opts, struct cfg_config *cfg) {
         if (d.kubelet_wd >= 0 && !kubelet)
                 log_info("waiting for %s before serving", d.kubelet_sock);
         for (size_t i = 0; i < d.n_res; i++) {
-                if (dp_server_start(&d.res[i]) < 0) {
+                if (dp_server_start(d.res[i]) < 0) {
                         pthread_mutex_unlock(&d.lock);
                         goto out_grpc;
                 }
-                if (kubelet && dp_server_listen(&d.res[i]) >= 0)
-                        dp_register(&d.res[i]);
+                if (kubelet && dp_server_listen(d.res[i]) >= 0)
+                        dp_register(d.res[i]);
         }
         pthread_mutex_unlock(&d.lock);
 
@@ -322,7 +374,6 @@ out_cq:
         dp_kubelet_channel_close(&d);
         grpc_completion_queue_destroy(d.cq);
         daemon_free(&d);
-        d.n_res = 0;
         grpc_shutdown();
         pthread_mutex_destroy(&d.lock);
         return ret;

@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/inotify.h>
 
 #include "config.h"
 #include "metrics.h"
@@ -25,6 +26,7 @@ struct dp_options {
         const char *user;     /* --user, overrides the config's "user" */
         const char *metrics_address;      /* --metrics-address, overrides "metrics" */
         const char *pod_resources_socket; /* --pod-resources-socket */
+        enum cfg_log_format log_format; /* --log-format, overrides the config's */
         bool no_sandbox;
 };
 
@@ -70,13 +72,21 @@ struct dp_resource {
         unsigned listen_gen;          /* kubelet_gen when listen_fd was made */
 
         struct dp_res_stats stats;    /* for /metrics and /readyz */
+
+        /* Removed by a reload: freed once its server, calls and Register
+         * are done with it (reload.c). */
+        unsigned calls;               /* dp_calls that point here */
+        bool retired;
+        struct cfg_resource *owned_cfg; /* cfg once the config it came from is gone */
+        struct dp_resource *next_retired;
 };
 
 struct dp_daemon {
         const struct dp_options *opts;
         struct cfg_config *cfg;
-        struct dp_resource *res;
+        struct dp_resource **res;     /* in config order; a reload replaces the array */
         size_t n_res;
+        struct dp_resource *retired;  /* removed by a reload, still winding down */
         grpc_completion_queue *cq;
         pthread_mutex_t lock;
         bool stopping;
@@ -91,6 +101,10 @@ struct dp_daemon {
         int *dev_wds;                 /* device dir watches, one per watch_dirs entry */
         char **dev_wd_dirs;
         size_t n_dev_wds;
+
+        int config_wd;                /* watch on the config file's dir, or -1 */
+        char *config_name;            /* the config file's name in that dir */
+        bool reload_due;              /* the config file changed on disk */
 
         unsigned kubelet_gen;         /* bumped each time a new kubelet.sock appears */
         grpc_channel *kubelet_ch;     /* shared by every Register, or NULL */
@@ -131,8 +145,20 @@ void dp_watch_due(struct dp_daemon *d);
 int dp_spec_publish(struct dp_resource *res);
 void dp_spec_due(struct dp_daemon *d);
 
+void dp_watch_resource(struct dp_daemon *d, struct dp_resource *res);
+
 /* specs.c */
 void dp_specs_startup(struct dp_daemon *d);
 
+/* reload.c */
+int dp_reload_setup(struct dp_daemon *d);
+void dp_reload_event(struct dp_daemon *d, const struct inotify_event *ev);
+void dp_reload(struct dp_daemon *d, const char *why);
+void dp_resource_maybe_free(struct dp_resource *res);
+void dp_retired_free_all(struct dp_daemon *d);
+
 /* daemon.c */
+int dp_resource_new(struct dp_daemon *d, const struct cfg_resource *cfg, struct dp_resource **ret);
+void dp_resource_free(struct dp_resource *res);
+/* Takes cfg: a reload replaces it. */
 int dp_daemon_run(const struct dp_options *opts, struct cfg_config *cfg);

@@ -181,9 +181,9 @@ static enum MHD_Result readyz(struct dp_http *h, struct MHD_Connection *conn) {
         pthread_mutex_lock(&d->lock);
         for (size_t i = 0; i < d->n_res; i++) {
                 const char *why = NULL;
-                bool ready = dp_resource_ready(&d->res[i], &why);
+                bool ready = dp_resource_ready(d->res[i], &why);
                 all &= ready;
-                dp_mbuf_puts(&b, d->res[i].cfg->name);
+                dp_mbuf_puts(&b, d->res[i]->cfg->name);
                 dp_mbuf_puts(&b, ready ? ": ready\n" : ": not ready: ");
                 if (!ready) {
                         dp_mbuf_puts(&b, why);

@@ -54,8 +54,8 @@ void dp_arm_timer(struct dp_daemon *d) {
         struct itimerspec its = {0};
 
         for (size_t i = 0; i < d->n_res; i++) {
-                const uint64_t due[] = {d->res[i].retry_at_ms, d->res[i].spec_retry_at_ms,
-                                        d->res[i].accept_resume_ms, d->res[i].relisten_at_ms};
+                const uint64_t due[] = {d->res[i]->retry_at_ms, d->res[i]->spec_retry_at_ms,
+                                        d->res[i]->accept_resume_ms, d->res[i]->relisten_at_ms};
                 for (size_t k = 0; k < ELEMENTSOF(due); k++)
                         if (due[k] && (!next || due[k] < next))
                                 next = due[k];
@@ -117,7 +117,7 @@ static bool connect_failed(struct dp_daemon *d, const struct dp_reg *g) {
  * back (madvise), so the daemon's footprint is its steady state. */
 static void trim_after_burst(struct dp_daemon *d) {
         for (size_t i = 0; i < d->n_res; i++)
-                if (d->res[i].reg)
+                if (d->res[i]->reg)
                         return;
         malloc_trim(0);
 }
@@ -140,7 +140,7 @@ static void on_registered(struct dp_daemon *d, struct dp_tag *tag, bool ok) {
                 log_info("resource \"%s\": Register failed while its socket was re-created, registering again",
                          res->cfg->name);
                 res->reg_again = true;
-        } else if (!d->stopping && !res->reg_again) {
+        } else if (!d->stopping && !res->reg_again && !res->retired) {
                 char *why = grpc_slice_to_c_string(g->u.details);
                 bool refused = connect_failed(d, g);
                 uint64_t delay = (refused ? RETRY_CONNECT_MIN_MS : RETRY_MIN_MS)
@@ -167,6 +167,7 @@ static void on_registered(struct dp_daemon *d, struct dp_tag *tag, bool ok) {
         }
         trim_after_burst(d);
         dp_maybe_finish(d);
+        dp_resource_maybe_free(res);
 }
 
 void dp_register(struct dp_resource *res) {
@@ -222,8 +223,8 @@ fail:
 void dp_register_due(struct dp_daemon *d) {
         uint64_t now = dp_now_ms();
         for (size_t i = 0; i < d->n_res; i++)
-                if (d->res[i].retry_at_ms && d->res[i].retry_at_ms <= now)
-                        dp_register(&d->res[i]);
+                if (d->res[i]->retry_at_ms && d->res[i]->retry_at_ms <= now)
+                        dp_register(d->res[i]);
         dp_arm_timer(d);
 }
 

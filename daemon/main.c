@@ -45,6 +45,7 @@ static const char usage[] =
         "                       default: the config's metrics.address, else off)\n"
         "  --pod-resources-socket PATH  kubelet PodResources socket, for pod labels\n"
         "                       (default " DP_DEFAULT_PODRES_SOCKET ")\n"
+        "  --log-format text|json  log lines as text (default) or JSON objects\n"
         "  --stdout             generate: print the specs instead of writing them\n"
         "  --json               doctor: print the report as JSON\n"
         "  --no-sandbox         serve without the lock-down (debugging only)\n"
@@ -53,7 +54,7 @@ static const char usage[] =
 
 enum { OPT_CONFIG = 1, OPT_KUBELET_DIR, OPT_CDI_DIR, OPT_HOST_ROOT, OPT_USER, OPT_STDOUT,
        OPT_NO_SANDBOX, OPT_VERBOSE, OPT_METRICS_ADDRESS, OPT_PODRES_SOCKET,
-       OPT_JSON };
+       OPT_JSON, OPT_LOG_FORMAT };
 
 static int load_config(const struct dp_options *o, struct cfg_config **ret) {
         struct cfg_error err = {0};
@@ -154,6 +155,7 @@ int main(int argc, char **argv) {
                 {"metrics-address", required_argument, NULL, OPT_METRICS_ADDRESS},
                 {"pod-resources-socket", required_argument, NULL, OPT_PODRES_SOCKET},
                 {"json", no_argument, NULL, OPT_JSON},
+                {"log-format", required_argument, NULL, OPT_LOG_FORMAT},
                 {"help", no_argument, NULL, 'h'},
                 {},
         };
@@ -201,6 +203,17 @@ int main(int argc, char **argv) {
                 case OPT_METRICS_ADDRESS: o.metrics_address = optarg; break;
                 case OPT_PODRES_SOCKET: o.pod_resources_socket = optarg; break;
                 case OPT_JSON: json = true; break;
+                case OPT_LOG_FORMAT:
+                        if (strcmp(optarg, "text") == 0)
+                                o.log_format = CFG_LOG_TEXT;
+                        else if (strcmp(optarg, "json") == 0)
+                                o.log_format = CFG_LOG_JSON;
+                        else {
+                                fprintf(stderr, "cdiplug: error: --log-format must be \"text\" or \"json\"\n");
+                                return 2;
+                        }
+                        log_set_json(o.log_format == CFG_LOG_JSON);
+                        break;
                 case 'h': fputs(usage, stdout); return 0;
                 default: return 2;
                 }
@@ -234,6 +247,8 @@ int main(int argc, char **argv) {
                                                       .json = json});
         if (load_config(&o, &cfg) < 0)
                 return 2;
+        if (o.log_format == CFG_LOG_UNSET)
+                log_set_json(cfg->log_format == CFG_LOG_JSON);
         ret = dp_names_prepare(cfg, o.kubelet_dir, strcmp(cmd, "generate") != 0);
         if (ret < 0) {
                 if (ret != -EINVAL)
@@ -255,7 +270,7 @@ int main(int argc, char **argv) {
                         log_warn("%s configures no resources: serving nothing; add resources to it "
                                  "(see cdiplug(8) and the example config.json in cdiplug's doc dir)",
                                  o.config_path);
-                ret = dp_daemon_run(&o, cfg);
+                ret = dp_daemon_run(&o, TAKE_PTR(cfg));
         }
         cfg_free(cfg);
         return ret;

@@ -249,8 +249,8 @@ static void per_resource_u64(struct dp_mbuf *b, struct dp_daemon *d, const char 
         dp_metric_header(b, name, type, help);
         for (size_t i = 0; i < d->n_res; i++) {
                 dp_metric_start(b, name);
-                dp_metric_label(b, "resource", d->res[i].cfg->name);
-                dp_metric_u64(b, get(&d->res[i]));
+                dp_metric_label(b, "resource", d->res[i]->cfg->name);
+                dp_metric_u64(b, get(d->res[i]));
         }
 }
 
@@ -267,12 +267,12 @@ static void render_devices(struct dp_mbuf *b, struct dp_daemon *d) {
         dp_metric_header(b, "cdiplug_device_info", "gauge",
                          "A device the resource lists to the kubelet, with its health and NUMA node where known.");
         for (size_t i = 0; i < d->n_res; i++) {
-                const struct dp_plugin *p = d->res[i].plugin;
+                const struct dp_plugin *p = d->res[i]->plugin;
                 struct dp_mbuf pre = {0};
                 /* The line up to the device ID is the resource's: written
                  * once, copied per device (the bulk of a scrape). */
                 dp_mbuf_puts(&pre, "cdiplug_device_info{resource=\"");
-                dp_mbuf_escaped(&pre, d->res[i].cfg->name);
+                dp_mbuf_escaped(&pre, d->res[i]->cfg->name);
                 dp_mbuf_puts(&pre, "\",device=\"");
                 if (pre.err) {
                         b->err = pre.err;
@@ -293,13 +293,13 @@ static void render_devices(struct dp_mbuf *b, struct dp_daemon *d) {
         }
         dp_metric_header(b, "cdiplug_devices", "gauge", "Devices of the resource by health.");
         for (size_t i = 0; i < d->n_res; i++) {
-                const struct dp_plugin *p = d->res[i].plugin;
+                const struct dp_plugin *p = d->res[i]->plugin;
                 uint64_t healthy = 0;
                 for (size_t j = 0; j < p->n_devs; j++)
                         healthy += p->devs[j].healthy;
                 for (int h = 0; h < 2; h++) {
                         dp_metric_start(b, "cdiplug_devices");
-                        dp_metric_label(b, "resource", d->res[i].cfg->name);
+                        dp_metric_label(b, "resource", d->res[i]->cfg->name);
                         dp_metric_label(b, "health", h ? "Unhealthy" : "Healthy");
                         dp_metric_u64(b, h ? p->n_devs - healthy : healthy);
                 }
@@ -308,8 +308,8 @@ static void render_devices(struct dp_mbuf *b, struct dp_daemon *d) {
 
 static struct dp_resource *resource_named(struct dp_daemon *d, const char *name) {
         for (size_t i = 0; i < d->n_res; i++)
-                if (strcmp(d->res[i].cfg->name, name) == 0)
-                        return &d->res[i];
+                if (strcmp(d->res[i]->cfg->name, name) == 0)
+                        return d->res[i];
         return NULL;
 }
 
@@ -353,18 +353,18 @@ static void render_calls(struct dp_mbuf *b, struct dp_daemon *d) {
                          "Allocate calls answered, by gRPC status code.");
         for (size_t i = 0; i < d->n_res; i++)
                 for (int c = 0; c < DP_GRPC_CODES; c++) {
-                        if (c != 0 && !d->res[i].stats.allocate[c])
+                        if (c != 0 && !d->res[i]->stats.allocate[c])
                                 continue;
                         dp_metric_start(b, "cdiplug_allocate_requests_total");
-                        dp_metric_label(b, "resource", d->res[i].cfg->name);
+                        dp_metric_label(b, "resource", d->res[i]->cfg->name);
                         dp_metric_label(b, "code", grpc_code_names[c]);
-                        dp_metric_u64(b, d->res[i].stats.allocate[c]);
+                        dp_metric_u64(b, d->res[i]->stats.allocate[c]);
                 }
         dp_metric_header(b, "cdiplug_allocate_duration_seconds", "histogram",
                          "Time from an Allocate request received to its answer encoded.");
         for (size_t i = 0; i < d->n_res; i++)
-                dp_histogram_render(b, "cdiplug_allocate_duration_seconds", "resource", d->res[i].cfg->name,
-                                    &d->res[i].stats.allocate_seconds);
+                dp_histogram_render(b, "cdiplug_allocate_duration_seconds", "resource", d->res[i]->cfg->name,
+                                    &d->res[i]->stats.allocate_seconds);
         per_resource_u64(b, d, "cdiplug_registrations_total", "counter",
                          "Successful registrations with the kubelet.", get_registrations);
         dp_metric_header(b, "cdiplug_kubelet_restarts_total", "counter",
@@ -380,26 +380,26 @@ static void render_calls(struct dp_mbuf *b, struct dp_daemon *d) {
         for (size_t i = 0; i < d->n_res; i++)
                 for (int e = 0; e < DP_EV_N; e++) {
                         dp_metric_start(b, "cdiplug_device_events_total");
-                        dp_metric_label(b, "resource", d->res[i].cfg->name);
+                        dp_metric_label(b, "resource", d->res[i]->cfg->name);
                         dp_metric_label(b, "event", event_names[e]);
-                        dp_metric_u64(b, d->res[i].plugin->events[e]);
+                        dp_metric_u64(b, d->res[i]->plugin->events[e]);
                 }
         dp_metric_header(b, "cdiplug_cdi_spec_writes_total", "counter", "CDI spec writes, by result.");
         for (size_t i = 0; i < d->n_res; i++)
                 for (int ok = 1; ok >= 0; ok--) {
                         dp_metric_start(b, "cdiplug_cdi_spec_writes_total");
-                        dp_metric_label(b, "resource", d->res[i].cfg->name);
+                        dp_metric_label(b, "resource", d->res[i]->cfg->name);
                         dp_metric_label(b, "result", ok ? "success" : "failure");
-                        dp_metric_u64(b, ok ? d->res[i].stats.spec_writes_ok : d->res[i].stats.spec_writes_failed);
+                        dp_metric_u64(b, ok ? d->res[i]->stats.spec_writes_ok : d->res[i]->stats.spec_writes_failed);
                 }
         dp_metric_header(b, "cdiplug_cdi_spec_last_write_timestamp_seconds", "gauge",
                          "When the resource's CDI spec was last written.");
         for (size_t i = 0; i < d->n_res; i++) {
-                if (!d->res[i].stats.spec_last_write)
+                if (!d->res[i]->stats.spec_last_write)
                         continue;
                 dp_metric_start(b, "cdiplug_cdi_spec_last_write_timestamp_seconds");
-                dp_metric_label(b, "resource", d->res[i].cfg->name);
-                dp_metric_double(b, d->res[i].stats.spec_last_write);
+                dp_metric_label(b, "resource", d->res[i]->cfg->name);
+                dp_metric_double(b, d->res[i]->stats.spec_last_write);
         }
 }
 
@@ -483,7 +483,7 @@ int dp_metrics_render(struct dp_daemon *d, struct dp_podres *pr, struct dp_mbuf 
          * doublings, each copying what was written so far. */
         size_t devs = 0;
         for (size_t i = 0; i < d->n_res; i++)
-                devs += d->res[i].plugin->n_devs;
+                devs += d->res[i]->plugin->n_devs;
         dp_mbuf_reserve(b, 16384 + d->n_res * 4096 + devs * 128);
         render_devices(b, d);
         render_allocations(b, d, list);

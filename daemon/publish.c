@@ -71,7 +71,7 @@ void dp_spec_due(struct dp_daemon *d) {
         uint64_t now = dp_now_ms();
 
         for (size_t i = 0; i < d->n_res; i++) {
-                struct dp_resource *res = &d->res[i];
+                struct dp_resource *res = d->res[i];
                 uint64_t gen = res->plugin->generation;
                 if (!res->spec_retry_at_ms || res->spec_retry_at_ms > now)
                         continue;

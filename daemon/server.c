@@ -54,6 +54,8 @@ static void on_stream_close(struct dp_daemon *d, struct dp_tag *tag, bool ok);
 #define CALL_OF(t, member) ((struct dp_call *)((char *)(t) - offsetof(struct dp_call, member)))
 
 static void call_free(struct dp_call *c) {
+        struct dp_resource *res = c->res;
+
         if (c->call)
                 grpc_call_unref(c->call);
         grpc_call_details_destroy(&c->details);
@@ -63,9 +65,11 @@ static void call_free(struct dp_call *c) {
         if (c->send)
                 grpc_byte_buffer_destroy(c->send);
         grpc_slice_unref(c->status_details);
-        c->res->d->live--;
-        dp_maybe_finish(c->res->d);
+        res->d->live--;
+        res->calls--;
+        dp_maybe_finish(res->d);
         free(c);
+        dp_resource_maybe_free(res);
 }
 
 /* Offer the server a slot for its next incoming call. */
@@ -90,6 +94,7 @@ static int request_next(struct dp_resource *res) {
                 return -EIO;
         }
         res->d->live++;
+        res->calls++;
         return 0;
 }
 
@@ -340,7 +345,9 @@ static void on_call(struct dp_daemon *d, struct dp_tag *tag, bool ok) {
                 if (strcmp(method, DP_METHOD_ALLOCATE) == 0)
                         dp_stats_allocate(res, (int)st, dp_mono_seconds() - t0);
                 if (st != GRPC_STATUS_OK)
-                        log_warn("resource \"%s\": %s refused: %s", res->cfg->name, method, msg);
+                        /* The method's name looks like a path; it is none. */
+                        log_with(LOG_WARN, &(struct log_fields){.path = ""}, "resource \"%s\": %s refused: %s",
+                                 res->cfg->name, method, msg);
                 finish(c, st, msg);
                 return;
         case PH_FINISH:
@@ -357,6 +364,7 @@ static void on_shutdown(struct dp_daemon *d, struct dp_tag *tag, bool ok) {
         res->state = SRV_DOWN;
         d->live--;
         dp_maybe_finish(d);
+        dp_resource_maybe_free(res);
 }
 
 /* The grpc server lives as long as the daemon and has no port of its own:
@@ -498,7 +506,7 @@ void dp_accept_due(struct dp_daemon *d) {
         uint64_t now = dp_now_ms();
 
         for (size_t i = 0; i < d->n_res; i++) {
-                struct dp_resource *res = &d->res[i];
+                struct dp_resource *res = d->res[i];
                 if (!res->accept_resume_ms || res->accept_resume_ms > now)
                         continue;
                 res->accept_resume_ms = 0;

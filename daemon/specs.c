@@ -16,7 +16,7 @@ static void remove_stale(struct dp_daemon *d) {
         if (!kinds)
                 return;
         for (size_t i = 0; i < d->n_res; i++)
-                kinds[i] = d->res[i].plugin->kind;
+                kinds[i] = d->res[i]->plugin->kind;
         r = cdi_remove_stale(d->opts->cdi_dir, kinds, &removed);
         if (r < 0) {
                 log_warn("cannot clean up old CDI specs in %s: %s; continuing", d->opts->cdi_dir, strerror(-r));
@@ -48,7 +48,7 @@ static void warn_conflicts(struct dp_daemon *d) {
                 dirs[n_dirs++] = run;
         dirs[n_dirs] = NULL;
         for (size_t i = 0; i < d->n_res; i++)
-                if (d->res[i].plugin->n_devs && dp_plugin_spec(d->res[i].plugin, &specs[n_specs]) >= 0)
+                if (d->res[i]->plugin->n_devs && dp_plugin_spec(d->res[i]->plugin, &specs[n_specs]) >= 0)
                         n_specs++;
         if (cdi_find_conflicts(dirs, specs, n_specs, &c, &n) >= 0)
                 for (size_t i = 0; i < n; i++) {

@@ -40,6 +40,13 @@
 #define DEVICE_MASK (IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM | IN_ATTRIB | IN_ONLYDIR | \
                      IN_MASK_ADD)
 
+/* inotify gives one watch per inode: the ancestor may also be the config
+ * file's dir (reload.c), whose watch must outlive this one. */
+static void ancestor_unwatch(struct dp_daemon *d) {
+        if (d->ancestor_wd != d->config_wd)
+                inotify_rm_watch(d->inotify_fd, d->ancestor_wd);
+}
+
 /* Watch the nearest existing ancestor of the missing kubelet dir. */
 static int watch_ancestor(struct dp_daemon *d) {
         _cleanup_free_ char *path = strdup(d->opts->kubelet_dir);
@@ -62,7 +69,7 @@ static int watch_ancestor(struct dp_daemon *d) {
                         return -errno;
         }
         if (d->ancestor_wd >= 0 && d->ancestor_wd != wd)
-                inotify_rm_watch(d->inotify_fd, d->ancestor_wd);
+                ancestor_unwatch(d);
         d->ancestor_wd = wd;
         log_info("kubelet dir %s does not exist yet, waiting for it (watching %s)", d->opts->kubelet_dir, path);
         return 0;
@@ -78,7 +85,7 @@ static int watch_kubelet_dir(struct dp_daemon *d) {
                 if (wd >= 0) {
                         d->kubelet_wd = wd;
                         if (d->ancestor_wd >= 0 && d->ancestor_wd != wd)
-                                inotify_rm_watch(d->inotify_fd, d->ancestor_wd);
+                                ancestor_unwatch(d);
                         d->ancestor_wd = -1;
                         return 1;
                 }
@@ -163,10 +170,18 @@ int dp_watch_setup(struct dp_daemon *d) {
                 return r;
         }
         for (size_t i = 0; i < d->n_res; i++)
-                for (char **dir = d->res[i].watch_dirs; dir && *dir; dir++)
-                        if (dev_watch_add(d, *dir, d->res[i].cfg->name) < 0)
+                for (char **dir = d->res[i]->watch_dirs; dir && *dir; dir++)
+                        if (dev_watch_add(d, *dir, d->res[i]->cfg->name) < 0)
                                 return -ENOMEM;
         return 0;
+}
+
+/* A resource added by a reload: its device dirs, like one from start-up. */
+void dp_watch_resource(struct dp_daemon *d, struct dp_resource *res) {
+        for (char **dir = res->watch_dirs; dir && *dir; dir++)
+                if (dev_watch_add(d, *dir, res->cfg->name) < 0)
+                        log_warn("resource \"%s\": cannot watch %s: out of memory; continuing without hotplug",
+                                 res->cfg->name, *dir);
 }
 
 /* Re-create a deleted socket; register only with a kubelet that has not
@@ -188,10 +203,10 @@ static void kubelet_appeared(struct dp_daemon *d) {
         d->kubelet_gen++;
         dp_kubelet_channel_close(d);
         for (size_t i = 0; i < d->n_res; i++) {
-                d->res[i].relisten_at_ms = 0;
+                d->res[i]->relisten_at_ms = 0;
                 if (d->kubelet_wd >= 0)
-                        dp_server_listen(&d->res[i]);
-                dp_register(&d->res[i]);
+                        dp_server_listen(d->res[i]);
+                dp_register(d->res[i]);
         }
 }
 
@@ -208,8 +223,8 @@ static void kubelet_dir_gone(struct dp_daemon *d) {
         log_warn("kubelet dir %s was removed; sockets stop until it is back", d->opts->kubelet_dir);
         d->kubelet_wd = -1;
         for (size_t i = 0; i < d->n_res; i++) {
-                d->res[i].relisten_at_ms = 0;
-                dp_server_unlisten(&d->res[i], false);
+                d->res[i]->relisten_at_ms = 0;
+                dp_server_unlisten(d->res[i], false);
         }
         if (watch_kubelet_dir(d) == 1)
                 kubelet_dir_appeared(d);
@@ -245,7 +260,7 @@ void dp_watch_due(struct dp_daemon *d) {
         uint64_t now = dp_now_ms();
 
         for (size_t i = 0; i < d->n_res; i++) {
-                struct dp_resource *res = &d->res[i];
+                struct dp_resource *res = d->res[i];
                 if (!res->relisten_at_ms || res->relisten_at_ms > now)
                         continue;
                 res->relisten_at_ms = 0;
@@ -270,8 +285,8 @@ static void kubelet_event(struct dp_daemon *d, const struct inotify_event *ev) {
         }
         if (ev->mask & (IN_DELETE | IN_MOVED_FROM))
                 for (size_t i = 0; i < d->n_res; i++)
-                        if (strcmp(ev->name, d->res[i].cfg->socket_name) == 0)
-                                socket_gone(&d->res[i]);
+                        if (strcmp(ev->name, d->res[i]->cfg->socket_name) == 0)
+                                socket_gone(d->res[i]);
 }
 
 /* Rediscover; then watch any dir that has appeared (a new USB bus, a
@@ -301,12 +316,13 @@ static void refresh(struct dp_resource *res) {
 
 /* After a lost event nothing can be trusted: check everything. */
 static void resync(struct dp_daemon *d) {
-        log_warn("inotify queue overflowed; re-checking sockets and devices");
+        log_warn("inotify queue overflowed; re-checking sockets, devices and the config");
+        d->reload_due = true;
         for (size_t i = 0; i < d->n_res; i++)
-                socket_gone(&d->res[i]);
+                socket_gone(d->res[i]);
         kubelet_appeared(d);
         for (size_t i = 0; i < d->n_res; i++)
-                refresh(&d->res[i]);
+                refresh(d->res[i]);
 }
 
 void dp_watch_handle(struct dp_daemon *d) {
@@ -327,6 +343,8 @@ void dp_watch_handle(struct dp_daemon *d) {
                         }
                         if (ev->wd == d->kubelet_wd)
                                 kubelet_event(d, ev);
+                        if (ev->wd == d->config_wd)
+                                dp_reload_event(d, ev);
                         if (ev->wd == d->ancestor_wd && watch_kubelet_dir(d) == 1)
                                 kubelet_dir_appeared(d);
                         for (size_t w = 0; w < d->n_dev_wds; w++) {
@@ -337,7 +355,7 @@ void dp_watch_handle(struct dp_daemon *d) {
                                 if (ev->mask & IN_IGNORED)
                                         d->dev_wds[w] = -1;
                                 for (size_t i = 0; i < d->n_res; i++)
-                                        if (has_dir(d->res[i].watch_dirs, d->dev_wd_dirs[w]))
+                                        if (has_dir(d->res[i]->watch_dirs, d->dev_wd_dirs[w]))
                                                 dirty[i] = true;
                         }
                 }
@@ -345,5 +363,5 @@ void dp_watch_handle(struct dp_daemon *d) {
         /* One rediscovery per resource per batch of events. */
         for (size_t i = 0; i < d->n_res; i++)
                 if (dirty[i] && !d->stopping)
-                        refresh(&d->res[i]);
+                        refresh(d->res[i]);
 }

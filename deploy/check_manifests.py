@@ -190,6 +190,7 @@ def check_docs(docs, c):
     c.check(args[:1] == ["serve"], "container runs 'cdiplug serve'")
     c.check(arg_value(args, "--host-root") == HOST_ROOT, "--host-root %s" % HOST_ROOT)
     c.check("--no-sandbox" not in args, "--no-sandbox is not given")
+    c.check(arg_value(args, "--log-format") == "json", "--log-format json, for the log pipeline")
 
     version = project_version()
     image = ctr.get("image", "")

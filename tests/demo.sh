@@ -46,6 +46,28 @@ for f in "$demo"/cdi/*.json; do
         echo "== CDI spec $(basename "$f")"
         cat "$f"
 done
+
+echo
+echo "== live reload: an editor saves a new config (write a temp file, rename it)"
+echo "   serial also matches ttyACM*, kvm is removed, tun is added, fuse is unchanged"
+mkdir -p "$demo/host/dev/net"
+for n in ttyACM0 net/tun; do
+        mknod -m 0666 "$demo/host/dev/$n" c 1 3
+done
+cat > "$demo/config.json.tmp" <<'JSON'
+{ "resources": [
+    { "name": "example.com/serial", "match": [ { "path": "/dev/ttyUSB*" }, { "path": "/dev/ttyACM*" } ] },
+    { "name": "example.com/fuse",   "match": [ { "path": "/dev/fuse" } ], "shares": 4 },
+    { "name": "example.com/tun",    "match": [ { "path": "/dev/net/tun" } ] } ] }
+JSON
+mv "$demo/config.json.tmp" "$demo/config.json"
+# The daemon sees the rename through inotify; wait (at most 10 s) for its
+# summary line.
+grep -m1 -q "reload:" < <(timeout 10 tail -n +1 -f "$demo/daemon.log") || true
+sed -n '/config: reloading/,$p' "$demo/daemon.log"
+echo
+echo "== a kubelet now sees the new lists (same sockets for serial and fuse)"
+build/test-kubelet "$demo/kubelet" example.com/serial example.com/tun
 kill -TERM "$pid"
 wait "$pid"
 echo

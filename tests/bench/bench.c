@@ -18,10 +18,11 @@
  *   of 8 among 10,000 offered IDs (1,250 devices x 8 shares); /metrics with
  *   those 10,000 devices and 1,000 allocated IDs (p50/p99, the PodResources
  *   answer cached, and with a fresh dial and List each), RssAnon and idle
- *   wake-ups with the endpoint on.
+ *   wake-ups with the endpoint on; SIGHUP → the changed one of 64 resources
+ *   has its new list on the kubelet's stream.
  *
  * Extra arguments are passed to `cdiplug serve` (e.g. --no-sandbox).
- * BENCH_ONLY=alloc,exec,restart,hotplug,discovery,many,preferred,scrape picks sections;
+ * BENCH_ONLY=alloc,exec,restart,hotplug,reload,discovery,many,preferred,scrape picks sections;
  * TMPDIR picks the file system the kubelet, CDI and fake /dev dirs go on;
  * BENCH_RESTARTS=N runs N kubelet restarts instead of 100; BENCH_TRACE=1
  * prints every restart, memory and fds every 50, and the last two
@@ -67,6 +68,7 @@
 #define PREF_DEVICES 1250
 #define PREF_SHARES 8
 #define PREF_CALLS 1000
+#define RELOADS 200
 
 extern char **environ;
 
@@ -270,7 +272,7 @@ static bool section(const char *name) {
 
 /* Figures, printed together at the end. */
 static struct {
-        bool exec, restart, hotplug, discovery, many, preferred;
+        bool exec, restart, hotplug, discovery, many, preferred, reload;
         struct placement {
                 const char *name;
                 uint64_t a50, a99, e50, e99;
@@ -292,6 +294,8 @@ static struct {
         long scrape_rss_anon;
         long idle_wakeups;
         double scrape_cpu_ms;
+        uint64_t rl50, rl99;
+        unsigned rl_regs, rl_lists; /* Registers and lists of the 63 others across the reloads */
 } fig;
 
 /* The floor: a unary echo with the daemon's own loop and batch shape, one
@@ -684,6 +688,77 @@ static void bench_hotplug(void) {
         free(kdir);
         free(node0);
         free(node);
+}
+
+/* SIGHUP → the new list of the one changed resource of 64 on its stream.
+ * config.json is a symlink into a dir the daemon does not watch, so only
+ * the signal starts each reload; resource 7 alternates between one device
+ * and two. */
+static void bench_reload(void) {
+        static uint64_t lat[RELOADS];
+        char *dir = make_env("reload", MANY), *kdir = path_join(dir, "kubelet");
+        char *cfg = path_join(dir, "config.json"), *real_dir = path_join(dir, "real");
+        char *real = path_join(real_dir, "config.json"), *tmp = path_join(real_dir, "config.json.tmp");
+        char *extra = path_join(dir, "host/dev/d07x");
+        char *one = resources_config(MANY, "d", ""), *two = resources_config(MANY, "d", "");
+        char *at = strstr(two, "/dev/d07\"");
+        struct tk *tk;
+        unsigned regs = 0, lists = 0;
+
+        /* "/dev/d07" becomes "/dev/d07*": same length plus one. */
+        char *wide = NULL;
+        if (!at || asprintf(&wide, "%.*s/dev/d07*%s", (int)(at - two), two, at + strlen("/dev/d07")) < 0)
+                die("building the config");
+        touch(extra);
+        mkdir(real_dir, 0755);
+        write_file(real, one);
+        unlink(cfg);
+        if (symlink("real/config.json", cfg) < 0)
+                die("symlink");
+        if (tk_start(kdir, &tk) < 0)
+                die("test kubelet");
+        pid_t d = spawn_daemon(dir);
+        wait_all(tk, MANY, 1);
+        for (int i = 0; i < MANY; i++)
+                if (i != 7) {
+                        regs += tk_registrations(tk, name_of(i));
+                        lists += tk_lists(tk, name_of(i));
+                }
+        for (int i = 0; i < RELOADS; i++) {
+                unsigned n = tk_lists(tk, name_of(7)) + 1;
+                V1beta1__ListAndWatchResponse *list;
+                write_file(tmp, i % 2 ? one : wide);
+                if (rename(tmp, real) < 0)
+                        die("rename");
+                uint64_t t0 = now_ns();
+                kill(d, SIGHUP);
+                if (tk_wait_lists(tk, name_of(7), n, 5000, &list) < 0)
+                        die("waiting for the reloaded list");
+                v1beta1__list_and_watch_response__free_unpacked(list, NULL);
+                lat[i] = tk_list_at_ns(tk, name_of(7)) - t0;
+        }
+        for (int i = 0; i < MANY; i++)
+                if (i != 7) {
+                        regs -= tk_registrations(tk, name_of(i));
+                        lists -= tk_lists(tk, name_of(i));
+                }
+        stop_daemon(d);
+        tk_stop(tk);
+        fig.rl50 = pct(lat, RELOADS, 0.5);
+        fig.rl99 = pct(lat, RELOADS, 0.99);
+        fig.rl_regs = -regs;
+        fig.rl_lists = -lists;
+        fig.reload = true;
+        free(dir);
+        free(kdir);
+        free(cfg);
+        free(real_dir);
+        free(real);
+        free(tmp);
+        free(extra);
+        free(one);
+        free(two);
+        free(wide);
 }
 
 /* 10,000 nodes /dev/bNN-IIII, spread over 64 resources (bNN-*). */
@@ -1100,6 +1175,10 @@ static void print_table(void) {
                 snprintf(t, sizeof(t), "p99 < 20 ms: %s", verdict(fig.h_all99 < 20000000));
                 row_ms("hotplug -> ListAndWatch update, all 200", fig.h_all50, fig.h_all99, t);
         }
+        if (fig.reload) {
+                snprintf(t, sizeof(t), "(the 63 others: %u Registers, %u lists)", fig.rl_regs, fig.rl_lists);
+                row_ms("SIGHUP -> new list, 64 resources, 1 changed", fig.rl50, fig.rl99, t);
+        }
         if (fig.discovery) {
                 snprintf(t, sizeof(t), "< 100 ms: %s (max of %d: %.2f ms)", verdict(fig.disc50 < 100000000),
                          DISCOVER_RUNS, (double)fig.disc_max / 1e6);
@@ -1160,6 +1239,8 @@ int main(int argc, char **argv) {
                 bench_hotplug();
         if (section("preferred"))
                 bench_preferred();
+        if (section("reload"))
+                bench_reload();
         if (section("discovery") || section("many") || section("scrape")) {
                 char *nodes = make_nodes();
                 if (section("discovery"))

@@ -73,3 +73,30 @@ unsigned log_count(const char *path, const char *needle) {
         fclose(f);
         return n;
 }
+
+int log_wait_count(const char *path, const char *needle, unsigned n, int timeout_ms) {
+        int fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+        long long deadline = now_ms() + timeout_ms;
+        unsigned count;
+
+        if (fd < 0)
+                return -errno;
+        /* Watched before the first count, so no write falls in between. */
+        inotify_add_watch(fd, path, IN_MODIFY);
+        for (;;) {
+                char buf[4096];
+                count = log_count(path, needle);
+                if (count >= n)
+                        break;
+                long long left = deadline - now_ms();
+                struct pollfd p = {.fd = fd, .events = POLLIN};
+                if (left <= 0 || poll(&p, 1, (int)left) <= 0) {
+                        count = log_count(path, needle);
+                        break;
+                }
+                while (read(fd, buf, sizeof(buf)) > 0)
+                        ;
+        }
+        close(fd);
+        return count >= n ? (int)count : -ETIMEDOUT;
+}

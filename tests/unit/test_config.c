@@ -92,6 +92,8 @@ static const struct bad cases[] = {
          "resources[0].policy", "packed"},
         {"{\"resources\": [{\"name\": \"example.com/a\", \"match\": [{\"path\": \"/dev/a\"}]}], \"user\": 5}",
                  "user", "user"},
+        {"{\"resources\": [{\"name\": \"example.com/a\", \"match\": [{\"path\": \"/dev/a\"}]}], \"log_format\": \"xml\"}",
+                 "log_format", "\"json\""},
 };
 
 Test(config, reports_the_field_of_every_mistake) {
@@ -172,4 +174,31 @@ Test(config, load_says_what_the_file_problem_is) {
         cr_assert_eq(cfg_load("/", &cfg, &err), -EINVAL);
         cr_assert_not_null(strstr(err.msg, "not a regular file"), "%s", err.msg);
         cfg_error_clear(&err);
+}
+
+Test(config, log_format_key) {
+        struct cfg_config *cfg = parse_ok("{\"resources\": [{\"name\": \"example.com/a\", \"match\": [{\"path\": \"/dev/a\"}]}]}");
+        cr_assert_eq(cfg->log_format, CFG_LOG_UNSET);
+        cfg_free(cfg);
+        cfg = parse_ok("{\"log_format\": \"json\", \"resources\": [{\"name\": \"example.com/a\", \"match\": [{\"path\": \"/dev/a\"}]}]}");
+        cr_assert_eq(cfg->log_format, CFG_LOG_JSON);
+        cfg_free(cfg);
+}
+
+/* A reload compares these: what decides a resource's devices differs
+ * exactly when its selectors, shares or edits do. */
+Test(config, settings_json_tells_device_settings_from_answers) {
+        const char *base = "{\"resources\": [{\"name\": \"example.com/a\", \"match\": [{\"path\": \"/dev/a\"}]}]}";
+        const char *answers = "{\"allocate\": [\"device-specs\"], \"resources\": [{\"name\": \"example.com/a\", "
+                              "\"match\": [{\"path\": \"/dev/a\"}], \"policy\": \"spread\", \"allocate\": [\"cdi-cri\"]}]}";
+        const char *shares = "{\"resources\": [{\"name\": \"example.com/a\", \"match\": [{\"path\": \"/dev/a\"}], \"shares\": 2}]}";
+        const char *glob = "{\"resources\": [{\"name\": \"example.com/a\", \"match\": [{\"path\": \"/dev/a*\"}]}]}";
+        struct cfg_config *a = parse_ok(base), *b = parse_ok(answers), *c = parse_ok(shares), *d = parse_ok(glob);
+        cr_assert_str_eq(a->resources[0].settings_json, b->resources[0].settings_json);
+        cr_assert_str_neq(a->resources[0].settings_json, c->resources[0].settings_json);
+        cr_assert_str_neq(a->resources[0].settings_json, d->resources[0].settings_json);
+        cfg_free(a);
+        cfg_free(b);
+        cfg_free(c);
+        cfg_free(d);
 }

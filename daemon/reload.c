@@ -1,0 +1,481 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Live reload: SIGHUP, or the config file changing on disk, re-reads the
+ * config and applies the difference resource by resource.
+ *
+ * The file's directory is watched, not the file: editors write a temp
+ * file and rename it over the old one (IN_MOVED_TO), `>` rewrites it in
+ * place (IN_CLOSE_WRITE, so half a file is never parsed), and a
+ * Kubernetes ConfigMap volume swaps its "..data" symlink to a new
+ * timestamped dir, leaving "config.json -> ..data/config.json" as it was
+ * (IN_MOVED_TO "..data"). An inode watched on the first open would see
+ * none of the later versions.
+ *
+ * A reload first builds everything it needs (the parsed config, each
+ * changed or added resource's plugin with its devices discovered): any
+ * failure there changes nothing. Only then does it touch what serves:
+ * - unchanged: keeps its socket, Register, streams, spec and list;
+ * - changed allocate or policy: only its answers change;
+ * - changed devices (selectors, shares, edits): the spec is written
+ *   before the new list goes out on the open streams, so every ID the
+ *   kubelet sees resolves; IDs are derived from the devices, so one that
+ *   still exists keeps its meaning;
+ * - removed: streams end, socket goes, its spec stays (containers may
+ *   need it to start again); the struct lives on until grpc is done;
+ * - added: served and registered like one present at start. */
+#include <malloc.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cdi.h"
+#include "daemon.h"
+#include "names.h"
+#include "resources.h"
+#include "util.h"
+
+#define CONFIG_MASK (IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_MOVED_FROM | \
+                     IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR | IN_MASK_ADD)
+
+/* The ConfigMap volume's atomic writer renames this symlink into place. */
+#define CONFIGMAP_DATA "..data"
+
+int dp_reload_setup(struct dp_daemon *d) {
+        const char *path = d->opts->config_path;
+        const char *slash = strrchr(path, '/');
+        _cleanup_free_ char *dir = NULL;
+
+        if (xasprintf(&dir, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".") < 0)
+                return -ENOMEM;
+        if (!*dir) { /* "/config.json" */
+                free(dir);
+                dir = strdup("/");
+                if (!dir)
+                        return -ENOMEM;
+        }
+        d->config_name = strdup(slash ? slash + 1 : path);
+        if (!d->config_name)
+                return -ENOMEM;
+        d->config_wd = inotify_add_watch(d->inotify_fd, dir, CONFIG_MASK);
+        if (d->config_wd < 0) {
+                /* The daemon can serve without it; an operator can still
+                 * send SIGHUP. */
+                log_warn("config: cannot watch %s for changes: %m; only SIGHUP reloads %s", dir, path);
+                return 0;
+        }
+        log_info("config: watching %s for changes to %s (SIGHUP reloads too)", dir, d->config_name);
+        return 0;
+}
+
+void dp_reload_event(struct dp_daemon *d, const struct inotify_event *ev) {
+        const char *path = d->opts->config_path;
+        struct stat st;
+
+        if (ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED)) {
+                if (d->config_wd >= 0)
+                        log_warn("config: the dir of %s was removed or moved; the running configuration stays, "
+                                 "and only SIGHUP reloads it now", path);
+                d->config_wd = -1;
+                return;
+        }
+        if (!ev->len)
+                return;
+        if (strcmp(ev->name, CONFIGMAP_DATA) == 0) {
+                if (ev->mask & (IN_MOVED_TO | IN_CREATE))
+                        d->reload_due = true;
+                return;
+        }
+        if (strcmp(ev->name, d->config_name) != 0)
+                return;
+        /* Maybe an editor moving the old file aside before it writes the
+         * new one (vim): the reload, after the whole batch of events,
+         * tells that from a removal. */
+        if (ev->mask & (IN_DELETE | IN_MOVED_FROM)) {
+                d->reload_due = true;
+                return;
+        }
+        /* A new regular file is still being written: its IN_CLOSE_WRITE
+         * follows. A new symlink is complete at once. */
+        if ((ev->mask & IN_CREATE) && !(lstat(path, &st) == 0 && S_ISLNK(st.st_mode)))
+                return;
+        d->reload_due = true;
+}
+
+enum change { UNCHANGED, CHANGED_ANSWERS, CHANGED_DEVICES, ADDED };
+
+struct step {
+        enum change change;
+        struct dp_resource *res;       /* the running one, or the new one when ADDED */
+        struct dp_plugin *plugin;      /* CHANGED_DEVICES: rediscovered */
+        char **watch_dirs;             /* CHANGED_DEVICES */
+        struct cfg_resource *keep;     /* CHANGED_DEVICES: the old settings, if its spec cannot be written */
+};
+
+struct plan {
+        struct cfg_config *next;
+        size_t n_steps;
+        struct step *steps;            /* one per resource of next */
+        bool *kept;                    /* per running resource: still configured */
+        struct cfg_resource **retire;  /* per running resource: room for its settings once removed */
+        struct dp_resource **res;      /* the new d->res */
+        size_t n_res;                  /* filled in res */
+        size_t added, changed, removed, unchanged, failed;
+};
+
+static void plan_free(struct dp_daemon *d, struct plan *p) {
+        for (size_t j = 0; p->steps && j < p->n_steps; j++) {
+                struct step *s = &p->steps[j];
+                if (s->change == ADDED)
+                        dp_resource_free(s->res);
+                dp_plugin_free(s->plugin);
+                res_strv_free(s->watch_dirs);
+                free(s->keep);
+        }
+        for (size_t i = 0; p->retire && i < d->n_res; i++)
+                free(p->retire[i]);
+        free(p->steps);
+        free(p->kept);
+        free(p->retire);
+        free(p->res);
+        cfg_free(p->next);
+}
+
+static int discover(struct dp_daemon *d, struct dp_plugin *plugin) {
+        const struct cfg_resource *cfg = plugin->cfg;
+        struct res_devlist found = {0};
+        bool changed;
+        int r;
+
+        r = res_discover(d->opts->host_root, cfg->selectors, cfg->n_selectors, &found);
+        if (r < 0) {
+                log_error("config: resource \"%s\": device discovery under %s failed: %s", cfg->name,
+                          d->opts->host_root, strerror(-r));
+                return r;
+        }
+        r = dp_plugin_update(plugin, &found, &changed);
+        res_devlist_free(&found);
+        if (r < 0)
+                log_error("config: resource \"%s\": %s", cfg->name, strerror(-r));
+        return r;
+}
+
+static struct dp_resource *find_running(struct dp_daemon *d, const char *name, size_t *ret_i) {
+        for (size_t i = 0; i < d->n_res; i++)
+                if (strcmp(d->res[i]->cfg->name, name) == 0) {
+                        *ret_i = i;
+                        return d->res[i];
+                }
+        return NULL;
+}
+
+/* Everything that can fail, before anything that serves is touched. */
+static int prepare_step(struct dp_daemon *d, struct plan *p, size_t j) {
+        const struct cfg_resource *cfg = &p->next->resources[j];
+        struct step *s = &p->steps[j];
+        struct dp_resource *old;
+        size_t i;
+        int r;
+
+        old = find_running(d, cfg->name, &i);
+        /* Register announces the name, the socket and options that are
+         * the same for every resource: only a new socket name (from a
+         * newer naming rule) would call for a new Register, and then the
+         * old endpoint goes as a removed one and the new comes as added. */
+        if (old && strcmp(old->cfg->socket_name, cfg->socket_name) != 0)
+                old = NULL;
+        if (!old) {
+                s->change = ADDED;
+                r = dp_resource_new(d, cfg, &s->res);
+                return r < 0 ? r : discover(d, s->res->plugin);
+        }
+        p->kept[i] = true;
+        s->res = old;
+        if (strcmp(old->cfg->settings_json, cfg->settings_json) != 0) {
+                s->change = CHANGED_DEVICES;
+                s->keep = calloc(1, sizeof(*s->keep));
+                if (!s->keep)
+                        return -ENOMEM;
+                r = dp_plugin_new(cfg, &s->plugin);
+                if (r >= 0)
+                        r = discover(d, s->plugin);
+                if (r >= 0)
+                        r = res_watch_dirs(d->opts->host_root, cfg->selectors, cfg->n_selectors, &s->watch_dirs);
+                return r;
+        }
+        s->change = old->cfg->alloc_modes != cfg->alloc_modes || old->cfg->policy != cfg->policy
+                            ? CHANGED_ANSWERS : UNCHANGED;
+        return 0;
+}
+
+static int prepare(struct dp_daemon *d, struct plan *p) {
+        size_t n = p->next->n_resources;
+
+        p->n_steps = n;
+        p->steps = calloc(n, sizeof(*p->steps));
+        p->res = calloc(n, sizeof(*p->res));
+        p->kept = calloc(d->n_res + 1, sizeof(*p->kept));
+        p->retire = calloc(d->n_res + 1, sizeof(*p->retire));
+        if (!p->steps || !p->res || !p->kept || !p->retire)
+                return -ENOMEM;
+        for (size_t j = 0; j < n; j++) {
+                int r = prepare_step(d, p, j);
+                if (r < 0)
+                        return r;
+        }
+        for (size_t i = 0; i < d->n_res; i++)
+                if (!p->kept[i] && !(p->retire[i] = calloc(1, sizeof(**p->retire))))
+                        return -ENOMEM;
+        return 0;
+}
+
+/* Settings a resource kept from an earlier config, once it follows the new one. */
+static void drop_owned(struct dp_resource *res) {
+        cfg_resource_clear(res->owned_cfg);
+        free(res->owned_cfg);
+        res->owned_cfg = NULL;
+}
+
+/* Move a running resource's settings out of the config about to be freed. */
+static void own_cfg(struct dp_resource *res, struct cfg_resource *room) {
+        struct cfg_resource *src = (struct cfg_resource *)res->cfg;
+
+        *room = *src;
+        *src = (struct cfg_resource){0};
+        drop_owned(res); /* emptied just now when it was src */
+        res->owned_cfg = room;
+        res->cfg = room;
+        res->plugin->cfg = room;
+}
+
+static void retire(struct dp_daemon *d, struct dp_resource *res, struct cfg_resource *room) {
+        _cleanup_free_ char *file = NULL;
+        struct log_fields f = {.resource = res->cfg->name};
+
+        own_cfg(res, room);
+        dp_register_cancel(res);
+        dp_server_stop(res);
+        res->retired = true;
+        res->next_retired = d->retired;
+        d->retired = res;
+        if (cdi_spec_file_name(res->plugin->kind, &file) < 0)
+                file = NULL;
+        log_with(LOG_INFO, &f,
+                 "resource \"%s\": removed from the config: its streams end and its socket %s is gone; "
+                 "its CDI spec %s/%s stays for containers that may still need it to start: "
+                 "delete it once no pod holds one of its devices (cdiplug also removes it at its next start)",
+                 res->cfg->name, res->socket_path, d->opts->cdi_dir, file ? file : "(kind \"...\")");
+        dp_resource_maybe_free(res);
+}
+
+static int write_spec(struct dp_daemon *d, const struct dp_plugin *plugin) {
+        struct cdi_spec spec = {0};
+        int r = dp_plugin_spec(plugin, &spec);
+
+        if (r >= 0)
+                r = cdi_spec_write(d->opts->cdi_dir, &spec);
+        cdi_spec_free(&spec);
+        if (r < 0)
+                log_error("resource \"%s\": cannot write CDI spec into %s: %s", plugin->cfg->name,
+                          d->opts->cdi_dir, strerror(-r));
+        return r;
+}
+
+static void log_devices(const struct dp_plugin *p) {
+        size_t healthy = 0;
+
+        for (size_t i = 0; i < p->n_devs; i++)
+                healthy += p->devs[i].healthy;
+        log_info("resource \"%s\": %zu devices (%zu healthy), %zu IDs", p->cfg->name, p->n_devs, healthy,
+                 p->n_ids);
+}
+
+/* New devices: spec first, then the list on the streams already open. */
+static bool apply_devices(struct dp_daemon *d, struct step *s, const struct cfg_resource *cfg) {
+        struct dp_resource *res = s->res;
+        struct dp_plugin *old = res->plugin;
+
+        if (write_spec(d, s->plugin) < 0) {
+                /* The running list stays, so its settings must too: the
+                 * next reload sees the difference and tries again. */
+                log_warn("resource \"%s\": keeping its previous devices until a reload succeeds", cfg->name);
+                own_cfg(res, TAKE_PTR(s->keep));
+                return false;
+        }
+        /* Past what any stream has sent, so each one sends the new list. */
+        s->plugin->generation = old->generation + 1;
+        res->plugin = TAKE_PTR(s->plugin);
+        dp_plugin_free(old);
+        res->cfg = cfg;
+        drop_owned(res);
+        res_strv_free(res->watch_dirs);
+        res->watch_dirs = TAKE_PTR(s->watch_dirs);
+        dp_watch_resource(d, res);
+        log_devices(res->plugin);
+        dp_server_push(res);
+        return true;
+}
+
+static bool apply_added(struct dp_daemon *d, struct step *s) {
+        struct dp_resource *res = s->res;
+
+        /* Its IDs must resolve before the kubelet sees them. Not served
+         * now, it counts as added again on the next reload. */
+        if (write_spec(d, res->plugin) < 0) {
+                log_error("resource \"%s\": not served; the next reload tries again", res->cfg->name);
+                return false;
+        }
+        log_devices(res->plugin);
+        dp_watch_resource(d, res);
+        if (dp_server_start(res) < 0) {
+                log_error("resource \"%s\": cannot start its server", res->cfg->name);
+                return true;
+        }
+        /* Like at start-up: the socket waits for kubelet.sock (watch.c). */
+        if (d->kubelet_wd >= 0 && dp_kubelet_present(d) && dp_server_listen(res) >= 0)
+                dp_register(res);
+        return true;
+}
+
+static bool streq_null(const char *a, const char *b) {
+        return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+/* What the sandbox fixed at start cannot change while it runs. The
+ * host root, kubelet dir and CDI dir are command-line options, which a
+ * reload does not re-read. The running config keeps the identity in
+ * effect, so every reload says so until a restart applies the file's. */
+static void restart_only(struct dp_daemon *d, struct cfg_config *next) {
+        if (!d->opts->user && !streq_null(d->cfg->user, next->user))
+                log_warn("config: \"user\" changed (%s to %s): needs a restart; the rest is applied",
+                         d->cfg->user ? d->cfg->user : "unset", next->user ? next->user : "unset");
+        free(next->user);
+        next->user = TAKE_PTR(d->cfg->user);
+}
+
+static void apply_log_format(const struct dp_daemon *d) {
+        if (d->opts->log_format == CFG_LOG_UNSET)
+                log_set_json(d->cfg->log_format == CFG_LOG_JSON);
+}
+
+static void commit(struct dp_daemon *d, struct plan *p) {
+        restart_only(d, p->next);
+        for (size_t i = 0; i < d->n_res; i++)
+                if (!p->kept[i]) {
+                        retire(d, d->res[i], TAKE_PTR(p->retire[i]));
+                        p->removed++;
+                }
+        for (size_t j = 0; j < p->next->n_resources; j++) {
+                struct step *s = &p->steps[j];
+                const struct cfg_resource *cfg = &p->next->resources[j];
+
+                if (s->change != ADDED)
+                        p->res[p->n_res++] = s->res;
+                switch (s->change) {
+                case ADDED:
+                        if (apply_added(d, s)) {
+                                p->res[p->n_res++] = TAKE_PTR(s->res);
+                                p->added++;
+                        } else
+                                p->failed++;
+                        break;
+                case CHANGED_DEVICES:
+                        if (apply_devices(d, s, cfg))
+                                p->changed++;
+                        else
+                                p->failed++;
+                        break;
+                case CHANGED_ANSWERS:
+                case UNCHANGED:
+                        /* The same settings (or only the answers' ones),
+                         * now held by the new config; what Register
+                         * announced is the same (see prepare_step). */
+                        s->res->cfg = cfg;
+                        s->res->plugin->cfg = cfg;
+                        drop_owned(s->res);
+                        if (s->change == CHANGED_ANSWERS)
+                                p->changed++;
+                        else
+                                p->unchanged++;
+                        break;
+                }
+        }
+        free(d->res);
+        d->res = TAKE_PTR(p->res);
+        d->n_res = p->n_res;
+        cfg_free(d->cfg);
+        d->cfg = TAKE_PTR(p->next);
+        apply_log_format(d);
+        dp_arm_timer(d);
+}
+
+void dp_reload(struct dp_daemon *d, const char *why) {
+        const char *path = d->opts->config_path;
+        struct cfg_error err = {0};
+        struct plan p = {0};
+        int r;
+
+        log_info("config: reloading %s (%s)", path, why);
+        r = cfg_load(path, &p.next, &err);
+        if (r == -ENOENT)
+                log_warn("config: %s was removed; keeping the running configuration", path);
+        else if (r < 0 && err.msg)
+                /* As `check` prints it: the file, the field's JSON path. */
+                log_with(LOG_ERR, &(struct log_fields){.path = path},
+                         "config: %s: %s%s%s; keeping the running configuration", path,
+                         err.field ? err.field : "", err.field && *err.field ? ": " : "", err.msg ? err.msg : "");
+        else if (r < 0)
+                log_error("config: %s: %s; keeping the running configuration", path, strerror(-r));
+        cfg_error_clear(&err);
+        if (r < 0)
+                return;
+        /* The rest of what `check` and start-up refuse: names with no
+         * valid CDI form, resources that would share a kind, a spec file or
+         * a socket. It also sets each socket name as start-up did. */
+        r = dp_names_prepare(p.next, d->opts->kubelet_dir, true);
+        if (r < 0) {
+                log_error("config: %s: %s; keeping the running configuration", path,
+                          r == -EINVAL ? "a name cannot be served (see above)" : strerror(-r));
+                cfg_free(p.next);
+                return;
+        }
+        r = prepare(d, &p);
+        if (r < 0) {
+                log_error("config: %s: cannot apply it: %s; keeping the running configuration", path,
+                          strerror(-r));
+                plan_free(d, &p);
+                return;
+        }
+        commit(d, &p);
+        if (p.failed)
+                log_error("reload: %zu added, %zu changed, %zu removed, %zu unchanged, %zu failed", p.added,
+                          p.changed, p.removed, p.unchanged, p.failed);
+        else
+                log_info("reload: %zu added, %zu changed, %zu removed, %zu unchanged", p.added, p.changed,
+                         p.removed, p.unchanged);
+        /* Every slot was taken; plan_free would index it by the new count. */
+        free(p.retire);
+        p.retire = NULL;
+        plan_free(d, &p);
+        /* Old plugins and configs leave the heap holed, as a kubelet restart does. */
+        malloc_trim(0);
+}
+
+void dp_resource_maybe_free(struct dp_resource *res) {
+        struct dp_daemon *d = res->d;
+
+        if (!res->retired || res->state != SRV_DOWN || res->reg || res->calls)
+                return;
+        for (struct dp_resource **pp = &d->retired; *pp; pp = &(*pp)->next_retired)
+                if (*pp == res) {
+                        *pp = res->next_retired;
+                        break;
+                }
+        dp_resource_free(res);
+}
+
+void dp_retired_free_all(struct dp_daemon *d) {
+        while (d->retired) {
+                struct dp_resource *res = d->retired;
+                d->retired = res->next_retired;
+                dp_resource_free(res);
+        }
+}
