@@ -44,3 +44,9 @@ static inline void base_closedirp(DIR **d)
                 errno = saved;
         }
 }
+
+/* Read the regular file path (relative to dfd; flags adds e.g. O_NOFOLLOW)
+ * whole into a NUL-terminated buffer. -EINVAL when it is not a regular
+ * file, -EFBIG past max bytes, else 0 or the errno of open/read. */
+int base_read_file_at(int dfd, const char *path, int flags, size_t max, char **ret_buf,
+                      size_t *ret_len);

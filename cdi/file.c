@@ -19,52 +19,8 @@
 int cdi_read_file_at(int dfd, const char *name, bool nofollow, char **ret_buf,
                      size_t *ret_len)
 {
-        _cleanup_close_ int fd = -1;
-        _cleanup_free_ char *buf = NULL;
-        struct stat st;
-        size_t len = 0, cap;
-
-        /* O_NONBLOCK: a FIFO planted under a spec name must not hang us. */
-        fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK |
-                                       (nofollow ? O_NOFOLLOW : 0));
-        if (fd < 0)
-                return -errno;
-        if (fstat(fd, &st) < 0)
-                return -errno;
-        if (!S_ISREG(st.st_mode))
-                return -EINVAL;
-        if ((unsigned long long)st.st_size > CDI_MAX_FILE_SIZE)
-                return -EFBIG;
-
-        /* One byte more than the limit, to notice a file growing under us. */
-        cap = (size_t)st.st_size + 1;
-        buf = malloc(cap + 1);
-        if (!buf)
-                return -ENOMEM;
-        for (;;) {
-                ssize_t n = read(fd, buf + len, cap - len);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return -errno;
-                if (n == 0)
-                        break;
-                len += (size_t)n;
-                if (len == cap) {
-                        char *nbuf;
-                        if (cap > CDI_MAX_FILE_SIZE)
-                                return -EFBIG;
-                        cap = cap * 2 > CDI_MAX_FILE_SIZE + 1 ? CDI_MAX_FILE_SIZE + 1 : cap * 2;
-                        nbuf = realloc(buf, cap + 1);
-                        if (!nbuf)
-                                return -ENOMEM;
-                        buf = nbuf;
-                }
-        }
-        buf[len] = '\0';
-        *ret_buf = TAKE_PTR(buf);
-        *ret_len = len;
-        return 0;
+        return base_read_file_at(dfd, name, nofollow ? O_NOFOLLOW : 0, CDI_MAX_FILE_SIZE, ret_buf,
+                                 ret_len);
 }
 
 static int write_all(int fd, const char *buf, size_t len)

@@ -430,33 +430,17 @@ int cfg_parse(const char *text, size_t len, struct cfg_config **ret, struct cfg_
 }
 
 int cfg_load(const char *path, struct cfg_config **ret, struct cfg_error *err) {
-        _cleanup_close_ int fd = -1;
         _cleanup_free_ char *buf = NULL;
-        struct stat st;
         size_t len = 0;
+        int r = base_read_file_at(AT_FDCWD, path, 0, CFG_MAX_BYTES, &buf, &len);
 
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0 || fstat(fd, &st) < 0) {
-                int e = errno;
-                fail(err, "", "cannot read %s: %s", path, strerror(e));
-                return -e;
-        }
-        if (!S_ISREG(st.st_mode))
+        if (r == -EINVAL)
                 return fail(err, "", "%s is not a regular file", path);
-        if (st.st_size > CFG_MAX_BYTES)
+        if (r == -EFBIG)
                 return fail(err, "", "%s is larger than %d bytes", path, CFG_MAX_BYTES);
-        buf = malloc((size_t)st.st_size + 1);
-        if (!buf)
-                return -ENOMEM;
-        while (len < (size_t)st.st_size) {
-                ssize_t n = read(fd, buf + len, (size_t)st.st_size - len);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return fail(err, "", "cannot read %s: %s", path, strerror(errno));
-                if (n == 0)
-                        break;
-                len += (size_t)n;
+        if (r < 0) {
+                fail(err, "", "cannot read %s: %s", path, strerror(-r));
+                return r;
         }
         return cfg_parse(buf, len, ret, err);
 }

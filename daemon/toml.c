@@ -577,35 +577,14 @@ int toml_parse(const char *text, size_t len, struct toml_doc *ret, unsigned *ret
 }
 
 int toml_load(const char *path, struct toml_doc *ret, unsigned *ret_line) {
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
         _cleanup_free_ char *text = NULL;
-        struct stat st;
         size_t n = 0;
+        int r = base_read_file_at(AT_FDCWD, path, 0, TOML_MAX_BYTES, &text, &n);
 
-        if (fd < 0)
-                return -errno;
-        if (fstat(fd, &st) < 0)
-                return -errno;
-        if (!S_ISREG(st.st_mode))
-                return -EINVAL;
-        if (st.st_size > TOML_MAX_BYTES)
+        if (r == -EFBIG)
                 return -E2BIG;
-        /* One byte more than allowed, to notice a file that grew. */
-        text = malloc(TOML_MAX_BYTES + 1);
-        if (!text)
-                return -ENOMEM;
-        for (;;) {
-                ssize_t k = read(fd, text + n, TOML_MAX_BYTES + 1 - n);
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k < 0)
-                        return -errno;
-                if (k == 0)
-                        break;
-                n += (size_t)k;
-                if (n > TOML_MAX_BYTES)
-                        return -E2BIG;
-        }
+        if (r < 0)
+                return r;
         return toml_parse(text, n, ret, ret_line);
 }
 

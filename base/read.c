@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The one bounded file reader: config, CDI specs and their ownership
+ * record, runtime configs. Each is read whole and parsed from memory; a
+ * limit keeps a hostile or runaway file from costing more than that. */
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include "base.h"
+
+int base_read_file_at(int dfd, const char *path, int flags, size_t max, char **ret_buf,
+                      size_t *ret_len)
+{
+        _cleanup_close_ int fd = -1;
+        _cleanup_free_ char *buf = NULL;
+        struct stat st;
+        size_t len = 0, cap;
+
+        /* O_NONBLOCK: a FIFO planted under the name must not hang us. */
+        fd = openat(dfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | flags);
+        if (fd < 0)
+                return -errno;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode))
+                return -EINVAL;
+        if ((unsigned long long)st.st_size > max)
+                return -EFBIG;
+
+        /* One byte more than the size, to notice a file growing under us. */
+        cap = (size_t)st.st_size + 1;
+        buf = malloc(cap + 1);
+        if (!buf)
+                return -ENOMEM;
+        for (;;) {
+                ssize_t n = read(fd, buf + len, cap - len);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return -errno;
+                if (n == 0)
+                        break;
+                len += (size_t)n;
+                if (len == cap) {
+                        char *nbuf;
+                        if (cap > max)
+                                return -EFBIG;
+                        cap = cap * 2 > max + 1 ? max + 1 : cap * 2;
+                        nbuf = realloc(buf, cap + 1);
+                        if (!nbuf)
+                                return -ENOMEM;
+                        buf = nbuf;
+                }
+        }
+        buf[len] = '\0';
+        *ret_buf = TAKE_PTR(buf);
+        *ret_len = len;
+        return 0;
+}
