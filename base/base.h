@@ -7,6 +7,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -50,3 +51,7 @@ static inline void base_closedirp(DIR **d)
  * file, -EFBIG past max bytes, else 0 or the errno of open/read. */
 int base_read_file_at(int dfd, const char *path, int flags, size_t max, char **ret_buf,
                       size_t *ret_len);
+
+/* FNV-1a of a string (hash.c): fixed forever, names are made from it. */
+uint32_t base_fnv1a32(const char *s);
+uint64_t base_fnv1a64(const char *s);

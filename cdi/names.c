@@ -80,19 +80,6 @@ bool cdi_device_name_is_valid(const char *name)
         return true;
 }
 
-/* 32-bit FNV-1a: tiny, fixed forever, and good enough to tell apart IDs that
- * rewrite to the same characters. Changing it would rename devices. */
-static uint32_t fnv1a32(const char *s)
-{
-        uint32_t h = 2166136261u;
-
-        for (; *s; s++) {
-                h ^= (unsigned char)*s;
-                h *= 16777619u;
-        }
-        return h;
-}
-
 /* One part of a kind from one part of a resource name; see
  * cdi_kind_from_resource in cdi.h for the rules. */
 static int kind_part(const char *s, size_t len, size_t max, char *out, size_t *ret_len)
@@ -118,7 +105,7 @@ static int kind_part(const char *s, size_t len, size_t max, char *out, size_t *r
                 if (!part)
                         return -ENOMEM;
                 n = max - 9;
-                snprintf(buf + n, sizeof(buf) - n, "-%08x", fnv1a32(part));
+                snprintf(buf + n, sizeof(buf) - n, "-%08x", base_fnv1a32(part));
                 n = max;
         }
         memcpy(out, buf, n);
@@ -177,7 +164,7 @@ int cdi_annotation_key(const char *resource, char **ret_key)
         /* A long one keeps its start and gets a hash of the whole name,
          * which keeps keys distinct and ending alphanumeric. */
         if ((size_t)r >= sizeof(name))
-                snprintf(name + CDI_MAX_ANNOTATION_NAME - 9, 10, "-%08x", fnv1a32(resource));
+                snprintf(name + CDI_MAX_ANNOTATION_NAME - 9, 10, "-%08x", base_fnv1a32(resource));
         for (char *c = name; *c; c++)
                 if (*c == '/')
                         *c = '-';
@@ -243,7 +230,7 @@ int cdi_device_name(const char *id, char **ret_name)
         }
         for (size_t i = start; i < len; i++)
                 name[n++] = device_char(id[i]) ? id[i] : '_';
-        r = snprintf(name + n, cap - n, "-%08x", fnv1a32(id));
+        r = snprintf(name + n, cap - n, "-%08x", base_fnv1a32(id));
         if (r < 0 || (size_t)r >= cap - n)
                 return -EOVERFLOW;
 
@@ -291,7 +278,7 @@ int cdi_spec_file_name(const char *kind, char **ret_name)
                 return -ENOMEM;
         memcpy(name, kind, keep);
         if (keep < klen)
-                keep += (size_t)snprintf(name + keep, NAME_MAX + 1 - keep, "-%08x", fnv1a32(kind));
+                keep += (size_t)snprintf(name + keep, NAME_MAX + 1 - keep, "-%08x", base_fnv1a32(kind));
         memcpy(name + keep, ext, sizeof(ext));
         slash = strchr(name, '/');
         if (slash)

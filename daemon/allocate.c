@@ -40,11 +40,7 @@ struct id_table {
 #define ID_TABLE_MIN 64
 
 static size_t id_hash(const char *s) {
-        uint32_t h = 2166136261u;
-
-        for (; *s; s++)
-                h = (h ^ (uint8_t)*s) * 16777619u;
-        return h;
+        return base_fnv1a32(s);
 }
 
 static int id_table_build(const struct dp_plugin *p, struct id_table *t) {

@@ -10,15 +10,6 @@
 #include "config.h"
 #include "util.h"
 
-/* Fixed forever: it decides socket file names the kubelet is told. */
-static uint32_t fnv1a32(const char *s) {
-        uint32_t h = 2166136261u;
-
-        for (; *s; s++)
-                h = (h ^ (uint8_t)*s) * 16777619u;
-        return h;
-}
-
 int dp_socket_name(const char *kubelet_dir, const char *resource, char **ret_name) {
         static const char prefix[] = "cdiplug-", suffix[] = ".sock";
         const size_t hashed = strlen(prefix) + 8 + strlen(suffix);
@@ -48,12 +39,12 @@ int dp_socket_name(const char *kubelet_dir, const char *resource, char **ret_nam
          * resources. At most 32 characters of it, so the file name does not
          * change with every dir length. */
         if (room < hashed + 2)
-                return xasprintf(ret_name, "%s%08x%s", prefix, fnv1a32(resource), suffix);
+                return xasprintf(ret_name, "%s%08x%s", prefix, base_fnv1a32(resource), suffix);
         keep = room - hashed - 1;
         if (keep > 32)
                 keep = 32;
         return xasprintf(ret_name, "%s%.*s-%08x%s", prefix, (int)keep, strchr(resource, '/') + 1,
-                         fnv1a32(resource), suffix);
+                         base_fnv1a32(resource), suffix);
 }
 
 /* Why a resource name is not used as its kind unchanged. */

@@ -12,16 +12,6 @@
 #define HASH_HEX 16
 #define KEEP_PREFIX (RES_ID_MAX - 1 - HASH_HEX)
 
-/* FNV-1a: byte-wise, so the same on every architecture and every run —
- * IDs persist in kubelet checkpoints. */
-uint64_t res_hash64(const char *s) {
-        uint64_t h = 0xcbf29ce484222325ULL;
-        for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-                h ^= *p;
-                h *= 0x100000001b3ULL;
-        }
-        return h;
-}
 
 /* shown: the sanitised ID; hash_of: what makes it unique (the raw path,
  * before sanitising folded distinct characters together). */
@@ -38,7 +28,7 @@ static int shorten(const char *shown, const char *hash_of, char **ret) {
         if (!s)
                 return -ENOMEM;
         int n = snprintf(s, RES_ID_MAX + 1, "%.*s-%016llx", KEEP_PREFIX, shown,
-                         (unsigned long long)res_hash64(hash_of));
+                         (unsigned long long)base_fnv1a64(hash_of));
         if (n != RES_ID_MAX) {
                 free(s);
                 return -EINVAL;
