@@ -17,6 +17,7 @@
 #include "cdigrammar.h"
 #include "env.h"
 #include "kubelet.h"
+#include "logwait.h"
 
 static struct env e;
 static struct tk *tk;
@@ -258,7 +259,10 @@ Test(names, a_list_over_the_kubelets_limit_is_refused_and_others_keep_serving) {
 
         env_spawn(&e, NULL);
         cr_assert_eq(tk_start(e.kubelet_dir, &tk), 0);
+        /* Both register (the big one too: only its list is refused), in
+         * either order; waiting for one says nothing about the other. */
         cr_assert_eq(tk_wait_registered(tk, "example.com/fuse", 1, 10000), 0);
+        cr_assert_eq(log_wait(e.log, "resource \"example.com/big\": registered with the kubelet", 10000), 0);
         cr_assert_eq(tk_wait_lists(tk, "example.com/fuse", 1, 5000, &l), 0);
         cr_expect_eq(l->n_devices, 1);
         v1beta1__list_and_watch_response__free_unpacked(l, NULL);
@@ -266,6 +270,7 @@ Test(names, a_list_over_the_kubelets_limit_is_refused_and_others_keep_serving) {
 
         /* A stream of our own: ended with a status naming count and limit. */
         grpc_channel *ch = tk_dial(tk, "example.com/big");
+        cr_assert_not_null(ch);
         struct lw_stream *s = lw_open(ch);
         grpc_status_code st = lw_status(s, &msg, 10000);
         cr_expect_eq(st, GRPC_STATUS_RESOURCE_EXHAUSTED, "status %d: %s", st, msg);
