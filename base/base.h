@@ -7,6 +7,8 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -45,6 +47,36 @@ static inline void base_closedirp(DIR **d)
                 errno = saved;
         }
 }
+
+/* String vectors (strv.c): lists travel as NULL-terminated char **
+ * (env, mount options, device nodes, file names). The functions accept a
+ * NULL vector as empty. */
+void base_strv_free(char **strv);
+size_t base_strv_length(char *const *strv);
+bool base_strv_contains(char *const *strv, const char *s);
+/* A copy of src; *ret is NULL when src is NULL or empty. */
+int base_strv_copy(char *const *src, char ***ret);
+
+/* How a vector is built: the kept length and capacity make appending
+ * amortised O(1). v is NULL or NULL-terminated. */
+struct base_strvec {
+        char **v;
+        size_t n, cap;
+};
+/* Appends s, taking it even on error; a NULL s (a failed strdup or
+ * printf) is -ENOMEM. */
+int base_strvec_push(struct base_strvec *sv, char *s);
+int base_strvec_push_dup(struct base_strvec *sv, const char *s);
+void base_strvec_clear(struct base_strvec *sv); /* frees, leaves it empty */
+/* Hands the vector over (NULL when nothing was pushed), leaving sv empty. */
+char **base_strvec_take(struct base_strvec *sv);
+
+static inline void base_strv_freep(char ***strv)
+{
+        base_strv_free(*strv);
+}
+#define _cleanup_strv_ _cleanup_(base_strv_freep)
+#define _cleanup_strvec_ _cleanup_(base_strvec_clear)
 
 /* Read the regular file path (relative to dfd; flags adds e.g. O_NOFOLLOW)
  * whole into a NUL-terminated buffer. -EINVAL when it is not a regular

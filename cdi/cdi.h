@@ -176,11 +176,9 @@ int cdi_spec_is_owned_at(int dir_fd, const char *file_name, bool *ret_owned);
  * by a crash. Files cdiplug did not write are never touched, and neither
  * is anything that is not a regular file. A missing dir is not an error.
  * ret_removed (may be NULL) gets the removed file names, NULL-terminated,
- * free with cdi_strv_free. -EINVAL for an invalid kind. */
+ * free with base_strv_free. -EINVAL for an invalid kind. */
 int cdi_remove_stale(const char *dir, const char *const *kinds, char ***ret_removed);
 int cdi_remove_stale_at(int dir_fd, const char *const *kinds, char ***ret_removed);
-
-void cdi_strv_free(char **strv); /* NULL-terminated string vector, accepts NULL */
 
 enum cdi_conflict_type {
         CDI_CONFLICT_KIND,      /* the file defines one of our kinds */

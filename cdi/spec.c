@@ -21,7 +21,7 @@ static const char *node_host_path(const struct cdi_node *n)
 
 static bool edits_empty(const struct cdi_edits *e)
 {
-        return cdi_strv_length(e->env) == 0 && e->n_nodes == 0 && e->n_mounts == 0;
+        return base_strv_length(e->env) == 0 && e->n_nodes == 0 && e->n_mounts == 0;
 }
 
 static int validate_permissions(const char *p)
@@ -176,7 +176,7 @@ static int add_strv(cJSON *obj, const char *key, char *const *strv)
 {
         cJSON *arr;
 
-        if (cdi_strv_length(strv) == 0)
+        if (base_strv_length(strv) == 0)
                 return 0;
         arr = cJSON_AddArrayToObject(obj, key);
         if (!arr)
@@ -330,7 +330,7 @@ int cdi_spec_to_json(const struct cdi_spec *spec, char **ret_json)
 
 static void edits_free(struct cdi_edits *e)
 {
-        cdi_strv_free(e->env);
+        base_strv_free(e->env);
         for (size_t i = 0; e->nodes && i < e->n_nodes; i++) {
                 free(e->nodes[i].path);
                 free(e->nodes[i].host_path);
@@ -341,7 +341,7 @@ static void edits_free(struct cdi_edits *e)
                 free(e->mounts[i].host_path);
                 free(e->mounts[i].container_path);
                 free(e->mounts[i].type);
-                cdi_strv_free(e->mounts[i].options);
+                base_strv_free(e->mounts[i].options);
         }
         free(e->mounts);
         memset(e, 0, sizeof(*e));

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <sys/inotify.h>
 
+#include "base.h"
 #include "config.h"
 #include "metrics.h"
 #include "plugin.h"
@@ -98,9 +99,8 @@ struct dp_daemon {
         int timer_fd;
         int kubelet_wd;               /* watch on the kubelet dir, or -1 */
         int ancestor_wd;              /* watch on its nearest ancestor while it is missing */
-        int *dev_wds;                 /* device dir watches, one per watch_dirs entry */
-        char **dev_wd_dirs;
-        size_t n_dev_wds;
+        int *dev_wds;                 /* device dir watches, one per dev_wd_dirs entry */
+        struct base_strvec dev_wd_dirs;
 
         int config_wd;                /* watch on the config file's dir, or -1 */
         char *config_name;            /* the config file's name in that dir */

@@ -19,7 +19,7 @@ const V1beta1__DevicePluginOptions dp_plugin_options = {
 };
 
 static void extras_clear(struct dp_extras *x) {
-        strv_free(x->env);
+        base_strv_free(x->env);
         for (size_t i = 0; i < x->n_mounts; i++) {
                 free(x->mounts[i].host_path);
                 free(x->mounts[i].container_path);
@@ -122,21 +122,15 @@ static bool extras_equal(const struct dp_extras *x, const struct res_device *src
 }
 
 static int extras_copy(struct dp_extras *x, const struct res_device *src) {
-        size_t n = 0;
-
         x->file_mode = src->file_mode;
         x->has_uid = src->has_uid;
         x->has_gid = src->has_gid;
         x->uid = src->uid;
         x->gid = src->gid;
 
-        for (char **e = src->env; e && *e; e++) {
-                char *s = strdup(*e);
-                if (!s || strv_push(&x->env, &n, s) < 0) {
-                        free(s);
-                        return -ENOMEM;
-                }
-        }
+        int r = base_strv_copy(src->env, &x->env);
+        if (r < 0)
+                return r;
         if (src->n_mounts) {
                 x->mounts = calloc(src->n_mounts, sizeof(*x->mounts));
                 if (!x->mounts)
@@ -556,15 +550,9 @@ int dp_plugin_update(struct dp_plugin *p, const struct res_devlist *found, bool 
 /* Bind mounts from the selector: read-only ones stay read-only, and none
  * may carry set-uid binaries or device nodes in. */
 static int spec_extras(const struct dp_extras *d, struct cdi_edits *edits) {
-        size_t n = 0;
-
-        for (char **e = d->env; e && *e; e++) {
-                char *s = strdup(*e);
-                if (!s || strv_push(&edits->env, &n, s) < 0) {
-                        free(s);
-                        return -ENOMEM;
-                }
-        }
+        int r = base_strv_copy(d->env, &edits->env);
+        if (r < 0)
+                return r;
         if (!d->n_mounts)
                 return 0;
         edits->mounts = calloc(d->n_mounts, sizeof(*edits->mounts));
@@ -572,20 +560,21 @@ static int spec_extras(const struct dp_extras *d, struct cdi_edits *edits) {
                 return -ENOMEM;
         for (size_t i = 0; i < d->n_mounts; i++) {
                 struct cdi_mount *m = &edits->mounts[i];
-                size_t k = 0;
+                struct base_strvec opts = {0};
                 edits->n_mounts = i + 1;
                 m->host_path = strdup(d->mounts[i].host_path);
                 m->container_path = strdup(d->mounts[i].container_path);
                 if (!m->host_path || !m->container_path)
                         return -ENOMEM;
-                const char *opts[] = {"rbind", "nosuid", "nodev", d->mounts[i].read_only ? "ro" : "rw"};
-                for (size_t j = 0; j < ELEMENTSOF(opts); j++) {
-                        char *s = strdup(opts[j]);
-                        if (!s || strv_push(&m->options, &k, s) < 0) {
-                                free(s);
-                                return -ENOMEM;
+                const char *o[] = {"rbind", "nosuid", "nodev", d->mounts[i].read_only ? "ro" : "rw"};
+                for (size_t j = 0; j < ELEMENTSOF(o); j++) {
+                        r = base_strvec_push_dup(&opts, o[j]);
+                        if (r < 0) {
+                                base_strvec_clear(&opts);
+                                return r;
                         }
                 }
+                m->options = base_strvec_take(&opts);
         }
         return 0;
 }

@@ -127,7 +127,7 @@ static void plan_free(struct dp_daemon *d, struct plan *p) {
                 if (s->change == ADDED)
                         dp_resource_free(s->res);
                 dp_plugin_free(s->plugin);
-                res_strv_free(s->watch_dirs);
+                base_strv_free(s->watch_dirs);
                 free(s->keep);
         }
         for (size_t i = 0; p->retire && i < d->n_res; i++)
@@ -306,7 +306,7 @@ static bool apply_devices(struct dp_daemon *d, struct step *s, const struct cfg_
         dp_plugin_free(old);
         res->cfg = cfg;
         drop_owned(res);
-        res_strv_free(res->watch_dirs);
+        base_strv_free(res->watch_dirs);
         res->watch_dirs = TAKE_PTR(s->watch_dirs);
         dp_watch_resource(d, res);
         log_devices(res->plugin);

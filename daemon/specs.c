@@ -24,7 +24,7 @@ static void remove_stale(struct dp_daemon *d) {
         }
         for (char **f = removed; f && *f; f++)
                 log_info("removed %s/%s: its resource is no longer configured", d->opts->cdi_dir, *f);
-        cdi_strv_free(removed);
+        base_strv_free(removed);
 }
 
 static void warn_conflicts(struct dp_daemon *d) {

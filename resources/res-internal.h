@@ -23,11 +23,6 @@
 /* Globs in one "paths" selector. */
 #define RES_MAX_PATHS 16
 
-static inline void res_strvp(char ***p) {
-        res_strv_free(*p);
-}
-#define _cleanup_strv_ _cleanup_(res_strvp)
-
 enum res_sel_kind { RES_SEL_PATH, RES_SEL_PATHS, RES_SEL_USB, RES_SEL_PCI };
 /* How a selector forms device IDs. */
 enum res_id_mode { RES_ID_NAME, RES_ID_SERIAL, RES_ID_LINK };
@@ -86,15 +81,6 @@ struct res_devvec {
 int res_devvec_push(struct res_devvec *v, struct res_device *dev);
 void res_device_clear(struct res_device *dev);
 
-/* Growable NULL-terminated string vector. */
-struct res_strvec {
-        char **v;
-        size_t n, cap;
-};
-int res_strvec_push(struct res_strvec *sv, char *s); /* takes s, even on error */
-int res_strvec_push_dup(struct res_strvec *sv, const char *s);
-void res_strvec_clear(struct res_strvec *sv);
-
 char *res_strdup_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Host root handling. rel paths never start with '/'. */
@@ -130,16 +116,16 @@ int res_id_fit(const char *full, char **ret);
  * device node (links followed), host-absolute, sorted. Matches that exist
  * but are no device node (regular files, fifos, sockets; not directories)
  * are appended to *ret_skipped unless it is NULL. */
-int res_glob(int rootfd, const char *pattern, struct res_strvec *ret,
-             struct res_strvec *ret_skipped);
+int res_glob(int rootfd, const char *pattern, struct base_strvec *ret,
+             struct base_strvec *ret_skipped);
 /* Directories (host-absolute) whose entries decide what pattern matches. */
-int res_glob_watch_dirs(int rootfd, const char *pattern, struct res_strvec *out);
+int res_glob_watch_dirs(int rootfd, const char *pattern, struct base_strvec *out);
 
 /* sysfs.c */
 int res_discover_usb(int rootfd, const struct res_selector *sel, size_t idx,
-                     struct res_devvec *out, struct res_strvec *notes);
+                     struct res_devvec *out, struct base_strvec *notes);
 int res_discover_pci(int rootfd, const struct res_selector *sel, size_t idx,
-                     struct res_devvec *out, struct res_strvec *notes);
+                     struct res_devvec *out, struct base_strvec *notes);
 /* Identity of the hardware device behind a device node, via
  * /sys/dev/{char,block}/MAJ:MIN/device; -ENOENT when it has none. */
 int res_node_parent(int rootfd, const char *node, uint64_t *ret_dev, uint64_t *ret_ino);
@@ -147,7 +133,7 @@ int res_node_parent(int rootfd, const char *node, uint64_t *ret_dev, uint64_t *r
 /* discover.c: the devices one selector (number idx) finds, appended to
  * out; notes gets what the operator should hear ("match[<idx>]: ..."). */
 int res_discover_one(int rootfd, const struct res_selector *sel, size_t idx,
-                     struct res_devvec *out, struct res_strvec *notes);
+                     struct res_devvec *out, struct base_strvec *notes);
 /* explain.c: res_selector_explain on an open host root. */
 int res_explain_at(int rootfd, const struct res_selector *sel, char **ret_msg,
                    size_t *ret_found);
@@ -155,7 +141,7 @@ int res_explain_at(int rootfd, const struct res_selector *sel, char **ret_msg,
 /* paths.c; notes (may be NULL) gets "match[<idx>]: ..." sentences about
  * matches that are not devices. */
 int res_discover_paths(int rootfd, const struct res_selector *sel, size_t idx,
-                       struct res_devvec *out, struct res_strvec *notes);
+                       struct res_devvec *out, struct base_strvec *notes);
 
 /* devpath.c: a device's place in sysfs.
  * The canonical sysfs dir of a device node: /sys/dev/{char,block}/MAJ:MIN

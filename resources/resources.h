@@ -154,7 +154,7 @@ void res_devlist_free(struct res_devlist *list);
 
 /* Host-root-prefixed directories whose entries can change what res_discover
  * finds, for inotify; NULL-terminated (possibly empty), sorted, unique, free
- * with res_strv_free.
+ * with base_strv_free (base.h).
  * For a glob: the directory above its first glob component (for a literal
  * path, the node's directory), or the nearest existing ancestor if that is
  * missing; plus every existing directory matching the pattern's deeper
@@ -166,7 +166,6 @@ void res_devlist_free(struct res_devlist *list);
  * change is not seen). */
 int res_watch_dirs(const char *host_root, struct res_selector *const *sels,
                    size_t n_sels, char ***ret_dirs);
-void res_strv_free(char **strv);
 
 /* Open dir, one of the directories res_watch_dirs gave for host_root, as
  * an O_PATH descriptor resolved inside host_root: symlinks in it (absolute,

@@ -46,7 +46,7 @@ void res_selector_free(struct res_selector *sel) {
         free(sel->globs);
         free(sel->usb_serial);
         free(sel->pci_driver);
-        res_strv_free(sel->env);
+        base_strv_free(sel->env);
         for (size_t i = 0; i < sel->n_mounts; i++) {
                 free(sel->mounts[i].host_path);
                 free(sel->mounts[i].container_path);
@@ -251,7 +251,7 @@ static int parse_pci(struct res_selector *sel, const cJSON *obj, struct perr *e)
 static int parse_env(struct res_selector *sel, const cJSON *obj, struct perr *e) {
         if (!cJSON_IsObject(obj))
                 return fail(e, "env", "must be an object of strings");
-        struct res_strvec sv = { 0 };
+        struct base_strvec sv = { 0 };
         const cJSON *item;
         int r = 0;
         cJSON_ArrayForEach(item, obj) {
@@ -271,13 +271,13 @@ static int parse_env(struct res_selector *sel, const cJSON *obj, struct perr *e)
                         r = fail(e, field, "must be a string");
                         break;
                 }
-                r = res_strvec_push(&sv, res_strdup_printf("%s=%s", item->string,
-                                                           item->valuestring));
+                r = base_strvec_push(&sv, res_strdup_printf("%s=%s", item->string,
+                                                            item->valuestring));
                 if (r < 0)
                         break;
         }
         if (r < 0) {
-                res_strvec_clear(&sv);
+                base_strvec_clear(&sv);
                 return r;
         }
         sel->env = sv.v ? sv.v : calloc(1, sizeof(char *));

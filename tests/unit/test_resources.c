@@ -290,7 +290,7 @@ static void expect_dirs(char **dirs, const char *const *rel) {
                 free(want);
         }
         cr_expect_null(dirs[n], "extra watch dir %s", dirs[n] ? dirs[n] : "");
-        res_strv_free(dirs);
+        base_strv_free(dirs);
 }
 
 Test(resources, watch_plain_glob_is_parent) {
@@ -328,7 +328,7 @@ Test(resources, watch_real_root_has_no_prefix) {
         cr_assert_not_null(dirs[0]);
         cr_expect_str_eq(dirs[0], "/dev");
         cr_expect_null(dirs[1]);
-        res_strv_free(dirs);
+        base_strv_free(dirs);
 }
 
 Test(resources, watch_no_selectors_is_empty) {
@@ -336,5 +336,5 @@ Test(resources, watch_no_selectors_is_empty) {
         cr_assert_eq(res_watch_dirs(root, NULL, 0, &dirs), 0);
         cr_assert_not_null(dirs);
         cr_expect_null(dirs[0]);
-        res_strv_free(dirs);
+        base_strv_free(dirs);
 }
