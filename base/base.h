@@ -78,6 +78,40 @@ static inline void base_strv_freep(char ***strv)
 #define _cleanup_strv_ _cleanup_(base_strv_freep)
 #define _cleanup_strvec_ _cleanup_(base_strvec_clear)
 
+/* The per-device edits a selector asks for (edits.c), defined once for the
+ * selector, the devices discovery finds, the plugin's shared copies and
+ * the CDI spec's nodes. */
+
+/* A device node's access overrides, for every node of a device. Unset,
+ * the reference CDI library copies the host node's mode and gives the
+ * node the container process's uid/gid, which is what non-root pods need. */
+struct base_node_access {
+        char *permissions;   /* cgroup access, a subset of "rwm"; NULL: runtime default */
+        unsigned file_mode;  /* permission bits, at most 0777; 0: unset */
+        bool has_uid, has_gid;
+        unsigned uid, gid;
+};
+void base_node_access_clear(struct base_node_access *a); /* frees, leaves it zeroed */
+int base_node_access_copy(const struct base_node_access *src, struct base_node_access *ret);
+
+/* A bind mount, copied verbatim from the config. */
+struct base_mount {
+        char *host_path;      /* host-absolute */
+        char *container_path; /* absolute */
+        bool read_only;
+};
+
+struct base_edits {
+        char **env;                /* "KEY=VALUE", NULL-terminated; NULL when none */
+        struct base_mount *mounts; /* NULL when n_mounts is 0 */
+        size_t n_mounts;
+        struct base_node_access node;
+};
+void base_edits_clear(struct base_edits *e); /* frees, leaves it zeroed */
+int base_edits_copy(const struct base_edits *src, struct base_edits *ret);
+/* A NULL env equals an empty one. */
+bool base_edits_equal(const struct base_edits *a, const struct base_edits *b);
+
 /* Read the regular file path (relative to dfd; flags adds e.g. O_NOFOLLOW)
  * whole into a NUL-terminated buffer. -EINVAL when it is not a regular
  * file, -EFBIG past max bytes, else 0 or the errno of open/read. */

@@ -33,19 +33,16 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "base.h"
+
 /* A device node as the container sees it. host_path is NULL when the node
  * sits at the same path on the host. No major/minor: the runtime stats the
  * live node, so a renumbered node after a driver reload still works. */
 struct cdi_node {
         char *path;
         char *host_path;
-        char *permissions; /* "rw", "rwm", ...; NULL for the runtime default */
-        /* Overrides, in every cdiVersion. Unset, the reference CDI library
-         * copies the host node's mode and gives the node the container
-         * process's uid/gid, which is what non-root pods need. */
-        unsigned file_mode;  /* permission bits; 0: unset */
-        bool has_uid, has_gid;
-        unsigned uid, gid;
+        /* "permissions" and the overrides, written in every cdiVersion. */
+        struct base_node_access access;
 };
 
 struct cdi_mount {

@@ -50,7 +50,7 @@ static int validate_edits(const struct cdi_edits *e)
                         return -EINVAL;
                 if (str_set(n->host_path) && n->host_path[0] != '/')
                         return -EINVAL;
-                if (validate_permissions(n->permissions) < 0)
+                if (validate_permissions(n->access.permissions) < 0)
                         return -EINVAL;
         }
         for (size_t i = 0; i < e->n_mounts; i++) {
@@ -203,14 +203,15 @@ static int node_to_json(cJSON *arr, const struct cdi_node *n)
                 return -ENOMEM;
         if (node_host_path(n) && add_str(o, "hostPath", n->host_path) < 0)
                 return -ENOMEM;
-        if (str_set(n->permissions) && add_str(o, "permissions", n->permissions) < 0)
+        if (str_set(n->access.permissions) && add_str(o, "permissions", n->access.permissions) < 0)
                 return -ENOMEM;
         /* fileMode is Go's os.FileMode: the bits as a plain number. */
-        if (n->file_mode && !cJSON_AddNumberToObject(o, "fileMode", (double)(n->file_mode & 07777)))
+        if (n->access.file_mode &&
+            !cJSON_AddNumberToObject(o, "fileMode", (double)(n->access.file_mode & 07777)))
                 return -ENOMEM;
-        if (n->has_uid && !cJSON_AddNumberToObject(o, "uid", (double)n->uid))
+        if (n->access.has_uid && !cJSON_AddNumberToObject(o, "uid", (double)n->access.uid))
                 return -ENOMEM;
-        if (n->has_gid && !cJSON_AddNumberToObject(o, "gid", (double)n->gid))
+        if (n->access.has_gid && !cJSON_AddNumberToObject(o, "gid", (double)n->access.gid))
                 return -ENOMEM;
         return 0;
 }
@@ -334,7 +335,7 @@ static void edits_free(struct cdi_edits *e)
         for (size_t i = 0; e->nodes && i < e->n_nodes; i++) {
                 free(e->nodes[i].path);
                 free(e->nodes[i].host_path);
-                free(e->nodes[i].permissions);
+                base_node_access_clear(&e->nodes[i].access);
         }
         free(e->nodes);
         for (size_t i = 0; e->mounts && i < e->n_mounts; i++) {

@@ -18,21 +18,11 @@ const V1beta1__DevicePluginOptions dp_plugin_options = {
         .get_preferred_allocation_available = 1,
 };
 
-static void extras_clear(struct dp_extras *x) {
-        base_strv_free(x->env);
-        for (size_t i = 0; i < x->n_mounts; i++) {
-                free(x->mounts[i].host_path);
-                free(x->mounts[i].container_path);
-        }
-        free(x->mounts);
-        free(x->permissions);
-}
-
 void dp_plugin_free(struct dp_plugin *p) {
         if (!p)
                 return;
         for (size_t i = 0; i < p->n_extras; i++)
-                extras_clear(&p->extras[i]);
+                base_edits_clear(&p->extras[i]);
         free(p->extras);
         free(p->devs);
         free(p->strs);
@@ -97,65 +87,13 @@ static char *strbuf_take(struct strbuf *b) {
         return s;
 }
 
-static bool strv_equal(char *const *a, char *const *b) {
-        for (; a && *a && b && *b; a++, b++)
-                if (strcmp(*a, *b) != 0)
-                        return false;
-        return !(a && *a) && !(b && *b);
-}
-
-static bool str_equal(const char *a, const char *b) {
-        return a == b || (a && b && strcmp(a, b) == 0);
-}
-
-static bool extras_equal(const struct dp_extras *x, const struct res_device *src) {
-        if (x->n_mounts != src->n_mounts || !str_equal(x->permissions, src->permissions) ||
-            !strv_equal(x->env, src->env) || x->file_mode != src->file_mode || x->has_uid != src->has_uid ||
-            x->has_gid != src->has_gid || x->uid != src->uid || x->gid != src->gid)
-                return false;
-        for (size_t i = 0; i < x->n_mounts; i++)
-                if (strcmp(x->mounts[i].host_path, src->mounts[i].host_path) != 0 ||
-                    strcmp(x->mounts[i].container_path, src->mounts[i].container_path) != 0 ||
-                    x->mounts[i].read_only != src->mounts[i].read_only)
-                        return false;
-        return true;
-}
-
-static int extras_copy(struct dp_extras *x, const struct res_device *src) {
-        x->file_mode = src->file_mode;
-        x->has_uid = src->has_uid;
-        x->has_gid = src->has_gid;
-        x->uid = src->uid;
-        x->gid = src->gid;
-
-        int r = base_strv_copy(src->env, &x->env);
-        if (r < 0)
-                return r;
-        if (src->n_mounts) {
-                x->mounts = calloc(src->n_mounts, sizeof(*x->mounts));
-                if (!x->mounts)
-                        return -ENOMEM;
-                for (size_t i = 0; i < src->n_mounts; i++) {
-                        x->n_mounts = i + 1;
-                        x->mounts[i].host_path = strdup(src->mounts[i].host_path);
-                        x->mounts[i].container_path = strdup(src->mounts[i].container_path);
-                        x->mounts[i].read_only = src->mounts[i].read_only;
-                        if (!x->mounts[i].host_path || !x->mounts[i].container_path)
-                                return -ENOMEM;
-                }
-        }
-        if (src->permissions && !(x->permissions = strdup(src->permissions)))
-                return -ENOMEM;
-        return 0;
-}
-
 /* The index of src's extras in the plugin's table, added if new. */
 static int intern_extras(struct dp_plugin *p, const struct res_device *src, uint16_t *ret) {
-        struct dp_extras *x;
+        struct base_edits *x;
         int r;
 
         for (size_t i = 0; i < p->n_extras; i++)
-                if (extras_equal(&p->extras[i], src)) {
+                if (base_edits_equal(&p->extras[i], &src->edits)) {
                         *ret = (uint16_t)i;
                         return 0;
                 }
@@ -165,13 +103,9 @@ static int intern_extras(struct dp_plugin *p, const struct res_device *src, uint
         if (!x)
                 return -ENOMEM;
         p->extras = x;
-        x = &p->extras[p->n_extras];
-        *x = (struct dp_extras){0};
-        r = extras_copy(x, src);
-        if (r < 0) {
-                extras_clear(x);
+        r = base_edits_copy(&src->edits, &p->extras[p->n_extras]);
+        if (r < 0)
                 return r;
-        }
         *ret = (uint16_t)p->n_extras++;
         return 0;
 }
@@ -549,7 +483,7 @@ int dp_plugin_update(struct dp_plugin *p, const struct res_devlist *found, bool 
 
 /* Bind mounts from the selector: read-only ones stay read-only, and none
  * may carry set-uid binaries or device nodes in. */
-static int spec_extras(const struct dp_extras *d, struct cdi_edits *edits) {
+static int spec_extras(const struct base_edits *d, struct cdi_edits *edits) {
         int r = base_strv_copy(d->env, &edits->env);
         if (r < 0)
                 return r;
@@ -588,7 +522,7 @@ int dp_plugin_spec(const struct dp_plugin *p, struct cdi_spec *ret) {
         if (!spec.kind || !spec.devices)
                 goto fail;
         for (size_t i = 0; i < p->n_devs; i++) {
-                const struct dp_extras *x = dp_device_extras(p, i);
+                const struct base_edits *x = dp_device_extras(p, i);
                 struct cdi_device *cd = &spec.devices[i];
                 const char *node = dp_device_id(p, i);
                 spec.n_devices = i + 1;
@@ -603,13 +537,8 @@ int dp_plugin_spec(const struct dp_plugin *p, struct cdi_spec *ret) {
                         node = dp_str_next(node);
                         cd->edits.n_nodes = j + 1;
                         cd->edits.nodes[j].path = strdup(node);
-                        cd->edits.nodes[j].file_mode = x->file_mode;
-                        cd->edits.nodes[j].has_uid = x->has_uid;
-                        cd->edits.nodes[j].uid = x->uid;
-                        cd->edits.nodes[j].has_gid = x->has_gid;
-                        cd->edits.nodes[j].gid = x->gid;
                         if (!cd->edits.nodes[j].path ||
-                            (x->permissions && !(cd->edits.nodes[j].permissions = strdup(x->permissions))))
+                            base_node_access_copy(&x->node, &cd->edits.nodes[j].access) < 0)
                                 goto fail;
                 }
                 if (spec_extras(x, &cd->edits) < 0)

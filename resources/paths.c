@@ -246,7 +246,7 @@ static int emit(struct res_devvec *out, int rootfd, const struct res_selector *s
         dev.nodes = nodes->v;
         dev.n_nodes = nodes->n;
         *nodes = (struct base_strvec){ 0 };
-        r = res_device_apply_edits(&dev, sel);
+        r = base_edits_copy(&sel->edits, &dev.edits);
         if (r >= 0)
                 r = res_devvec_push(out, &dev);
         res_device_clear(&dev);

@@ -50,14 +50,7 @@ struct res_selector {
         bool has_pci_vendor, has_pci_device, has_pci_class;
         uint32_t pci_class, pci_class_mask;
         char *pci_driver;     /* NULL: any */
-        /* edits for every device of this selector */
-        char **env;           /* "KEY=VALUE", NULL-terminated, may be NULL */
-        struct res_mount *mounts;
-        size_t n_mounts;
-        char *permissions;    /* NULL: runtime default */
-        unsigned file_mode;   /* 0: unset */
-        bool has_uid, has_gid;
-        unsigned uid, gid;
+        struct base_edits edits; /* for every device of this selector */
         /* sysfs filters (NULL / 0: none); globs */
         struct res_attr *attrs;
         size_t n_attrs;
@@ -174,5 +167,3 @@ int res_resolve(int rootfd, const char *path, char **ret);
  * over-long ones are shortened with a hash (as res_id_from_path). */
 int res_id_sanitize(const char *raw, char **ret);
 
-/* Copy the selector's env/mounts/permissions into dev. */
-int res_device_apply_edits(struct res_device *dev, const struct res_selector *sel);

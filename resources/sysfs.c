@@ -115,7 +115,7 @@ static int for_each_entry(int rootfd, const char *dir,
 
 /* Pushes a finished device; dev is cleared either way. */
 static int emit(struct res_devvec *out, struct res_device *dev, const struct res_selector *sel) {
-        int r = res_device_apply_edits(dev, sel);
+        int r = base_edits_copy(&sel->edits, &dev->edits);
         if (r >= 0)
                 r = res_devvec_push(out, dev);
         res_device_clear(dev);

@@ -44,13 +44,7 @@ static int grow(void **p, size_t *cap, size_t need, size_t sz) {
 void res_device_clear(struct res_device *dev) {
         free(dev->id);
         base_strv_free(dev->nodes);
-        base_strv_free(dev->env);
-        for (size_t i = 0; i < dev->n_mounts; i++) {
-                free(dev->mounts[i].host_path);
-                free(dev->mounts[i].container_path);
-        }
-        free(dev->mounts);
-        free(dev->permissions);
+        base_edits_clear(&dev->edits);
         *dev = (struct res_device){ .numa_node = -1 };
 }
 
@@ -62,37 +56,6 @@ int res_devvec_push(struct res_devvec *v, struct res_device *dev) {
                 return r;
         v->devs[v->n++] = *dev;
         *dev = (struct res_device){ .numa_node = -1 };
-        return 0;
-}
-
-int res_device_apply_edits(struct res_device *dev, const struct res_selector *sel) {
-        dev->file_mode = sel->file_mode;
-        dev->has_uid = sel->has_uid;
-        dev->uid = sel->uid;
-        dev->has_gid = sel->has_gid;
-        dev->gid = sel->gid;
-        int r = base_strv_copy(sel->env, &dev->env);
-        if (r < 0)
-                return r;
-        if (sel->permissions) {
-                dev->permissions = strdup(sel->permissions);
-                if (!dev->permissions)
-                        return -ENOMEM;
-        }
-        if (sel->n_mounts == 0)
-                return 0;
-        dev->mounts = calloc(sel->n_mounts, sizeof(*dev->mounts));
-        if (!dev->mounts)
-                return -ENOMEM;
-        for (size_t i = 0; i < sel->n_mounts; i++) {
-                struct res_mount *m = &dev->mounts[i];
-                m->host_path = strdup(sel->mounts[i].host_path);
-                m->container_path = strdup(sel->mounts[i].container_path);
-                m->read_only = sel->mounts[i].read_only;
-                dev->n_mounts = i + 1;
-                if (!m->host_path || !m->container_path)
-                        return -ENOMEM;
-        }
         return 0;
 }
 

@@ -108,7 +108,7 @@ static char *listing(void)
         return buf;
 }
 
-static struct cdi_node node = { .path = "/dev/ttyUSB0", .permissions = "rw" };
+static struct cdi_node node = { .path = "/dev/ttyUSB0", .access.permissions = "rw" };
 static struct cdi_device devs[] = {
         { .name = "ttyUSB0", .edits = { .nodes = &node, .n_nodes = 1 } },
         { .name = "ttyUSB1", .edits = { .nodes = &node, .n_nodes = 1 } },
