@@ -21,12 +21,20 @@
 #include <sys/un.h>
 
 #include "cdi.h"
+#include "config.h"
 #include "daemon.h"
+#include "kubelet.h"
 #include "lint.h"
+#include "options.h"
+#include "plugin.h"
+#include "publish.h"
+#include "reload.h"
 #include "resources.h"
 #include "rpc.h"
 #include "sandbox.h"
+#include "server.h"
 #include "util.h"
+#include "watch.h"
 
 static int lockdown(const struct dp_daemon *d) {
         struct sbx_options so = {0};

@@ -14,6 +14,7 @@
 #include "lint.h"
 #include "names.h"
 #include "notes.h"
+#include "options.h"
 #include "plugin.h"
 #include "resources.h"
 #include "util.h"

@@ -25,13 +25,21 @@
 #include <malloc.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 
 #include "cdi.h"
+#include "config.h"
 #include "daemon.h"
+#include "kubelet.h"
 #include "names.h"
+#include "options.h"
+#include "plugin.h"
+#include "reload.h"
 #include "resources.h"
+#include "server.h"
 #include "util.h"
+#include "watch.h"
 
 #define CONFIG_MASK (IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_MOVED_FROM | \
                      IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR | IN_MASK_ADD)

@@ -6,6 +6,9 @@
 
 #include "cdi.h"
 #include "daemon.h"
+#include "options.h"
+#include "plugin.h"
+#include "publish.h"
 #include "util.h"
 
 static void remove_stale(struct dp_daemon *d) {

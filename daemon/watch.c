@@ -26,9 +26,15 @@
 #include <sys/inotify.h>
 #include <sys/stat.h>
 
+#include "config.h"
 #include "daemon.h"
+#include "kubelet.h"
+#include "options.h"
+#include "reload.h"
 #include "resources.h"
+#include "server.h"
 #include "util.h"
+#include "watch.h"
 
 /* Longer than an `rm -rf` of the kubelet dir takes; short enough that a
  * kubelet re-dialling a socket deleted alone finds it back soon. */
