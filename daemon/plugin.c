@@ -115,18 +115,24 @@ static int16_t numa_of(int node) {
         return node >= 0 && node <= INT16_MAX ? (int16_t)node : -1;
 }
 
-static bool same_device(const struct dp_plugin *p, size_t dev, const struct res_device *src, uint16_t extras) {
-        const struct dp_device *d = &p->devs[dev];
+/* Whether src has exactly the nodes of device dev. */
+static bool same_nodes(const struct dp_plugin *p, size_t dev, const struct res_device *src) {
         const char *node = dp_device_id(p, dev);
 
-        if (d->n_nodes != src->n_nodes || d->numa_node != numa_of(src->numa_node) || d->extras != extras)
+        if (p->devs[dev].n_nodes != src->n_nodes)
                 return false;
-        for (size_t i = 0; i < d->n_nodes; i++) {
+        for (size_t i = 0; i < src->n_nodes; i++) {
                 node = dp_str_next(node);
                 if (strcmp(node, src->nodes[i]) != 0)
                         return false;
         }
         return true;
+}
+
+static bool same_device(const struct dp_plugin *p, size_t dev, const struct res_device *src, uint16_t extras) {
+        const struct dp_device *d = &p->devs[dev];
+
+        return d->numa_node == numa_of(src->numa_node) && d->extras == extras && same_nodes(p, dev, src);
 }
 
 /* Device dev of p, strings and all, into the new block. */
@@ -160,12 +166,15 @@ size_t dp_plugin_id_dev(const struct dp_plugin *p, size_t i) {
         return p->shares ? p->shares[i].dev : i;
 }
 
-int dp_plugin_find_id(const struct dp_plugin *p, const char *id, size_t *ret) {
-        size_t lo = 0, hi = p->n_ids;
+/* The index of id among n IDs sorted by strcmp, name(p, i) the i-th. */
+static int find_sorted(const struct dp_plugin *p, size_t n,
+                       const char *(*name)(const struct dp_plugin *, size_t), const char *id,
+                       size_t *ret) {
+        size_t lo = 0, hi = n;
 
         while (lo < hi) {
                 size_t mid = lo + (hi - lo) / 2;
-                int c = strcmp(dp_plugin_id(p, mid), id);
+                int c = strcmp(name(p, mid), id);
                 if (c == 0) {
                         *ret = mid;
                         return 0;
@@ -176,6 +185,10 @@ int dp_plugin_find_id(const struct dp_plugin *p, const char *id, size_t *ret) {
                         hi = mid;
         }
         return -ENOENT;
+}
+
+int dp_plugin_find_id(const struct dp_plugin *p, const char *id, size_t *ret) {
+        return find_sorted(p, p->n_ids, dp_plugin_id, id, ret);
 }
 
 int dp_plugin_qualified(const struct dp_plugin *p, size_t dev, char **ret) {
@@ -319,20 +332,6 @@ void dp_plugin_spec_written(struct dp_plugin *p) {
 
 /* Both lists are sorted by ID, so one merge pass builds the new device
  * table and string block; the plugin changes only once all of it worked. */
-/* Whether src has exactly the nodes of device dev. */
-static bool same_nodes(const struct dp_plugin *p, size_t dev, const struct res_device *src) {
-        const char *node = dp_device_id(p, dev);
-
-        if (p->devs[dev].n_nodes != src->n_nodes)
-                return false;
-        for (size_t i = 0; i < src->n_nodes; i++) {
-                node = dp_str_next(node);
-                if (strcmp(node, src->nodes[i]) != 0)
-                        return false;
-        }
-        return true;
-}
-
 static int cmp_src(const void *a, const void *b) {
         return strcmp((*(const struct res_device *const *)a)->id, (*(const struct res_device *const *)b)->id);
 }
@@ -370,21 +369,7 @@ bool dp_plugin_id_taken(const struct dp_plugin *p, size_t dev, const struct res_
 }
 
 int dp_plugin_find_dev(const struct dp_plugin *p, const char *id, size_t *ret) {
-        size_t lo = 0, hi = p->n_devs;
-
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                int c = strcmp(dp_device_id(p, mid), id);
-                if (c == 0) {
-                        *ret = mid;
-                        return 0;
-                }
-                if (c < 0)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
-        return -ENOENT;
+        return find_sorted(p, p->n_devs, dp_device_id, id, ret);
 }
 
 int dp_plugin_update(struct dp_plugin *p, const struct res_devlist *found, bool *ret_changed) {

@@ -149,6 +149,18 @@ static bool hex_is(int rootfd, const char *dir, const char *attr, unsigned digit
 }
 
 /* Entries of a sysfs bus dir, for the explainers below. */
+/* Why the device at the sysfs dir dir fails sel's attrs/subsystem/driver/
+ * kernel filters (malloc'd), or NULL when it passes or cannot be read. */
+static char *filter_miss(int rootfd, const char *dir, const struct res_selector *sel) {
+        _cleanup_free_ char *canon = NULL;
+        char *why = NULL;
+
+        if (res_sysfs_canon(rootfd, dir, &canon) == 0 && res_sysfs_filter(rootfd, canon, sel, &why) == 0)
+                return why;
+        free(why);
+        return NULL;
+}
+
 static int list_dir(int rootfd, const char *path, struct base_strvec *ret) {
         int fd = res_open_in_root(rootfd, path, O_RDONLY | O_DIRECTORY);
         if (fd < 0)
@@ -210,9 +222,8 @@ static int explain_usb(int rootfd, const struct res_selector *sel, char **ret) {
                                 break;
                         }
                 }
-                _cleanup_free_ char *canon = NULL, *why = NULL;
-                if (res_sysfs_canon(rootfd, dir, &canon) == 0 &&
-                    res_sysfs_filter(rootfd, canon, sel, &why) == 0 && why) {
+                _cleanup_free_ char *why = filter_miss(rootfd, dir, sel);
+                if (why) {
                         msg = res_strdup_printf("USB device %s matches but %s", name, why);
                         break;
                 }
@@ -285,9 +296,8 @@ static int explain_pci(int rootfd, const struct res_selector *sel, char **ret) {
                                                          "not %s", name, sel->pci_driver);
                         break;
                 }
-                _cleanup_free_ char *canon = NULL, *why = NULL;
-                if (res_sysfs_canon(rootfd, dir, &canon) == 0 &&
-                    res_sysfs_filter(rootfd, canon, sel, &why) == 0 && why) {
+                _cleanup_free_ char *why = filter_miss(rootfd, dir, sel);
+                if (why) {
                         msg = res_strdup_printf("PCI function %s matches but %s", name, why);
                         break;
                 }

@@ -15,6 +15,8 @@
 #include "base.h"
 #include "resources.h"
 
+struct stat;
+
 /* Devices one res_discover() call may return; a glob matching all of /dev on a
  * busy host is a configuration mistake, not something to page through. */
 #define RES_MAX_DEVICES 65536
@@ -91,6 +93,9 @@ int res_read_attr(int rootfd, const char *path, char **ret);
 /* Last component of the symlink at path (e.g. the driver name behind
  * .../driver). */
 int res_readlink_base(int rootfd, const char *path, char **ret);
+/* fstat of what path names under the root, links followed; flags adds to
+ * O_PATH (O_DIRECTORY). */
+int res_stat_in_root(int rootfd, const char *path, int flags, struct stat *ret);
 /* What path names under the root, links followed: 1 a char/block device
  * node, 0 anything else but a directory (a regular file is no device: the
  * runtime refuses it), -EISDIR, or a negative errno. */
@@ -143,6 +148,9 @@ int res_discover_paths(int rootfd, const struct res_selector *sel, size_t idx,
 int res_node_devdir(int rootfd, const char *node, char **ret);
 /* The same for a node already stat'ed (st_mode, st_rdev). */
 int res_devdir_of(int rootfd, unsigned mode, uint64_t rdev, char **ret);
+/* "/sys/dev/{char,block}/MAJ:MIN" plus suffix for a node's st_mode and
+ * st_rdev; -ENOENT for anything but a char/block node. */
+int res_sys_dev_path(unsigned mode, uint64_t rdev, const char *suffix, char **ret);
 /* The canonical form of a sysfs dir that may be a symlink (bus/class
  * links): its target, made absolute and without "..". */
 int res_sysfs_canon(int rootfd, const char *path, char **ret);

@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 
 #include "res-internal.h"
 
@@ -51,35 +50,18 @@ static int read_long(int rootfd, const char *dir, const char *attr, long min, lo
         return r < 0 ? r : parse_long(val, min, max, ret);
 }
 
-static int node_sysfs_dir(int rootfd, const char *node, char **ret) {
-        _cleanup_close_ int fd = res_open_in_root(rootfd, node, O_PATH);
-        if (fd < 0)
-                return fd;
-        struct stat st;
-        if (fstat(fd, &st) < 0)
-                return -errno;
-        if (!S_ISCHR(st.st_mode) && !S_ISBLK(st.st_mode))
-                return -ENOENT;
-        char *p = res_strdup_printf("/sys/dev/%s/%u:%u/device",
-                                    S_ISCHR(st.st_mode) ? "char" : "block",
-                                    major(st.st_rdev), minor(st.st_rdev));
-        if (!p)
-                return -ENOMEM;
-        *ret = p;
-        return 0;
-}
-
 int res_node_parent(int rootfd, const char *node, uint64_t *ret_dev, uint64_t *ret_ino) {
         _cleanup_free_ char *dir = NULL;
-        int r = node_sysfs_dir(rootfd, node, &dir);
+        struct stat st;
+        int r = res_stat_in_root(rootfd, node, 0, &st);
         if (r < 0)
                 return r;
-        _cleanup_close_ int fd = res_open_in_root(rootfd, dir, O_PATH | O_DIRECTORY);
-        if (fd < 0)
-                return fd;
-        struct stat st;
-        if (fstat(fd, &st) < 0)
-                return -errno;
+        r = res_sys_dev_path(st.st_mode, st.st_rdev, "/device", &dir);
+        if (r < 0)
+                return r;
+        r = res_stat_in_root(rootfd, dir, O_DIRECTORY, &st);
+        if (r < 0)
+                return r;
         *ret_dev = st.st_dev;
         *ret_ino = st.st_ino;
         return 0;

@@ -160,13 +160,18 @@ int res_readlink_base(int rootfd, const char *path, char **ret) {
         return 0;
 }
 
-int res_node_kind(int rootfd, const char *path) {
-        _cleanup_close_ int fd = res_open_in_root(rootfd, path, O_PATH);
+int res_stat_in_root(int rootfd, const char *path, int flags, struct stat *ret) {
+        _cleanup_close_ int fd = res_open_in_root(rootfd, path, O_PATH | flags);
         if (fd < 0)
                 return fd;
+        return fstat(fd, ret) < 0 ? -errno : 0;
+}
+
+int res_node_kind(int rootfd, const char *path) {
         struct stat st;
-        if (fstat(fd, &st) < 0)
-                return -errno;
+        int r = res_stat_in_root(rootfd, path, 0, &st);
+        if (r < 0)
+                return r;
         if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))
                 return 1;
         return S_ISDIR(st.st_mode) ? -EISDIR : 0;
