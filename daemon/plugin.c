@@ -132,7 +132,8 @@ static bool same_nodes(const struct dp_plugin *p, size_t dev, const struct res_d
 static bool same_device(const struct dp_plugin *p, size_t dev, const struct res_device *src, uint16_t extras) {
         const struct dp_device *d = &p->devs[dev];
 
-        return d->numa_node == numa_of(src->numa_node) && d->extras == extras && same_nodes(p, dev, src);
+        return d->numa_node == numa_of(src->numa_node) && d->extras == extras &&
+               same_nodes(p, dev, src);
 }
 
 /* Device dev of p, strings and all, into the new block. */

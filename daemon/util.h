@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Small helpers shared by the daemon's files: ownership via cleanup
- * attributes (after systemd's alloc-util.h), logging. */
+/* Small helpers shared by the daemon's files: logging and xasprintf.
+ * Ownership (cleanup attributes) and string vectors are in base.h. */
 #pragma once
 
 #include <errno.h>

@@ -155,7 +155,8 @@ static char *filter_miss(int rootfd, const char *dir, const struct res_selector 
         _cleanup_free_ char *canon = NULL;
         char *why = NULL;
 
-        if (res_sysfs_canon(rootfd, dir, &canon) == 0 && res_sysfs_filter(rootfd, canon, sel, &why) == 0)
+        if (res_sysfs_canon(rootfd, dir, &canon) == 0 &&
+            res_sysfs_filter(rootfd, canon, sel, &why) == 0)
                 return why;
         free(why);
         return NULL;

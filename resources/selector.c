@@ -556,8 +556,7 @@ static int parse_entry(struct res_selector *sel, const cJSON *entry, struct perr
 
 int res_selector_parse(const cJSON *entry, struct res_selector **ret, char **ret_field,
                        char **ret_msg) {
-        __attribute__((cleanup(selector_freep))) struct res_selector *sel =
-                calloc(1, sizeof(*sel));
+        _cleanup_(selector_freep) struct res_selector *sel = calloc(1, sizeof(*sel));
         if (!sel)
                 return -ENOMEM;
         struct perr e = { 0 };
