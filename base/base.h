@@ -7,6 +7,8 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -45,6 +47,70 @@ static inline void base_closedirp(DIR **d)
                 errno = saved;
         }
 }
+
+/* String vectors (strv.c): lists travel as NULL-terminated char **
+ * (env, mount options, device nodes, file names). The functions accept a
+ * NULL vector as empty. */
+void base_strv_free(char **strv);
+size_t base_strv_length(char *const *strv);
+bool base_strv_contains(char *const *strv, const char *s);
+/* A copy of src; *ret is NULL when src is NULL or empty. */
+int base_strv_copy(char *const *src, char ***ret);
+
+/* How a vector is built: the kept length and capacity make appending
+ * amortised O(1). v is NULL or NULL-terminated. */
+struct base_strvec {
+        char **v;
+        size_t n, cap;
+};
+/* Appends s, taking it even on error; a NULL s (a failed strdup or
+ * printf) is -ENOMEM. */
+int base_strvec_push(struct base_strvec *sv, char *s);
+int base_strvec_push_dup(struct base_strvec *sv, const char *s);
+void base_strvec_clear(struct base_strvec *sv); /* frees, leaves it empty */
+/* Hands the vector over (NULL when nothing was pushed), leaving sv empty. */
+char **base_strvec_take(struct base_strvec *sv);
+
+static inline void base_strv_freep(char ***strv)
+{
+        base_strv_free(*strv);
+}
+#define _cleanup_strv_ _cleanup_(base_strv_freep)
+#define _cleanup_strvec_ _cleanup_(base_strvec_clear)
+
+/* The per-device edits a selector asks for (edits.c), defined once for the
+ * selector, the devices discovery finds, the plugin's shared copies and
+ * the CDI spec's nodes. */
+
+/* A device node's access overrides, for every node of a device. Unset,
+ * the reference CDI library copies the host node's mode and gives the
+ * node the container process's uid/gid, which is what non-root pods need. */
+struct base_node_access {
+        char *permissions;   /* cgroup access, a subset of "rwm"; NULL: runtime default */
+        unsigned file_mode;  /* permission bits, at most 0777; 0: unset */
+        bool has_uid, has_gid;
+        unsigned uid, gid;
+};
+void base_node_access_clear(struct base_node_access *a); /* frees, leaves it zeroed */
+int base_node_access_copy(const struct base_node_access *src, struct base_node_access *ret);
+
+/* A bind mount, copied verbatim from the config. */
+struct base_mount {
+        char *host_path;      /* host-absolute */
+        char *container_path; /* absolute */
+        bool read_only;
+};
+
+struct base_edits {
+        char **env;                /* "KEY=VALUE", NULL-terminated; NULL when none */
+        struct base_mount *mounts; /* NULL when n_mounts is 0 */
+        size_t n_mounts;
+        struct base_node_access node;
+};
+void base_edits_clear(struct base_edits *e); /* frees, leaves it zeroed */
+int base_edits_copy(const struct base_edits *src, struct base_edits *ret);
+/* A NULL env equals an empty one. */
+bool base_edits_equal(const struct base_edits *a, const struct base_edits *b);
 
 /* Read the regular file path (relative to dfd; flags adds e.g. O_NOFOLLOW)
  * whole into a NUL-terminated buffer. -EINVAL when it is not a regular

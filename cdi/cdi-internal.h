@@ -37,21 +37,14 @@
 #define CDI_TMP_PREFIX ".cdiplug-tmp."
 
 static inline void cdi_json_deletep(cJSON **j) { cJSON_Delete(*j); }
-static inline void cdi_strv_freep(char ***strv) { cdi_strv_free(*strv); }
 
 #define _cleanup_json_ _cleanup_(cdi_json_deletep)
-#define _cleanup_strv_ _cleanup_(cdi_strv_freep)
 
 /* names.c */
 bool cdi_vendor_is_valid(const char *vendor, size_t len);
 bool cdi_class_is_valid(const char *class_, size_t len);
 
-/* strv.c */
-size_t cdi_strv_length(char *const *strv);
-bool cdi_strv_contains(char *const *strv, const char *s);
-int cdi_strv_push(char ***strv, const char *s);
-
 /* file.c */
 int cdi_read_file_at(int dfd, const char *name, bool nofollow, char **ret_buf,
                      size_t *ret_len);
-int cdi_owned_load(int dfd, char ***ret_names);
+int cdi_owned_load(int dfd, struct base_strvec *ret_names);

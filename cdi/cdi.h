@@ -33,19 +33,16 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "base.h"
+
 /* A device node as the container sees it. host_path is NULL when the node
  * sits at the same path on the host. No major/minor: the runtime stats the
  * live node, so a renumbered node after a driver reload still works. */
 struct cdi_node {
         char *path;
         char *host_path;
-        char *permissions; /* "rw", "rwm", ...; NULL for the runtime default */
-        /* Overrides, in every cdiVersion. Unset, the reference CDI library
-         * copies the host node's mode and gives the node the container
-         * process's uid/gid, which is what non-root pods need. */
-        unsigned file_mode;  /* permission bits; 0: unset */
-        bool has_uid, has_gid;
-        unsigned uid, gid;
+        /* "permissions" and the overrides, written in every cdiVersion. */
+        struct base_node_access access;
 };
 
 struct cdi_mount {
@@ -176,11 +173,9 @@ int cdi_spec_is_owned_at(int dir_fd, const char *file_name, bool *ret_owned);
  * by a crash. Files cdiplug did not write are never touched, and neither
  * is anything that is not a regular file. A missing dir is not an error.
  * ret_removed (may be NULL) gets the removed file names, NULL-terminated,
- * free with cdi_strv_free. -EINVAL for an invalid kind. */
+ * free with base_strv_free. -EINVAL for an invalid kind. */
 int cdi_remove_stale(const char *dir, const char *const *kinds, char ***ret_removed);
 int cdi_remove_stale_at(int dir_fd, const char *const *kinds, char ***ret_removed);
-
-void cdi_strv_free(char **strv); /* NULL-terminated string vector, accepts NULL */
 
 enum cdi_conflict_type {
         CDI_CONFLICT_KIND,      /* the file defines one of our kinds */

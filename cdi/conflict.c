@@ -206,7 +206,7 @@ static int check_dir(struct conflict_list *l, const char *dir, const struct cdi_
 {
         _cleanup_close_ int dfd = -1;
         _cleanup_closedir_ DIR *d = NULL;
-        _cleanup_strv_ char **owned = NULL;
+        _cleanup_strvec_ struct base_strvec owned = { 0 };
         struct dirent *de;
         int fd, r;
 
@@ -238,7 +238,7 @@ static int check_dir(struct conflict_list *l, const char *dir, const struct cdi_
         while ((errno = 0, de = readdir(d))) {
                 if (!has_suffix(de->d_name, ".json") && !has_suffix(de->d_name, ".yaml"))
                         continue;
-                if (cdi_strv_contains(owned, de->d_name))
+                if (base_strv_contains(owned.v, de->d_name))
                         continue;
                 r = check_file(l, dfd, dir, de->d_name, specs, n_specs);
                 if (r < 0)

@@ -117,19 +117,16 @@ static bool owned_name_ok(const char *s, size_t len)
         return memcmp(s + len - strlen(".json"), ".json", strlen(".json")) == 0;
 }
 
-int cdi_owned_load(int dfd, char ***ret_names)
+int cdi_owned_load(int dfd, struct base_strvec *ret_names)
 {
         _cleanup_free_ char *buf = NULL;
-        _cleanup_strv_ char **names = NULL;
+        _cleanup_strvec_ struct base_strvec names = { 0 };
         size_t len = 0;
         int r;
 
-        names = calloc(1, sizeof(char *));
-        if (!names)
-                return -ENOMEM;
         r = cdi_read_file_at(dfd, CDI_OWNER_RECORD, true, &buf, &len);
         if (r == -ENOENT) {
-                *ret_names = TAKE_PTR(names);
+                *ret_names = names;
                 return 0;
         }
         if (r < 0)
@@ -142,13 +139,14 @@ int cdi_owned_load(int dfd, char ***ret_names)
                 *end = '\0';
                 if (line[0] == '#' || !owned_name_ok(line, (size_t)(end - line)))
                         continue;
-                if (cdi_strv_contains(names, line))
+                if (base_strv_contains(names.v, line))
                         continue;
-                r = cdi_strv_push(&names, line);
+                r = base_strvec_push_dup(&names, line);
                 if (r < 0)
                         return r;
         }
-        *ret_names = TAKE_PTR(names);
+        *ret_names = names;
+        names = (struct base_strvec){ 0 };
         return 0;
 }
 
@@ -175,13 +173,13 @@ static int owned_store(int dfd, char *const *names)
 
 int cdi_spec_is_owned_at(int dir_fd, const char *file_name, bool *ret_owned)
 {
-        _cleanup_strv_ char **owned = NULL;
+        _cleanup_strvec_ struct base_strvec owned = { 0 };
         int r;
 
         r = cdi_owned_load(dir_fd, &owned);
         if (r < 0)
                 return r;
-        *ret_owned = cdi_strv_contains(owned, file_name);
+        *ret_owned = base_strv_contains(owned.v, file_name);
         return 0;
 }
 
@@ -209,7 +207,7 @@ int cdi_dir_open(const char *path, int *ret_fd)
 static int remove_own_spec(int dir_fd, const char *kind)
 {
         _cleanup_free_ char *name = NULL;
-        _cleanup_strv_ char **owned = NULL;
+        _cleanup_strvec_ struct base_strvec owned = { 0 };
         struct stat st;
         int r;
 
@@ -219,7 +217,7 @@ static int remove_own_spec(int dir_fd, const char *kind)
         r = cdi_owned_load(dir_fd, &owned);
         if (r < 0)
                 return r;
-        if (!cdi_strv_contains(owned, name))
+        if (!base_strv_contains(owned.v, name))
                 return 0;
         if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
                 return errno == ENOENT ? 0 : -errno;
@@ -247,7 +245,7 @@ static bool same_content_at(int dfd, const char *name, const char *json)
 int cdi_spec_write_at(int dir_fd, const struct cdi_spec *spec)
 {
         _cleanup_free_ char *json = NULL, *name = NULL;
-        _cleanup_strv_ char **owned = NULL;
+        _cleanup_strvec_ struct base_strvec owned = { 0 };
         struct stat st;
         int r;
 
@@ -263,7 +261,7 @@ int cdi_spec_write_at(int dir_fd, const struct cdi_spec *spec)
         if (r < 0)
                 return r;
 
-        if (!cdi_strv_contains(owned, name)) {
+        if (!base_strv_contains(owned.v, name)) {
                 /* Someone else's file under our name: never clobber it. */
                 if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
                         return -EEXIST;
@@ -272,10 +270,10 @@ int cdi_spec_write_at(int dir_fd, const struct cdi_spec *spec)
                 /* Claim the name before the file exists: a crash in between
                  * leaves a claim without a file (harmless), never a file of
                  * ours that we would later refuse to touch as foreign. */
-                r = cdi_strv_push(&owned, name);
+                r = base_strvec_push_dup(&owned, name);
                 if (r < 0)
                         return r;
-                r = owned_store(dir_fd, owned);
+                r = owned_store(dir_fd, owned.v);
                 if (r < 0)
                         return r;
         } else if (same_content_at(dir_fd, name, json))
@@ -329,30 +327,26 @@ static int remove_tmp_leftovers(int dfd)
         return errno ? -errno : n;
 }
 
-static int keep_names(const char *const *kinds, char ***ret)
+static int keep_names(const char *const *kinds, struct base_strvec *keep)
 {
-        _cleanup_strv_ char **keep = NULL;
         int r;
 
-        keep = calloc(1, sizeof(char *));
-        if (!keep)
-                return -ENOMEM;
         for (; kinds && *kinds; kinds++) {
                 _cleanup_free_ char *name = NULL;
                 r = cdi_spec_file_name(*kinds, &name);
                 if (r < 0)
                         return r;
-                r = cdi_strv_push(&keep, name);
+                r = base_strvec_push(keep, TAKE_PTR(name));
                 if (r < 0)
                         return r;
         }
-        *ret = TAKE_PTR(keep);
         return 0;
 }
 
 int cdi_remove_stale_at(int dir_fd, const char *const *kinds, char ***ret_removed)
 {
-        _cleanup_strv_ char **owned = NULL, **keep = NULL, **still = NULL, **removed = NULL;
+        _cleanup_strvec_ struct base_strvec owned = { 0 }, keep = { 0 }, still = { 0 },
+                                            removed = { 0 };
         bool changed = false;
         int r;
 
@@ -362,16 +356,11 @@ int cdi_remove_stale_at(int dir_fd, const char *const *kinds, char ***ret_remove
         r = cdi_owned_load(dir_fd, &owned);
         if (r < 0)
                 return r;
-        still = calloc(1, sizeof(char *));
-        removed = calloc(1, sizeof(char *));
-        if (!still || !removed)
-                return -ENOMEM;
-
-        for (char **n = owned; *n; n++) {
+        for (char **n = owned.v; n && *n; n++) {
                 struct stat st;
 
-                if (cdi_strv_contains(keep, *n)) {
-                        r = cdi_strv_push(&still, *n);
+                if (base_strv_contains(keep.v, *n)) {
+                        r = base_strvec_push_dup(&still, *n);
                         if (r < 0)
                                 return r;
                         continue;
@@ -388,7 +377,7 @@ int cdi_remove_stale_at(int dir_fd, const char *const *kinds, char ***ret_remove
                         continue;
                 if (unlinkat(dir_fd, *n, 0) < 0 && errno != ENOENT)
                         return -errno;
-                r = cdi_strv_push(&removed, *n);
+                r = base_strvec_push_dup(&removed, *n);
                 if (r < 0)
                         return r;
         }
@@ -401,14 +390,20 @@ int cdi_remove_stale_at(int dir_fd, const char *const *kinds, char ***ret_remove
          * With nothing removed there is nothing to make durable, and a
          * daemon's start (every restart of it) spends no fsync here. */
         if (changed) {
-                r = owned_store(dir_fd, still);
+                r = owned_store(dir_fd, still.v);
                 if (r < 0)
                         return r;
         } else if (r > 0 && fsync(dir_fd) < 0) {
                 return -errno;
         }
-        if (ret_removed)
-                *ret_removed = TAKE_PTR(removed);
+        if (ret_removed) {
+                /* An empty list, not NULL: callers iterate it. */
+                if (!removed.v)
+                        removed.v = calloc(1, sizeof(char *));
+                if (!removed.v)
+                        return -ENOMEM;
+                *ret_removed = base_strvec_take(&removed);
+        }
         return 0;
 }
 

@@ -21,7 +21,7 @@ static const char *node_host_path(const struct cdi_node *n)
 
 static bool edits_empty(const struct cdi_edits *e)
 {
-        return cdi_strv_length(e->env) == 0 && e->n_nodes == 0 && e->n_mounts == 0;
+        return base_strv_length(e->env) == 0 && e->n_nodes == 0 && e->n_mounts == 0;
 }
 
 static int validate_permissions(const char *p)
@@ -50,7 +50,7 @@ static int validate_edits(const struct cdi_edits *e)
                         return -EINVAL;
                 if (str_set(n->host_path) && n->host_path[0] != '/')
                         return -EINVAL;
-                if (validate_permissions(n->permissions) < 0)
+                if (validate_permissions(n->access.permissions) < 0)
                         return -EINVAL;
         }
         for (size_t i = 0; i < e->n_mounts; i++) {
@@ -176,7 +176,7 @@ static int add_strv(cJSON *obj, const char *key, char *const *strv)
 {
         cJSON *arr;
 
-        if (cdi_strv_length(strv) == 0)
+        if (base_strv_length(strv) == 0)
                 return 0;
         arr = cJSON_AddArrayToObject(obj, key);
         if (!arr)
@@ -203,14 +203,15 @@ static int node_to_json(cJSON *arr, const struct cdi_node *n)
                 return -ENOMEM;
         if (node_host_path(n) && add_str(o, "hostPath", n->host_path) < 0)
                 return -ENOMEM;
-        if (str_set(n->permissions) && add_str(o, "permissions", n->permissions) < 0)
+        if (str_set(n->access.permissions) && add_str(o, "permissions", n->access.permissions) < 0)
                 return -ENOMEM;
         /* fileMode is Go's os.FileMode: the bits as a plain number. */
-        if (n->file_mode && !cJSON_AddNumberToObject(o, "fileMode", (double)(n->file_mode & 07777)))
+        if (n->access.file_mode &&
+            !cJSON_AddNumberToObject(o, "fileMode", (double)(n->access.file_mode & 07777)))
                 return -ENOMEM;
-        if (n->has_uid && !cJSON_AddNumberToObject(o, "uid", (double)n->uid))
+        if (n->access.has_uid && !cJSON_AddNumberToObject(o, "uid", (double)n->access.uid))
                 return -ENOMEM;
-        if (n->has_gid && !cJSON_AddNumberToObject(o, "gid", (double)n->gid))
+        if (n->access.has_gid && !cJSON_AddNumberToObject(o, "gid", (double)n->access.gid))
                 return -ENOMEM;
         return 0;
 }
@@ -330,18 +331,18 @@ int cdi_spec_to_json(const struct cdi_spec *spec, char **ret_json)
 
 static void edits_free(struct cdi_edits *e)
 {
-        cdi_strv_free(e->env);
+        base_strv_free(e->env);
         for (size_t i = 0; e->nodes && i < e->n_nodes; i++) {
                 free(e->nodes[i].path);
                 free(e->nodes[i].host_path);
-                free(e->nodes[i].permissions);
+                base_node_access_clear(&e->nodes[i].access);
         }
         free(e->nodes);
         for (size_t i = 0; e->mounts && i < e->n_mounts; i++) {
                 free(e->mounts[i].host_path);
                 free(e->mounts[i].container_path);
                 free(e->mounts[i].type);
-                cdi_strv_free(e->mounts[i].options);
+                base_strv_free(e->mounts[i].options);
         }
         free(e->mounts);
         memset(e, 0, sizeof(*e));

@@ -118,7 +118,7 @@ static int plain_extras(const struct dp_plugin *p, const size_t *devs, size_t n_
         if (!cr->envs || !cr->mounts)
                 return -ENOMEM;
         for (size_t k = 0; !oom && k < n_devs; k++) {
-                const struct dp_extras *d = dp_device_extras(p, devs[k]);
+                const struct base_edits *d = dp_device_extras(p, devs[k]);
                 for (char **e = d->env; !oom && e && *e; e++) {
                         size_t klen = strcspn(*e, "=");
                         bool dup = false;
@@ -242,7 +242,7 @@ static int container_answer(const struct dp_plugin *p, const V1beta1__ContainerA
         oom = !cr->devices;
         for (size_t k = 0; !oom && k < n_devs; k++) {
                 const char *node = dp_device_id(p, devs[k]);
-                const char *perm = dp_device_extras(p, devs[k])->permissions;
+                const char *perm = dp_device_extras(p, devs[k])->node.permissions;
                 for (size_t j = 0; !oom && j < p->devs[devs[k]].n_nodes; j++) {
                         V1beta1__DeviceSpec *s = malloc(sizeof(*s));
                         if (!s) {

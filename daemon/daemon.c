@@ -21,12 +21,20 @@
 #include <sys/un.h>
 
 #include "cdi.h"
+#include "config.h"
 #include "daemon.h"
+#include "kubelet.h"
 #include "lint.h"
+#include "options.h"
+#include "plugin.h"
+#include "publish.h"
+#include "reload.h"
 #include "resources.h"
 #include "rpc.h"
 #include "sandbox.h"
+#include "server.h"
 #include "util.h"
+#include "watch.h"
 
 static int lockdown(const struct dp_daemon *d) {
         struct sbx_options so = {0};
@@ -251,8 +259,8 @@ void dp_resource_free(struct dp_resource *res) {
                 return;
         dp_plugin_free(res->plugin);
         free(res->socket_path);
-        res_strv_free(res->watch_dirs);
-        strv_free(res->logged_notes);
+        base_strv_free(res->watch_dirs);
+        base_strv_free(res->logged_notes);
         cfg_resource_clear(res->owned_cfg);
         free(res->owned_cfg);
         free(res);
@@ -288,7 +296,7 @@ static void daemon_free(struct dp_daemon *d) {
         free(d->res);
         free(d->kubelet_sock);
         free(d->dev_wds);
-        strv_free(d->dev_wd_dirs);
+        base_strvec_clear(&d->dev_wd_dirs);
         free(d->config_name);
         cfg_free(d->cfg);
         if (d->signal_fd >= 0)

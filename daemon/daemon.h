@@ -1,34 +1,25 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The running daemon: one grpc server per resource on one completion queue
- * drained by the main thread, and a watcher thread that turns signals,
- * inotify events and retry timers into actions. Both hold d->lock while
- * they touch any of this state, so handlers never race. */
+/* The running daemon's state, shared by its files: one grpc server per
+ * resource on one completion queue drained by the main thread, and a
+ * watcher thread that turns signals, inotify events and retry timers into
+ * actions. Both hold d->lock while they touch any of this state, so
+ * handlers never race. What each file offers is in its own header
+ * (server.h, kubelet.h, watch.h, publish.h, reload.h). */
 #pragma once
 
 #include <grpc/grpc.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <sys/inotify.h>
 
-#include "config.h"
+#include "base.h"
 #include "metrics.h"
-#include "plugin.h"
 
+struct cfg_config;
+struct cfg_resource;
 struct dp_daemon;
-
-/* Command-line values, in one place. */
-struct dp_options {
-        const char *config_path;
-        const char *kubelet_dir;
-        const char *cdi_dir;
-        const char *host_root;
-        const char *user;     /* --user, overrides the config's "user" */
-        const char *metrics_address;      /* --metrics-address, overrides "metrics" */
-        const char *pod_resources_socket; /* --pod-resources-socket */
-        enum cfg_log_format log_format; /* --log-format, overrides the config's */
-        bool no_sandbox;
-};
+struct dp_options;
+struct dp_plugin;
 
 /* Every completion-queue tag is one of these, embedded in its owner. */
 struct dp_tag {
@@ -98,9 +89,8 @@ struct dp_daemon {
         int timer_fd;
         int kubelet_wd;               /* watch on the kubelet dir, or -1 */
         int ancestor_wd;              /* watch on its nearest ancestor while it is missing */
-        int *dev_wds;                 /* device dir watches, one per watch_dirs entry */
-        char **dev_wd_dirs;
-        size_t n_dev_wds;
+        int *dev_wds;                 /* device dir watches, one per dev_wd_dirs entry */
+        struct base_strvec dev_wd_dirs;
 
         int config_wd;                /* watch on the config file's dir, or -1 */
         char *config_name;            /* the config file's name in that dir */
@@ -112,50 +102,6 @@ struct dp_daemon {
         uint64_t kubelet_restarts;    /* new kubelet.sock seen */
         struct dp_http *http;         /* the metrics endpoint, or NULL */
 };
-
-/* server.c */
-int dp_server_start(struct dp_resource *res);
-int dp_server_listen(struct dp_resource *res);
-void dp_server_unlisten(struct dp_resource *res, bool unlink_path);
-void dp_server_accept(struct dp_resource *res);
-void dp_accept_due(struct dp_daemon *d);
-int dp_server_poll_fd(const struct dp_resource *res);
-void dp_server_stop(struct dp_resource *res);
-void dp_server_push(struct dp_resource *res);
-int dp_resource_refresh(struct dp_resource *res, bool *ret_changed);
-size_t dp_server_streams(const struct dp_resource *res);
-
-/* kubelet.c */
-void dp_register(struct dp_resource *res);
-void dp_register_due(struct dp_daemon *d);
-void dp_register_cancel(struct dp_resource *res);
-void dp_register_relistened(struct dp_resource *res);
-bool dp_kubelet_present(const struct dp_daemon *d);
-void dp_arm_timer(struct dp_daemon *d);
-uint64_t dp_now_ms(void);
-void dp_maybe_finish(struct dp_daemon *d);
-void dp_kubelet_channel_close(struct dp_daemon *d);
-
-/* watch.c */
-int dp_watch_setup(struct dp_daemon *d);
-void dp_watch_handle(struct dp_daemon *d);
-void dp_watch_due(struct dp_daemon *d);
-
-/* publish.c */
-int dp_spec_publish(struct dp_resource *res);
-void dp_spec_due(struct dp_daemon *d);
-
-void dp_watch_resource(struct dp_daemon *d, struct dp_resource *res);
-
-/* specs.c */
-void dp_specs_startup(struct dp_daemon *d);
-
-/* reload.c */
-int dp_reload_setup(struct dp_daemon *d);
-void dp_reload_event(struct dp_daemon *d, const struct inotify_event *ev);
-void dp_reload(struct dp_daemon *d, const char *why);
-void dp_resource_maybe_free(struct dp_resource *res);
-void dp_retired_free_all(struct dp_daemon *d);
 
 /* daemon.c */
 int dp_resource_new(struct dp_daemon *d, const struct cfg_resource *cfg, struct dp_resource **ret);

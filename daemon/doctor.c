@@ -294,7 +294,7 @@ static size_t watches_needed(struct doc_ctx *c) {
                         continue;
                 for (char **d = dirs; *d; d++)
                         n++;
-                res_strv_free(dirs);
+                base_strv_free(dirs);
         }
         return n;
 }
@@ -428,7 +428,7 @@ int doc_run(const struct doc_options *o) {
                 free(c.v[i].fix);
         }
         free(c.v);
-        strv_free(c.runtime_dirs);
+        base_strv_free(c.runtime_dirs);
         cJSON_Delete(c.raw);
         cfg_free(c.cfg);
         return problems ? 1 : 0;

@@ -31,39 +31,33 @@
 
 static const char *const default_dirs[] = {"/etc/cdi", "/var/run/cdi", NULL};
 
+/* Never NULL on success: a configured empty list is not "unset". */
 static int strv_dup(const char *const *src, char ***ret) {
-        char **v = NULL;
-        size_t n = 0;
-        for (; src && *src; src++) {
-                char *s = strdup(*src);
-                if (!s || strv_push(&v, &n, s) < 0) {
-                        free(s);
-                        strv_free(v);
-                        return -ENOMEM;
-                }
-        }
-        if (!v && !(v = calloc(1, sizeof(char *))))
+        int r = base_strv_copy((char *const *)src, ret);
+        if (r >= 0 && !*ret && !(*ret = calloc(1, sizeof(char *))))
                 return -ENOMEM;
-        *ret = v;
-        return 0;
+        return r;
 }
 
-static void add_runtime_dirs(struct doc_ctx *c, char **dirs) {
-        size_t n = 0;
-        for (char **d = c->runtime_dirs; d && *d; d++)
-                n++;
-        for (char **d = dirs; *d; d++) {
-                bool dup = false;
-                for (char **e = c->runtime_dirs; e && *e; e++)
-                        dup |= strcmp(*e, *d) == 0;
-                char *s = dup ? NULL : strdup(*d);
-                if (!dup && (!s || strv_push(&c->runtime_dirs, &n, s) < 0)) {
-                        free(s);
-                        c->oom = true;
-                }
-        }
-        if (!c->runtime_dirs && !(c->runtime_dirs = calloc(1, sizeof(char *))))
+static void add_runtime_dirs(struct doc_ctx *c, char *const *dirs) {
+        struct base_strvec all = {0};
+        int r = 0;
+
+        for (char **d = c->runtime_dirs; d && *d && r >= 0; d++)
+                r = base_strvec_push_dup(&all, *d);
+        for (; dirs && *dirs && r >= 0; dirs++)
+                if (!base_strv_contains(all.v, *dirs))
+                        r = base_strvec_push_dup(&all, *dirs);
+        /* Not NULL: a runtime config was found, even if it lists nothing. */
+        if (r >= 0 && !all.v && !(all.v = calloc(1, sizeof(char *))))
+                r = -ENOMEM;
+        if (r < 0) {
+                base_strvec_clear(&all);
                 c->oom = true;
+                return;
+        }
+        base_strv_free(c->runtime_dirs);
+        c->runtime_dirs = base_strvec_take(&all);
 }
 
 static char *join_dirs(char *const *dirs) {
@@ -214,7 +208,7 @@ static bool check_containerd(struct doc_ctx *c) {
                 c->oom = true;
         else {
                 add_runtime_dirs(c, list);
-                strv_free(list);
+                base_strv_free(list);
         }
 
         v = cd_get(&f, owner, &src);
@@ -235,8 +229,8 @@ static int cmp_name(const void *a, const void *b) {
 static bool check_crio(struct doc_ctx *c) {
         _cleanup_free_ char *conf = doc_host_path(c, "/etc/crio/crio.conf");
         _cleanup_free_ char *dropdir = doc_host_path(c, "/etc/crio/crio.conf.d");
-        char **files = NULL, **dirs = NULL;
-        size_t n = 0;
+        struct base_strvec files = {0};
+        char **dirs = NULL;
         bool found = false;
         DIR *d;
 
@@ -245,39 +239,37 @@ static bool check_crio(struct doc_ctx *c) {
                 return false;
         }
         if (access(conf, F_OK) == 0) {
-                char *s = strdup(conf);
-                if (!s || strv_push(&files, &n, s) < 0)
-                        free(s);
+                (void)!base_strvec_push_dup(&files, conf);
         }
-        size_t first_dropin = n;
+        size_t first_dropin = files.n;
         if ((d = opendir(dropdir))) {
                 struct dirent *e;
-                while ((e = readdir(d)) && n < MAX_DROPINS) {
+                while ((e = readdir(d)) && files.n < MAX_DROPINS) {
                         size_t len = strlen(e->d_name);
                         char *s = NULL;
                         if (e->d_name[0] == '.' || len < 6 || strcmp(e->d_name + len - 5, ".conf") != 0)
                                 continue;
-                        if (xasprintf(&s, "%s/%s", dropdir, e->d_name) < 0 || strv_push(&files, &n, s) < 0)
-                                free(s);
+                        if (xasprintf(&s, "%s/%s", dropdir, e->d_name) == 0)
+                                (void)!base_strvec_push(&files, s);
                 }
                 closedir(d);
-                if (n > first_dropin)
-                        qsort(files + first_dropin, n - first_dropin, sizeof(char *), cmp_name);
+                if (files.n > first_dropin)
+                        qsort(files.v + first_dropin, files.n - first_dropin, sizeof(char *), cmp_name);
         }
-        for (size_t i = 0; i < n; i++) {
+        for (size_t i = 0; i < files.n; i++) {
                 struct toml_doc doc = {0};
                 unsigned line = 0;
-                int r = toml_load(files[i], &doc, &line);
+                int r = toml_load(files.v[i], &doc, &line);
                 found = true;
                 if (r < 0) {
                         doc_add(c, "runtime", DOC_PROBLEM, "fix the file; CRI-O does not start with it either",
-                                r == -EBADMSG ? "%s: not valid TOML at line %u" : "%s: cannot read it (%u)", files[i],
+                                r == -EBADMSG ? "%s: not valid TOML at line %u" : "%s: cannot read it (%u)", files.v[i],
                                 r == -EBADMSG ? line : (unsigned)-r);
                         continue;
                 }
                 const struct toml_value *v = toml_get(&doc, (const char *const[]){"crio", "runtime", "cdi_spec_dirs", NULL});
                 if (v && v->type == TOML_STRV) {
-                        strv_free(dirs);
+                        base_strv_free(dirs);
                         dirs = NULL;
                         if (strv_dup((const char *const *)v->strv, &dirs) < 0)
                                 c->oom = true;
@@ -288,7 +280,7 @@ static bool check_crio(struct doc_ctx *c) {
                         c->ownership_from_ctx = v->b;
                 toml_doc_free(&doc);
         }
-        strv_free(files);
+        base_strvec_clear(&files);
         if (!found)
                 return false;
         if (!dirs && strv_dup(default_dirs, &dirs) < 0) {
@@ -297,7 +289,7 @@ static bool check_crio(struct doc_ctx *c) {
         }
         doc_add(c, "runtime", DOC_OK, NULL, "CRI-O: CDI is always on");
         add_runtime_dirs(c, dirs);
-        strv_free(dirs);
+        base_strv_free(dirs);
         return true;
 }
 
@@ -540,8 +532,7 @@ static void check_stale(struct doc_ctx *c) {
 
 void doc_check_cdi(struct doc_ctx *c) {
         const char *dir = c->o->cdi_dir;
-        char **hostdirs = NULL;
-        size_t n = 0;
+        struct base_strvec hostdirs = {0};
         bool runtime_reads = false;
         struct stat st;
 
@@ -554,14 +545,13 @@ void doc_check_cdi(struct doc_ctx *c) {
                         dir, (unsigned)c->uid, (unsigned)c->gid);
         for (char **d = c->runtime_dirs; d && *d; d++) {
                 char *h = doc_host_path(c, *d);
-                if (!h || strv_push(&hostdirs, &n, h) < 0) {
-                        free(h);
+                if (base_strvec_push(&hostdirs, h) < 0) {
                         c->oom = true;
                         continue;
                 }
                 runtime_reads |= same_dir(dir, *d) || same_dir(dir, h);
         }
-        if (!hostdirs)
+        if (!hostdirs.v)
                 return;
         _cleanup_free_ char *list = join_dirs(c->runtime_dirs);
         if (runtime_reads)
@@ -573,10 +563,10 @@ void doc_check_cdi(struct doc_ctx *c) {
                 doc_add(c, "cdi", DOC_PROBLEM, fix, "%s is not among the dirs the runtime reads (%s)", dir,
                         list ? list : "?");
         }
-        check_foreign_specs(c, hostdirs);
+        check_foreign_specs(c, hostdirs.v);
         if (c->cfg) {
-                check_conflicts(c, hostdirs);
+                check_conflicts(c, hostdirs.v);
                 check_stale(c);
         }
-        strv_free(hostdirs);
+        base_strvec_clear(&hostdirs);
 }

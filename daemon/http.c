@@ -22,6 +22,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "config.h"
 #include "daemon.h"
 #include "metrics.h"
 #include "util.h"

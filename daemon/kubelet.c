@@ -11,7 +11,11 @@
 #include <sys/timerfd.h>
 #include <time.h>
 
+#include "config.h"
 #include "daemon.h"
+#include "kubelet.h"
+#include "plugin.h"
+#include "reload.h"
 #include "rpc.h"
 #include "util.h"
 

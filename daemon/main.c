@@ -14,6 +14,7 @@
 #include "lint.h"
 #include "names.h"
 #include "notes.h"
+#include "options.h"
 #include "plugin.h"
 #include "resources.h"
 #include "util.h"
@@ -105,7 +106,7 @@ static int generate(const struct dp_options *o, const struct cfg_config *cfg, bo
                 if (r >= 0) {
                         char **logged = NULL;
                         r = dp_notes_log(&logged, rc->name, &found, p);
-                        strv_free(logged);
+                        base_strv_free(logged);
                 }
                 if (r >= 0 && p->n_devs == 0) {
                         /* A spec without devices is invalid for every

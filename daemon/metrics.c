@@ -13,8 +13,11 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "config.h"
 #include "daemon.h"
 #include "metrics.h"
+#include "plugin.h"
+#include "server.h"
 #include "util.h"
 
 /* Allocate takes microseconds; the upper buckets are for a daemon under

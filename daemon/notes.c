@@ -10,15 +10,8 @@
 #include "resources.h"
 #include "util.h"
 
-static bool strv_has(char **v, const char *s) {
-        for (; v && *v; v++)
-                if (strcmp(*v, s) == 0)
-                        return true;
-        return false;
-}
-
 /* One line per group of devices that want one ID. */
-static int clash_lines(const struct dp_plugin *p, const struct res_devlist *found, char ***lines, size_t *n) {
+static int clash_lines(const struct dp_plugin *p, const struct res_devlist *found, struct base_strvec *lines) {
         for (size_t i = 0; i < found->n_clashes;) {
                 const char *id = found->clashes[i].id;
                 size_t j = i, dev;
@@ -37,17 +30,15 @@ static int clash_lines(const struct dp_plugin *p, const struct res_devlist *foun
                                          "stays, the others are refused (an ID never changes meaning)", nodes, id)
                              : xasprintf(&line, "devices %s all want ID \"%s\": all refused; rename a node or "
                                          "choose another \"id\" for its selector", nodes, id);
-                if (r < 0 || strv_push(lines, n, line) < 0) {
-                        free(line);
+                if (r < 0 || base_strvec_push(lines, line) < 0)
                         return -ENOMEM;
-                }
                 i = j;
         }
         return 0;
 }
 
 /* Devices refused because the ID they would get names another device. */
-static int taken_lines(const struct dp_plugin *p, const struct res_devlist *found, char ***lines, size_t *n) {
+static int taken_lines(const struct dp_plugin *p, const struct res_devlist *found, struct base_strvec *lines) {
         for (size_t i = 0; p && i < found->n; i++) {
                 const struct res_device *src = &found->devs[i];
                 size_t dev;
@@ -57,39 +48,31 @@ static int taken_lines(const struct dp_plugin *p, const struct res_devlist *foun
                 if (xasprintf(&line, "device %s refused: its ID \"%s\" names %s while the daemon runs "
                               "(an ID never changes meaning)", src->nodes[0], src->id,
                               dp_str_next(dp_device_id(p, dev))) < 0 ||
-                    strv_push(lines, n, line) < 0) {
-                        free(line);
+                    base_strvec_push(lines, line) < 0)
                         return -ENOMEM;
-                }
         }
         return 0;
 }
 
 int dp_notes_log(char ***logged, const char *resource, const struct res_devlist *found,
                  const struct dp_plugin *p) {
-        char **now = NULL;
-        size_t n = 0;
+        struct base_strvec now = {0};
         int r = 0;
 
-        for (char **s = found->notes; s && *s && r >= 0; s++) {
-                char *c = strdup(*s);
-                if (!c || strv_push(&now, &n, c) < 0) {
-                        free(c);
-                        r = -ENOMEM;
-                }
-        }
+        for (char **s = found->notes; s && *s && r >= 0; s++)
+                r = base_strvec_push_dup(&now, *s);
         if (r >= 0)
-                r = clash_lines(p, found, &now, &n);
+                r = clash_lines(p, found, &now);
         if (r >= 0)
-                r = taken_lines(p, found, &now, &n);
+                r = taken_lines(p, found, &now);
         if (r < 0) {
-                strv_free(now);
+                base_strvec_clear(&now);
                 return r;
         }
-        for (char **s = now; s && *s; s++)
-                if (!strv_has(*logged, *s))
+        for (char **s = now.v; s && *s; s++)
+                if (!base_strv_contains(*logged, *s))
                         log_warn("resource \"%s\": %s", resource, *s);
-        strv_free(*logged);
-        *logged = now;
+        base_strv_free(*logged);
+        *logged = base_strvec_take(&now);
         return 0;
 }

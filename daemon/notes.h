@@ -7,7 +7,7 @@ struct res_devlist;
 
 /* Log each of found's notes and ID clashes (as warnings, prefixed with the
  * resource name) that is not in *logged, then make *logged the current
- * set (free with strv_free). p (may be NULL) tells which clashing device
+ * set (free with base_strv_free). p (may be NULL) tells which clashing device
  * the plugin kept. 0 or -ENOMEM. */
 int dp_notes_log(char ***logged, const char *resource, const struct res_devlist *found,
                  const struct dp_plugin *p);

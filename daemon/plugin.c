@@ -18,21 +18,11 @@ const V1beta1__DevicePluginOptions dp_plugin_options = {
         .get_preferred_allocation_available = 1,
 };
 
-static void extras_clear(struct dp_extras *x) {
-        strv_free(x->env);
-        for (size_t i = 0; i < x->n_mounts; i++) {
-                free(x->mounts[i].host_path);
-                free(x->mounts[i].container_path);
-        }
-        free(x->mounts);
-        free(x->permissions);
-}
-
 void dp_plugin_free(struct dp_plugin *p) {
         if (!p)
                 return;
         for (size_t i = 0; i < p->n_extras; i++)
-                extras_clear(&p->extras[i]);
+                base_edits_clear(&p->extras[i]);
         free(p->extras);
         free(p->devs);
         free(p->strs);
@@ -97,71 +87,13 @@ static char *strbuf_take(struct strbuf *b) {
         return s;
 }
 
-static bool strv_equal(char *const *a, char *const *b) {
-        for (; a && *a && b && *b; a++, b++)
-                if (strcmp(*a, *b) != 0)
-                        return false;
-        return !(a && *a) && !(b && *b);
-}
-
-static bool str_equal(const char *a, const char *b) {
-        return a == b || (a && b && strcmp(a, b) == 0);
-}
-
-static bool extras_equal(const struct dp_extras *x, const struct res_device *src) {
-        if (x->n_mounts != src->n_mounts || !str_equal(x->permissions, src->permissions) ||
-            !strv_equal(x->env, src->env) || x->file_mode != src->file_mode || x->has_uid != src->has_uid ||
-            x->has_gid != src->has_gid || x->uid != src->uid || x->gid != src->gid)
-                return false;
-        for (size_t i = 0; i < x->n_mounts; i++)
-                if (strcmp(x->mounts[i].host_path, src->mounts[i].host_path) != 0 ||
-                    strcmp(x->mounts[i].container_path, src->mounts[i].container_path) != 0 ||
-                    x->mounts[i].read_only != src->mounts[i].read_only)
-                        return false;
-        return true;
-}
-
-static int extras_copy(struct dp_extras *x, const struct res_device *src) {
-        size_t n = 0;
-
-        x->file_mode = src->file_mode;
-        x->has_uid = src->has_uid;
-        x->has_gid = src->has_gid;
-        x->uid = src->uid;
-        x->gid = src->gid;
-
-        for (char **e = src->env; e && *e; e++) {
-                char *s = strdup(*e);
-                if (!s || strv_push(&x->env, &n, s) < 0) {
-                        free(s);
-                        return -ENOMEM;
-                }
-        }
-        if (src->n_mounts) {
-                x->mounts = calloc(src->n_mounts, sizeof(*x->mounts));
-                if (!x->mounts)
-                        return -ENOMEM;
-                for (size_t i = 0; i < src->n_mounts; i++) {
-                        x->n_mounts = i + 1;
-                        x->mounts[i].host_path = strdup(src->mounts[i].host_path);
-                        x->mounts[i].container_path = strdup(src->mounts[i].container_path);
-                        x->mounts[i].read_only = src->mounts[i].read_only;
-                        if (!x->mounts[i].host_path || !x->mounts[i].container_path)
-                                return -ENOMEM;
-                }
-        }
-        if (src->permissions && !(x->permissions = strdup(src->permissions)))
-                return -ENOMEM;
-        return 0;
-}
-
 /* The index of src's extras in the plugin's table, added if new. */
 static int intern_extras(struct dp_plugin *p, const struct res_device *src, uint16_t *ret) {
-        struct dp_extras *x;
+        struct base_edits *x;
         int r;
 
         for (size_t i = 0; i < p->n_extras; i++)
-                if (extras_equal(&p->extras[i], src)) {
+                if (base_edits_equal(&p->extras[i], &src->edits)) {
                         *ret = (uint16_t)i;
                         return 0;
                 }
@@ -171,13 +103,9 @@ static int intern_extras(struct dp_plugin *p, const struct res_device *src, uint
         if (!x)
                 return -ENOMEM;
         p->extras = x;
-        x = &p->extras[p->n_extras];
-        *x = (struct dp_extras){0};
-        r = extras_copy(x, src);
-        if (r < 0) {
-                extras_clear(x);
+        r = base_edits_copy(&src->edits, &p->extras[p->n_extras]);
+        if (r < 0)
                 return r;
-        }
         *ret = (uint16_t)p->n_extras++;
         return 0;
 }
@@ -187,18 +115,25 @@ static int16_t numa_of(int node) {
         return node >= 0 && node <= INT16_MAX ? (int16_t)node : -1;
 }
 
-static bool same_device(const struct dp_plugin *p, size_t dev, const struct res_device *src, uint16_t extras) {
-        const struct dp_device *d = &p->devs[dev];
+/* Whether src has exactly the nodes of device dev. */
+static bool same_nodes(const struct dp_plugin *p, size_t dev, const struct res_device *src) {
         const char *node = dp_device_id(p, dev);
 
-        if (d->n_nodes != src->n_nodes || d->numa_node != numa_of(src->numa_node) || d->extras != extras)
+        if (p->devs[dev].n_nodes != src->n_nodes)
                 return false;
-        for (size_t i = 0; i < d->n_nodes; i++) {
+        for (size_t i = 0; i < src->n_nodes; i++) {
                 node = dp_str_next(node);
                 if (strcmp(node, src->nodes[i]) != 0)
                         return false;
         }
         return true;
+}
+
+static bool same_device(const struct dp_plugin *p, size_t dev, const struct res_device *src, uint16_t extras) {
+        const struct dp_device *d = &p->devs[dev];
+
+        return d->numa_node == numa_of(src->numa_node) && d->extras == extras &&
+               same_nodes(p, dev, src);
 }
 
 /* Device dev of p, strings and all, into the new block. */
@@ -232,12 +167,15 @@ size_t dp_plugin_id_dev(const struct dp_plugin *p, size_t i) {
         return p->shares ? p->shares[i].dev : i;
 }
 
-int dp_plugin_find_id(const struct dp_plugin *p, const char *id, size_t *ret) {
-        size_t lo = 0, hi = p->n_ids;
+/* The index of id among n IDs sorted by strcmp, name(p, i) the i-th. */
+static int find_sorted(const struct dp_plugin *p, size_t n,
+                       const char *(*name)(const struct dp_plugin *, size_t), const char *id,
+                       size_t *ret) {
+        size_t lo = 0, hi = n;
 
         while (lo < hi) {
                 size_t mid = lo + (hi - lo) / 2;
-                int c = strcmp(dp_plugin_id(p, mid), id);
+                int c = strcmp(name(p, mid), id);
                 if (c == 0) {
                         *ret = mid;
                         return 0;
@@ -248,6 +186,10 @@ int dp_plugin_find_id(const struct dp_plugin *p, const char *id, size_t *ret) {
                         hi = mid;
         }
         return -ENOENT;
+}
+
+int dp_plugin_find_id(const struct dp_plugin *p, const char *id, size_t *ret) {
+        return find_sorted(p, p->n_ids, dp_plugin_id, id, ret);
 }
 
 int dp_plugin_qualified(const struct dp_plugin *p, size_t dev, char **ret) {
@@ -391,20 +333,6 @@ void dp_plugin_spec_written(struct dp_plugin *p) {
 
 /* Both lists are sorted by ID, so one merge pass builds the new device
  * table and string block; the plugin changes only once all of it worked. */
-/* Whether src has exactly the nodes of device dev. */
-static bool same_nodes(const struct dp_plugin *p, size_t dev, const struct res_device *src) {
-        const char *node = dp_device_id(p, dev);
-
-        if (p->devs[dev].n_nodes != src->n_nodes)
-                return false;
-        for (size_t i = 0; i < src->n_nodes; i++) {
-                node = dp_str_next(node);
-                if (strcmp(node, src->nodes[i]) != 0)
-                        return false;
-        }
-        return true;
-}
-
 static int cmp_src(const void *a, const void *b) {
         return strcmp((*(const struct res_device *const *)a)->id, (*(const struct res_device *const *)b)->id);
 }
@@ -442,21 +370,7 @@ bool dp_plugin_id_taken(const struct dp_plugin *p, size_t dev, const struct res_
 }
 
 int dp_plugin_find_dev(const struct dp_plugin *p, const char *id, size_t *ret) {
-        size_t lo = 0, hi = p->n_devs;
-
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                int c = strcmp(dp_device_id(p, mid), id);
-                if (c == 0) {
-                        *ret = mid;
-                        return 0;
-                }
-                if (c < 0)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
-        return -ENOENT;
+        return find_sorted(p, p->n_devs, dp_device_id, id, ret);
 }
 
 int dp_plugin_update(struct dp_plugin *p, const struct res_devlist *found, bool *ret_changed) {
@@ -555,16 +469,10 @@ int dp_plugin_update(struct dp_plugin *p, const struct res_devlist *found, bool 
 
 /* Bind mounts from the selector: read-only ones stay read-only, and none
  * may carry set-uid binaries or device nodes in. */
-static int spec_extras(const struct dp_extras *d, struct cdi_edits *edits) {
-        size_t n = 0;
-
-        for (char **e = d->env; e && *e; e++) {
-                char *s = strdup(*e);
-                if (!s || strv_push(&edits->env, &n, s) < 0) {
-                        free(s);
-                        return -ENOMEM;
-                }
-        }
+static int spec_extras(const struct base_edits *d, struct cdi_edits *edits) {
+        int r = base_strv_copy(d->env, &edits->env);
+        if (r < 0)
+                return r;
         if (!d->n_mounts)
                 return 0;
         edits->mounts = calloc(d->n_mounts, sizeof(*edits->mounts));
@@ -572,20 +480,21 @@ static int spec_extras(const struct dp_extras *d, struct cdi_edits *edits) {
                 return -ENOMEM;
         for (size_t i = 0; i < d->n_mounts; i++) {
                 struct cdi_mount *m = &edits->mounts[i];
-                size_t k = 0;
+                struct base_strvec opts = {0};
                 edits->n_mounts = i + 1;
                 m->host_path = strdup(d->mounts[i].host_path);
                 m->container_path = strdup(d->mounts[i].container_path);
                 if (!m->host_path || !m->container_path)
                         return -ENOMEM;
-                const char *opts[] = {"rbind", "nosuid", "nodev", d->mounts[i].read_only ? "ro" : "rw"};
-                for (size_t j = 0; j < ELEMENTSOF(opts); j++) {
-                        char *s = strdup(opts[j]);
-                        if (!s || strv_push(&m->options, &k, s) < 0) {
-                                free(s);
-                                return -ENOMEM;
+                const char *o[] = {"rbind", "nosuid", "nodev", d->mounts[i].read_only ? "ro" : "rw"};
+                for (size_t j = 0; j < ELEMENTSOF(o); j++) {
+                        r = base_strvec_push_dup(&opts, o[j]);
+                        if (r < 0) {
+                                base_strvec_clear(&opts);
+                                return r;
                         }
                 }
+                m->options = base_strvec_take(&opts);
         }
         return 0;
 }
@@ -599,7 +508,7 @@ int dp_plugin_spec(const struct dp_plugin *p, struct cdi_spec *ret) {
         if (!spec.kind || !spec.devices)
                 goto fail;
         for (size_t i = 0; i < p->n_devs; i++) {
-                const struct dp_extras *x = dp_device_extras(p, i);
+                const struct base_edits *x = dp_device_extras(p, i);
                 struct cdi_device *cd = &spec.devices[i];
                 const char *node = dp_device_id(p, i);
                 spec.n_devices = i + 1;
@@ -614,13 +523,8 @@ int dp_plugin_spec(const struct dp_plugin *p, struct cdi_spec *ret) {
                         node = dp_str_next(node);
                         cd->edits.n_nodes = j + 1;
                         cd->edits.nodes[j].path = strdup(node);
-                        cd->edits.nodes[j].file_mode = x->file_mode;
-                        cd->edits.nodes[j].has_uid = x->has_uid;
-                        cd->edits.nodes[j].uid = x->uid;
-                        cd->edits.nodes[j].has_gid = x->has_gid;
-                        cd->edits.nodes[j].gid = x->gid;
                         if (!cd->edits.nodes[j].path ||
-                            (x->permissions && !(cd->edits.nodes[j].permissions = strdup(x->permissions))))
+                            base_node_access_copy(&x->node, &cd->edits.nodes[j].access) < 0)
                                 goto fail;
                 }
                 if (spec_extras(x, &cd->edits) < 0)

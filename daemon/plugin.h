@@ -9,30 +9,13 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "base.h"
 #include "deviceplugin.pb-c.h"
 
 struct cfg_resource;
 struct res_device;
 struct res_devlist;
 struct cdi_spec;
-
-struct dp_mount {
-        char *host_path;
-        char *container_path;
-        bool read_only;
-};
-
-/* What a selector adds to each device it finds. Devices point at one
- * shared copy: a resource has few selectors and may have 10,000 devices. */
-struct dp_extras {
-        char **env;        /* "KEY=VALUE", NULL-terminated, or NULL */
-        struct dp_mount *mounts;
-        size_t n_mounts;
-        char *permissions; /* "rwm" subset, or NULL */
-        unsigned file_mode; /* 0: unset */
-        bool has_uid, has_gid;
-        unsigned uid, gid;
-};
 
 /* Twelve bytes a device: its strings live in the plugin's string block
  * at offset str, the ID then each host-absolute node, NUL-terminated. */
@@ -62,7 +45,10 @@ struct dp_plugin {
         struct dp_device *devs; /* sorted by ID */
         size_t n_devs;
         char *strs;
-        struct dp_extras *extras;
+        /* What the selectors add to their devices. Devices point at one
+         * shared copy: a resource has few selectors and may have 10,000
+         * devices. */
+        struct base_edits *extras;
         size_t n_extras;
         /* The allocatable IDs: with one share, the devices' own IDs. */
         size_t n_ids;
@@ -82,7 +68,7 @@ static inline const char *dp_str_next(const char *s) {
         return s + strlen(s) + 1;
 }
 
-static inline const struct dp_extras *dp_device_extras(const struct dp_plugin *p, size_t dev) {
+static inline const struct base_edits *dp_device_extras(const struct dp_plugin *p, size_t dev) {
         return &p->extras[p->devs[dev].extras];
 }
 

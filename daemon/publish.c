@@ -9,8 +9,14 @@
 #include <string.h>
 
 #include "cdi.h"
+#include "config.h"
 #include "daemon.h"
+#include "kubelet.h"
 #include "metrics.h"
+#include "options.h"
+#include "plugin.h"
+#include "publish.h"
+#include "server.h"
 #include "util.h"
 
 #define SPEC_RETRY_MIN_MS 100

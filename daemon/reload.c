@@ -25,13 +25,21 @@
 #include <malloc.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 
 #include "cdi.h"
+#include "config.h"
 #include "daemon.h"
+#include "kubelet.h"
 #include "names.h"
+#include "options.h"
+#include "plugin.h"
+#include "reload.h"
 #include "resources.h"
+#include "server.h"
 #include "util.h"
+#include "watch.h"
 
 #define CONFIG_MASK (IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_MOVED_FROM | \
                      IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR | IN_MASK_ADD)
@@ -127,7 +135,7 @@ static void plan_free(struct dp_daemon *d, struct plan *p) {
                 if (s->change == ADDED)
                         dp_resource_free(s->res);
                 dp_plugin_free(s->plugin);
-                res_strv_free(s->watch_dirs);
+                base_strv_free(s->watch_dirs);
                 free(s->keep);
         }
         for (size_t i = 0; p->retire && i < d->n_res; i++)
@@ -306,7 +314,7 @@ static bool apply_devices(struct dp_daemon *d, struct step *s, const struct cfg_
         dp_plugin_free(old);
         res->cfg = cfg;
         drop_owned(res);
-        res_strv_free(res->watch_dirs);
+        base_strv_free(res->watch_dirs);
         res->watch_dirs = TAKE_PTR(s->watch_dirs);
         dp_watch_resource(d, res);
         log_devices(res->plugin);

@@ -17,10 +17,17 @@
 #include <sys/un.h>
 
 #include "cdi.h"
+#include "config.h"
 #include "daemon.h"
+#include "kubelet.h"
 #include "notes.h"
+#include "options.h"
+#include "plugin.h"
+#include "publish.h"
+#include "reload.h"
 #include "resources.h"
 #include "rpc.h"
+#include "server.h"
 #include "util.h"
 
 enum call_phase { PH_NEW, PH_RECV, PH_FINISH };

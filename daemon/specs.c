@@ -6,6 +6,9 @@
 
 #include "cdi.h"
 #include "daemon.h"
+#include "options.h"
+#include "plugin.h"
+#include "publish.h"
 #include "util.h"
 
 static void remove_stale(struct dp_daemon *d) {
@@ -24,7 +27,7 @@ static void remove_stale(struct dp_daemon *d) {
         }
         for (char **f = removed; f && *f; f++)
                 log_info("removed %s/%s: its resource is no longer configured", d->opts->cdi_dir, *f);
-        cdi_strv_free(removed);
+        base_strv_free(removed);
 }
 
 static void warn_conflicts(struct dp_daemon *d) {

@@ -36,7 +36,7 @@ static void keypath_clear(struct keypath *k) {
 
 static void value_clear(struct toml_value *v) {
         free(v->str);
-        strv_free(v->strv);
+        base_strv_free(v->strv);
         *v = (struct toml_value){0};
 }
 
@@ -296,7 +296,7 @@ static int add_entry(struct parser *p, const struct keypath *k, struct toml_valu
         for (size_t i = 0; i < n; i++) {
                 path[i] = strdup(i < p->n_table ? p->table[i] : k->c[i - p->n_table]);
                 if (!path[i]) {
-                        strv_free(path);
+                        base_strv_free(path);
                         return -ENOMEM;
                 }
         }
@@ -342,8 +342,7 @@ static int keyval(struct parser *p, struct keypath *prefix, unsigned depth) {
 }
 
 static int array(struct parser *p, struct toml_value *v, unsigned depth) {
-        char **strv = NULL;
-        size_t n = 0;
+        struct base_strvec strv = {0};
         bool only_strings = true;
         int r = 0;
 
@@ -364,9 +363,7 @@ static int array(struct parser *p, struct toml_value *v, unsigned depth) {
                 if (r < 0)
                         break;
                 if (item.type == TOML_STRING && only_strings) {
-                        r = strv_push(&strv, &n, item.str);
-                        if (r >= 0)
-                                item.str = NULL;
+                        r = base_strvec_push(&strv, TAKE_PTR(item.str));
                 } else
                         only_strings = false;
                 value_clear(&item);
@@ -385,18 +382,16 @@ static int array(struct parser *p, struct toml_value *v, unsigned depth) {
                 break;
         }
         if (r < 0 || !only_strings) {
-                strv_free(strv);
+                base_strvec_clear(&strv);
                 if (r >= 0)
                         v->type = TOML_OTHER;
                 return r;
         }
-        if (!strv) {
-                strv = calloc(1, sizeof(char *));
-                if (!strv)
-                        return -ENOMEM;
-        }
+        /* Possibly empty, never NULL. */
+        if (!strv.v && !(strv.v = calloc(1, sizeof(char *))))
+                return -ENOMEM;
         v->type = TOML_STRV;
-        v->strv = strv;
+        v->strv = base_strvec_take(&strv);
         return 0;
 }
 
@@ -494,7 +489,7 @@ static int value(struct parser *p, struct toml_value *v, struct keypath *prefix,
                         /* Drop what it added: its keys have no path of their own. */
                         while (p->doc->n > before) {
                                 struct toml_entry *e = &p->doc->entries[--p->doc->n];
-                                strv_free(e->path);
+                                base_strv_free(e->path);
                                 value_clear(&e->v);
                         }
                         v->type = TOML_OTHER;
@@ -536,7 +531,7 @@ void toml_doc_free(struct toml_doc *doc) {
         if (!doc)
                 return;
         for (size_t i = 0; i < doc->n; i++) {
-                strv_free(doc->entries[i].path);
+                base_strv_free(doc->entries[i].path);
                 value_clear(&doc->entries[i].v);
         }
         free(doc->entries);

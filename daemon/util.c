@@ -204,21 +204,3 @@ int xasprintf(char **ret, const char *fmt, ...) {
         *ret = s;
         return 0;
 }
-
-int strv_push(char ***strv, size_t *n, char *s) {
-        char **v = realloc(*strv, (*n + 2) * sizeof(char *));
-        if (!v)
-                return -ENOMEM;
-        v[(*n)++] = s;
-        v[*n] = NULL;
-        *strv = v;
-        return 0;
-}
-
-void strv_free(char **strv) {
-        if (!strv)
-                return;
-        for (char **s = strv; *s; s++)
-                free(*s);
-        free(strv);
-}

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Small helpers shared by the daemon's files: ownership via cleanup
- * attributes (after systemd's alloc-util.h), logging, string vectors. */
+/* Small helpers shared by the daemon's files: logging and xasprintf.
+ * Ownership (cleanup attributes) and string vectors are in base.h. */
 #pragma once
 
 #include <errno.h>
@@ -39,7 +39,3 @@ void log_with(enum log_level level, const struct log_fields *f, const char *fmt,
 
 /* asprintf that returns 0 or -ENOMEM and writes *ret only on success. */
 int xasprintf(char **ret, const char *fmt, ...) _printf_(2, 3);
-
-/* Growable NULL-terminated string vector. */
-int strv_push(char ***strv, size_t *n, char *s); /* takes s on success */
-void strv_free(char **strv);

@@ -26,9 +26,15 @@
 #include <sys/inotify.h>
 #include <sys/stat.h>
 
+#include "config.h"
 #include "daemon.h"
+#include "kubelet.h"
+#include "options.h"
+#include "reload.h"
 #include "resources.h"
+#include "server.h"
 #include "util.h"
+#include "watch.h"
 
 /* Longer than an `rm -rf` of the kubelet dir takes; short enough that a
  * kubelet re-dialling a socket deleted alone finds it back soon. */
@@ -130,11 +136,11 @@ static int watch_in_root(struct dp_daemon *d, const char *dir) {
 /* Watch one device dir (once, whoever needs it). Returns 1 when a new
  * watch was added, 0 when it already existed or could not be added. */
 static int dev_watch_add(struct dp_daemon *d, const char *dir, const char *resource) {
-        size_t slot = d->n_dev_wds;
+        size_t slot = d->dev_wd_dirs.n;
         int wd;
 
-        for (size_t i = 0; i < d->n_dev_wds; i++)
-                if (strcmp(d->dev_wd_dirs[i], dir) == 0) {
+        for (size_t i = 0; i < d->dev_wd_dirs.n; i++)
+                if (strcmp(d->dev_wd_dirs.v[i], dir) == 0) {
                         if (d->dev_wds[i] >= 0)
                                 return 0;
                         slot = i; /* watched before, removed since: reuse */
@@ -145,18 +151,14 @@ static int dev_watch_add(struct dp_daemon *d, const char *dir, const char *resou
                          strerror(-wd));
                 return 0;
         }
-        if (slot == d->n_dev_wds) {
-                int *wds = realloc(d->dev_wds, (d->n_dev_wds + 1) * sizeof(int));
-                char *copy = strdup(dir);
-                size_t n = d->n_dev_wds;
+        if (slot == d->dev_wd_dirs.n) {
+                int *wds = realloc(d->dev_wds, (d->dev_wd_dirs.n + 1) * sizeof(int));
                 if (wds)
                         d->dev_wds = wds;
-                if (!wds || !copy || strv_push(&d->dev_wd_dirs, &n, copy) < 0) {
-                        free(copy);
+                if (!wds || base_strvec_push_dup(&d->dev_wd_dirs, dir) < 0) {
                         inotify_rm_watch(d->inotify_fd, wd);
                         return -ENOMEM;
                 }
-                d->n_dev_wds++;
         }
         d->dev_wds[slot] = wd;
         log_debug("resource \"%s\": watching %s", resource, dir);
@@ -302,7 +304,7 @@ static void refresh(struct dp_resource *res) {
         if (res_watch_dirs(d->opts->host_root, res->cfg->selectors, res->cfg->n_selectors, &dirs) >= 0) {
                 for (char **dir = dirs; dir && *dir; dir++)
                         again |= dev_watch_add(d, *dir, res->cfg->name) > 0;
-                res_strv_free(res->watch_dirs);
+                base_strv_free(res->watch_dirs);
                 res->watch_dirs = dirs;
         }
         if (again) {
@@ -347,7 +349,7 @@ void dp_watch_handle(struct dp_daemon *d) {
                                 dp_reload_event(d, ev);
                         if (ev->wd == d->ancestor_wd && watch_kubelet_dir(d) == 1)
                                 kubelet_dir_appeared(d);
-                        for (size_t w = 0; w < d->n_dev_wds; w++) {
+                        for (size_t w = 0; w < d->dev_wd_dirs.n; w++) {
                                 if (ev->wd != d->dev_wds[w])
                                         continue;
                                 /* The dir is gone; its parent's watch
@@ -355,7 +357,7 @@ void dp_watch_handle(struct dp_daemon *d) {
                                 if (ev->mask & IN_IGNORED)
                                         d->dev_wds[w] = -1;
                                 for (size_t i = 0; i < d->n_res; i++)
-                                        if (has_dir(d->res[i]->watch_dirs, d->dev_wd_dirs[w]))
+                                        if (has_dir(d->res[i]->watch_dirs, d->dev_wd_dirs.v[w]))
                                                 dirty[i] = true;
                         }
                 }

@@ -78,25 +78,32 @@ int res_sysfs_canon(int rootfd, const char *path, char **ret) {
         return join_normal(*dir ? dir : "/", target, ret);
 }
 
+int res_sys_dev_path(unsigned mode, uint64_t rdev, const char *suffix, char **ret) {
+        if (!S_ISCHR(mode) && !S_ISBLK(mode))
+                return -ENOENT;
+        char *p = res_strdup_printf("/sys/dev/%s/%u:%u%s", S_ISCHR(mode) ? "char" : "block",
+                                    major(rdev), minor(rdev), suffix);
+        if (!p)
+                return -ENOMEM;
+        *ret = p;
+        return 0;
+}
+
 int res_node_devdir(int rootfd, const char *node, char **ret) {
-        _cleanup_close_ int fd = res_open_in_root(rootfd, node, O_PATH);
-        if (fd < 0)
-                return fd;
         struct stat st;
-        if (fstat(fd, &st) < 0)
-                return -errno;
+        int r = res_stat_in_root(rootfd, node, 0, &st);
+        if (r < 0)
+                return r;
         return res_devdir_of(rootfd, st.st_mode, st.st_rdev, ret);
 }
 
 int res_devdir_of(int rootfd, unsigned mode, uint64_t rdev, char **ret) {
-        if (!S_ISCHR(mode) && !S_ISBLK(mode))
-                return -ENOENT;
-        _cleanup_free_ char *p = res_strdup_printf("/sys/dev/%s/%u:%u", S_ISCHR(mode) ? "char" : "block",
-                                                   major(rdev), minor(rdev));
-        if (!p)
-                return -ENOMEM;
+        _cleanup_free_ char *p = NULL;
+        int r = res_sys_dev_path(mode, rdev, "", &p);
+        if (r < 0)
+                return r;
         _cleanup_free_ char *canon = NULL;
-        int r = res_sysfs_canon(rootfd, p, &canon);
+        r = res_sysfs_canon(rootfd, p, &canon);
         if (r < 0)
                 return r;
         /* Only a directory is a device; a dangling link is a device that

@@ -26,7 +26,7 @@ void res_devlist_free(struct res_devlist *list) {
         for (size_t i = 0; i < list->n_clashes; i++)
                 res_device_clear(&list->clashes[i]);
         free(list->clashes);
-        res_strv_free(list->notes);
+        base_strv_free(list->notes);
         *list = (struct res_devlist){ 0 };
 }
 
@@ -38,7 +38,7 @@ static void devvec_clear(struct res_devvec *v) {
 }
 
 int res_discover_one(int rootfd, const struct res_selector *sel, size_t idx,
-                     struct res_devvec *out, struct res_strvec *notes) {
+                     struct res_devvec *out, struct base_strvec *notes) {
         switch (sel->kind) {
         case RES_SEL_PATH:
         case RES_SEL_PATHS:
@@ -126,7 +126,7 @@ static int cmp_str(const void *a, const void *b) {
 }
 
 /* Sorted, unique, NULL-terminated; NULL when empty. */
-static char **notes_take(struct res_strvec *notes) {
+static char **notes_take(struct base_strvec *notes) {
         if (notes->n > 1)
                 qsort(notes->v, notes->n, sizeof(char *), cmp_str);
         size_t w = 0;
@@ -139,21 +139,21 @@ static char **notes_take(struct res_strvec *notes) {
         if (notes->v)
                 notes->v[w] = NULL;
         char **v = notes->v;
-        *notes = (struct res_strvec){ 0 };
+        *notes = (struct base_strvec){ 0 };
         return v;
 }
 
 /* A selector that finds nothing is usually a typo or a missing driver:
  * say why, unless the operator marked it optional. */
 static int note_empty(int rootfd, const struct res_selector *sel, size_t idx,
-                      struct res_strvec *notes) {
+                      struct base_strvec *notes) {
         if (sel->optional)
                 return 0;
         _cleanup_free_ char *why = NULL;
         int r = res_explain_at(rootfd, sel, &why, NULL);
         if (r < 0)
                 return r;
-        return res_strvec_push(notes, res_strdup_printf("match[%zu]: finds no device: %s", idx, why));
+        return base_strvec_push(notes, res_strdup_printf("match[%zu]: finds no device: %s", idx, why));
 }
 
 int res_discover(const char *host_root, struct res_selector *const *sels, size_t n_sels,
@@ -164,7 +164,7 @@ int res_discover(const char *host_root, struct res_selector *const *sels, size_t
                 return r;
 
         struct res_devvec v = { 0 }, clashes = { 0 };
-        struct res_strvec notes = { 0 };
+        struct base_strvec notes = { 0 };
         for (size_t i = 0; i < n_sels && r >= 0; i++) {
                 size_t before = v.n;
                 r = res_discover_one(rootfd, sels[i], i, &v, &notes);
@@ -173,7 +173,7 @@ int res_discover(const char *host_root, struct res_selector *const *sels, size_t
         }
         if (r < 0) {
                 devvec_clear(&v);
-                res_strvec_clear(&notes);
+                base_strvec_clear(&notes);
                 return r;
         }
 
@@ -189,7 +189,7 @@ int res_discover(const char *host_root, struct res_selector *const *sels, size_t
         if (!slots || !list.devs) {
                 free(list.devs);
                 devvec_clear(&v);
-                res_strvec_clear(&notes);
+                base_strvec_clear(&notes);
                 return -ENOMEM;
         }
         for (size_t i = 0; i < v.n; i++)
@@ -200,7 +200,7 @@ int res_discover(const char *host_root, struct res_selector *const *sels, size_t
                 free(list.devs);
                 devvec_clear(&v);
                 devvec_clear(&clashes);
-                res_strvec_clear(&notes);
+                base_strvec_clear(&notes);
                 return r;
         }
         /* Move the survivors into ID order; dropped duplicates are already
@@ -223,7 +223,7 @@ int res_discover(const char *host_root, struct res_selector *const *sels, size_t
 static const char *const usb_globs[] = { "/dev/bus/usb/*/*", NULL };
 static const char *const pci_globs[] = { "/dev/vfio/*", "/dev/dri/*", NULL };
 
-static int sel_watch(int rootfd, const struct res_selector *sel, struct res_strvec *out) {
+static int sel_watch(int rootfd, const struct res_selector *sel, struct base_strvec *out) {
         int r = 0;
         switch (sel->kind) {
         case RES_SEL_PATH:
@@ -276,11 +276,11 @@ int res_watch_dirs(const char *host_root, struct res_selector *const *sels, size
         if (r < 0)
                 return r;
 
-        struct res_strvec dirs = { 0 };
+        struct base_strvec dirs = { 0 };
         for (size_t i = 0; i < n_sels && r >= 0; i++)
                 r = sel_watch(rootfd, sels[i], &dirs);
         if (r < 0) {
-                res_strvec_clear(&dirs);
+                base_strvec_clear(&dirs);
                 return r;
         }
         if (dirs.n > 1)
@@ -289,26 +289,26 @@ int res_watch_dirs(const char *host_root, struct res_selector *const *sels, size
         /* "/" and "/host/" both mean "prefix nothing extra". */
         size_t plen = root_prefix_len(host_root);
 
-        struct res_strvec out = { 0 };
+        struct base_strvec out = { 0 };
         for (size_t i = 0; i < dirs.n && r >= 0; i++) {
                 if (i > 0 && strcmp(dirs.v[i], dirs.v[i - 1]) == 0)
                         continue;
                 if (plen == 0)
-                        r = res_strvec_push_dup(&out, dirs.v[i]);
+                        r = base_strvec_push_dup(&out, dirs.v[i]);
                 else if (strcmp(dirs.v[i], "/") == 0)
-                        r = res_strvec_push(&out, strndup(host_root, plen));
+                        r = base_strvec_push(&out, strndup(host_root, plen));
                 else
-                        r = res_strvec_push(&out, res_strdup_printf("%.*s%s", (int)plen,
-                                                                    host_root, dirs.v[i]));
+                        r = base_strvec_push(&out, res_strdup_printf("%.*s%s", (int)plen,
+                                                                     host_root, dirs.v[i]));
         }
-        res_strvec_clear(&dirs);
+        base_strvec_clear(&dirs);
         if (r >= 0 && !out.v) {
                 out.v = calloc(1, sizeof(char *));
                 if (!out.v)
                         r = -ENOMEM;
         }
         if (r < 0) {
-                res_strvec_clear(&out);
+                base_strvec_clear(&out);
                 return r;
         }
         *ret_dirs = out.v;

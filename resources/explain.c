@@ -67,10 +67,10 @@ static int explain_glob(int rootfd, const struct res_selector *sel, const char *
                 return r;
         if (missing)
                 return set(ret, res_strdup_printf("%s: directory %s does not exist", field, missing));
-        struct res_strvec sv = { 0 }, skipped = { 0 };
+        struct base_strvec sv = { 0 }, skipped = { 0 };
         r = res_glob(rootfd, glob, &sv, &skipped);
         if (r < 0) {
-                res_strvec_clear(&skipped);
+                base_strvec_clear(&skipped);
                 return set(ret, res_strdup_printf("%s: cannot read \"%s\": %s", field, glob,
                                                   strerror(-r)));
         }
@@ -79,13 +79,13 @@ static int explain_glob(int rootfd, const struct res_selector *sel, const char *
                         ? res_strdup_printf("%s: \"%s\" matches only what is not a device node (%s)",
                                             field, glob, skipped.v[0])
                         : res_strdup_printf("%s: nothing matches \"%s\"", field, glob);
-                res_strvec_clear(&sv);
-                res_strvec_clear(&skipped);
+                base_strvec_clear(&sv);
+                base_strvec_clear(&skipped);
                 return set(ret, msg);
         }
-        res_strvec_clear(&skipped);
+        base_strvec_clear(&skipped);
         if (!first || !res_sel_has_filters(sel)) {
-                res_strvec_clear(&sv);
+                base_strvec_clear(&sv);
                 *ret = NULL;
                 return 0;
         }
@@ -106,7 +106,7 @@ static int explain_glob(int rootfd, const struct res_selector *sel, const char *
                                         sv.n > 1 ? " (and others)" : "", glob, why);
         else
                 msg = r == -ENOMEM ? NULL : res_strdup_printf("%s matches \"%s\"", sv.v[0], glob);
-        res_strvec_clear(&sv);
+        base_strvec_clear(&sv);
         return set(ret, msg);
 }
 
@@ -149,7 +149,20 @@ static bool hex_is(int rootfd, const char *dir, const char *attr, unsigned digit
 }
 
 /* Entries of a sysfs bus dir, for the explainers below. */
-static int list_dir(int rootfd, const char *path, struct res_strvec *ret) {
+/* Why the device at the sysfs dir dir fails sel's attrs/subsystem/driver/
+ * kernel filters (malloc'd), or NULL when it passes or cannot be read. */
+static char *filter_miss(int rootfd, const char *dir, const struct res_selector *sel) {
+        _cleanup_free_ char *canon = NULL;
+        char *why = NULL;
+
+        if (res_sysfs_canon(rootfd, dir, &canon) == 0 &&
+            res_sysfs_filter(rootfd, canon, sel, &why) == 0)
+                return why;
+        free(why);
+        return NULL;
+}
+
+static int list_dir(int rootfd, const char *path, struct base_strvec *ret) {
         int fd = res_open_in_root(rootfd, path, O_RDONLY | O_DIRECTORY);
         if (fd < 0)
                 return fd;
@@ -162,13 +175,13 @@ static int list_dir(int rootfd, const char *path, struct res_strvec *ret) {
         struct dirent *de;
         while (r >= 0 && (de = readdir(d)))
                 if (de->d_name[0] != '.')
-                        r = res_strvec_push_dup(ret, de->d_name);
+                        r = base_strvec_push_dup(ret, de->d_name);
         closedir(d);
         return r;
 }
 
 static int explain_usb(int rootfd, const struct res_selector *sel, char **ret) {
-        struct res_strvec names = { 0 };
+        struct base_strvec names = { 0 };
         int r = list_dir(rootfd, "/sys/bus/usb/devices", &names);
         if (r == -ENOMEM)
                 return r;
@@ -210,9 +223,8 @@ static int explain_usb(int rootfd, const struct res_selector *sel, char **ret) {
                                 break;
                         }
                 }
-                _cleanup_free_ char *canon = NULL, *why = NULL;
-                if (res_sysfs_canon(rootfd, dir, &canon) == 0 &&
-                    res_sysfs_filter(rootfd, canon, sel, &why) == 0 && why) {
+                _cleanup_free_ char *why = filter_miss(rootfd, dir, sel);
+                if (why) {
                         msg = res_strdup_printf("USB device %s matches but %s", name, why);
                         break;
                 }
@@ -223,7 +235,7 @@ static int explain_usb(int rootfd, const struct res_selector *sel, char **ret) {
                                         "is missing or not a device node", name,
                                         bus ? bus : "?", dev ? dev : "?");
         }
-        res_strvec_clear(&names);
+        base_strvec_clear(&names);
         if (r == -ENOMEM)
                 return r;
         if (!msg)
@@ -233,7 +245,7 @@ static int explain_usb(int rootfd, const struct res_selector *sel, char **ret) {
 }
 
 static int explain_pci(int rootfd, const struct res_selector *sel, char **ret) {
-        struct res_strvec names = { 0 };
+        struct base_strvec names = { 0 };
         int r = list_dir(rootfd, "/sys/bus/pci/devices", &names);
         if (r == -ENOMEM)
                 return r;
@@ -285,9 +297,8 @@ static int explain_pci(int rootfd, const struct res_selector *sel, char **ret) {
                                                          "not %s", name, sel->pci_driver);
                         break;
                 }
-                _cleanup_free_ char *canon = NULL, *why = NULL;
-                if (res_sysfs_canon(rootfd, dir, &canon) == 0 &&
-                    res_sysfs_filter(rootfd, canon, sel, &why) == 0 && why) {
+                _cleanup_free_ char *why = filter_miss(rootfd, dir, sel);
+                if (why) {
                         msg = res_strdup_printf("PCI function %s matches but %s", name, why);
                         break;
                 }
@@ -295,7 +306,7 @@ static int explain_pci(int rootfd, const struct res_selector *sel, char **ret) {
                                         "its drm/ dir and is not bound to vfio-pci (driver %s)",
                                         name, driver ? driver : "none");
         }
-        res_strvec_clear(&names);
+        base_strvec_clear(&names);
         if (r == -ENOMEM) {
                 free(msg);
                 free(near);
@@ -327,7 +338,7 @@ static int explain_found(const struct res_devvec *v, char **ret) {
 
 int res_explain_at(int rootfd, const struct res_selector *sel, char **ret_msg, size_t *ret_found) {
         struct res_devvec v = { 0 };
-        struct res_strvec notes = { 0 };
+        struct base_strvec notes = { 0 };
         char *msg = NULL;
         int r = res_discover_one(rootfd, sel, 0, &v, &notes);
         if (r >= 0 && v.n > 0)
@@ -346,7 +357,7 @@ int res_explain_at(int rootfd, const struct res_selector *sel, char **ret_msg, s
         for (size_t i = 0; i < v.n; i++)
                 res_device_clear(&v.devs[i]);
         free(v.devs);
-        res_strvec_clear(&notes);
+        base_strvec_clear(&notes);
         if (r < 0) {
                 free(msg);
                 return r;

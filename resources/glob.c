@@ -135,8 +135,8 @@ struct walk {
         int rootfd;
         struct comps c;
         struct pbuf p;
-        struct res_strvec *out;
-        struct res_strvec *skipped; /* matches that are no device node */
+        struct base_strvec *out;
+        struct base_strvec *skipped; /* matches that are no device node */
 };
 
 /* Only char and block nodes are devices: a runtime refuses anything else
@@ -161,12 +161,12 @@ static int take_match(struct walk *w, unsigned char d_type) {
         }
         if (kind < 0)
                 return 0;
-        struct res_strvec *to = kind == 1 ? w->out : w->skipped;
+        struct base_strvec *to = kind == 1 ? w->out : w->skipped;
         if (!to)
                 return 0;
         if (to->n >= RES_MAX_DEVICES)
                 return -E2BIG;
-        return res_strvec_push_dup(to, w->p.s);
+        return base_strvec_push_dup(to, w->p.s);
 }
 
 static int walk(struct walk *w, size_t idx) {
@@ -213,10 +213,10 @@ static int cmp_str(const void *a, const void *b) {
         return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-int res_glob(int rootfd, const char *pattern, struct res_strvec *ret,
-             struct res_strvec *ret_skipped) {
+int res_glob(int rootfd, const char *pattern, struct base_strvec *ret,
+             struct base_strvec *ret_skipped) {
         struct walk w = { .rootfd = rootfd, .skipped = ret_skipped };
-        struct res_strvec out = { 0 };
+        struct base_strvec out = { 0 };
         int r = comps_split(pattern, &w.c);
         if (r < 0)
                 return r;
@@ -225,7 +225,7 @@ int res_glob(int rootfd, const char *pattern, struct res_strvec *ret,
         comps_free(&w.c);
         free(w.p.s);
         if (r < 0) {
-                res_strvec_clear(&out);
+                base_strvec_clear(&out);
                 return r;
         }
         if (out.n > 1)
@@ -251,7 +251,7 @@ static int watch_walk(struct walk *w, size_t idx) {
         if (!is_magic(comp)) {
                 r = pbuf_push(&w->p, comp);
                 if (r >= 0 && is_dir(w->rootfd, w->p.s)) {
-                        r = res_strvec_push_dup(w->out, w->p.s);
+                        r = base_strvec_push_dup(w->out, w->p.s);
                         if (r >= 0)
                                 r = watch_walk(w, idx + 1);
                 }
@@ -275,7 +275,7 @@ static int watch_walk(struct walk *w, size_t idx) {
                         if (w->out->n >= RES_MAX_DEVICES)
                                 r = -E2BIG;
                         else
-                                r = res_strvec_push_dup(w->out, w->p.s);
+                                r = base_strvec_push_dup(w->out, w->p.s);
                         if (r >= 0)
                                 r = watch_walk(w, idx + 1);
                 }
@@ -287,7 +287,7 @@ static int watch_walk(struct walk *w, size_t idx) {
         return r;
 }
 
-int res_glob_watch_dirs(int rootfd, const char *pattern, struct res_strvec *out) {
+int res_glob_watch_dirs(int rootfd, const char *pattern, struct base_strvec *out) {
         struct walk w = { .rootfd = rootfd, .out = out };
         int r = comps_split(pattern, &w.c);
         if (r < 0)
@@ -314,7 +314,7 @@ int res_glob_watch_dirs(int rootfd, const char *pattern, struct res_strvec *out)
                 pbuf_pop(&w.p, (size_t)(slash - w.p.s));
         }
         if (r >= 0)
-                r = res_strvec_push_dup(out, pbuf_str(&w.p));
+                r = base_strvec_push_dup(out, pbuf_str(&w.p));
         if (r >= 0 && depth == fixed)
                 r = watch_walk(&w, fixed);
         comps_free(&w.c);

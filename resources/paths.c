@@ -89,33 +89,33 @@ static int resolve_match(int rootfd, struct match *m) {
 }
 
 /* Notes that the glob's other matches are not device nodes. */
-static int note_skipped(size_t idx, struct res_strvec *skipped, struct res_strvec *notes) {
+static int note_skipped(size_t idx, struct base_strvec *skipped, struct base_strvec *notes) {
         int r = 0;
         for (size_t i = 0; i < skipped->n && r >= 0; i++)
                 if (notes)
-                        r = res_strvec_push(notes, res_strdup_printf(
+                        r = base_strvec_push(notes, res_strdup_printf(
                                 "match[%zu]: %s is not a character or block device node; skipped",
                                 idx, skipped->v[i]));
-        res_strvec_clear(skipped);
+        base_strvec_clear(skipped);
         return r;
 }
 
 /* The glob's matches, links resolved; with parents when sorted (then
  * owned matches come first, grouped by parent, for binary search). */
 static int collect(int rootfd, const char *glob, bool parents, bool sorted, size_t idx,
-                   struct res_strvec *notes, struct glob_matches *ret) {
-        struct res_strvec sv = { 0 }, skipped = { 0 };
+                   struct base_strvec *notes, struct glob_matches *ret) {
+        struct base_strvec sv = { 0 }, skipped = { 0 };
         int r = res_glob(rootfd, glob, &sv, &skipped);
         if (r >= 0)
                 r = note_skipped(idx, &skipped, notes);
-        res_strvec_clear(&skipped);
+        base_strvec_clear(&skipped);
         if (r < 0) {
-                res_strvec_clear(&sv);
+                base_strvec_clear(&sv);
                 return r;
         }
         struct glob_matches g = { .m = calloc(sv.n ? sv.n : 1, sizeof(struct match)) };
         if (!g.m) {
-                res_strvec_clear(&sv);
+                base_strvec_clear(&sv);
                 return -ENOMEM;
         }
         for (size_t i = 0; i < sv.n; i++) {
@@ -132,7 +132,7 @@ static int collect(int rootfd, const char *glob, bool parents, bool sorted, size
                 m->owned = r == 0;
                 r = 0;
         }
-        res_strvec_clear(&sv);
+        base_strvec_clear(&sv);
         if (r < 0) {
                 matches_clear(&g);
                 return r;
@@ -160,7 +160,7 @@ static size_t find_parent(const struct glob_matches *g, uint64_t dev, uint64_t i
         return g->n;
 }
 
-static bool has_node(const struct res_strvec *sv, const char *path) {
+static bool has_node(const struct base_strvec *sv, const char *path) {
         for (size_t i = 0; i < sv->n; i++)
                 if (strcmp(sv->v[i], path) == 0)
                         return true;
@@ -168,7 +168,7 @@ static bool has_node(const struct res_strvec *sv, const char *path) {
 }
 
 /* Adds glob g's nodes for first match m0; 0 if none fit (not a device). */
-static int pair(const struct match *m0, const struct glob_matches *g, struct res_strvec *nodes) {
+static int pair(const struct match *m0, const struct glob_matches *g, struct base_strvec *nodes) {
         size_t added = 0;
         if (m0->owned) {
                 for (size_t i = find_parent(g, m0->dev, m0->ino);
@@ -176,7 +176,7 @@ static int pair(const struct match *m0, const struct glob_matches *g, struct res
                      i++) {
                         if (has_node(nodes, g->m[i].path))
                                 continue;
-                        int r = res_strvec_push_dup(nodes, g->m[i].path);
+                        int r = base_strvec_push_dup(nodes, g->m[i].path);
                         if (r < 0)
                                 return r;
                         added++;
@@ -187,7 +187,7 @@ static int pair(const struct match *m0, const struct glob_matches *g, struct res
         if (g->n == 1 && !g->m[0].owned) {
                 if (has_node(nodes, g->m[0].path))
                         return 1;
-                int r = res_strvec_push_dup(nodes, g->m[0].path);
+                int r = base_strvec_push_dup(nodes, g->m[0].path);
                 return r < 0 ? r : 1;
         }
         return 0;
@@ -201,7 +201,7 @@ static const char *base_of(const char *path) {
 /* The device's ID as the selector's "id" asks; -ENOENT (and a note) when
  * it has none of that kind. */
 static int make_id(int rootfd, const struct res_selector *sel, const struct match *m0,
-                   const char *devdir, size_t idx, struct res_strvec *notes, char **ret) {
+                   const char *devdir, size_t idx, struct base_strvec *notes, char **ret) {
         const char *matched = m0->link ? m0->link : m0->path;
         int r;
         switch (sel->id_mode) {
@@ -212,7 +212,7 @@ static int make_id(int rootfd, const struct res_selector *sel, const struct matc
                 if (r != -ENOENT)
                         return r;
                 if (notes)
-                        r = res_strvec_push(notes, res_strdup_printf(
+                        r = base_strvec_push(notes, res_strdup_printf(
                                 "match[%zu]: %s has no USB serial or PCI address in its sysfs path, "
                                 "so no \"id\": \"serial\"; skipped", idx, matched));
                 return r < 0 ? r : -ENOENT;
@@ -223,20 +223,20 @@ static int make_id(int rootfd, const struct res_selector *sel, const struct matc
 }
 
 static int emit(struct res_devvec *out, int rootfd, const struct res_selector *sel, bool sysdev,
-                const struct match *m0, size_t idx, struct res_strvec *notes,
-                struct res_strvec *nodes) {
+                const struct match *m0, size_t idx, struct base_strvec *notes,
+                struct base_strvec *nodes) {
         struct res_device dev = { .numa_node = -1 };
         _cleanup_free_ char *devdir = NULL;
         int r = !sysdev      ? -ENOENT
                 : m0->have_st ? res_devdir_of(rootfd, m0->mode, m0->rdev, &devdir)
                               : res_node_devdir(rootfd, nodes->v[0], &devdir);
         if (r == -ENOMEM) {
-                res_strvec_clear(nodes);
+                base_strvec_clear(nodes);
                 return r;
         }
         r = res_sysfs_filter(rootfd, devdir ? devdir : "", sel, NULL);
         if (r <= 0 || (r > 0 && (r = make_id(rootfd, sel, m0, devdir, idx, notes, &dev.id)) < 0)) {
-                res_strvec_clear(nodes);
+                base_strvec_clear(nodes);
                 return r == -ENOMEM ? r : 0;
         }
         dev.id_is_path = sel->id_mode == RES_ID_NAME && !m0->link;
@@ -245,8 +245,8 @@ static int emit(struct res_devvec *out, int rootfd, const struct res_selector *s
         dev.numa_node = devdir ? res_sysfs_numa(rootfd, devdir) : -1;
         dev.nodes = nodes->v;
         dev.n_nodes = nodes->n;
-        *nodes = (struct res_strvec){ 0 };
-        r = res_device_apply_edits(&dev, sel);
+        *nodes = (struct base_strvec){ 0 };
+        r = base_edits_copy(&sel->edits, &dev.edits);
         if (r >= 0)
                 r = res_devvec_push(out, &dev);
         res_device_clear(&dev);
@@ -254,7 +254,7 @@ static int emit(struct res_devvec *out, int rootfd, const struct res_selector *s
 }
 
 int res_discover_paths(int rootfd, const struct res_selector *sel, size_t idx,
-                       struct res_devvec *out, struct res_strvec *notes) {
+                       struct res_devvec *out, struct base_strvec *notes) {
         struct glob_matches *g = calloc(sel->n_globs, sizeof(*g));
         if (!g)
                 return -ENOMEM;
@@ -269,8 +269,8 @@ int res_discover_paths(int rootfd, const struct res_selector *sel, size_t idx,
                 r = collect(rootfd, sel->globs[i], sel->n_globs > 1, i > 0, idx, notes, &g[i]);
 
         for (size_t k = 0; r >= 0 && k < g[0].n; k++) {
-                struct res_strvec nodes = { 0 };
-                r = res_strvec_push_dup(&nodes, g[0].m[k].path);
+                struct base_strvec nodes = { 0 };
+                r = base_strvec_push_dup(&nodes, g[0].m[k].path);
                 int ok = 1;
                 for (size_t i = 1; r >= 0 && ok > 0 && i < sel->n_globs; i++) {
                         ok = pair(&g[0].m[k], &g[i], &nodes);
@@ -279,7 +279,7 @@ int res_discover_paths(int rootfd, const struct res_selector *sel, size_t idx,
                 }
                 if (r >= 0 && ok > 0)
                         r = emit(out, rootfd, sel, sysdev, &g[0].m[k], idx, notes, &nodes);
-                res_strvec_clear(&nodes);
+                base_strvec_clear(&nodes);
         }
         for (size_t i = 0; i < sel->n_globs; i++)
                 matches_clear(&g[i]);

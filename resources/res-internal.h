@@ -15,6 +15,8 @@
 #include "base.h"
 #include "resources.h"
 
+struct stat;
+
 /* Devices one res_discover() call may return; a glob matching all of /dev on a
  * busy host is a configuration mistake, not something to page through. */
 #define RES_MAX_DEVICES 65536
@@ -22,11 +24,6 @@
 #define RES_ATTR_MAX 4096
 /* Globs in one "paths" selector. */
 #define RES_MAX_PATHS 16
-
-static inline void res_strvp(char ***p) {
-        res_strv_free(*p);
-}
-#define _cleanup_strv_ _cleanup_(res_strvp)
 
 enum res_sel_kind { RES_SEL_PATH, RES_SEL_PATHS, RES_SEL_USB, RES_SEL_PCI };
 /* How a selector forms device IDs. */
@@ -55,14 +52,7 @@ struct res_selector {
         bool has_pci_vendor, has_pci_device, has_pci_class;
         uint32_t pci_class, pci_class_mask;
         char *pci_driver;     /* NULL: any */
-        /* edits for every device of this selector */
-        char **env;           /* "KEY=VALUE", NULL-terminated, may be NULL */
-        struct res_mount *mounts;
-        size_t n_mounts;
-        char *permissions;    /* NULL: runtime default */
-        unsigned file_mode;   /* 0: unset */
-        bool has_uid, has_gid;
-        unsigned uid, gid;
+        struct base_edits edits; /* for every device of this selector */
         /* sysfs filters (NULL / 0: none); globs */
         struct res_attr *attrs;
         size_t n_attrs;
@@ -86,15 +76,6 @@ struct res_devvec {
 int res_devvec_push(struct res_devvec *v, struct res_device *dev);
 void res_device_clear(struct res_device *dev);
 
-/* Growable NULL-terminated string vector. */
-struct res_strvec {
-        char **v;
-        size_t n, cap;
-};
-int res_strvec_push(struct res_strvec *sv, char *s); /* takes s, even on error */
-int res_strvec_push_dup(struct res_strvec *sv, const char *s);
-void res_strvec_clear(struct res_strvec *sv);
-
 char *res_strdup_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Host root handling. rel paths never start with '/'. */
@@ -112,6 +93,9 @@ int res_read_attr(int rootfd, const char *path, char **ret);
 /* Last component of the symlink at path (e.g. the driver name behind
  * .../driver). */
 int res_readlink_base(int rootfd, const char *path, char **ret);
+/* fstat of what path names under the root, links followed; flags adds to
+ * O_PATH (O_DIRECTORY). */
+int res_stat_in_root(int rootfd, const char *path, int flags, struct stat *ret);
 /* What path names under the root, links followed: 1 a char/block device
  * node, 0 anything else but a directory (a regular file is no device: the
  * runtime refuses it), -EISDIR, or a negative errno. */
@@ -130,16 +114,16 @@ int res_id_fit(const char *full, char **ret);
  * device node (links followed), host-absolute, sorted. Matches that exist
  * but are no device node (regular files, fifos, sockets; not directories)
  * are appended to *ret_skipped unless it is NULL. */
-int res_glob(int rootfd, const char *pattern, struct res_strvec *ret,
-             struct res_strvec *ret_skipped);
+int res_glob(int rootfd, const char *pattern, struct base_strvec *ret,
+             struct base_strvec *ret_skipped);
 /* Directories (host-absolute) whose entries decide what pattern matches. */
-int res_glob_watch_dirs(int rootfd, const char *pattern, struct res_strvec *out);
+int res_glob_watch_dirs(int rootfd, const char *pattern, struct base_strvec *out);
 
 /* sysfs.c */
 int res_discover_usb(int rootfd, const struct res_selector *sel, size_t idx,
-                     struct res_devvec *out, struct res_strvec *notes);
+                     struct res_devvec *out, struct base_strvec *notes);
 int res_discover_pci(int rootfd, const struct res_selector *sel, size_t idx,
-                     struct res_devvec *out, struct res_strvec *notes);
+                     struct res_devvec *out, struct base_strvec *notes);
 /* Identity of the hardware device behind a device node, via
  * /sys/dev/{char,block}/MAJ:MIN/device; -ENOENT when it has none. */
 int res_node_parent(int rootfd, const char *node, uint64_t *ret_dev, uint64_t *ret_ino);
@@ -147,7 +131,7 @@ int res_node_parent(int rootfd, const char *node, uint64_t *ret_dev, uint64_t *r
 /* discover.c: the devices one selector (number idx) finds, appended to
  * out; notes gets what the operator should hear ("match[<idx>]: ..."). */
 int res_discover_one(int rootfd, const struct res_selector *sel, size_t idx,
-                     struct res_devvec *out, struct res_strvec *notes);
+                     struct res_devvec *out, struct base_strvec *notes);
 /* explain.c: res_selector_explain on an open host root. */
 int res_explain_at(int rootfd, const struct res_selector *sel, char **ret_msg,
                    size_t *ret_found);
@@ -155,7 +139,7 @@ int res_explain_at(int rootfd, const struct res_selector *sel, char **ret_msg,
 /* paths.c; notes (may be NULL) gets "match[<idx>]: ..." sentences about
  * matches that are not devices. */
 int res_discover_paths(int rootfd, const struct res_selector *sel, size_t idx,
-                       struct res_devvec *out, struct res_strvec *notes);
+                       struct res_devvec *out, struct base_strvec *notes);
 
 /* devpath.c: a device's place in sysfs.
  * The canonical sysfs dir of a device node: /sys/dev/{char,block}/MAJ:MIN
@@ -164,6 +148,9 @@ int res_discover_paths(int rootfd, const struct res_selector *sel, size_t idx,
 int res_node_devdir(int rootfd, const char *node, char **ret);
 /* The same for a node already stat'ed (st_mode, st_rdev). */
 int res_devdir_of(int rootfd, unsigned mode, uint64_t rdev, char **ret);
+/* "/sys/dev/{char,block}/MAJ:MIN" plus suffix for a node's st_mode and
+ * st_rdev; -ENOENT for anything but a char/block node. */
+int res_sys_dev_path(unsigned mode, uint64_t rdev, const char *suffix, char **ret);
 /* The canonical form of a sysfs dir that may be a symlink (bus/class
  * links): its target, made absolute and without "..". */
 int res_sysfs_canon(int rootfd, const char *path, char **ret);
@@ -188,5 +175,3 @@ int res_resolve(int rootfd, const char *path, char **ret);
  * over-long ones are shortened with a hash (as res_id_from_path). */
 int res_id_sanitize(const char *raw, char **ret);
 
-/* Copy the selector's env/mounts/permissions into dev. */
-int res_device_apply_edits(struct res_device *dev, const struct res_selector *sel);

@@ -13,39 +13,25 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "base.h"
+
 struct cJSON;
 
 /* Kubelet limit on device IDs. */
 #define RES_ID_MAX 63
-
-/* A bind mount a selector asks for, copied verbatim from the config. */
-struct res_mount {
-        char *host_path;      /* host-absolute */
-        char *container_path; /* absolute */
-        bool read_only;
-};
 
 struct res_device {
         char *id;          /* stable across restarts, at most RES_ID_MAX */
         char **nodes;      /* host-absolute device nodes, NULL-terminated */
         size_t n_nodes;
         int numa_node;     /* -1 when the device has no NUMA affinity */
-        /* Added after the first version; copied from the selector that
-         * found the device, for the daemon to put into the CDI spec. */
-        char **env;        /* "KEY=VALUE", NULL-terminated; NULL when none */
-        struct res_mount *mounts; /* NULL when n_mounts is 0 */
-        size_t n_mounts;
-        char *permissions; /* subset of "rwm" for every node; NULL: default */
-        /* Selector overrides for every node; unset, the CDI consumer gives
-         * the node the container process's uid/gid (what non-root pods
-         * need) and the host node's mode. */
+        /* Copied from the selector that found the device, for the daemon
+         * to put into the CDI spec. */
+        struct base_edits edits;
         /* The ID names nodes[0]'s own path ("id": "name", no link): a
          * device at another path is another device, even if its ID is the
          * same (/dev/a/b and /dev/a-b are both "a-b"). */
         bool id_is_path;
-        unsigned file_mode;  /* 0: unset; else permission bits, at most 0777 */
-        bool has_uid, has_gid;
-        unsigned uid, gid;
 };
 
 struct res_devlist {
@@ -154,7 +140,7 @@ void res_devlist_free(struct res_devlist *list);
 
 /* Host-root-prefixed directories whose entries can change what res_discover
  * finds, for inotify; NULL-terminated (possibly empty), sorted, unique, free
- * with res_strv_free.
+ * with base_strv_free (base.h).
  * For a glob: the directory above its first glob component (for a literal
  * path, the node's directory), or the nearest existing ancestor if that is
  * missing; plus every existing directory matching the pattern's deeper
@@ -166,7 +152,6 @@ void res_devlist_free(struct res_devlist *list);
  * change is not seen). */
 int res_watch_dirs(const char *host_root, struct res_selector *const *sels,
                    size_t n_sels, char ***ret_dirs);
-void res_strv_free(char **strv);
 
 /* Open dir, one of the directories res_watch_dirs gave for host_root, as
  * an O_PATH descriptor resolved inside host_root: symlinks in it (absolute,

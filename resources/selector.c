@@ -46,13 +46,7 @@ void res_selector_free(struct res_selector *sel) {
         free(sel->globs);
         free(sel->usb_serial);
         free(sel->pci_driver);
-        res_strv_free(sel->env);
-        for (size_t i = 0; i < sel->n_mounts; i++) {
-                free(sel->mounts[i].host_path);
-                free(sel->mounts[i].container_path);
-        }
-        free(sel->mounts);
-        free(sel->permissions);
+        base_edits_clear(&sel->edits);
         for (size_t i = 0; i < sel->n_attrs; i++) {
                 free(sel->attrs[i].name);
                 free(sel->attrs[i].glob);
@@ -251,7 +245,7 @@ static int parse_pci(struct res_selector *sel, const cJSON *obj, struct perr *e)
 static int parse_env(struct res_selector *sel, const cJSON *obj, struct perr *e) {
         if (!cJSON_IsObject(obj))
                 return fail(e, "env", "must be an object of strings");
-        struct res_strvec sv = { 0 };
+        struct base_strvec sv = { 0 };
         const cJSON *item;
         int r = 0;
         cJSON_ArrayForEach(item, obj) {
@@ -271,20 +265,20 @@ static int parse_env(struct res_selector *sel, const cJSON *obj, struct perr *e)
                         r = fail(e, field, "must be a string");
                         break;
                 }
-                r = res_strvec_push(&sv, res_strdup_printf("%s=%s", item->string,
-                                                           item->valuestring));
+                r = base_strvec_push(&sv, res_strdup_printf("%s=%s", item->string,
+                                                            item->valuestring));
                 if (r < 0)
                         break;
         }
         if (r < 0) {
-                res_strvec_clear(&sv);
+                base_strvec_clear(&sv);
                 return r;
         }
-        sel->env = sv.v ? sv.v : calloc(1, sizeof(char *));
-        return sel->env ? 0 : -ENOMEM;
+        sel->edits.env = sv.v ? sv.v : calloc(1, sizeof(char *));
+        return sel->edits.env ? 0 : -ENOMEM;
 }
 
-static int parse_mount(struct res_mount *m, const cJSON *obj, size_t idx, struct perr *e) {
+static int parse_mount(struct base_mount *m, const cJSON *obj, size_t idx, struct perr *e) {
         _cleanup_free_ char *base = res_strdup_printf("mounts[%zu]", idx);
         if (!base)
                 return -ENOMEM;
@@ -333,14 +327,14 @@ static int parse_mounts(struct res_selector *sel, const cJSON *arr, struct perr 
         int n = cJSON_GetArraySize(arr);
         if (n == 0)
                 return 0;
-        sel->mounts = calloc((size_t)n, sizeof(*sel->mounts));
-        if (!sel->mounts)
+        sel->edits.mounts = calloc((size_t)n, sizeof(*sel->edits.mounts));
+        if (!sel->edits.mounts)
                 return -ENOMEM;
         const cJSON *item;
         cJSON_ArrayForEach(item, arr) {
                 /* Counted first so a half-parsed mount is freed too. */
-                size_t idx = sel->n_mounts++;
-                int r = parse_mount(&sel->mounts[idx], item, idx, e);
+                size_t idx = sel->edits.n_mounts++;
+                int r = parse_mount(&sel->edits.mounts[idx], item, idx, e);
                 if (r < 0)
                         return r;
         }
@@ -357,8 +351,8 @@ static int parse_permissions(struct res_selector *sel, const cJSON *item, struct
                 if (!strchr("rwm", *p) || strchr(p + 1, *p))
                         return fail(e, "permissions",
                                     "\"%s\" is not a subset of \"rwm\"", s);
-        sel->permissions = strdup(s);
-        return sel->permissions ? 0 : -ENOMEM;
+        sel->edits.node.permissions = strdup(s);
+        return sel->edits.node.permissions ? 0 : -ENOMEM;
 }
 
 /* An attribute name is a path relative to the device dir, as udev's
@@ -466,7 +460,7 @@ static int parse_mode(struct res_selector *sel, const cJSON *item, struct perr *
                 return fail(e, "mode", "\"%s\" is out of range (\"0001\" to \"0777\")", s);
         if (v == 0)
                 return fail(e, "mode", "\"%s\" would make the node unusable", s);
-        sel->file_mode = (unsigned)v;
+        sel->edits.node.file_mode = (unsigned)v;
         return 0;
 }
 
@@ -540,11 +534,11 @@ static int parse_entry(struct res_selector *sel, const cJSON *entry, struct perr
                 } else if (strcmp(k, "mode") == 0) {
                         r = parse_mode(sel, item, e);
                 } else if (strcmp(k, "owner") == 0) {
-                        r = parse_id_number(item, k, &sel->uid, e);
-                        sel->has_uid = true;
+                        r = parse_id_number(item, k, &sel->edits.node.uid, e);
+                        sel->edits.node.has_uid = true;
                 } else if (strcmp(k, "group") == 0) {
-                        r = parse_id_number(item, k, &sel->gid, e);
-                        sel->has_gid = true;
+                        r = parse_id_number(item, k, &sel->edits.node.gid, e);
+                        sel->edits.node.has_gid = true;
                 } else {
                         r = fail(e, k,
                                  "unknown key (expected path, paths, usb, pci, attrs, subsystem, driver, "
@@ -562,8 +556,7 @@ static int parse_entry(struct res_selector *sel, const cJSON *entry, struct perr
 
 int res_selector_parse(const cJSON *entry, struct res_selector **ret, char **ret_field,
                        char **ret_msg) {
-        __attribute__((cleanup(selector_freep))) struct res_selector *sel =
-                calloc(1, sizeof(*sel));
+        _cleanup_(selector_freep) struct res_selector *sel = calloc(1, sizeof(*sel));
         if (!sel)
                 return -ENOMEM;
         struct perr e = { 0 };
@@ -583,10 +576,10 @@ int res_selector_parse(const cJSON *entry, struct res_selector **ret, char **ret
 }
 
 const char *res_selector_warning(const struct res_selector *sel, const char **ret_field) {
-        if (!sel->has_uid && !sel->has_gid)
+        if (!sel->edits.node.has_uid && !sel->edits.node.has_gid)
                 return NULL;
         if (ret_field)
-                *ret_field = sel->has_uid ? "owner" : "group";
+                *ret_field = sel->edits.node.has_uid ? "owner" : "group";
         return "an owner/group override replaces the container user's own uid/gid on the "
                "node: a pod running as another user may not open it (leave both unset "
                "unless every pod shares that group)";

@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 
 #include "res-internal.h"
 
@@ -51,35 +50,18 @@ static int read_long(int rootfd, const char *dir, const char *attr, long min, lo
         return r < 0 ? r : parse_long(val, min, max, ret);
 }
 
-static int node_sysfs_dir(int rootfd, const char *node, char **ret) {
-        _cleanup_close_ int fd = res_open_in_root(rootfd, node, O_PATH);
-        if (fd < 0)
-                return fd;
-        struct stat st;
-        if (fstat(fd, &st) < 0)
-                return -errno;
-        if (!S_ISCHR(st.st_mode) && !S_ISBLK(st.st_mode))
-                return -ENOENT;
-        char *p = res_strdup_printf("/sys/dev/%s/%u:%u/device",
-                                    S_ISCHR(st.st_mode) ? "char" : "block",
-                                    major(st.st_rdev), minor(st.st_rdev));
-        if (!p)
-                return -ENOMEM;
-        *ret = p;
-        return 0;
-}
-
 int res_node_parent(int rootfd, const char *node, uint64_t *ret_dev, uint64_t *ret_ino) {
         _cleanup_free_ char *dir = NULL;
-        int r = node_sysfs_dir(rootfd, node, &dir);
+        struct stat st;
+        int r = res_stat_in_root(rootfd, node, 0, &st);
         if (r < 0)
                 return r;
-        _cleanup_close_ int fd = res_open_in_root(rootfd, dir, O_PATH | O_DIRECTORY);
-        if (fd < 0)
-                return fd;
-        struct stat st;
-        if (fstat(fd, &st) < 0)
-                return -errno;
+        r = res_sys_dev_path(st.st_mode, st.st_rdev, "/device", &dir);
+        if (r < 0)
+                return r;
+        r = res_stat_in_root(rootfd, dir, O_DIRECTORY, &st);
+        if (r < 0)
+                return r;
         *ret_dev = st.st_dev;
         *ret_ino = st.st_ino;
         return 0;
@@ -115,24 +97,24 @@ static int for_each_entry(int rootfd, const char *dir,
 
 /* Pushes a finished device; dev is cleared either way. */
 static int emit(struct res_devvec *out, struct res_device *dev, const struct res_selector *sel) {
-        int r = res_device_apply_edits(dev, sel);
+        int r = base_edits_copy(&sel->edits, &dev->edits);
         if (r >= 0)
                 r = res_devvec_push(out, dev);
         res_device_clear(dev);
         return r;
 }
 
-static void set_nodes(struct res_device *dev, struct res_strvec *nodes) {
+static void set_nodes(struct res_device *dev, struct base_strvec *nodes) {
         dev->nodes = nodes->v;
         dev->n_nodes = nodes->n;
-        *nodes = (struct res_strvec){ 0 };
+        *nodes = (struct base_strvec){ 0 };
 }
 
 struct scan {
         const struct res_selector *sel;
         struct res_devvec *out;
         size_t idx;
-        struct res_strvec *notes;
+        struct base_strvec *notes;
 };
 
 /* Errors that mean "this device is in flux or not what we want", as
@@ -178,12 +160,12 @@ static int usb_one(int rootfd, const char *name, void *ud) {
                 return skip_unless_fatal(r);
 
         struct res_device dev = { .numa_node = -1 };
-        struct res_strvec nodes = { 0 };
-        r = res_strvec_push(&nodes, res_strdup_printf("/dev/bus/usb/%03ld/%03ld", bus, devnum));
+        struct base_strvec nodes = { 0 };
+        r = base_strvec_push(&nodes, res_strdup_printf("/dev/bus/usb/%03ld/%03ld", bus, devnum));
         if (r < 0)
                 return r;
         if (!res_node_exists(rootfd, nodes.v[0])) {
-                res_strvec_clear(&nodes);
+                base_strvec_clear(&nodes);
                 return 0;
         }
         _cleanup_free_ char *canon = NULL;
@@ -191,14 +173,14 @@ static int usb_one(int rootfd, const char *name, void *ud) {
         if (r >= 0)
                 r = res_sysfs_filter(rootfd, canon, sel, NULL);
         if (r <= 0) {
-                res_strvec_clear(&nodes);
+                base_strvec_clear(&nodes);
                 return skip_unless_fatal(r);
         }
         set_nodes(&dev, &nodes);
         if (sel->id_mode == RES_ID_SERIAL) {
                 r = res_sysfs_serial_id(rootfd, canon, &dev.id);
                 if (r == -ENOENT)
-                        r = res_strvec_push(s->notes, res_strdup_printf(
+                        r = base_strvec_push(s->notes, res_strdup_printf(
                                 "match[%zu]: USB device %s has no serial, so no \"id\": \"serial\"; "
                                 "skipped", s->idx, name));
                 if (r >= 0 && !dev.id)
@@ -221,7 +203,7 @@ static int usb_one(int rootfd, const char *name, void *ud) {
 }
 
 int res_discover_usb(int rootfd, const struct res_selector *sel, size_t idx,
-                     struct res_devvec *out, struct res_strvec *notes) {
+                     struct res_devvec *out, struct base_strvec *notes) {
         struct scan s = { .sel = sel, .out = out, .idx = idx, .notes = notes };
         return for_each_entry(rootfd, "/sys/bus/usb/devices", usb_one, &s);
 }
@@ -250,7 +232,7 @@ static bool all_digits(const char *s) {
         return true;
 }
 
-static int vfio_nodes(int rootfd, const char *dir, struct res_strvec *nodes) {
+static int vfio_nodes(int rootfd, const char *dir, struct base_strvec *nodes) {
         _cleanup_free_ char *link = res_strdup_printf("%s/iommu_group", dir);
         _cleanup_free_ char *group = NULL;
         if (!link)
@@ -260,14 +242,14 @@ static int vfio_nodes(int rootfd, const char *dir, struct res_strvec *nodes) {
                 return r;
         if (!all_digits(group))
                 return -EINVAL;
-        r = res_strvec_push(nodes, res_strdup_printf("/dev/vfio/%s", group));
+        r = base_strvec_push(nodes, res_strdup_printf("/dev/vfio/%s", group));
         if (r >= 0)
-                r = res_strvec_push_dup(nodes, "/dev/vfio/vfio");
+                r = base_strvec_push_dup(nodes, "/dev/vfio/vfio");
         return r;
 }
 
 struct drm_scan {
-        struct res_strvec *nodes;
+        struct base_strvec *nodes;
 };
 
 static bool is_drm_node(const char *name) {
@@ -289,7 +271,7 @@ static int drm_one(int rootfd, const char *name, void *ud) {
                 free(node);
                 return 0;
         }
-        return res_strvec_push(d->nodes, node);
+        return base_strvec_push(d->nodes, node);
 }
 
 static int cmp_str(const void *a, const void *b) {
@@ -344,7 +326,7 @@ static int pci_one(int rootfd, const char *name, void *ud) {
         if (r <= 0)
                 return skip_unless_fatal(r);
 
-        struct res_strvec nodes = { 0 };
+        struct base_strvec nodes = { 0 };
         if (driver && strcmp(driver, "vfio-pci") == 0) {
                 r = vfio_nodes(rootfd, dir, &nodes);
         } else {
@@ -358,7 +340,7 @@ static int pci_one(int rootfd, const char *name, void *ud) {
                 if (!res_node_exists(rootfd, nodes.v[i]))
                         r = -ENOENT;
         if (r < 0 || nodes.n == 0) {
-                res_strvec_clear(&nodes);
+                base_strvec_clear(&nodes);
                 return skip_unless_fatal(r);
         }
 
@@ -373,7 +355,7 @@ static int pci_one(int rootfd, const char *name, void *ud) {
 }
 
 int res_discover_pci(int rootfd, const struct res_selector *sel, size_t idx,
-                     struct res_devvec *out, struct res_strvec *notes) {
+                     struct res_devvec *out, struct base_strvec *notes) {
         struct scan s = { .sel = sel, .out = out, .idx = idx, .notes = notes };
         return for_each_entry(rootfd, "/sys/bus/pci/devices", pci_one, &s);
 }

@@ -13,14 +13,6 @@
 
 #include "res-internal.h"
 
-void res_strv_free(char **strv) {
-        if (!strv)
-                return;
-        for (char **p = strv; *p; p++)
-                free(*p);
-        free(strv);
-}
-
 char *res_strdup_printf(const char *fmt, ...) {
         va_list ap;
         char *s = NULL;
@@ -49,41 +41,10 @@ static int grow(void **p, size_t *cap, size_t need, size_t sz) {
         return 0;
 }
 
-int res_strvec_push(struct res_strvec *sv, char *s) {
-        if (!s)
-                return -ENOMEM;
-        /* +1 keeps room for the NULL terminator. */
-        int r = grow((void **)&sv->v, &sv->cap, sv->n + 2, sizeof(char *));
-        if (r < 0) {
-                free(s);
-                return r;
-        }
-        sv->v[sv->n++] = s;
-        sv->v[sv->n] = NULL;
-        return 0;
-}
-
-int res_strvec_push_dup(struct res_strvec *sv, const char *s) {
-        return res_strvec_push(sv, strdup(s));
-}
-
-void res_strvec_clear(struct res_strvec *sv) {
-        for (size_t i = 0; i < sv->n; i++)
-                free(sv->v[i]);
-        free(sv->v);
-        *sv = (struct res_strvec){ 0 };
-}
-
 void res_device_clear(struct res_device *dev) {
         free(dev->id);
-        res_strv_free(dev->nodes);
-        res_strv_free(dev->env);
-        for (size_t i = 0; i < dev->n_mounts; i++) {
-                free(dev->mounts[i].host_path);
-                free(dev->mounts[i].container_path);
-        }
-        free(dev->mounts);
-        free(dev->permissions);
+        base_strv_free(dev->nodes);
+        base_edits_clear(&dev->edits);
         *dev = (struct res_device){ .numa_node = -1 };
 }
 
@@ -95,56 +56,6 @@ int res_devvec_push(struct res_devvec *v, struct res_device *dev) {
                 return r;
         v->devs[v->n++] = *dev;
         *dev = (struct res_device){ .numa_node = -1 };
-        return 0;
-}
-
-static char **strv_copy(char *const *src) {
-        size_t n = 0;
-        while (src[n])
-                n++;
-        char **dst = calloc(n + 1, sizeof(char *));
-        if (!dst)
-                return NULL;
-        for (size_t i = 0; i < n; i++) {
-                dst[i] = strdup(src[i]);
-                if (!dst[i]) {
-                        res_strv_free(dst);
-                        return NULL;
-                }
-        }
-        return dst;
-}
-
-int res_device_apply_edits(struct res_device *dev, const struct res_selector *sel) {
-        dev->file_mode = sel->file_mode;
-        dev->has_uid = sel->has_uid;
-        dev->uid = sel->uid;
-        dev->has_gid = sel->has_gid;
-        dev->gid = sel->gid;
-        if (sel->env) {
-                dev->env = strv_copy(sel->env);
-                if (!dev->env)
-                        return -ENOMEM;
-        }
-        if (sel->permissions) {
-                dev->permissions = strdup(sel->permissions);
-                if (!dev->permissions)
-                        return -ENOMEM;
-        }
-        if (sel->n_mounts == 0)
-                return 0;
-        dev->mounts = calloc(sel->n_mounts, sizeof(*dev->mounts));
-        if (!dev->mounts)
-                return -ENOMEM;
-        for (size_t i = 0; i < sel->n_mounts; i++) {
-                struct res_mount *m = &dev->mounts[i];
-                m->host_path = strdup(sel->mounts[i].host_path);
-                m->container_path = strdup(sel->mounts[i].container_path);
-                m->read_only = sel->mounts[i].read_only;
-                dev->n_mounts = i + 1;
-                if (!m->host_path || !m->container_path)
-                        return -ENOMEM;
-        }
         return 0;
 }
 
@@ -249,13 +160,18 @@ int res_readlink_base(int rootfd, const char *path, char **ret) {
         return 0;
 }
 
-int res_node_kind(int rootfd, const char *path) {
-        _cleanup_close_ int fd = res_open_in_root(rootfd, path, O_PATH);
+int res_stat_in_root(int rootfd, const char *path, int flags, struct stat *ret) {
+        _cleanup_close_ int fd = res_open_in_root(rootfd, path, O_PATH | flags);
         if (fd < 0)
                 return fd;
+        return fstat(fd, ret) < 0 ? -errno : 0;
+}
+
+int res_node_kind(int rootfd, const char *path) {
         struct stat st;
-        if (fstat(fd, &st) < 0)
-                return -errno;
+        int r = res_stat_in_root(rootfd, path, 0, &st);
+        if (r < 0)
+                return r;
         if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))
                 return 1;
         return S_ISDIR(st.st_mode) ? -EISDIR : 0;

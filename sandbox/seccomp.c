@@ -238,7 +238,7 @@ static int add_group(scmp_filter_ctx ctx, const struct sbx_syscall_group *g)
 
 int sbx_load_seccomp(const char **ret_step)
 {
-        __attribute__((cleanup(seccomp_releasep))) scmp_filter_ctx ctx = NULL;
+        _cleanup_(seccomp_releasep) scmp_filter_ctx ctx = NULL;
         size_t n;
         const struct sbx_syscall_group *g = sbx_syscall_groups(&n);
         int r;

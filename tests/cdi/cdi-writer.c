@@ -21,7 +21,7 @@ int main(int argc, char **argv)
 {
         static struct cdi_device devs[MAX_DEVICES];
         static char names[MAX_DEVICES][16];
-        static struct cdi_node node = { .path = "/dev/null", .permissions = "rw" };
+        static struct cdi_node node = { .path = "/dev/null", .access.permissions = "rw" };
         char count_env[64], gen_env[64];
         char *env[] = { count_env, gen_env, NULL };
         struct cdi_spec spec = { .kind = WRITER_KIND, .devices = devs, .edits = { .env = env } };

@@ -24,6 +24,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "base.h"
 #include "fuzz.h"
 #include "resources.h"
 
@@ -150,7 +151,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
         char **dirs = NULL;
         if (res_watch_dirs(tree, &sel, 1, &dirs) == 0)
-                res_strv_free(dirs);
+                base_strv_free(dirs);
         res_selector_free(sel);
         return 0;
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base.h"
 #include "faketree.h"
 #include "resources.h"
 

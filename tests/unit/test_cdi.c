@@ -174,7 +174,7 @@ Test(cdi_names, spec_file_name)
 
 /* ---- specs built in code ---------------------------------------------------- */
 
-static struct cdi_node tty_node = { .path = "/dev/ttyUSB0", .permissions = "rw" };
+static struct cdi_node tty_node = { .path = "/dev/ttyUSB0", .access.permissions = "rw" };
 
 #define ONE_DEVICE(n, nodes_, n_nodes_)                                             \
         (struct cdi_device[]) { { .name = (n), .edits = { .nodes = (nodes_), .n_nodes = (n_nodes_) } } }
@@ -245,7 +245,7 @@ Test(cdi_version, table)
 Test(cdi_validate, refuses_what_runtimes_refuse)
 {
         static struct cdi_node relative = { .path = "dev/x" };
-        static struct cdi_node bad_perm = { .path = "/dev/x", .permissions = "rwx" };
+        static struct cdi_node bad_perm = { .path = "/dev/x", .access.permissions = "rwx" };
         static struct cdi_mount no_dst = { .host_path = "/a" };
         static char *bad_env[] = { "=x", NULL };
         struct cdi_spec s = simple_spec();
@@ -356,9 +356,9 @@ Test(cdi_json, golden_mount_type)
 
 Test(cdi_json, golden_full)
 {
-        static struct cdi_node n0[] = { { .path = "/dev/gpu0", .host_path = "/dev/dri/card0", .permissions = "rw" },
+        static struct cdi_node n0[] = { { .path = "/dev/gpu0", .host_path = "/dev/dri/card0", .access.permissions = "rw" },
                                         { .path = "/dev/gpu-ctl" } };
-        static struct cdi_node n1[] = { { .path = "/dev/gpu1", .host_path = "/dev/dri/card1", .permissions = "rwm" } };
+        static struct cdi_node n1[] = { { .path = "/dev/gpu1", .host_path = "/dev/dri/card1", .access.permissions = "rwm" } };
         static struct cdi_mount lib = { .host_path = "/usr/lib/gpu", .container_path = "/usr/lib/gpu",
                                         .options = ro_opts };
         static char *dev_env[] = { "GPU_INDEX=1", NULL };
@@ -406,7 +406,7 @@ Test(cdi_json, only_known_fields_and_nothing_empty)
 {
         static const char *const top[] = { "cdiVersion", "kind", "devices", "containerEdits", NULL };
         static const char *const dev[] = { "name", "containerEdits", NULL };
-        static struct cdi_node bare = { .path = "/dev/x", .host_path = "", .permissions = "" };
+        static struct cdi_node bare = { .path = "/dev/x", .host_path = "", .access.permissions = "" };
         static char *no_env[] = { NULL };
         struct cdi_spec s = {
                 .kind = "example.com/serial",

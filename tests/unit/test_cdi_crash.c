@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base.h"
 #include "cdi.h"
 
 #ifndef CDI_WRITER
@@ -170,7 +171,7 @@ Test(cdi_crash, sigkill_mid_write_never_leaves_partial_spec, .timeout = 120)
          * the spec. */
         cr_assert_eq(cdi_remove_stale(dir, keep, &removed), 0);
         cr_expect_null(removed[0]);
-        cdi_strv_free(removed);
+        base_strv_free(removed);
         d = opendir(dir);
         cr_assert_not_null(d);
         while ((de = readdir(d)))

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base.h"
 #include "cdi.h"
 
 static char tmpdir[4096];
@@ -107,7 +108,7 @@ static char *listing(void)
         return buf;
 }
 
-static struct cdi_node node = { .path = "/dev/ttyUSB0", .permissions = "rw" };
+static struct cdi_node node = { .path = "/dev/ttyUSB0", .access.permissions = "rw" };
 static struct cdi_device devs[] = {
         { .name = "ttyUSB0", .edits = { .nodes = &node, .n_nodes = 1 } },
         { .name = "ttyUSB1", .edits = { .nodes = &node, .n_nodes = 1 } },
@@ -256,7 +257,7 @@ Test(cdi_files, stale_removal_takes_only_our_unconfigured_specs)
         cr_assert_not_null(removed);
         cr_expect_str_eq(removed[0], "example.com-gpio.json");
         cr_expect_null(removed[1]);
-        cdi_strv_free(removed);
+        base_strv_free(removed);
         list = listing();
         cr_expect_str_eq(list, ".cdiplug-owned .other-tmp example.com-serial.json example.com-usb.json");
         free(list);
@@ -301,7 +302,7 @@ Test(cdi_files, stale_removal_of_missing_dir_is_fine)
         cr_expect_eq(cdi_remove_stale(sub, NULL, &removed), 0);
         cr_assert_not_null(removed);
         cr_expect_null(removed[0]);
-        cdi_strv_free(removed);
+        base_strv_free(removed);
         free(sub);
 }
 

@@ -190,11 +190,11 @@ Test(plugin, device_specs_carry_selector_env_mounts_and_permissions) {
                                    .shares = 1, .alloc_modes = CFG_ALLOC_DEVICE_SPECS | CFG_ALLOC_CDI_ANNOTATIONS};
         struct res_device a = dev("video0", "/dev/video0", -1);
         char *env[] = {"CAMERA=1", "LANG=C.UTF-8", NULL};
-        struct res_mount m = {.host_path = "/usr/lib/cam", .container_path = "/opt/cam", .read_only = true};
-        a.env = env;
-        a.mounts = &m;
-        a.n_mounts = 1;
-        a.permissions = "r";
+        struct base_mount m = {.host_path = "/usr/lib/cam", .container_path = "/opt/cam", .read_only = true};
+        a.edits.env = env;
+        a.edits.mounts = &m;
+        a.edits.n_mounts = 1;
+        a.edits.node.permissions = "r";
         struct dp_plugin *p = plugin(&cfg, &a, 1);
         V1beta1__AllocateRequest req = V1BETA1__ALLOCATE_REQUEST__INIT;
         V1beta1__ContainerAllocateRequest c = V1BETA1__CONTAINER_ALLOCATE_REQUEST__INIT;
@@ -343,16 +343,16 @@ Test(plugin, devices_of_different_selectors_keep_their_own_extras) {
         struct res_device a[] = {dev("v0", "/dev/video0", -1), dev("v1", "/dev/video1", -1),
                                  dev("v2", "/dev/video2", -1)};
         char *env_a[] = {"CAM=a", NULL}, *env_b[] = {"CAM=b", NULL};
-        a[0].env = env_a;
-        a[1].env = env_b;
-        a[1].permissions = "r";
-        a[2].env = env_a;
+        a[0].edits.env = env_a;
+        a[1].edits.env = env_b;
+        a[1].edits.node.permissions = "r";
+        a[2].edits.env = env_a;
         struct dp_plugin *p = plugin(&cfg, a, 3);
         cr_assert_eq(p->n_extras, 2, "v0 and v2 share one copy");
         cr_assert_eq(p->devs[0].extras, p->devs[2].extras);
         cr_assert_str_eq(dp_device_extras(p, 1)->env[0], "CAM=b");
-        cr_assert_str_eq(dp_device_extras(p, 1)->permissions, "r");
-        cr_assert_null(dp_device_extras(p, 2)->permissions);
+        cr_assert_str_eq(dp_device_extras(p, 1)->node.permissions, "r");
+        cr_assert_null(dp_device_extras(p, 2)->node.permissions);
         cr_assert_str_eq(dp_device_extras(p, 2)->env[0], "CAM=a");
         dp_plugin_free(p);
         for (int i = 0; i < 3; i++)

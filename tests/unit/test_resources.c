@@ -112,9 +112,9 @@ Test(resources, path_glob_matches_nodes_only) {
                 /* Host-absolute: no host-root prefix. */
                 assert_nodes(&l.devs[i], (const char *[]){ want, NULL });
                 cr_expect_eq(l.devs[i].numa_node, -1);
-                cr_expect_null(l.devs[i].env);
-                cr_expect_null(l.devs[i].permissions);
-                cr_expect_eq(l.devs[i].n_mounts, 0);
+                cr_expect_null(l.devs[i].edits.env);
+                cr_expect_null(l.devs[i].edits.node.permissions);
+                cr_expect_eq(l.devs[i].edits.n_mounts, 0);
         }
         res_devlist_free(&l);
 }
@@ -200,16 +200,16 @@ Test(resources, selector_edits_are_copied) {
                       " \"permissions\": \"rw\"}]");
         cr_assert_eq(l.n, 1);
         const struct res_device *d = &l.devs[0];
-        cr_assert_not_null(d->env);
-        cr_expect_str_eq(d->env[0], "BAUD=9600");
-        cr_expect_str_eq(d->env[1], "E=");
-        cr_expect_null(d->env[2]);
-        cr_assert_eq(d->n_mounts, 2);
-        cr_expect_str_eq(d->mounts[0].host_path, "/etc/x");
-        cr_expect_str_eq(d->mounts[0].container_path, "/x");
-        cr_expect(d->mounts[0].read_only);
-        cr_expect_not(d->mounts[1].read_only);
-        cr_expect_str_eq(d->permissions, "rw");
+        cr_assert_not_null(d->edits.env);
+        cr_expect_str_eq(d->edits.env[0], "BAUD=9600");
+        cr_expect_str_eq(d->edits.env[1], "E=");
+        cr_expect_null(d->edits.env[2]);
+        cr_assert_eq(d->edits.n_mounts, 2);
+        cr_expect_str_eq(d->edits.mounts[0].host_path, "/etc/x");
+        cr_expect_str_eq(d->edits.mounts[0].container_path, "/x");
+        cr_expect(d->edits.mounts[0].read_only);
+        cr_expect_not(d->edits.mounts[1].read_only);
+        cr_expect_str_eq(d->edits.node.permissions, "rw");
         res_devlist_free(&l);
 }
 
@@ -222,9 +222,9 @@ Test(resources, selectors_union_and_duplicates_keep_first) {
                       " {\"path\": \"/dev/tty*\", \"env\": {\"WHO\": \"second\"}}]");
         cr_assert_eq(l.n, 3, "ttyUSB0 listed once");
         cr_expect_str_eq(l.devs[0].id, "ttyACM0");
-        cr_expect_str_eq(l.devs[0].env[0], "WHO=second");
+        cr_expect_str_eq(l.devs[0].edits.env[0], "WHO=second");
         cr_expect_str_eq(l.devs[1].id, "ttyUSB0");
-        cr_expect_str_eq(l.devs[1].env[0], "WHO=first");
+        cr_expect_str_eq(l.devs[1].edits.env[0], "WHO=first");
         res_devlist_free(&l);
 }
 
@@ -290,7 +290,7 @@ static void expect_dirs(char **dirs, const char *const *rel) {
                 free(want);
         }
         cr_expect_null(dirs[n], "extra watch dir %s", dirs[n] ? dirs[n] : "");
-        res_strv_free(dirs);
+        base_strv_free(dirs);
 }
 
 Test(resources, watch_plain_glob_is_parent) {
@@ -328,7 +328,7 @@ Test(resources, watch_real_root_has_no_prefix) {
         cr_assert_not_null(dirs[0]);
         cr_expect_str_eq(dirs[0], "/dev");
         cr_expect_null(dirs[1]);
-        res_strv_free(dirs);
+        base_strv_free(dirs);
 }
 
 Test(resources, watch_no_selectors_is_empty) {
@@ -336,5 +336,5 @@ Test(resources, watch_no_selectors_is_empty) {
         cr_assert_eq(res_watch_dirs(root, NULL, 0, &dirs), 0);
         cr_assert_not_null(dirs);
         cr_expect_null(dirs[0]);
-        res_strv_free(dirs);
+        base_strv_free(dirs);
 }

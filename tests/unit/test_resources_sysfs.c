@@ -335,10 +335,10 @@ Test(resources_sysfs, all_selector_kinds_together) {
                                               " {\"pci\": {\"driver\": \"vfio-pci\"}, \"env\": {\"V\": \"1\"}}]");
         cr_assert_eq(l.n, 3);
         cr_expect_str_eq(l.devs[0].id, "0000:3b:00.0");
-        cr_expect_str_eq(l.devs[0].env[0], "V=1");
+        cr_expect_str_eq(l.devs[0].edits.env[0], "V=1");
         cr_expect_str_eq(l.devs[1].id, "ttyUSB0");
-        cr_expect_str_eq(l.devs[1].permissions, "rw");
+        cr_expect_str_eq(l.devs[1].edits.node.permissions, "rw");
         cr_expect_str_eq(l.devs[2].id, "usb-2-1");
-        cr_expect_null(l.devs[2].permissions);
+        cr_expect_null(l.devs[2].edits.node.permissions);
         res_devlist_free(&l);
 }
