@@ -39,6 +39,7 @@ enum dp_server_state { SRV_DOWN, SRV_UP, SRV_STOPPING };
 
 struct dp_call;
 struct dp_reg;
+struct dp_retained;
 
 struct dp_resource {
         struct dp_daemon *d;
@@ -111,6 +112,7 @@ struct dp_daemon {
         unsigned kubelet_ch_gen;      /* bumped each time kubelet_ch is replaced */
         uint64_t kubelet_restarts;    /* new kubelet.sock seen */
         struct dp_http *http;         /* the metrics endpoint, or NULL */
+        struct dp_retained *retained_specs; /* specs of resources gone from the config, or NULL */
 };
 
 /* server.c */
@@ -150,6 +152,17 @@ void dp_watch_resource(struct dp_daemon *d, struct dp_resource *res);
 /* specs.c */
 void dp_specs_startup(struct dp_daemon *d);
 
+/* retained.c: CDI specs of resources no longer configured, kept while
+ * PodResources shows a pod holding one of their devices. add records one
+ * (resource may be NULL: found at start-up); check asks PodResources now
+ * (after adds, and on every reload); due runs on the timer. */
+int dp_retained_add(struct dp_daemon *d, const char *file, const char *resource);
+void dp_retained_check(struct dp_daemon *d);
+void dp_retained_due(struct dp_daemon *d);
+uint64_t dp_retained_due_at(const struct dp_daemon *d);
+void dp_retained_stop(struct dp_daemon *d);
+void dp_retained_free(struct dp_daemon *d);
+
 /* reload.c */
 int dp_reload_setup(struct dp_daemon *d);
 void dp_reload_event(struct dp_daemon *d, const struct inotify_event *ev);
@@ -159,6 +172,8 @@ void dp_retired_free_all(struct dp_daemon *d);
 
 /* daemon.c */
 int dp_resource_new(struct dp_daemon *d, const struct cfg_resource *cfg, struct dp_resource **ret);
+/* The kubelet's PodResources socket the daemon asks, or NULL when off. */
+const char *dp_podres_socket(const struct dp_daemon *d);
 void dp_resource_free(struct dp_resource *res);
 /* Takes cfg: a reload replaces it. */
 int dp_daemon_run(const struct dp_options *opts, struct cfg_config *cfg);

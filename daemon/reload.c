@@ -19,8 +19,9 @@
  *   before the new list goes out on the open streams, so every ID the
  *   kubelet sees resolves; IDs are derived from the devices, so one that
  *   still exists keeps its meaning;
- * - removed: streams end, socket goes, its spec stays (containers may
- *   need it to start again); the struct lives on until grpc is done;
+ * - removed: streams end, socket goes, its spec stays while a pod holds
+ *   one of its devices (retained.c); the struct lives on until grpc is
+ *   done;
  * - added: served and registered like one present at start. */
 #include <malloc.h>
 #include <stdio.h>
@@ -256,13 +257,13 @@ static void retire(struct dp_daemon *d, struct dp_resource *res, struct cfg_reso
         res->retired = true;
         res->next_retired = d->retired;
         d->retired = res;
-        if (cdi_spec_file_name(res->plugin->kind, &file) < 0)
-                file = NULL;
-        log_with(LOG_INFO, &f,
-                 "resource \"%s\": removed from the config: its streams end and its socket %s is gone; "
-                 "its CDI spec %s/%s stays for containers that may still need it to start: "
-                 "delete it once no pod holds one of its devices (cdiplug also removes it at its next start)",
-                 res->cfg->name, res->socket_path, d->opts->cdi_dir, file ? file : "(kind \"...\")");
+        log_with(LOG_INFO, &f, "resource \"%s\": removed from the config: its streams end and its socket %s is gone",
+                 res->cfg->name, res->socket_path);
+        /* Its spec may still be needed to start a container of a pod
+         * that holds one of its devices: retained.c decides. */
+        if (cdi_spec_file_name(res->plugin->kind, &file) < 0 || dp_retained_add(d, file, res->cfg->name) < 0)
+                log_with(LOG_ERR, &f, "resource \"%s\": out of memory; its CDI spec in %s stays", res->cfg->name,
+                         d->opts->cdi_dir);
         dp_resource_maybe_free(res);
 }
 
@@ -404,6 +405,10 @@ static void commit(struct dp_daemon *d, struct plan *p) {
         cfg_free(d->cfg);
         d->cfg = TAKE_PTR(p->next);
         apply_log_format(d);
+        /* Removed resources' specs, and any kept from before: the new
+         * config may own some again, and an operator's SIGHUP is a
+         * request to look now. */
+        dp_retained_check(d);
         dp_arm_timer(d);
 }
 

@@ -190,8 +190,15 @@ Test(reload, adds_and_removes_resources) {
         cr_assert_eq(log_count(e.log, "reload: 1 added, 0 changed, 1 removed, 1 unchanged"), 1);
         struct stat st;
         cr_assert_neq(stat(sock_b, &st), 0, "the removed resource's socket is still there");
+        cr_assert_eq(log_count(e.log, "removed from the config: its streams end"), 1);
+        /* No PodResources to ask: the spec stays, and the log says how to
+         * remove it by hand. */
+        char *hint;
+        cr_assert(asprintf(&hint, "kept: cannot ask the kubelet's PodResources whether a pod holds one of its "
+                                  "devices (no socket at %s)", e.podres) > 0);
+        cr_assert_eq(log_wait(e.log, hint, 10000), 0, "no \"%s\" in the log", hint);
+        free(hint);
         cr_assert_eq(stat(spec_b, &st), 0, "the removed resource's spec was deleted");
-        cr_assert_eq(log_count(e.log, "removed from the config"), 1);
         cr_assert_eq(tk_registrations(tk, A), 1);
         /* The added one answers like one present at start. */
         V1beta1__AllocateResponse *r = NULL;
@@ -203,6 +210,47 @@ Test(reload, adds_and_removes_resources) {
         cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "daemon did not stop cleanly: %d", status);
         free(sock_b);
         free(spec_b);
+}
+
+Test(reload, removed_resource_spec_stays_while_a_pod_holds_one_of_its_devices) {
+        env_init(&e);
+        struct tk_pr *pr;
+        cr_assert_eq(tk_pr_start(e.podres, &pr), 0);
+        cr_assert_eq(tk_pr_age(pr, 3600), 0);
+        tk_pr_hold(pr, "shop", "web-0", B, "rb0");
+        char *cfg;
+        cr_assert(asprintf(&cfg, "{ \"resources\": [ %s, %s ] }", resource_json(A), resource_json(B)) > 0);
+        serve(cfg, e.config);
+        free(cfg);
+        registered(B, 1);
+        char *spec_b = path_in(e.cdi_dir, "example.com-rb.json");
+        char *record = path_in(e.cdi_dir, ".cdiplug-owned");
+
+        cr_assert(asprintf(&cfg, "{ \"resources\": [ %s ] }", resource_json(A)) > 0);
+        rename_into_place(e.config, cfg);
+        free(cfg);
+        cr_assert_eq(log_wait(e.log, "(of resource \"" B "\", removed from the config) kept: pod shop/web-0 holds "
+                                     "its device \"rb0\"", 10000), 0);
+        struct stat st;
+        cr_assert_eq(stat(spec_b, &st), 0, "the spec was removed while a pod holds one of its devices");
+        char *text = env_read(record);
+        cr_assert_not_null(strstr(text, "example.com-rb.json"), "%s", text);
+        free(text);
+
+        /* The pod goes: the timer's next check removes the spec and its claim. */
+        tk_pr_hold(pr, NULL, NULL, NULL, NULL);
+        cr_assert_eq(log_wait(e.log, "removed CDI spec", 20000), 0);
+        cr_assert_neq(stat(spec_b, &st), 0, "the spec is still there");
+        text = env_read(record);
+        cr_assert_null(strstr(text, "example.com-rb.json"), "%s", text);
+        free(text);
+        cr_assert_gt(tk_pr_calls(pr), 1);
+        assert_confined();
+        int status = env_stop(&e, SIGTERM, 10000);
+        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "daemon did not stop cleanly: %d", status);
+        tk_pr_stop(pr);
+        free(spec_b);
+        free(record);
 }
 
 /* After waiting for `want` file-triggered reloads, SIGHUP: file events
