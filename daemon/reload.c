@@ -31,6 +31,7 @@
 #include "cdi.h"
 #include "daemon.h"
 #include "names.h"
+#include "notes.h"
 #include "resources.h"
 #include "util.h"
 
@@ -106,7 +107,8 @@ enum change { UNCHANGED, CHANGED_ANSWERS, CHANGED_DEVICES, ADDED };
 struct step {
         enum change change;
         struct dp_resource *res;       /* the running one, or the new one when ADDED */
-        struct dp_plugin *plugin;      /* CHANGED_DEVICES: rediscovered */
+        struct dp_plugin *plugin;      /* CHANGED_DEVICES: the running one's devices, rediscovered */
+        struct res_devlist found;      /* CHANGED_DEVICES, ADDED: for the notes */
         char **watch_dirs;             /* CHANGED_DEVICES */
         struct cfg_resource *keep;     /* CHANGED_DEVICES: the old settings, if its spec cannot be written */
 };
@@ -128,6 +130,7 @@ static void plan_free(struct dp_daemon *d, struct plan *p) {
                 if (s->change == ADDED)
                         dp_resource_free(s->res);
                 dp_plugin_free(s->plugin);
+                res_devlist_free(&s->found);
                 res_strv_free(s->watch_dirs);
                 free(s->keep);
         }
@@ -140,20 +143,18 @@ static void plan_free(struct dp_daemon *d, struct plan *p) {
         cfg_free(p->next);
 }
 
-static int discover(struct dp_daemon *d, struct dp_plugin *plugin) {
+static int discover(struct dp_daemon *d, struct dp_plugin *plugin, struct res_devlist *found) {
         const struct cfg_resource *cfg = plugin->cfg;
-        struct res_devlist found = {0};
         bool changed;
         int r;
 
-        r = res_discover(d->opts->host_root, cfg->selectors, cfg->n_selectors, &found);
+        r = res_discover(d->opts->host_root, cfg->selectors, cfg->n_selectors, found);
         if (r < 0) {
                 log_error("config: resource \"%s\": device discovery under %s failed: %s", cfg->name,
                           d->opts->host_root, strerror(-r));
                 return r;
         }
-        r = dp_plugin_update(plugin, &found, &changed);
-        res_devlist_free(&found);
+        r = dp_plugin_update(plugin, found, &changed);
         if (r < 0)
                 log_error("config: resource \"%s\": %s", cfg->name, strerror(-r));
         return r;
@@ -186,7 +187,7 @@ static int prepare_step(struct dp_daemon *d, struct plan *p, size_t j) {
         if (!old) {
                 s->change = ADDED;
                 r = dp_resource_new(d, cfg, &s->res);
-                return r < 0 ? r : discover(d, s->res->plugin);
+                return r < 0 ? r : discover(d, s->res->plugin, &s->found);
         }
         p->kept[i] = true;
         s->res = old;
@@ -195,9 +196,12 @@ static int prepare_step(struct dp_daemon *d, struct plan *p, size_t j) {
                 s->keep = calloc(1, sizeof(*s->keep));
                 if (!s->keep)
                         return -ENOMEM;
-                r = dp_plugin_new(cfg, &s->plugin);
+                /* From the running devices: an ID handed out keeps its
+                 * device, and a newcomer that would take it is refused,
+                 * as on a hotplug. */
+                r = dp_plugin_clone(old->plugin, cfg, &s->plugin);
                 if (r >= 0)
-                        r = discover(d, s->plugin);
+                        r = discover(d, s->plugin, &s->found);
                 if (r >= 0)
                         r = res_watch_dirs(d->opts->host_root, cfg->selectors, cfg->n_selectors, &s->watch_dirs);
                 return r;
@@ -301,6 +305,7 @@ static bool apply_devices(struct dp_daemon *d, struct step *s, const struct cfg_
                 own_cfg(res, TAKE_PTR(s->keep));
                 return false;
         }
+        dp_plugin_spec_written(s->plugin);
         /* Past what any stream has sent, so each one sends the new list. */
         s->plugin->generation = old->generation + 1;
         res->plugin = TAKE_PTR(s->plugin);
@@ -310,6 +315,8 @@ static bool apply_devices(struct dp_daemon *d, struct step *s, const struct cfg_
         res_strv_free(res->watch_dirs);
         res->watch_dirs = TAKE_PTR(s->watch_dirs);
         dp_watch_resource(d, res);
+        if (dp_notes_log(&res->logged_notes, cfg->name, &s->found, res->plugin) < 0)
+                log_error("resource \"%s\": out of memory logging what discovery noted", cfg->name);
         log_devices(res->plugin);
         dp_server_push(res);
         return true;
@@ -324,6 +331,9 @@ static bool apply_added(struct dp_daemon *d, struct step *s) {
                 log_error("resource \"%s\": not served; the next reload tries again", res->cfg->name);
                 return false;
         }
+        dp_plugin_spec_written(res->plugin);
+        if (dp_notes_log(&res->logged_notes, res->cfg->name, &s->found, res->plugin) < 0)
+                log_error("resource \"%s\": out of memory logging what discovery noted", res->cfg->name);
         log_devices(res->plugin);
         dp_watch_resource(d, res);
         if (dp_server_start(res) < 0) {

@@ -253,6 +253,95 @@ Test(reload, removed_resource_spec_stays_while_a_pod_holds_one_of_its_devices) {
         free(record);
 }
 
+static const V1beta1__Device *listed(const V1beta1__ListAndWatchResponse *l, const char *id) {
+        for (size_t i = 0; i < l->n_devices; i++)
+                if (strcmp(l->devices[i]->id, id) == 0)
+                        return l->devices[i];
+        return NULL;
+}
+
+/* B's newest list, once more than n lists came. */
+static V1beta1__ListAndWatchResponse *list_after(unsigned n) {
+        V1beta1__ListAndWatchResponse *l = NULL;
+        cr_assert_eq(tk_wait_lists(tk, B, n + 1, 10000, &l), 0, "no new list for %s", B);
+        return l;
+}
+
+static void reload_b(const char *b_json) {
+        char *cfg;
+        cr_assert(asprintf(&cfg, "{ \"resources\": [ %s, %s ] }", resource_json(A), b_json) > 0);
+        rename_into_place(e.config, cfg);
+        free(cfg);
+}
+
+/* /dev/rb-0 and /dev/rb/0 both get the ID "rb-0". The stable-ID rule
+ * holds across a reload that changes the resource as on a hotplug: the
+ * device served under an ID keeps it, and a newcomer that would take it
+ * is refused, whether both are found at once or the old one is gone. */
+Test(reload, changed_resource_keeps_what_each_id_means) {
+        env_init(&e);
+        env_touch(&e, "dev/rb-0");
+        char *cfg;
+        cr_assert(asprintf(&cfg, "{ \"resources\": [ %s, { \"name\": \"" B "\", \"match\": [ { \"path\": "
+                                 "\"/dev/rb-*\" } ] } ] }", resource_json(A)) > 0);
+        serve(cfg, e.config);
+        free(cfg);
+        registered(B, 1);
+        char *spec_b = path_in(e.cdi_dir, "example.com-rb.json");
+        unsigned n = tk_lists(tk, B);
+        V1beta1__ListAndWatchResponse *l = list_after(n - 1);
+        cr_assert_eq(l->n_devices, 1);
+        cr_assert_str_eq(l->devices[0]->id, "rb-0");
+        v1beta1__list_and_watch_response__free_unpacked(l, NULL);
+
+        /* A second node wanting the same ID, and a selector that finds it. */
+        env_touch(&e, "dev/rb/0");
+        reload_b("{ \"name\": \"" B "\", \"match\": [ { \"path\": \"/dev/rb-*\" }, { \"path\": \"/dev/rb/*\" } ] }");
+        l = list_after(n);
+        n = tk_lists(tk, B);
+        const V1beta1__Device *dev = listed(l, "rb-0");
+        cr_assert_not_null(dev, "the ID was dropped: both devices wanting it were refused");
+        cr_assert_str_eq(dev->health, "Healthy");
+        cr_assert_eq(l->n_devices, 1);
+        v1beta1__list_and_watch_response__free_unpacked(l, NULL);
+        cr_assert_eq(log_wait(e.log, "devices /dev/rb-0, /dev/rb/0 all want ID \"rb-0\": the one already served "
+                                     "under it stays", 10000), 0);
+        char *text = env_read(spec_b);
+        cr_assert_not_null(strstr(text, "\"/dev/rb-0\""), "%s", text);
+        cr_assert_null(strstr(text, "/dev/rb/0"), "the spec gives rb-0 the newcomer: %s", text);
+        free(text);
+        V1beta1__AllocateResponse *r = NULL;
+        grpc_channel *ch = tk_dial(tk, B);
+        cr_assert_eq(call_allocate(ch, &r, NULL, "rb-0", NULL, NULL), GRPC_STATUS_OK);
+        cr_assert_str_eq(r->container_responses[0]->cdi_devices[0]->name, "example.com/rb=rb-0");
+        v1beta1__allocate_response__free_unpacked(r, NULL);
+        grpc_channel_destroy(ch);
+
+        /* The device goes (Unhealthy, as on every hotplug), then a reload
+         * finds only the newcomer: rb-0 still means /dev/rb-0. */
+        env_rm(&e, "dev/rb-0");
+        l = list_after(n);
+        n = tk_lists(tk, B);
+        cr_assert_str_eq(listed(l, "rb-0")->health, "Unhealthy");
+        v1beta1__list_and_watch_response__free_unpacked(l, NULL);
+        reload_b("{ \"name\": \"" B "\", \"match\": [ { \"path\": \"/dev/rb/*\" } ] }");
+        l = list_after(n);
+        dev = listed(l, "rb-0");
+        cr_assert_not_null(dev);
+        cr_assert_str_eq(dev->health, "Unhealthy", "the newcomer took the ID of a device that is gone");
+        cr_assert_eq(l->n_devices, 1);
+        v1beta1__list_and_watch_response__free_unpacked(l, NULL);
+        cr_assert_eq(log_wait(e.log, "device /dev/rb/0 refused: its ID \"rb-0\" names /dev/rb-0", 10000), 0);
+        text = env_read(spec_b);
+        cr_assert_not_null(strstr(text, "\"/dev/rb-0\""), "%s", text);
+        cr_assert_null(strstr(text, "/dev/rb/0"), "the spec gives rb-0 the newcomer: %s", text);
+        free(text);
+        cr_assert_eq(log_count(e.log, "reload: 0 added, 1 changed, 0 removed, 1 unchanged"), 2);
+        cr_assert_eq(tk_registrations(tk, B), 1);
+        assert_confined();
+        free(spec_b);
+}
+
 /* After waiting for `want` file-triggered reloads, SIGHUP: file events
  * are handled before signals, so once the SIGHUP's reload is logged any
  * extra reload the file change caused is logged too. */
