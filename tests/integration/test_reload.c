@@ -14,6 +14,7 @@
 
 #include "calls.h"
 #include "env.h"
+#include "http.h"
 #include "kubelet.h"
 #include "logwait.h"
 #include "proc_status.h"
@@ -339,6 +340,80 @@ Test(reload, changed_resource_keeps_what_each_id_means) {
         cr_assert_eq(log_count(e.log, "reload: 0 added, 1 changed, 0 removed, 1 unchanged"), 2);
         cr_assert_eq(tk_registrations(tk, B), 1);
         assert_confined();
+        free(spec_b);
+}
+
+/* Down to no resources and back: every stream ends and every socket
+ * goes, the daemon keeps running and answering on its other endpoints,
+ * and the resources come back served and registered like at start. */
+Test(reload, zero_resources_and_back) {
+        env_init(&e);
+        env_touch(&e, "dev/ra0");
+        env_touch(&e, "dev/rb0");
+        char *two;
+        cr_assert(asprintf(&two, "{ \"resources\": [ %s, %s ] }", resource_json(A), resource_json(B)) > 0);
+        write_file(e.config, two);
+        int port = http_free_port();
+        cr_assert_gt(port, 0);
+        char addr[64];
+        snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+        env_spawn(&e, "--metrics-address", addr, NULL);
+        cr_assert_eq(tk_start(e.kubelet_dir, &tk), 0);
+        registered(A, 1);
+        registered(B, 1);
+        cr_assert_eq(tk_wait_streams(tk, NULL, 2, 10000), 0);
+        char *sock_a = path_in(e.kubelet_dir, "cdiplug-example.com-ra.sock");
+        char *sock_b = path_in(e.kubelet_dir, "cdiplug-example.com-rb.sock");
+        inode(sock_a);
+        inode(sock_b);
+
+        rename_into_place(e.config, "{ \"resources\": [] }");
+        wait_summaries(1);
+        cr_assert_eq(log_count(e.log, "reload: 0 added, 0 changed, 2 removed, 0 unchanged"), 1);
+        cr_assert_eq(tk_wait_streams(tk, NULL, 0, 10000), 0, "a stream of a removed resource is still open");
+        struct stat st;
+        cr_assert_neq(stat(sock_a, &st), 0, "%s is still there", sock_a);
+        cr_assert_neq(stat(sock_b, &st), 0, "%s is still there", sock_b);
+        cr_assert_eq(env_dir_entries(e.kubelet_dir), 1, "more than kubelet.sock left in the kubelet dir");
+        cr_assert_eq(kill(e.pid, 0), 0, "the daemon is gone");
+        cr_assert_eq(http_get(port, "/healthz", NULL), 200);
+        char *body = NULL;
+        cr_assert_eq(http_get(port, "/metrics", &body), 200);
+        cr_assert_not_null(strstr(body, "cdiplug_kubelet_restarts_total"), "%s", body);
+        free(body);
+        /* Nothing configured is a valid state to reload from. */
+        kill(e.pid, SIGHUP);
+        wait_summaries(2);
+        cr_assert_eq(log_count(e.log, "reload: 0 added, 0 changed, 0 removed, 0 unchanged"), 1);
+
+        rename_into_place(e.config, two);
+        registered(A, 2);
+        registered(B, 2);
+        wait_summaries(3);
+        cr_assert_eq(log_count(e.log, "reload: 2 added, 0 changed, 0 removed, 0 unchanged"), 1);
+        cr_assert_eq(tk_wait_streams(tk, NULL, 2, 10000), 0);
+        inode(sock_a);
+        inode(sock_b);
+        V1beta1__AllocateResponse *r = NULL;
+        grpc_channel *ch = tk_dial(tk, B);
+        cr_assert_eq(call_allocate(ch, &r, NULL, "rb0", NULL, NULL), GRPC_STATUS_OK);
+        cr_assert_str_eq(r->container_responses[0]->cdi_devices[0]->name, "example.com/rb=rb0");
+        v1beta1__allocate_response__free_unpacked(r, NULL);
+        grpc_channel_destroy(ch);
+        /* The kubelet counts a Register before it answers; the daemon, when the answer comes. */
+        cr_assert_geq(log_wait_count(e.log, "registered with the kubelet", 4, 10000), 0);
+        cr_assert_eq(http_get(port, "/readyz", &body), 200, "%s", body);
+        free(body);
+        /* Their specs were kept meanwhile (nobody to ask), and are theirs again. */
+        cr_assert_eq(log_count(e.log, "removed CDI spec"), 0);
+        char *spec_b = path_in(e.cdi_dir, "example.com-rb.json");
+        inode(spec_b);
+        assert_confined();
+        int status = env_stop(&e, SIGTERM, 10000);
+        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "daemon did not stop cleanly: %d", status);
+        free(two);
+        free(sock_a);
+        free(sock_b);
         free(spec_b);
 }
 
