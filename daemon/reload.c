@@ -17,8 +17,10 @@
  * - changed allocate or policy: only its answers change;
  * - changed devices (selectors, shares, edits): the spec is written
  *   before the new list goes out on the open streams, so every ID the
- *   kubelet sees resolves; IDs are derived from the devices, so one that
- *   still exists keeps its meaning;
+ *   kubelet sees resolves; discovery starts from a clone of the running
+ *   devices, so an ID keeps its device while the daemon runs (a newcomer
+ *   that would take it is refused, one no longer matched stays listed
+ *   Unhealthy and in the spec, as on a hotplug);
  * - removed: streams end, socket goes, its spec stays while a pod holds
  *   one of its devices (retained.c); the struct lives on until grpc is
  *   done;
