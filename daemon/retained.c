@@ -148,7 +148,8 @@ static void prune(struct dp_daemon *d) {
                 if (cdi_spec_remove(dir, k->file, &removed) < 0)
                         log_debug("cannot drop the claim on %s from the record in %s", k->file, dir);
                 log_with(LOG_INFO, &(struct log_fields){.resource = k->resource ? k->resource : "", .path = path},
-                         "CDI spec %s (%s) was removed by hand", path, about(k));
+                         "CDI spec %s (%s) is gone (removed by hand, or it had no devices): nothing to keep",
+                         path, about(k));
                 drop(rt, i);
         }
 }

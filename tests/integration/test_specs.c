@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "env.h"
 #include "kubelet.h"
@@ -117,24 +118,42 @@ Test(specs, keeps_a_stale_spec_while_a_pod_holds_one_of_its_devices) {
         cr_assert_eq(log_count(e.log, "kept: pod"), 1, "the kept spec was logged on every check");
 }
 
+static char *doctor(void) {
+        char *out = NULL;
+        env_run(&e, &out, "doctor", "--config", e.config, "--host-root", e.host, "--kubelet-dir", e.kubelet_dir,
+                "--cdi-dir", e.cdi_dir, NULL);
+        return out;
+}
+
 Test(specs, keeps_a_stale_spec_when_podresources_cannot_be_asked) {
         env_init(&e);
         serve_both_once();
         /* No PodResources socket at all. */
-        run_once(FUSE_ONLY, "example.com/fuse", "cannot ask the kubelet's PodResources");
+        env_write(&e, "config.json", FUSE_ONLY);
+        env_spawn(&e, NULL);
+        cr_assert_eq(log_wait(e.log, "cannot ask the kubelet's PodResources", 20000), 0);
         cr_assert(exists("example.com-serial.json"));
         cr_assert(claimed("example.com-serial.json"));
         char *want;
         cr_assert(asprintf(&want, "rm %s/example.com-serial.json", e.cdi_dir) > 0);
         cr_assert_eq(log_count(e.log, want), 1, "the log does not say how to remove it by hand");
-        free(want);
         /* doctor lists it, with the command. */
-        char *out = NULL;
-        env_run(&e, &out, "doctor", "--config", e.config, "--host-root", e.host, "--kubelet-dir", e.kubelet_dir,
-                "--cdi-dir", e.cdi_dir, NULL);
+        char *out = doctor();
         cr_assert_not_null(strstr(out, "example.com-serial.json was written by cdiplug, but no configured resource "
                                        "owns it"), "%s", out);
+        cr_assert_not_null(strstr(out, want), "%s", out);
         free(out);
+
+        /* Removed by hand as the log says: the daemon drops its claim at its next look. */
+        cr_assert_eq(unlink(want + strlen("rm ")), 0);
+        free(want);
+        kill(e.pid, SIGHUP);
+        cr_assert_eq(log_wait(e.log, "example.com-serial.json (of a resource no longer configured) is gone", 20000), 0);
+        cr_assert_not(claimed("example.com-serial.json"));
+        out = doctor();
+        cr_assert_null(strstr(out, "example.com-serial.json was written by cdiplug"), "%s", out);
+        free(out);
+        cr_assert(exists("example.com-fuse.json"));
 }
 
 Test(specs, does_not_trust_a_kubelet_that_just_started) {
