@@ -177,6 +177,22 @@ int cdi_spec_is_owned_at(int dir_fd, const char *file_name, bool *ret_owned);
 int cdi_remove_stale(const char *dir, const char *const *kinds, char ***ret_removed);
 int cdi_remove_stale_at(int dir_fd, const char *const *kinds, char ***ret_removed);
 
+/* cdi_remove_stale without the removal: cdiplug's own spec files in dir
+ * whose kind is not in kinds stay, and *ret_stale (may be NULL) gets their
+ * names, NULL-terminated (base_strv_free), for the caller to remove one by
+ * one with cdi_spec_remove once nothing needs them. Temp files left by a
+ * crash are removed, and claims on files that are gone (or were replaced
+ * by something that is not a regular file) are dropped from the record.
+ * A missing dir is not an error. */
+int cdi_sweep(const char *dir, const char *const *kinds, char ***ret_stale);
+
+/* Remove cdiplug's own spec file file_name from dir, then its claim from
+ * the record (replaced atomically; the dir is fsynced). *ret_removed says
+ * whether a file was unlinked: false when the name is not claimed (then
+ * nothing is touched), when the file is gone already, or when it is not a
+ * regular file (someone else's: the claim goes, the file stays). */
+int cdi_spec_remove(const char *dir, const char *file_name, bool *ret_removed);
+
 enum cdi_conflict_type {
         CDI_CONFLICT_KIND,      /* the file defines one of our kinds */
         CDI_CONFLICT_DEVICE,    /* ...and one of our qualified device names */

@@ -343,10 +343,26 @@ static int keep_names(const char *const *kinds, struct base_strvec *keep)
         return 0;
 }
 
-int cdi_remove_stale_at(int dir_fd, const char *const *kinds, char ***ret_removed)
+/* An empty list, not NULL, for callers that iterate it. */
+static int take_list(struct base_strvec *sv, char ***ret)
+{
+        if (!ret)
+                return 0;
+        if (!sv->v)
+                sv->v = calloc(1, sizeof(char *));
+        if (!sv->v)
+                return -ENOMEM;
+        *ret = base_strvec_take(sv);
+        return 0;
+}
+
+/* With remove, our files of kinds not kept go (cdi_remove_stale); without,
+ * they stay claimed and are listed (cdi_sweep). Either way, temp files a
+ * crash left go, and claims whose file is gone are dropped. */
+static int sweep_at(int dir_fd, const char *const *kinds, bool remove, char ***ret_names)
 {
         _cleanup_strvec_ struct base_strvec owned = { 0 }, keep = { 0 }, still = { 0 },
-                                            removed = { 0 };
+                                            names = { 0 };
         bool changed = false;
         int r;
 
@@ -365,19 +381,30 @@ int cdi_remove_stale_at(int dir_fd, const char *const *kinds, char ***ret_remove
                                 return r;
                         continue;
                 }
-                changed = true;
                 /* We only ever write regular files; anything else under the
                  * name was put there by someone else: forget it, keep it. */
                 if (fstatat(dir_fd, *n, &st, AT_SYMLINK_NOFOLLOW) < 0) {
                         if (errno != ENOENT)
                                 return -errno;
+                        changed = true;
                         continue;
                 }
-                if (!S_ISREG(st.st_mode))
+                if (!S_ISREG(st.st_mode)) {
+                        changed = true;
                         continue;
+                }
+                if (!remove) {
+                        r = base_strvec_push_dup(&still, *n);
+                        if (r >= 0)
+                                r = base_strvec_push_dup(&names, *n);
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
+                changed = true;
                 if (unlinkat(dir_fd, *n, 0) < 0 && errno != ENOENT)
                         return -errno;
-                r = base_strvec_push_dup(&removed, *n);
+                r = base_strvec_push_dup(&names, *n);
                 if (r < 0)
                         return r;
         }
@@ -396,35 +423,91 @@ int cdi_remove_stale_at(int dir_fd, const char *const *kinds, char ***ret_remove
         } else if (r > 0 && fsync(dir_fd) < 0) {
                 return -errno;
         }
-        if (ret_removed) {
-                /* An empty list, not NULL: callers iterate it. */
-                if (!removed.v)
-                        removed.v = calloc(1, sizeof(char *));
-                if (!removed.v)
-                        return -ENOMEM;
-                *ret_removed = base_strvec_take(&removed);
-        }
+        return take_list(&names, ret_names);
+}
+
+int cdi_remove_stale_at(int dir_fd, const char *const *kinds, char ***ret_removed)
+{
+        return sweep_at(dir_fd, kinds, true, ret_removed);
+}
+
+/* The dir, or -ENOENT when there is none (nothing of ours there). */
+static int open_dir(const char *dir, int *ret_fd)
+{
+        int fd;
+
+        if (!dir || !*dir)
+                return -EINVAL;
+        fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        *ret_fd = fd;
         return 0;
+}
+
+static int sweep(const char *dir, const char *const *kinds, bool remove, char ***ret_names)
+{
+        _cleanup_close_ int dfd = -1;
+        int r = open_dir(dir, &dfd);
+
+        if (r == -ENOENT) {
+                struct base_strvec none = { 0 };
+                return take_list(&none, ret_names);
+        }
+        if (r < 0)
+                return r;
+        return sweep_at(dfd, kinds, remove, ret_names);
 }
 
 int cdi_remove_stale(const char *dir, const char *const *kinds, char ***ret_removed)
 {
-        _cleanup_close_ int dfd = -1;
+        return sweep(dir, kinds, true, ret_removed);
+}
 
-        if (!dir || !*dir)
-                return -EINVAL;
-        dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd < 0 && errno == ENOENT) {
-                /* Nothing there, nothing of ours to remove. */
-                if (ret_removed) {
-                        char **empty = calloc(1, sizeof(char *));
-                        if (!empty)
-                                return -ENOMEM;
-                        *ret_removed = empty;
-                }
+int cdi_sweep(const char *dir, const char *const *kinds, char ***ret_stale)
+{
+        return sweep(dir, kinds, false, ret_stale);
+}
+
+int cdi_spec_remove(const char *dir, const char *file_name, bool *ret_removed)
+{
+        _cleanup_strvec_ struct base_strvec owned = { 0 }, still = { 0 };
+        _cleanup_close_ int dfd = -1;
+        bool removed = false;
+        struct stat st;
+        int r = open_dir(dir, &dfd);
+
+        if (r == -ENOENT) {
+                *ret_removed = false;
                 return 0;
         }
-        if (dfd < 0)
-                return -errno;
-        return cdi_remove_stale_at(dfd, kinds, ret_removed);
+        if (r < 0)
+                return r;
+        r = cdi_owned_load(dfd, &owned);
+        if (r < 0)
+                return r;
+        if (!base_strv_contains(owned.v, file_name)) {
+                /* Not ours (any more): never touched. */
+                *ret_removed = false;
+                return 0;
+        }
+        for (char **n = owned.v; *n; n++)
+                if (strcmp(*n, file_name) != 0 && (r = base_strvec_push_dup(&still, *n)) < 0)
+                        return r;
+        /* Only a regular file is one we wrote (see sweep_at). */
+        if (fstatat(dfd, file_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+                if (errno != ENOENT)
+                        return -errno;
+        } else if (S_ISREG(st.st_mode)) {
+                if (unlinkat(dfd, file_name, 0) < 0 && errno != ENOENT)
+                        return -errno;
+                removed = true;
+        }
+        /* The claim goes after the file, and the record's replacement
+         * fsyncs the dir, which makes the unlink durable too. */
+        r = owned_store(dfd, still.v);
+        if (r < 0)
+                return r;
+        *ret_removed = removed;
+        return 0;
 }

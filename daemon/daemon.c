@@ -29,6 +29,7 @@
 #include "plugin.h"
 #include "publish.h"
 #include "reload.h"
+#include "retained.h"
 #include "resources.h"
 #include "rpc.h"
 #include "sandbox.h"
@@ -72,6 +73,7 @@ static void stop_all(struct dp_daemon *d) {
                 dp_server_stop(res);
                 dp_register_cancel(res);
         }
+        dp_retained_stop(d);
         dp_maybe_finish(d);
 }
 
@@ -168,6 +170,7 @@ static void *watcher(void *arg) {
                         uint64_t expirations;
                         (void)!read(d->timer_fd, &expirations, sizeof(expirations));
                         if (!d->stopping) {
+                                dp_retained_due(d);
                                 dp_spec_due(d);
                                 dp_accept_due(d);
                                 dp_watch_due(d);
@@ -209,13 +212,18 @@ static int setup_fds(struct dp_daemon *d) {
  * The command line wins over the config; "" switches either off. */
 static int metrics_open(struct dp_daemon *d) {
         const char *addr = d->opts->metrics_address ? d->opts->metrics_address : d->cfg->metrics_address;
-        const char *podres = d->opts->pod_resources_socket ? d->opts->pod_resources_socket
-                             : d->cfg->pod_resources_socket ? d->cfg->pod_resources_socket
-                                                            : DP_DEFAULT_PODRES_SOCKET;
 
         if (!addr || !*addr)
                 return 0;
-        return dp_http_open(d, addr, *podres ? podres : NULL, &d->http);
+        return dp_http_open(d, addr, dp_podres_socket(d), &d->http);
+}
+
+/* The command line wins over the config; "" switches it off. */
+const char *dp_podres_socket(const struct dp_daemon *d) {
+        const char *podres = d->opts->pod_resources_socket ? d->opts->pod_resources_socket
+                             : d->cfg->pod_resources_socket ? d->cfg->pod_resources_socket
+                                                            : DP_DEFAULT_PODRES_SOCKET;
+        return *podres ? podres : NULL;
 }
 
 int dp_resource_new(struct dp_daemon *d, const struct cfg_resource *cfg, struct dp_resource **ret) {
@@ -293,6 +301,7 @@ static void daemon_free(struct dp_daemon *d) {
         for (size_t i = 0; i < d->n_res; i++)
                 dp_resource_free(d->res[i]);
         dp_retired_free_all(d);
+        dp_retained_free(d);
         free(d->res);
         free(d->kubelet_sock);
         free(d->dev_wds);

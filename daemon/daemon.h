@@ -30,6 +30,7 @@ enum dp_server_state { SRV_DOWN, SRV_UP, SRV_STOPPING };
 
 struct dp_call;
 struct dp_reg;
+struct dp_retained;
 
 struct dp_resource {
         struct dp_daemon *d;
@@ -101,10 +102,13 @@ struct dp_daemon {
         unsigned kubelet_ch_gen;      /* bumped each time kubelet_ch is replaced */
         uint64_t kubelet_restarts;    /* new kubelet.sock seen */
         struct dp_http *http;         /* the metrics endpoint, or NULL */
+        struct dp_retained *retained_specs; /* specs of resources gone from the config, or NULL */
 };
 
 /* daemon.c */
 int dp_resource_new(struct dp_daemon *d, const struct cfg_resource *cfg, struct dp_resource **ret);
+/* The kubelet's PodResources socket the daemon asks, or NULL when off. */
+const char *dp_podres_socket(const struct dp_daemon *d);
 void dp_resource_free(struct dp_resource *res);
 /* Takes cfg: a reload replaces it. */
 int dp_daemon_run(const struct dp_options *opts, struct cfg_config *cfg);

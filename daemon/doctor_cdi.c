@@ -524,9 +524,11 @@ static void check_stale(struct doc_ctx *c) {
                 _cleanup_free_ char *path = NULL, *fix = NULL;
                 if (configured || xasprintf(&path, "%s/%s", c->o->cdi_dir, line) < 0 || access(path, F_OK) < 0)
                         continue;
-                (void)!xasprintf(&fix, "once no pod uses its devices: rm %s (cdiplug keeps it for pods that "
-                                 "may still restart with them)", path);
-                doc_add(c, "cdi", DOC_WARN, fix, "%s was written by cdiplug, but no configured resource owns it", path);
+                (void)!xasprintf(&fix, "none while the daemon can ask the kubelet's PodResources; if its log says "
+                                 "it cannot: once no pod uses its devices, rm %s", path);
+                doc_add(c, "cdi", DOC_WARN, fix,
+                        "%s was written by cdiplug, but no configured resource owns it: the daemon keeps it while a "
+                        "pod holds one of its devices (a container restart needs it) and then removes it", path);
         }
 }
 

@@ -16,6 +16,7 @@
 #include "kubelet.h"
 #include "plugin.h"
 #include "reload.h"
+#include "retained.h"
 #include "rpc.h"
 #include "util.h"
 
@@ -54,7 +55,7 @@ void dp_maybe_finish(struct dp_daemon *d) {
 }
 
 void dp_arm_timer(struct dp_daemon *d) {
-        uint64_t next = 0, now = dp_now_ms();
+        uint64_t next = dp_retained_due_at(d), now = dp_now_ms();
         struct itimerspec its = {0};
 
         for (size_t i = 0; i < d->n_res; i++) {

@@ -51,6 +51,66 @@ int dp_plugin_new(const struct cfg_resource *cfg, struct dp_plugin **ret) {
         return 0;
 }
 
+/* The length of a plugin's string block: it ends with the strings of the
+ * device stored last. */
+static size_t strs_len(const struct dp_plugin *p) {
+        size_t len = 0;
+
+        for (size_t i = 0; i < p->n_devs; i++) {
+                const char *end = dp_device_id(p, i);
+                for (size_t k = 0; k <= p->devs[i].n_nodes; k++)
+                        end = dp_str_next(end);
+                if ((size_t)(end - p->strs) > len)
+                        len = (size_t)(end - p->strs);
+        }
+        return len;
+}
+
+/* Only the extras some device uses are copied, so a table that a series
+ * of reloads with new edits grew does not grow for ever. */
+int dp_plugin_clone(const struct dp_plugin *old, const struct cfg_resource *cfg, struct dp_plugin **ret) {
+        _cleanup_free_ uint32_t *map = calloc(old->n_extras + 1, sizeof(*map)); /* index + 1, 0: none yet */
+        struct dp_plugin *p = NULL;
+        size_t len = strs_len(old);
+        int r = map ? dp_plugin_new(cfg, &p) : -ENOMEM;
+
+        if (r < 0)
+                return r;
+        p->devs = malloc((old->n_devs + 1) * sizeof(*p->devs));
+        p->strs = len ? malloc(len) : NULL;
+        p->extras = calloc(old->n_extras + 1, sizeof(*p->extras));
+        if (!p->devs || (len && !p->strs) || !p->extras) {
+                dp_plugin_free(p);
+                return -ENOMEM;
+        }
+        if (old->n_devs)
+                memcpy(p->devs, old->devs, old->n_devs * sizeof(*p->devs));
+        if (len)
+                memcpy(p->strs, old->strs, len);
+        p->n_devs = old->n_devs;
+        for (size_t i = 0; i < p->n_devs; i++) {
+                uint16_t x = old->devs[i].extras;
+                if (!map[x]) {
+                        r = base_edits_copy(&old->extras[x], &p->extras[p->n_extras]);
+                        p->n_extras++;
+                        if (r < 0) {
+                                dp_plugin_free(p);
+                                return r;
+                        }
+                        map[x] = (uint32_t)p->n_extras;
+                }
+                p->devs[i].extras = (uint16_t)(map[x] - 1);
+        }
+        /* No share table: the next dp_plugin_update builds it for the new
+         * shares; the same devices get the same share IDs. */
+        p->n_ids = cfg->shares == 1 ? p->n_devs : 0;
+        p->generation = old->generation;
+        p->held = old->held;
+        memcpy(p->events, old->events, sizeof(p->events));
+        *ret = p;
+        return 0;
+}
+
 /* A string block under construction; offsets must fit a uint32_t. */
 struct strbuf {
         char *s;
@@ -431,7 +491,7 @@ int dp_plugin_update(struct dp_plugin *p, const struct res_devlist *found, bool 
                 i += c == 0;
                 j++;
         }
-        if (r >= 0 && (added || !p->strs) && p->cfg->shares > 1)
+        if (r >= 0 && (added || !p->shares) && p->cfg->shares > 1)
                 r = build_shares(p, devs, n, b.s, &shares, &share_strs, &n_ids);
         if (r < 0) {
                 free(b.s);

@@ -74,6 +74,10 @@ static inline const struct base_edits *dp_device_extras(const struct dp_plugin *
 
 int dp_plugin_new(const struct cfg_resource *cfg, struct dp_plugin **ret);
 void dp_plugin_free(struct dp_plugin *p);
+/* A copy of old's devices under new settings cfg (same name), to update
+ * with a fresh discovery: every device old ever listed stays known under
+ * its ID, so a reload keeps what each ID means. */
+int dp_plugin_clone(const struct dp_plugin *old, const struct cfg_resource *cfg, struct dp_plugin **ret);
 
 /* Merge a fresh discovery: devices found are Healthy (new ones are added),
  * known devices not found stay listed as Unhealthy, so capacity does not

@@ -17,10 +17,13 @@
  * - changed allocate or policy: only its answers change;
  * - changed devices (selectors, shares, edits): the spec is written
  *   before the new list goes out on the open streams, so every ID the
- *   kubelet sees resolves; IDs are derived from the devices, so one that
- *   still exists keeps its meaning;
- * - removed: streams end, socket goes, its spec stays (containers may
- *   need it to start again); the struct lives on until grpc is done;
+ *   kubelet sees resolves; discovery starts from a clone of the running
+ *   devices, so an ID keeps its device while the daemon runs (a newcomer
+ *   that would take it is refused, one no longer matched stays listed
+ *   Unhealthy and in the spec, as on a hotplug);
+ * - removed: streams end, socket goes, its spec stays while a pod holds
+ *   one of its devices (retained.c); the struct lives on until grpc is
+ *   done;
  * - added: served and registered like one present at start. */
 #include <malloc.h>
 #include <stdio.h>
@@ -33,9 +36,11 @@
 #include "daemon.h"
 #include "kubelet.h"
 #include "names.h"
+#include "notes.h"
 #include "options.h"
 #include "plugin.h"
 #include "reload.h"
+#include "retained.h"
 #include "resources.h"
 #include "server.h"
 #include "util.h"
@@ -113,7 +118,8 @@ enum change { UNCHANGED, CHANGED_ANSWERS, CHANGED_DEVICES, ADDED };
 struct step {
         enum change change;
         struct dp_resource *res;       /* the running one, or the new one when ADDED */
-        struct dp_plugin *plugin;      /* CHANGED_DEVICES: rediscovered */
+        struct dp_plugin *plugin;      /* CHANGED_DEVICES: the running one's devices, rediscovered */
+        struct res_devlist found;      /* CHANGED_DEVICES, ADDED: for the notes */
         char **watch_dirs;             /* CHANGED_DEVICES */
         struct cfg_resource *keep;     /* CHANGED_DEVICES: the old settings, if its spec cannot be written */
 };
@@ -135,6 +141,7 @@ static void plan_free(struct dp_daemon *d, struct plan *p) {
                 if (s->change == ADDED)
                         dp_resource_free(s->res);
                 dp_plugin_free(s->plugin);
+                res_devlist_free(&s->found);
                 base_strv_free(s->watch_dirs);
                 free(s->keep);
         }
@@ -147,20 +154,18 @@ static void plan_free(struct dp_daemon *d, struct plan *p) {
         cfg_free(p->next);
 }
 
-static int discover(struct dp_daemon *d, struct dp_plugin *plugin) {
+static int discover(struct dp_daemon *d, struct dp_plugin *plugin, struct res_devlist *found) {
         const struct cfg_resource *cfg = plugin->cfg;
-        struct res_devlist found = {0};
         bool changed;
         int r;
 
-        r = res_discover(d->opts->host_root, cfg->selectors, cfg->n_selectors, &found);
+        r = res_discover(d->opts->host_root, cfg->selectors, cfg->n_selectors, found);
         if (r < 0) {
                 log_error("config: resource \"%s\": device discovery under %s failed: %s", cfg->name,
                           d->opts->host_root, strerror(-r));
                 return r;
         }
-        r = dp_plugin_update(plugin, &found, &changed);
-        res_devlist_free(&found);
+        r = dp_plugin_update(plugin, found, &changed);
         if (r < 0)
                 log_error("config: resource \"%s\": %s", cfg->name, strerror(-r));
         return r;
@@ -193,7 +198,7 @@ static int prepare_step(struct dp_daemon *d, struct plan *p, size_t j) {
         if (!old) {
                 s->change = ADDED;
                 r = dp_resource_new(d, cfg, &s->res);
-                return r < 0 ? r : discover(d, s->res->plugin);
+                return r < 0 ? r : discover(d, s->res->plugin, &s->found);
         }
         p->kept[i] = true;
         s->res = old;
@@ -202,9 +207,12 @@ static int prepare_step(struct dp_daemon *d, struct plan *p, size_t j) {
                 s->keep = calloc(1, sizeof(*s->keep));
                 if (!s->keep)
                         return -ENOMEM;
-                r = dp_plugin_new(cfg, &s->plugin);
+                /* From the running devices: an ID handed out keeps its
+                 * device, and a newcomer that would take it is refused,
+                 * as on a hotplug. */
+                r = dp_plugin_clone(old->plugin, cfg, &s->plugin);
                 if (r >= 0)
-                        r = discover(d, s->plugin);
+                        r = discover(d, s->plugin, &s->found);
                 if (r >= 0)
                         r = res_watch_dirs(d->opts->host_root, cfg->selectors, cfg->n_selectors, &s->watch_dirs);
                 return r;
@@ -264,13 +272,13 @@ static void retire(struct dp_daemon *d, struct dp_resource *res, struct cfg_reso
         res->retired = true;
         res->next_retired = d->retired;
         d->retired = res;
-        if (cdi_spec_file_name(res->plugin->kind, &file) < 0)
-                file = NULL;
-        log_with(LOG_INFO, &f,
-                 "resource \"%s\": removed from the config: its streams end and its socket %s is gone; "
-                 "its CDI spec %s/%s stays for containers that may still need it to start: "
-                 "delete it once no pod holds one of its devices (cdiplug also removes it at its next start)",
-                 res->cfg->name, res->socket_path, d->opts->cdi_dir, file ? file : "(kind \"...\")");
+        log_with(LOG_INFO, &f, "resource \"%s\": removed from the config: its streams end and its socket %s is gone",
+                 res->cfg->name, res->socket_path);
+        /* Its spec may still be needed to start a container of a pod
+         * that holds one of its devices: retained.c decides. */
+        if (cdi_spec_file_name(res->plugin->kind, &file) < 0 || dp_retained_add(d, file, res->cfg->name) < 0)
+                log_with(LOG_ERR, &f, "resource \"%s\": out of memory; its CDI spec in %s stays", res->cfg->name,
+                         d->opts->cdi_dir);
         dp_resource_maybe_free(res);
 }
 
@@ -308,6 +316,7 @@ static bool apply_devices(struct dp_daemon *d, struct step *s, const struct cfg_
                 own_cfg(res, TAKE_PTR(s->keep));
                 return false;
         }
+        dp_plugin_spec_written(s->plugin);
         /* Past what any stream has sent, so each one sends the new list. */
         s->plugin->generation = old->generation + 1;
         res->plugin = TAKE_PTR(s->plugin);
@@ -317,6 +326,8 @@ static bool apply_devices(struct dp_daemon *d, struct step *s, const struct cfg_
         base_strv_free(res->watch_dirs);
         res->watch_dirs = TAKE_PTR(s->watch_dirs);
         dp_watch_resource(d, res);
+        if (dp_notes_log(&res->logged_notes, cfg->name, &s->found, res->plugin) < 0)
+                log_error("resource \"%s\": out of memory logging what discovery noted", cfg->name);
         log_devices(res->plugin);
         dp_server_push(res);
         return true;
@@ -331,6 +342,9 @@ static bool apply_added(struct dp_daemon *d, struct step *s) {
                 log_error("resource \"%s\": not served; the next reload tries again", res->cfg->name);
                 return false;
         }
+        dp_plugin_spec_written(res->plugin);
+        if (dp_notes_log(&res->logged_notes, res->cfg->name, &s->found, res->plugin) < 0)
+                log_error("resource \"%s\": out of memory logging what discovery noted", res->cfg->name);
         log_devices(res->plugin);
         dp_watch_resource(d, res);
         if (dp_server_start(res) < 0) {
@@ -412,6 +426,10 @@ static void commit(struct dp_daemon *d, struct plan *p) {
         cfg_free(d->cfg);
         d->cfg = TAKE_PTR(p->next);
         apply_log_format(d);
+        /* Removed resources' specs, and any kept from before: the new
+         * config may own some again, and an operator's SIGHUP is a
+         * request to look now. */
+        dp_retained_check(d);
         dp_arm_timer(d);
 }
 

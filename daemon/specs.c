@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Start-up housekeeping of CDI specs: cdiplug's own specs for resources
- * no longer configured go away, and other specs that clash with ours are
- * reported, because runtimes resolve such clashes by dropping devices. */
+ * no longer configured are handed to retained.c, which removes each once
+ * no pod holds one of its devices, and other specs that clash with ours
+ * are reported, because runtimes resolve such clashes by dropping
+ * devices. */
 #include <string.h>
 
 #include "cdi.h"
@@ -9,25 +11,32 @@
 #include "options.h"
 #include "plugin.h"
 #include "publish.h"
+#include "retained.h"
 #include "util.h"
 
-static void remove_stale(struct dp_daemon *d) {
+static void retain_stale(struct dp_daemon *d) {
         _cleanup_free_ const char **kinds = calloc(d->n_res + 1, sizeof(char *));
-        char **removed = NULL;
+        char **stale = NULL;
         int r;
 
         if (!kinds)
                 return;
         for (size_t i = 0; i < d->n_res; i++)
                 kinds[i] = d->res[i]->plugin->kind;
-        r = cdi_remove_stale(d->opts->cdi_dir, kinds, &removed);
+        r = cdi_sweep(d->opts->cdi_dir, kinds, &stale);
         if (r < 0) {
-                log_warn("cannot clean up old CDI specs in %s: %s; continuing", d->opts->cdi_dir, strerror(-r));
+                log_warn("cannot look for old CDI specs of ours in %s: %s; continuing", d->opts->cdi_dir,
+                         strerror(-r));
                 return;
         }
-        for (char **f = removed; f && *f; f++)
-                log_info("removed %s/%s: its resource is no longer configured", d->opts->cdi_dir, *f);
-        base_strv_free(removed);
+        for (char **f = stale; f && *f; f++) {
+                log_info("CDI spec %s/%s is ours, but no configured resource owns it: it stays until no pod "
+                         "holds one of its devices", d->opts->cdi_dir, *f);
+                if (dp_retained_add(d, *f, NULL) < 0)
+                        log_error("CDI spec %s/%s: out of memory; it stays", d->opts->cdi_dir, *f);
+        }
+        base_strv_free(stale);
+        dp_retained_check(d);
 }
 
 static void warn_conflicts(struct dp_daemon *d) {
@@ -74,6 +83,6 @@ static void warn_conflicts(struct dp_daemon *d) {
 }
 
 void dp_specs_startup(struct dp_daemon *d) {
-        remove_stale(d);
+        retain_stale(d);
         warn_conflicts(d);
 }

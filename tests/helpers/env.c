@@ -36,6 +36,7 @@ void env_init(struct env *e) {
         e->cdi_dir = join(e->root, "cdi");
         e->config = join(e->root, "config.json");
         e->log = join(e->root, "daemon.log");
+        e->podres = join(e->root, "pod-resources.sock");
         mkdir(e->host, 0755);
         char *dev = join(e->host, "dev");
         mkdir(dev, 0755);
@@ -59,6 +60,7 @@ void env_cleanup(struct env *e) {
         free(e->cdi_dir);
         free(e->config);
         free(e->log);
+        free(e->podres);
         memset(e, 0, sizeof(*e));
 }
 
@@ -107,8 +109,9 @@ static void collect(va_list ap, char **argv, int *argc, int max) {
 
 void env_spawn(struct env *e, ...) {
         char *argv[32] = {(char *)CDIPLUG_BIN, "serve", "--config", e->config, "--kubelet-dir",
-                          e->kubelet_dir, "--cdi-dir", e->cdi_dir, "--host-root", e->host, "--verbose"};
-        int argc = 11;
+                          e->kubelet_dir, "--cdi-dir", e->cdi_dir, "--host-root", e->host, "--verbose",
+                          "--pod-resources-socket", e->podres};
+        int argc = 13;
         posix_spawn_file_actions_t fa;
         va_list ap;
 

@@ -13,6 +13,9 @@ struct env {
         char *cdi_dir;     /* <root>/cdi */
         char *config;      /* <root>/config.json */
         char *log;         /* <root>/daemon.log */
+        /* <root>/pod-resources.sock: the daemon's PodResources socket,
+         * never the host's; a test serves it with tk_pr_start(). */
+        char *podres;
         pid_t pid;
 };
 

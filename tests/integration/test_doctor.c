@@ -226,7 +226,7 @@ Test(doctor, own_specs_no_resource_owns_any_more) {
         env_write(&e, "config.json", SERIAL_CONFIG);
         doctor(&out, NULL);
         assert_has(out, "example.com-fuse.json was written by cdiplug, but no configured resource owns it");
-        assert_has(out, "fix: once no pod uses its devices: rm ");
+        assert_has(out, "if its log says it cannot: once no pod uses its devices, rm ");
         assert_lacks(out, "example.com-serial.json was written");
         free(out);
         char *path;

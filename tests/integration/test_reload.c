@@ -14,6 +14,7 @@
 
 #include "calls.h"
 #include "env.h"
+#include "http.h"
 #include "kubelet.h"
 #include "logwait.h"
 #include "proc_status.h"
@@ -190,8 +191,15 @@ Test(reload, adds_and_removes_resources) {
         cr_assert_eq(log_count(e.log, "reload: 1 added, 0 changed, 1 removed, 1 unchanged"), 1);
         struct stat st;
         cr_assert_neq(stat(sock_b, &st), 0, "the removed resource's socket is still there");
+        cr_assert_eq(log_count(e.log, "removed from the config: its streams end"), 1);
+        /* No PodResources to ask: the spec stays, and the log says how to
+         * remove it by hand. */
+        char *hint;
+        cr_assert(asprintf(&hint, "kept: cannot ask the kubelet's PodResources whether a pod holds one of its "
+                                  "devices (no socket at %s)", e.podres) > 0);
+        cr_assert_eq(log_wait(e.log, hint, 10000), 0, "no \"%s\" in the log", hint);
+        free(hint);
         cr_assert_eq(stat(spec_b, &st), 0, "the removed resource's spec was deleted");
-        cr_assert_eq(log_count(e.log, "removed from the config"), 1);
         cr_assert_eq(tk_registrations(tk, A), 1);
         /* The added one answers like one present at start. */
         V1beta1__AllocateResponse *r = NULL;
@@ -201,6 +209,210 @@ Test(reload, adds_and_removes_resources) {
         grpc_channel_destroy(ch);
         int status = env_stop(&e, SIGTERM, 10000);
         cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "daemon did not stop cleanly: %d", status);
+        free(sock_b);
+        free(spec_b);
+}
+
+Test(reload, removed_resource_spec_stays_while_a_pod_holds_one_of_its_devices) {
+        env_init(&e);
+        struct tk_pr *pr;
+        cr_assert_eq(tk_pr_start(e.podres, &pr), 0);
+        cr_assert_eq(tk_pr_age(pr, 3600), 0);
+        tk_pr_hold(pr, "shop", "web-0", B, "rb0");
+        char *cfg;
+        cr_assert(asprintf(&cfg, "{ \"resources\": [ %s, %s ] }", resource_json(A), resource_json(B)) > 0);
+        serve(cfg, e.config);
+        free(cfg);
+        registered(B, 1);
+        char *spec_b = path_in(e.cdi_dir, "example.com-rb.json");
+        char *record = path_in(e.cdi_dir, ".cdiplug-owned");
+
+        cr_assert(asprintf(&cfg, "{ \"resources\": [ %s ] }", resource_json(A)) > 0);
+        rename_into_place(e.config, cfg);
+        free(cfg);
+        cr_assert_eq(log_wait(e.log, "(of resource \"" B "\", removed from the config) kept: pod shop/web-0 holds "
+                                     "its device \"rb0\"", 10000), 0);
+        struct stat st;
+        cr_assert_eq(stat(spec_b, &st), 0, "the spec was removed while a pod holds one of its devices");
+        char *text = env_read(record);
+        cr_assert_not_null(strstr(text, "example.com-rb.json"), "%s", text);
+        free(text);
+
+        /* The pod goes: the timer's next check removes the spec and its claim. */
+        tk_pr_hold(pr, NULL, NULL, NULL, NULL);
+        cr_assert_eq(log_wait(e.log, "removed CDI spec", 20000), 0);
+        cr_assert_neq(stat(spec_b, &st), 0, "the spec is still there");
+        text = env_read(record);
+        cr_assert_null(strstr(text, "example.com-rb.json"), "%s", text);
+        free(text);
+        cr_assert_gt(tk_pr_calls(pr), 1);
+        assert_confined();
+        int status = env_stop(&e, SIGTERM, 10000);
+        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "daemon did not stop cleanly: %d", status);
+        tk_pr_stop(pr);
+        free(spec_b);
+        free(record);
+}
+
+static const V1beta1__Device *listed(const V1beta1__ListAndWatchResponse *l, const char *id) {
+        for (size_t i = 0; i < l->n_devices; i++)
+                if (strcmp(l->devices[i]->id, id) == 0)
+                        return l->devices[i];
+        return NULL;
+}
+
+/* B's newest list, once more than n lists came. */
+static V1beta1__ListAndWatchResponse *list_after(unsigned n) {
+        V1beta1__ListAndWatchResponse *l = NULL;
+        cr_assert_eq(tk_wait_lists(tk, B, n + 1, 10000, &l), 0, "no new list for %s", B);
+        return l;
+}
+
+static void reload_b(const char *b_json) {
+        char *cfg;
+        cr_assert(asprintf(&cfg, "{ \"resources\": [ %s, %s ] }", resource_json(A), b_json) > 0);
+        rename_into_place(e.config, cfg);
+        free(cfg);
+}
+
+/* /dev/rb-0 and /dev/rb/0 both get the ID "rb-0". The stable-ID rule
+ * holds across a reload that changes the resource as on a hotplug: the
+ * device served under an ID keeps it, and a newcomer that would take it
+ * is refused, whether both are found at once or the old one is gone. */
+Test(reload, changed_resource_keeps_what_each_id_means) {
+        env_init(&e);
+        env_touch(&e, "dev/rb-0");
+        char *cfg;
+        cr_assert(asprintf(&cfg, "{ \"resources\": [ %s, { \"name\": \"" B "\", \"match\": [ { \"path\": "
+                                 "\"/dev/rb-*\" } ] } ] }", resource_json(A)) > 0);
+        serve(cfg, e.config);
+        free(cfg);
+        registered(B, 1);
+        char *spec_b = path_in(e.cdi_dir, "example.com-rb.json");
+        unsigned n = tk_lists(tk, B);
+        V1beta1__ListAndWatchResponse *l = list_after(n - 1);
+        cr_assert_eq(l->n_devices, 1);
+        cr_assert_str_eq(l->devices[0]->id, "rb-0");
+        v1beta1__list_and_watch_response__free_unpacked(l, NULL);
+
+        /* A second node wanting the same ID, and a selector that finds it. */
+        env_touch(&e, "dev/rb/0");
+        reload_b("{ \"name\": \"" B "\", \"match\": [ { \"path\": \"/dev/rb-*\" }, { \"path\": \"/dev/rb/*\" } ] }");
+        l = list_after(n);
+        n = tk_lists(tk, B);
+        const V1beta1__Device *dev = listed(l, "rb-0");
+        cr_assert_not_null(dev, "the ID was dropped: both devices wanting it were refused");
+        cr_assert_str_eq(dev->health, "Healthy");
+        cr_assert_eq(l->n_devices, 1);
+        v1beta1__list_and_watch_response__free_unpacked(l, NULL);
+        cr_assert_eq(log_wait(e.log, "devices /dev/rb-0, /dev/rb/0 all want ID \"rb-0\": the one already served "
+                                     "under it stays", 10000), 0);
+        char *text = env_read(spec_b);
+        cr_assert_not_null(strstr(text, "\"/dev/rb-0\""), "%s", text);
+        cr_assert_null(strstr(text, "/dev/rb/0"), "the spec gives rb-0 the newcomer: %s", text);
+        free(text);
+        V1beta1__AllocateResponse *r = NULL;
+        grpc_channel *ch = tk_dial(tk, B);
+        cr_assert_eq(call_allocate(ch, &r, NULL, "rb-0", NULL, NULL), GRPC_STATUS_OK);
+        cr_assert_str_eq(r->container_responses[0]->cdi_devices[0]->name, "example.com/rb=rb-0");
+        v1beta1__allocate_response__free_unpacked(r, NULL);
+        grpc_channel_destroy(ch);
+
+        /* The device goes (Unhealthy, as on every hotplug), then a reload
+         * finds only the newcomer: rb-0 still means /dev/rb-0. */
+        env_rm(&e, "dev/rb-0");
+        l = list_after(n);
+        n = tk_lists(tk, B);
+        cr_assert_str_eq(listed(l, "rb-0")->health, "Unhealthy");
+        v1beta1__list_and_watch_response__free_unpacked(l, NULL);
+        reload_b("{ \"name\": \"" B "\", \"match\": [ { \"path\": \"/dev/rb/*\" } ] }");
+        l = list_after(n);
+        dev = listed(l, "rb-0");
+        cr_assert_not_null(dev);
+        cr_assert_str_eq(dev->health, "Unhealthy", "the newcomer took the ID of a device that is gone");
+        cr_assert_eq(l->n_devices, 1);
+        v1beta1__list_and_watch_response__free_unpacked(l, NULL);
+        cr_assert_eq(log_wait(e.log, "device /dev/rb/0 refused: its ID \"rb-0\" names /dev/rb-0", 10000), 0);
+        text = env_read(spec_b);
+        cr_assert_not_null(strstr(text, "\"/dev/rb-0\""), "%s", text);
+        cr_assert_null(strstr(text, "/dev/rb/0"), "the spec gives rb-0 the newcomer: %s", text);
+        free(text);
+        cr_assert_eq(log_count(e.log, "reload: 0 added, 1 changed, 0 removed, 1 unchanged"), 2);
+        cr_assert_eq(tk_registrations(tk, B), 1);
+        assert_confined();
+        free(spec_b);
+}
+
+/* Down to no resources and back: every stream ends and every socket
+ * goes, the daemon keeps running and answering on its other endpoints,
+ * and the resources come back served and registered like at start. */
+Test(reload, zero_resources_and_back) {
+        env_init(&e);
+        env_touch(&e, "dev/ra0");
+        env_touch(&e, "dev/rb0");
+        char *two;
+        cr_assert(asprintf(&two, "{ \"resources\": [ %s, %s ] }", resource_json(A), resource_json(B)) > 0);
+        write_file(e.config, two);
+        int port = http_free_port();
+        cr_assert_gt(port, 0);
+        char addr[64];
+        snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+        env_spawn(&e, "--metrics-address", addr, NULL);
+        cr_assert_eq(tk_start(e.kubelet_dir, &tk), 0);
+        registered(A, 1);
+        registered(B, 1);
+        cr_assert_eq(tk_wait_streams(tk, NULL, 2, 10000), 0);
+        char *sock_a = path_in(e.kubelet_dir, "cdiplug-example.com-ra.sock");
+        char *sock_b = path_in(e.kubelet_dir, "cdiplug-example.com-rb.sock");
+        inode(sock_a);
+        inode(sock_b);
+
+        rename_into_place(e.config, "{ \"resources\": [] }");
+        wait_summaries(1);
+        cr_assert_eq(log_count(e.log, "reload: 0 added, 0 changed, 2 removed, 0 unchanged"), 1);
+        cr_assert_eq(tk_wait_streams(tk, NULL, 0, 10000), 0, "a stream of a removed resource is still open");
+        struct stat st;
+        cr_assert_neq(stat(sock_a, &st), 0, "%s is still there", sock_a);
+        cr_assert_neq(stat(sock_b, &st), 0, "%s is still there", sock_b);
+        cr_assert_eq(env_dir_entries(e.kubelet_dir), 1, "more than kubelet.sock left in the kubelet dir");
+        cr_assert_eq(kill(e.pid, 0), 0, "the daemon is gone");
+        cr_assert_eq(http_get(port, "/healthz", NULL), 200);
+        char *body = NULL;
+        cr_assert_eq(http_get(port, "/metrics", &body), 200);
+        cr_assert_not_null(strstr(body, "cdiplug_kubelet_restarts_total"), "%s", body);
+        free(body);
+        /* Nothing configured is a valid state to reload from. */
+        kill(e.pid, SIGHUP);
+        wait_summaries(2);
+        cr_assert_eq(log_count(e.log, "reload: 0 added, 0 changed, 0 removed, 0 unchanged"), 1);
+
+        rename_into_place(e.config, two);
+        registered(A, 2);
+        registered(B, 2);
+        wait_summaries(3);
+        cr_assert_eq(log_count(e.log, "reload: 2 added, 0 changed, 0 removed, 0 unchanged"), 1);
+        cr_assert_eq(tk_wait_streams(tk, NULL, 2, 10000), 0);
+        inode(sock_a);
+        inode(sock_b);
+        V1beta1__AllocateResponse *r = NULL;
+        grpc_channel *ch = tk_dial(tk, B);
+        cr_assert_eq(call_allocate(ch, &r, NULL, "rb0", NULL, NULL), GRPC_STATUS_OK);
+        cr_assert_str_eq(r->container_responses[0]->cdi_devices[0]->name, "example.com/rb=rb0");
+        v1beta1__allocate_response__free_unpacked(r, NULL);
+        grpc_channel_destroy(ch);
+        /* The kubelet counts a Register before it answers; the daemon, when the answer comes. */
+        cr_assert_geq(log_wait_count(e.log, "registered with the kubelet", 4, 10000), 0);
+        cr_assert_eq(http_get(port, "/readyz", &body), 200, "%s", body);
+        free(body);
+        /* Their specs were kept meanwhile (nobody to ask), and are theirs again. */
+        cr_assert_eq(log_count(e.log, "removed CDI spec"), 0);
+        char *spec_b = path_in(e.cdi_dir, "example.com-rb.json");
+        inode(spec_b);
+        assert_confined();
+        int status = env_stop(&e, SIGTERM, 10000);
+        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "daemon did not stop cleanly: %d", status);
+        free(two);
+        free(sock_a);
         free(sock_b);
         free(spec_b);
 }

@@ -232,6 +232,7 @@ static void stream_open(struct tk *tk, struct tk_plugin *p, grpc_channel *ch) {
                                            gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
         s->next = tk->streams;
         tk->streams = s;
+        tk->changed = true;
         s->phase = ST_OPEN;
         if (dp_stream_start(s->call, s->send, &s->md, &s->op) != GRPC_CALL_OK)
                 stream_free(tk, s);
@@ -676,6 +677,26 @@ int tk_wait_registered(struct tk *tk, const char *resource, unsigned count, int 
         struct want w = {resource, count};
         pthread_mutex_lock(&tk->lock);
         int r = wait_until(tk, timeout_ms, registered_pred, &w);
+        pthread_mutex_unlock(&tk->lock);
+        return r;
+}
+
+static unsigned streams_of(struct tk *tk, const char *resource) {
+        unsigned n = 0;
+        for (struct tk_stream *s = tk->streams; s; s = s->next)
+                n += !resource || strcmp(s->plugin->resource, resource) == 0;
+        return n;
+}
+
+static bool streams_pred(struct tk *tk, const void *arg) {
+        const struct want *w = arg;
+        return streams_of(tk, w->resource) == w->n;
+}
+
+int tk_wait_streams(struct tk *tk, const char *resource, unsigned n, int timeout_ms) {
+        struct want w = {resource, n};
+        pthread_mutex_lock(&tk->lock);
+        int r = wait_until(tk, timeout_ms, streams_pred, &w);
         pthread_mutex_unlock(&tk->lock);
         return r;
 }

@@ -33,6 +33,9 @@ int tk_wait_registered(struct tk *tk, const char *resource, unsigned count, int 
 int tk_wait_lists(struct tk *tk, const char *resource, unsigned n, int timeout_ms,
                   V1beta1__ListAndWatchResponse **ret);
 unsigned tk_lists(struct tk *tk, const char *resource);
+/* Wait until exactly n ListAndWatch streams of the resource (of any
+ * resource with NULL) are open: a stream counts until its status came. */
+int tk_wait_streams(struct tk *tk, const char *resource, unsigned n, int timeout_ms);
 
 /* The RegisterRequest most recently received for the resource (a copy),
  * and the options its GetDevicePluginOptions answered. */
@@ -73,3 +76,9 @@ void tk_pr_set(struct tk_pr *pr, const V1__ListPodResourcesResponse *resp);
 void tk_pr_mode(struct tk_pr *pr, enum tk_pr_mode mode);
 /* Calls answered (or left unanswered) so far. */
 unsigned tk_pr_calls(struct tk_pr *pr);
+/* Answer one pod ns/pod whose container holds device id of resource; with
+ * resource NULL, no pod at all. */
+void tk_pr_hold(struct tk_pr *pr, const char *ns, const char *pod, const char *resource, const char *id);
+/* Date the socket back (its mtime), as a kubelet that started that many
+ * seconds ago: cdiplug trusts the pod list of a settled kubelet only. */
+int tk_pr_age(struct tk_pr *pr, int seconds);

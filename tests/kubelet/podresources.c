@@ -6,11 +6,14 @@
 #include "kubelet.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <grpc/grpc.h>
 #include <grpc/grpc_security.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "rpc.h"
@@ -258,4 +261,36 @@ unsigned tk_pr_calls(struct tk_pr *pr) {
         unsigned n = pr->calls;
         pthread_mutex_unlock(&pr->lock);
         return n;
+}
+
+void tk_pr_hold(struct tk_pr *pr, const char *ns, const char *pod, const char *resource, const char *id) {
+        V1__ListPodResourcesResponse resp = V1__LIST_POD_RESOURCES_RESPONSE__INIT;
+        V1__PodResources p = V1__POD_RESOURCES__INIT, *pods[] = {&p};
+        V1__ContainerResources c = V1__CONTAINER_RESOURCES__INIT, *ctrs[] = {&c};
+        V1__ContainerDevices dev = V1__CONTAINER_DEVICES__INIT, *devs[] = {&dev};
+        char *ids[] = {(char *)id};
+
+        if (resource) {
+                dev.resource_name = (char *)resource;
+                dev.n_device_ids = 1;
+                dev.device_ids = ids;
+                c.name = "app";
+                c.n_devices = 1;
+                c.devices = devs;
+                p.name = (char *)pod;
+                p.namespace_ = (char *)ns;
+                p.n_containers = 1;
+                p.containers = ctrs;
+                resp.n_pod_resources = 1;
+                resp.pod_resources = pods;
+        }
+        tk_pr_set(pr, &resp);
+}
+
+int tk_pr_age(struct tk_pr *pr, int seconds) {
+        struct timespec now, ts[2];
+
+        clock_gettime(CLOCK_REALTIME, &now);
+        ts[0] = ts[1] = (struct timespec){.tv_sec = now.tv_sec - seconds};
+        return utimensat(AT_FDCWD, pr->path, ts, 0) < 0 ? -errno : 0;
 }

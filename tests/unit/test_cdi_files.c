@@ -272,6 +272,69 @@ Test(cdi_files, stale_removal_takes_only_our_unconfigured_specs)
         free(list);
 }
 
+Test(cdi_files, sweep_lists_stale_specs_and_keeps_them_claimed)
+{
+        struct cdi_spec a = spec_for("example.com/serial", 1), b = spec_for("example.com/gpio", 1),
+                        c = spec_for("example.com/spi", 1);
+        const char *keep[] = { "example.com/serial", NULL };
+        char **stale = NULL, *list, *record, *gone = path_in("example.com-spi.json");
+
+        cr_assert_eq(cdi_spec_write(tmpdir, &a), 0);
+        cr_assert_eq(cdi_spec_write(tmpdir, &b), 0);
+        cr_assert_eq(cdi_spec_write(tmpdir, &c), 0);
+        cr_assert_eq(unlink(gone), 0); /* removed by hand: its claim goes */
+        put_file("example.com-usb.json", "{}\n");
+        put_file(".cdiplug-tmp.0123456789abcdef", "{");
+
+        cr_assert_eq(cdi_sweep(tmpdir, keep, &stale), 0);
+        cr_assert_not_null(stale);
+        cr_expect_str_eq(stale[0], "example.com-gpio.json");
+        cr_expect_null(stale[1]);
+        base_strv_free(stale);
+        list = listing();
+        cr_expect_str_eq(list, ".cdiplug-owned example.com-gpio.json example.com-serial.json example.com-usb.json");
+        free(list);
+        record = get_file(".cdiplug-owned");
+        cr_expect_not_null(strstr(record, "example.com-gpio.json"), "the stale spec is still ours");
+        cr_expect_null(strstr(record, "spi"), "a claim on a file that is gone stays");
+        free(record);
+
+        /* Then removed one by one: the file, then the claim. */
+        bool removed = false;
+        cr_assert_eq(cdi_spec_remove(tmpdir, "example.com-gpio.json", &removed), 0);
+        cr_expect(removed);
+        list = listing();
+        cr_expect_str_eq(list, ".cdiplug-owned example.com-serial.json example.com-usb.json");
+        free(list);
+        record = get_file(".cdiplug-owned");
+        cr_expect_null(strstr(record, "gpio"), "record still claims the removed file");
+        cr_expect_not_null(strstr(record, "example.com-serial.json"));
+        free(record);
+        /* Someone else's file is never removed, and a second removal is a no-op. */
+        cr_assert_eq(cdi_spec_remove(tmpdir, "example.com-usb.json", &removed), 0);
+        cr_expect_not(removed);
+        cr_assert_eq(cdi_spec_remove(tmpdir, "example.com-gpio.json", &removed), 0);
+        cr_expect_not(removed);
+        list = listing();
+        cr_expect_str_eq(list, ".cdiplug-owned example.com-serial.json example.com-usb.json");
+        free(list);
+        free(gone);
+}
+
+Test(cdi_files, sweep_and_remove_on_a_missing_dir)
+{
+        char *missing = path_in("nope"), **stale = NULL;
+        bool removed = true;
+
+        cr_assert_eq(cdi_sweep(missing, NULL, &stale), 0);
+        cr_assert_not_null(stale);
+        cr_expect_null(stale[0]);
+        base_strv_free(stale);
+        cr_assert_eq(cdi_spec_remove(missing, "example.com-gpio.json", &removed), 0);
+        cr_expect_not(removed);
+        free(missing);
+}
+
 Test(cdi_files, stale_removal_ignores_forged_record_lines)
 {
         char *outside = NULL, *list, *link = path_in("link.json");

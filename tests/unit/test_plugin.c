@@ -358,3 +358,92 @@ Test(plugin, devices_of_different_selectors_keep_their_own_extras) {
         for (int i = 0; i < 3; i++)
                 free(a[i].nodes);
 }
+
+/* A reload that changes a resource starts from a clone of its running
+ * devices: what each ID means survives, new shares give new share IDs,
+ * and changed edits leave no unused extras behind in the next clone. */
+Test(plugin, a_clone_keeps_ids_and_takes_the_new_settings) {
+        struct cfg_resource cfg = {.name = "example.com/cam", .socket_name = "cdiplug-example.com-cam.sock",
+                                   .shares = 1, .alloc_modes = CFG_ALLOC_CDI_CRI};
+        struct res_device a[] = {dev("v-0", "/dev/v-0", -1), dev("v1", "/dev/v1", 0)};
+        char *env_a[] = {"CAM=a", NULL}, *env_b[] = {"CAM=b", NULL};
+        a[0].edits.env = env_a;
+        a[0].id_is_path = true;
+        a[1].edits.env = env_a;
+        struct dp_plugin *p = plugin(&cfg, a, 2);
+
+        /* Two shares, new edits, v-0 gone and another node wanting its ID. */
+        struct cfg_resource cfg2 = cfg;
+        cfg2.shares = 2;
+        struct dp_plugin *c;
+        cr_assert_eq(dp_plugin_clone(p, &cfg2, &c), 0);
+        struct res_device b[] = {dev("v-0", "/dev/v/0", -1), dev("v1", "/dev/v1", 0)};
+        b[0].id_is_path = true;
+        b[1].edits.env = env_b;
+        struct res_devlist found = {.devs = b, .n = 2};
+        bool changed;
+        cr_assert_eq(dp_plugin_update(c, &found, &changed), 0);
+        cr_assert(changed);
+        cr_assert_eq(c->n_devs, 2);
+        cr_assert_eq(c->n_ids, 4);
+        cr_assert_str_eq(dp_plugin_id(c, 0), "v-0-0");
+        cr_assert_str_eq(dp_plugin_id(c, 3), "v1-1");
+        size_t i;
+        cr_assert_eq(dp_plugin_find_dev(c, "v-0", &i), 0);
+        cr_assert_str_eq(dp_str_next(dp_device_id(c, i)), "/dev/v-0", "the newcomer took the ID");
+        cr_assert_not(c->devs[i].healthy);
+        cr_assert_eq(dp_plugin_find_dev(c, "v1", &i), 0);
+        cr_assert(c->devs[i].healthy);
+        cr_assert_str_eq(dp_device_extras(c, i)->env[0], "CAM=b");
+        cr_assert_eq(c->n_extras, 2, "the old extras and the new");
+        /* The running plugin is untouched. */
+        cr_assert_eq(p->n_ids, 2);
+        cr_assert_str_eq(dp_device_extras(p, 1)->env[0], "CAM=a");
+        dp_plugin_free(p);
+
+        /* The next clone copies only the extras in use. */
+        struct cfg_resource cfg3 = cfg2;
+        struct dp_plugin *c2;
+        cr_assert_eq(dp_plugin_clone(c, &cfg3, &c2), 0);
+        struct res_device only[] = {dev("v1", "/dev/v1", 0)};
+        only[0].edits.env = env_b;
+        found = (struct res_devlist){.devs = only, .n = 1};
+        cr_assert_eq(dp_plugin_update(c2, &found, &changed), 0);
+        cr_assert_eq(c2->n_devs, 2);
+        cr_assert_eq(c2->n_ids, 4);
+        cr_assert_eq(c2->n_extras, 2);
+        cfg3.shares = 1;
+        struct dp_plugin *c3;
+        cr_assert_eq(dp_plugin_clone(c2, &cfg3, &c3), 0);
+        cr_assert_eq(dp_plugin_update(c3, &found, &changed), 0);
+        cr_assert_eq(c3->n_ids, 2);
+        cr_assert_str_eq(dp_plugin_id(c3, 0), "v-0");
+        V1beta1__ListAndWatchResponse *l = list_of(c3);
+        cr_assert_eq(l->n_devices, 2);
+        cr_assert_str_eq(l->devices[0]->health, "Unhealthy");
+        cr_assert_str_eq(l->devices[1]->health, "Healthy");
+        v1beta1__list_and_watch_response__free_unpacked(l, NULL);
+        dp_plugin_free(c);
+        dp_plugin_free(c2);
+        dp_plugin_free(c3);
+
+        /* Edits changed twice: the first set, used by nothing, is not copied on. */
+        struct res_device v1a[] = {dev("v1", "/dev/v1", 0)};
+        v1a[0].edits.env = env_a;
+        struct dp_plugin *q = plugin(&cfg, v1a, 1), *q2, *q3;
+        cr_assert_eq(dp_plugin_clone(q, &cfg, &q2), 0);
+        cr_assert_eq(dp_plugin_update(q2, &found, &changed), 0);
+        cr_assert_eq(q2->n_extras, 2);
+        cr_assert_eq(dp_plugin_clone(q2, &cfg, &q3), 0);
+        cr_assert_eq(q3->n_extras, 1);
+        cr_assert_str_eq(dp_device_extras(q3, 0)->env[0], "CAM=b");
+        dp_plugin_free(q);
+        dp_plugin_free(q2);
+        dp_plugin_free(q3);
+        free(v1a[0].nodes);
+        for (int k = 0; k < 2; k++) {
+                free(a[k].nodes);
+                free(b[k].nodes);
+        }
+        free(only[0].nodes);
+}

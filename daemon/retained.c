@@ -1,0 +1,404 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* CDI specs of resources no longer configured: removed by a reload, or
+ * found at start-up in the ownership record with no resource of the
+ * config behind them.
+ *
+ * Such a spec may still be needed: the kubelet keeps a pod's devices
+ * (and the Allocate answer naming them) in its checkpoint, and starts a
+ * crashed container again with the same CDI names, which the runtime
+ * resolves through the spec file. So the spec stays while the kubelet's
+ * PodResources List shows a pod holding a device of its resource, and
+ * goes once it answers that none does. Resource names map to spec files
+ * by fixed rules (cdi.h), so a spec found at start-up, whose resource's
+ * name is long gone, is matched too.
+ *
+ * PodResources (v1) has no watch, and nothing else tells the daemon that
+ * a pod went away, so the check is repeated on the daemon's timerfd while
+ * such specs exist: after 1 s, doubling up to 5 minutes, asynchronously
+ * on the completion queue (the daemon never blocks on the kubelet). A
+ * spec costs only its file, so a late removal is cheap, and with nothing
+ * retained nothing is armed. A reload (SIGHUP) asks again at once.
+ *
+ * Removing a spec that a pod still needs would break that pod's next
+ * container start, so any doubt keeps it: no socket or no answer (the log
+ * says how to remove it by hand), and a kubelet that started less than a
+ * minute ago, since its List shows only the pods it has synced from its
+ * sources so far (its pod-resources socket's mtime is when it bound it). */
+#include <grpc/support/alloc.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "cdi.h"
+#include "daemon.h"
+#include "kubelet.h"
+#include "options.h"
+#include "plugin.h"
+#include "retained.h"
+#include "rpc.h"
+#include "util.h"
+
+#define CHECK_MIN_MS 1000
+#define CHECK_MAX_MS (5 * 60 * 1000)
+/* Off the serving path and waited on by nothing: room for a busy kubelet. */
+#define LIST_DEADLINE_MS 2000
+#define SETTLE_S 60
+
+#define METHOD_LIST "/v1.PodResourcesLister/List"
+
+/* What the log last said about a spec, so each news is said once. */
+enum said { SAID_NOTHING, SAID_HELD, SAID_UNKNOWN };
+
+struct kept {
+        char *file;      /* in the CDI dir */
+        char *resource;  /* its resource, when known (removed by a reload) */
+        char *label;     /* what the log calls it, after the path */
+        enum said said;
+};
+
+struct dp_retained {
+        struct dp_tag tag;       /* first: the List's completion */
+        struct kept *v;
+        size_t n;
+        grpc_channel *ch;        /* of the List in flight */
+        grpc_call *call;         /* NULL: none in flight */
+        struct dp_unary u;
+        bool again;              /* a check was asked for meanwhile */
+        unsigned rounds;         /* checks in a row that kept a spec */
+        uint64_t due_ms;         /* next check (CLOCK_MONOTONIC), 0: none */
+};
+
+static void on_listed(struct dp_daemon *d, struct dp_tag *tag, bool ok);
+
+static void kept_clear(struct kept *k) {
+        free(k->file);
+        free(k->resource);
+        free(k->label);
+}
+
+static void drop(struct dp_retained *rt, size_t i) {
+        kept_clear(&rt->v[i]);
+        memmove(&rt->v[i], &rt->v[i + 1], (rt->n - i - 1) * sizeof(*rt->v));
+        rt->n--;
+}
+
+static const char *about(const struct kept *k) {
+        return k->label;
+}
+
+int dp_retained_add(struct dp_daemon *d, const char *file, const char *resource) {
+        struct dp_retained *rt = d->retained_specs;
+        struct kept k = {0}, *v;
+
+        if (!rt) {
+                rt = calloc(1, sizeof(*rt));
+                if (!rt)
+                        return -ENOMEM;
+                rt->tag.fn = on_listed;
+                d->retained_specs = rt;
+        }
+        for (size_t i = 0; i < rt->n; i++)
+                if (strcmp(rt->v[i].file, file) == 0)
+                        return 0;
+        k.file = strdup(file);
+        if (resource) {
+                k.resource = strdup(resource);
+                if (xasprintf(&k.label, "of resource \"%s\", removed from the config", resource) < 0)
+                        k.label = NULL;
+        } else
+                k.label = strdup("of a resource no longer configured");
+        v = k.file && (k.resource || !resource) && k.label ? realloc(rt->v, (rt->n + 1) * sizeof(*v)) : NULL;
+        if (!v) {
+                kept_clear(&k);
+                return -ENOMEM;
+        }
+        rt->v = v;
+        rt->v[rt->n++] = k;
+        return 0;
+}
+
+/* Whether a configured resource writes the file again (re-added by a
+ * reload): then it is its spec, not a retained one. */
+static bool configured(const struct dp_daemon *d, const char *file) {
+        for (size_t i = 0; i < d->n_res; i++) {
+                _cleanup_free_ char *name = NULL;
+                if (cdi_spec_file_name(d->res[i]->plugin->kind, &name) >= 0 && strcmp(name, file) == 0)
+                        return true;
+        }
+        return false;
+}
+
+/* Specs that need no more checking: owned again, or removed by hand. */
+static void prune(struct dp_daemon *d) {
+        struct dp_retained *rt = d->retained_specs;
+        const char *dir = d->opts->cdi_dir;
+
+        for (size_t i = 0; i < rt->n;) {
+                const struct kept *k = &rt->v[i];
+                _cleanup_free_ char *path = NULL;
+                struct stat st;
+                bool removed;
+
+                if (configured(d, k->file)) {
+                        log_debug("CDI spec %s/%s belongs to a configured resource again", dir, k->file);
+                        drop(rt, i);
+                        continue;
+                }
+                if (xasprintf(&path, "%s/%s", dir, k->file) < 0 || lstat(path, &st) == 0 || errno != ENOENT) {
+                        i++;
+                        continue;
+                }
+                /* Its claim in the record goes too. */
+                if (cdi_spec_remove(dir, k->file, &removed) < 0)
+                        log_debug("cannot drop the claim on %s from the record in %s", k->file, dir);
+                log_with(LOG_INFO, &(struct log_fields){.resource = k->resource ? k->resource : "", .path = path},
+                         "CDI spec %s (%s) is gone (removed by hand, or it had no devices): nothing to keep",
+                         path, about(k));
+                drop(rt, i);
+        }
+}
+
+static uint64_t next_delay(const struct dp_retained *rt) {
+        uint64_t delay = (uint64_t)CHECK_MIN_MS << (rt->rounds < 10 ? rt->rounds : 10);
+        return delay > CHECK_MAX_MS ? CHECK_MAX_MS : delay;
+}
+
+static void schedule(struct dp_daemon *d) {
+        struct dp_retained *rt = d->retained_specs;
+
+        rt->due_ms = dp_now_ms() + next_delay(rt);
+        rt->rounds++;
+        dp_arm_timer(d);
+}
+
+/* PodResources cannot be asked: every spec stays, and the operator hears
+ * once per spec how to remove it. */
+static void unknown(struct dp_daemon *d, const char *why, bool retry) {
+        struct dp_retained *rt = d->retained_specs;
+        const char *dir = d->opts->cdi_dir;
+        _cleanup_free_ char *when = NULL;
+
+        /* On failure when stays NULL and the line says less. */
+        if ((retry ? xasprintf(&when, "cdiplug asks again in %llu s", (unsigned long long)(next_delay(rt) / 1000))
+                   : xasprintf(&when, "cdiplug asks again on the next reload (SIGHUP)")) < 0)
+                when = NULL;
+        for (size_t i = 0; i < rt->n; i++) {
+                struct kept *k = &rt->v[i];
+                if (k->said == SAID_UNKNOWN)
+                        continue;
+                k->said = SAID_UNKNOWN;
+                log_with(LOG_WARN, &(struct log_fields){.resource = k->resource ? k->resource : ""},
+                         "CDI spec %s/%s (%s) kept: cannot ask the kubelet's PodResources whether a pod holds "
+                         "one of its devices (%s); %s. To remove it by hand once no pod on this node holds one: "
+                         "rm %s/%s", dir, k->file, about(k), why, when ? when : "", dir, k->file);
+        }
+        if (retry)
+                schedule(d);
+}
+
+static int start_list(struct dp_daemon *d, const char *socket) {
+        struct dp_retained *rt = d->retained_specs;
+        V1__ListPodResourcesRequest req = V1__LIST_POD_RESOURCES_REQUEST__INIT;
+
+        rt->ch = dp_channel_unix(socket);
+        if (!rt->ch)
+                return -ENOMEM;
+        rt->call = grpc_channel_create_call(rt->ch, NULL, GRPC_PROPAGATE_DEFAULTS, d->cq,
+                                            grpc_slice_from_static_string(METHOD_LIST), NULL,
+                                            dp_deadline_ms(LIST_DEADLINE_MS), NULL);
+        dp_unary_init(&rt->u, dp_pack(&req.base));
+        if (!rt->call || dp_unary_start(rt->call, &rt->u, &rt->tag) != GRPC_CALL_OK) {
+                if (rt->call)
+                        grpc_call_unref(rt->call);
+                rt->call = NULL;
+                dp_unary_clear(&rt->u);
+                grpc_channel_destroy(rt->ch);
+                rt->ch = NULL;
+                return -EIO;
+        }
+        d->live++;
+        return 0;
+}
+
+static void check(struct dp_daemon *d) {
+        struct dp_retained *rt = d->retained_specs;
+        const char *socket = dp_podres_socket(d);
+        _cleanup_free_ char *why = NULL;
+        struct stat st;
+        time_t age;
+
+        rt->due_ms = 0;
+        prune(d);
+        if (!rt->n || d->stopping)
+                return;
+        if (rt->call) {
+                rt->again = true;
+                return;
+        }
+        if (!socket) {
+                unknown(d, "PodResources is switched off: \"metrics.pod_resources_socket\" is \"\"", false);
+                return;
+        }
+        if (stat(socket, &st) < 0 || !S_ISSOCK(st.st_mode)) {
+                if (xasprintf(&why, "no socket at %s", socket) < 0)
+                        why = NULL;
+                unknown(d, why ? why : socket, true);
+                return;
+        }
+        /* A socket from the future: the clock was set back since the
+         * kubelet bound it, which is no sign of a young kubelet. */
+        age = time(NULL) - st.st_mtim.tv_sec;
+        if (age >= 0 && age < SETTLE_S) {
+                log_debug("PodResources on %s: the kubelet started %lld s ago and may not list every pod yet; "
+                          "%zu retained CDI specs stay, asking again in %lld s",
+                          socket, (long long)age, rt->n, (long long)(SETTLE_S - age));
+                rt->due_ms = dp_now_ms() + (uint64_t)(SETTLE_S - age) * 1000;
+                dp_arm_timer(d);
+                return;
+        }
+        if (start_list(d, socket) < 0)
+                unknown(d, "cannot start a List call", true);
+}
+
+void dp_retained_check(struct dp_daemon *d) {
+        if (!d->retained_specs)
+                return;
+        d->retained_specs->rounds = 0;
+        check(d);
+}
+
+void dp_retained_due(struct dp_daemon *d) {
+        struct dp_retained *rt = d->retained_specs;
+
+        if (rt && rt->due_ms && rt->due_ms <= dp_now_ms())
+                check(d);
+}
+
+uint64_t dp_retained_due_at(const struct dp_daemon *d) {
+        return d->retained_specs ? d->retained_specs->due_ms : 0;
+}
+
+/* The first pod holding a device of the resource whose spec is file,
+ * and that device. */
+static const V1__PodResources *holder(const V1__ListPodResourcesResponse *resp, const char *file,
+                                      const char **ret_device) {
+        for (size_t p = 0; p < resp->n_pod_resources; p++) {
+                const V1__PodResources *pod = resp->pod_resources[p];
+                for (size_t c = 0; c < pod->n_containers; c++) {
+                        const V1__ContainerResources *ctr = pod->containers[c];
+                        for (size_t i = 0; i < ctr->n_devices; i++) {
+                                const V1__ContainerDevices *dev = ctr->devices[i];
+                                _cleanup_free_ char *kind = NULL, *name = NULL;
+                                if (!dev->n_device_ids || cdi_kind_from_resource(dev->resource_name, &kind) < 0 ||
+                                    cdi_spec_file_name(kind, &name) < 0 || strcmp(name, file) != 0)
+                                        continue;
+                                *ret_device = dev->device_ids[0];
+                                return pod;
+                        }
+                }
+        }
+        return NULL;
+}
+
+static void judge(struct dp_daemon *d, const V1__ListPodResourcesResponse *resp, const char *socket) {
+        struct dp_retained *rt = d->retained_specs;
+        const char *dir = d->opts->cdi_dir;
+        unsigned long long s = (unsigned long long)(next_delay(rt) / 1000);
+        bool again = false;
+
+        for (size_t i = 0; i < rt->n;) {
+                struct kept *k = &rt->v[i];
+                struct log_fields f = {.resource = k->resource ? k->resource : ""};
+                const char *device = NULL;
+                const V1__PodResources *pod = holder(resp, k->file, &device);
+                bool removed = false;
+                int r;
+
+                if (pod) {
+                        again = true;
+                        if (k->said != SAID_HELD)
+                                log_with(LOG_INFO, &f,
+                                         "CDI spec %s/%s (%s) kept: pod %s/%s holds its device \"%s\"; cdiplug "
+                                         "asks PodResources again in %llu s and removes it once no pod holds one",
+                                         dir, k->file, about(k), pod->namespace_, pod->name, device, s);
+                        k->said = SAID_HELD;
+                        i++;
+                        continue;
+                }
+                r = cdi_spec_remove(dir, k->file, &removed);
+                if (r < 0) {
+                        /* A write error: the next check tries again. */
+                        again = true;
+                        log_with(LOG_ERR, &f, "cannot remove CDI spec %s/%s (%s): %s; trying again in %llu s",
+                                 dir, k->file, about(k), strerror(-r), s);
+                        i++;
+                        continue;
+                }
+                log_with(LOG_INFO, &f,
+                         "removed CDI spec %s/%s (%s): no pod holds one of its devices (PodResources on %s)", dir,
+                         k->file, about(k), socket);
+                drop(rt, i);
+        }
+        if (again)
+                schedule(d);
+}
+
+static void on_listed(struct dp_daemon *d, struct dp_tag *tag, bool ok) {
+        struct dp_retained *rt = (struct dp_retained *)tag;
+        ProtobufCMessage *resp = NULL;
+        _cleanup_free_ char *why = NULL;
+        const char *socket = dp_podres_socket(d);
+        grpc_status_code status = rt->u.status;
+        int r = -EIO;
+
+        if (ok && status == GRPC_STATUS_OK)
+                r = dp_unpack(rt->u.recv, &v1__list_pod_resources_response__descriptor, &resp);
+        if (r < 0) {
+                char *details = grpc_slice_to_c_string(rt->u.details);
+                if (xasprintf(&why, "%s on %s: %s", status == GRPC_STATUS_OK ? "no valid answer" : "List failed",
+                              socket ? socket : "?", details && *details ? details : strerror(-r)) < 0)
+                        why = NULL;
+                gpr_free(details);
+        }
+        grpc_call_unref(rt->call);
+        rt->call = NULL;
+        dp_unary_clear(&rt->u);
+        grpc_channel_destroy(rt->ch);
+        rt->ch = NULL;
+        d->live--;
+
+        if (!d->stopping) {
+                prune(d);
+                if (rt->n && r < 0)
+                        unknown(d, why ? why : "no answer", true);
+                else if (rt->n)
+                        judge(d, (const V1__ListPodResourcesResponse *)resp, socket ? socket : "?");
+                if (rt->again) {
+                        rt->again = false;
+                        rt->rounds = 0;
+                        check(d);
+                }
+        }
+        if (resp)
+                protobuf_c_message_free_unpacked(resp, NULL);
+        dp_maybe_finish(d);
+}
+
+void dp_retained_stop(struct dp_daemon *d) {
+        struct dp_retained *rt = d->retained_specs;
+
+        if (rt && rt->call)
+                grpc_call_cancel(rt->call, NULL);
+}
+
+void dp_retained_free(struct dp_daemon *d) {
+        struct dp_retained *rt = d->retained_specs;
+
+        if (!rt)
+                return;
+        for (size_t i = 0; i < rt->n; i++)
+                kept_clear(&rt->v[i]);
+        free(rt->v);
+        free(rt);
+        d->retained_specs = NULL;
+}
