@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <time.h>
 
@@ -33,20 +34,55 @@ static const char *const grpc_code_names[DP_GRPC_CODES] = {
 static const char *const event_names[DP_EV_N] = {"appeared", "vanished", "recovered"};
 
 void dp_mbuf_free(struct dp_mbuf *b) {
-        free(b->s);
+        if (b->mapped)
+                munmap(b->s, b->cap);
+        else
+                free(b->s);
         *b = (struct dp_mbuf){0};
+}
+
+/* A page of 10,000 devices is a megabyte, made once per scrape. Kept
+ * between scrapes it would double the daemon's footprint, so it is
+ * mapped for the scrape and unmapped once sent; and mapped populated:
+ * faulting its pages in one by one cost more than writing the page
+ * (about half the daemon's CPU per scrape on a VM). */
+static int mbuf_resize(struct dp_mbuf *b, size_t cap) {
+        size_t page = (size_t)sysconf(_SC_PAGESIZE);
+        char *s;
+
+        if (cap < DP_MBUF_MAP_MIN && !b->mapped) {
+                s = realloc(b->s, cap);
+                if (!s)
+                        return -ENOMEM;
+        } else {
+                cap = (cap + page - 1) & ~(page - 1);
+                if (b->mapped) {
+                        s = mremap(b->s, b->cap, cap, MREMAP_MAYMOVE);
+                        /* Best effort: without it the new pages fault in
+                         * when written, as they would have anyway. */
+                        if (s != MAP_FAILED)
+                                (void)madvise(s + b->cap, cap - b->cap, MADV_POPULATE_WRITE);
+                } else {
+                        s = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
+                                 -1, 0);
+                        if (s != MAP_FAILED && b->s) {
+                                memcpy(s, b->s, b->len);
+                                free(b->s);
+                        }
+                }
+                if (s == MAP_FAILED)
+                        return -ENOMEM;
+                b->mapped = true;
+        }
+        b->s = s;
+        b->cap = cap;
+        return 0;
 }
 
 void dp_mbuf_reserve(struct dp_mbuf *b, size_t cap) {
         if (b->err || b->cap >= cap)
                 return;
-        char *s = realloc(b->s, cap);
-        if (!s) {
-                b->err = -ENOMEM;
-                return;
-        }
-        b->s = s;
-        b->cap = cap;
+        b->err = mbuf_resize(b, cap);
 }
 
 void dp_mbuf_put(struct dp_mbuf *b, const char *s, size_t n) {
@@ -61,13 +97,9 @@ void dp_mbuf_put(struct dp_mbuf *b, const char *s, size_t n) {
                         }
                         cap *= 2;
                 }
-                char *s2 = realloc(b->s, cap);
-                if (!s2) {
-                        b->err = -ENOMEM;
+                b->err = mbuf_resize(b, cap);
+                if (b->err)
                         return;
-                }
-                b->s = s2;
-                b->cap = cap;
         }
         memcpy(b->s + b->len, s, n);
         b->len += n;
@@ -489,10 +521,13 @@ int dp_metrics_render(struct dp_daemon *d, struct dp_podres *pr, struct dp_mbuf 
         render_allocations(b, d, list);
         render_calls(b, d);
         pthread_mutex_unlock(&d->lock);
+        bool up = list != NULL;
+        if (pr)
+                dp_podres_release(pr);
         dp_metric_header(b, "cdiplug_pod_resources_up", "gauge",
                          "1 when the last List on the kubelet's PodResources API answered in time.");
         dp_metric_start(b, "cdiplug_pod_resources_up");
-        dp_metric_u64(b, list != NULL);
+        dp_metric_u64(b, up);
         dp_metric_header(b, "cdiplug_pod_resources_errors_total", "counter",
                          "PodResources List calls that failed, timed out or answered garbage.");
         dp_metric_start(b, "cdiplug_pod_resources_errors_total");

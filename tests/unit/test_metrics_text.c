@@ -22,6 +22,42 @@ Test(metrics_text, escapes_label_values) {
         dp_mbuf_free(&b);
 }
 
+/* A page grows from the heap into a mapping of its own and on by
+ * remapping; what was written survives each move. */
+Test(metrics_text, buffer_grows_into_a_mapping) {
+        struct dp_mbuf b = {0};
+        char line[64];
+        size_t lines = 0;
+
+        while (b.len < 3 * DP_MBUF_MAP_MIN) {
+                int n = snprintf(line, sizeof(line), "line %zu\n", lines++);
+                dp_mbuf_put(&b, line, (size_t)n);
+                cr_assert_eq(b.err, 0);
+        }
+        cr_assert(b.mapped);
+        cr_assert_geq(b.cap, b.len + 1);
+        cr_assert_eq(b.s[b.len], '\0');
+        char *p = b.s;
+        for (size_t i = 0; i < lines; i++) {
+                int n = snprintf(line, sizeof(line), "line %zu\n", i);
+                cr_assert(strncmp(p, line, (size_t)n) == 0, "line %zu", i);
+                p += n;
+        }
+        dp_mbuf_free(&b);
+        cr_assert_null(b.s);
+
+        /* Reserved big from the start, then written past the reserve. */
+        dp_mbuf_reserve(&b, DP_MBUF_MAP_MIN + 1);
+        cr_assert(b.mapped);
+        size_t cap = b.cap;
+        while (b.len <= cap)
+                dp_mbuf_puts(&b, "0123456789abcdef");
+        cr_assert_eq(b.err, 0);
+        cr_assert_gt(b.cap, cap);
+        cr_assert_eq(strspn(b.s, "0123456789abcdef"), b.len);
+        dp_mbuf_free(&b);
+}
+
 Test(metrics_text, samples_without_labels_and_values) {
         struct dp_mbuf b = {0};
         dp_metric_header(&b, "up_total", "counter", "Help with a \\ and a\nnewline.");
