@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The monitoring endpoint: libmicrohttpd on one internal thread (epoll),
- * serving /metrics, /healthz and /readyz, GET only.
+ * serving /metrics, /healthz and /readyz, GET and HEAD only.
  *
  * The listening socket is ours, bound before the lock-down: afterwards
  * the seccomp filter refuses sockets of any family but AF_UNIX. The
@@ -157,7 +157,7 @@ static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status, const
         }
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
         if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
-                MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, "GET");
+                MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
         r = MHD_queue_response(conn, status, resp);
         MHD_destroy_response(resp);
         return r;
@@ -238,9 +238,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 
         log_debug("metrics endpoint: %.16s %.200s", method, url);
         /* Answered at the headers: a body, if any, is never read, and
-         * libmicrohttpd closes the connection after the answer. */
-        if (strcmp(method, MHD_HTTP_METHOD_GET) != 0)
-                return reply_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET is served here\n");
+         * libmicrohttpd closes the connection after the answer. HEAD is
+         * answered as GET and libmicrohttpd leaves the body out (RFC 9110
+         * 9.3.2: same header fields, Content-Length included): load
+         * balancers and uptime checkers probe with HEAD. */
+        if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
+                return reply_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET and HEAD are served here\n");
         if (strcmp(url, "/metrics") == 0) {
                 *con_cls = h; /* for done() */
                 return metrics(h, conn);
