@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "env.h"
@@ -329,6 +330,29 @@ Test(metrics, methods_and_paths) {
         cr_assert_eq(http_get(port, "/healthz", &body), 200);
         cr_assert_str_eq(body, "ok\n");
         free(body);
+}
+
+/* With the endpoint on, a daemon nobody scrapes still never wakes: not
+ * its own threads, not libmicrohttpd's (it waits in epoll_wait with no
+ * timeout while no connection is open), also after a scrape, which left
+ * a PodResources channel open and a connection closed. */
+Test(metrics, no_wakeups_while_nobody_scrapes) {
+        static const char *const threads[] = {"cdiplug", "cdiplug-watch", "MHD-single", NULL};
+        struct timespec settle = {0, 300000000}, idle = {2, 0};
+        int n = 0;
+
+        start(true);
+        free(scrape());
+        nanosleep(&settle, NULL); /* the scrape's connection closes */
+        long before = proc_thread_switches(e.pid, threads, &n);
+        cr_assert_eq(n, 3, "the daemon's threads and the endpoint's: %d of 3 found", n);
+        nanosleep(&idle, NULL); /* the point: two seconds in which nothing happens */
+        long after = proc_thread_switches(e.pid, threads, NULL);
+        cr_assert_eq(after, before, "the daemon's and the endpoint's threads woke %ld times in 2 s of idleness",
+                     after - before);
+        /* And the endpoint's thread does wake for a scrape. */
+        free(scrape());
+        cr_assert_gt(proc_thread_switches(e.pid, threads, NULL), after);
 }
 
 Test(metrics, hostile_clients_leave_it_serving) {
