@@ -47,6 +47,7 @@ void dp_metric_double(struct dp_mbuf *b, double v);
 /* A histogram of seconds with fixed buckets (DP_HIST_BOUNDS). */
 #define DP_HIST_BUCKETS 12
 extern const double dp_hist_bounds[DP_HIST_BUCKETS];
+extern const char *const dp_hist_bound_labels[DP_HIST_BUCKETS];
 struct dp_histogram {
         uint64_t le[DP_HIST_BUCKETS]; /* observations <= bound, not cumulated */
         uint64_t count;

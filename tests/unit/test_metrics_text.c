@@ -58,6 +58,15 @@ Test(metrics_text, buffer_grows_into_a_mapping) {
         dp_mbuf_free(&b);
 }
 
+/* The le labels are written from a table, not formatted per scrape. */
+Test(metrics_text, bucket_labels_match_the_bounds) {
+        for (size_t i = 0; i < DP_HIST_BUCKETS; i++) {
+                char le[32];
+                snprintf(le, sizeof(le), "%g", dp_hist_bounds[i]);
+                cr_assert_str_eq(dp_hist_bound_labels[i], le, "bucket %zu", i);
+        }
+}
+
 Test(metrics_text, samples_without_labels_and_values) {
         struct dp_mbuf b = {0};
         dp_metric_header(&b, "up_total", "counter", "Help with a \\ and a\nnewline.");
