@@ -1146,8 +1146,8 @@ static void bench_scrape_small(void) {
         char *cfg_path = path_join(dir, "config.json"), *prsock = path_join(dir, "pod-resources.sock");
         char *cfg = resources_config(MANY, "d", ""), *metrics_cfg;
         struct timespec settle = {.tv_sec = 1}, gap = {.tv_sec = 1, .tv_nsec = 100 * 1000 * 1000L};
-        struct tk *tk;
-        struct tk_pr *pr;
+        struct tk *tk = NULL;
+        struct tk_pr *pr = NULL;
         int port = free_port();
 
         if (tk_start(kdir, &tk) < 0 || tk_pr_start(prsock, &pr) < 0)
