@@ -346,11 +346,9 @@ static char *u64_digits(char buf[24], uint64_t v) {
         return p;
 }
 
-/* One cdiplug_device_info line. pre is the line up to the device ID (the
- * resource's, written once per resource); the rest is written in place,
- * one capacity check a line: this is the bulk of a scrape (10,000 lines
- * for 10,000 devices). */
-static void device_line(struct dp_mbuf *b, const struct dp_mbuf *pre, const char *id, bool healthy, int numa) {
+/* The rest is written in place, one capacity check a line: this is the
+ * bulk of a scrape (10,000 lines for 10,000 devices). */
+void dp_metric_device_line(struct dp_mbuf *b, const struct dp_mbuf *pre, const char *id, bool healthy, int numa) {
         static const char ok[] = "\",health=\"Healthy", bad[] = "\",health=\"Unhealthy", numa_key[] = "\",numa_node=\"",
                           end[] = "\"} 1\n";
         char digits[24], *num = u64_digits(digits, numa >= 0 ? (uint64_t)numa : 0);
@@ -402,7 +400,7 @@ static void render_devices(struct dp_mbuf *b, struct dp_daemon *d) {
                         return;
                 }
                 for (size_t j = 0; j < p->n_devs; j++)
-                        device_line(b, &pre, dp_device_id(p, j), p->devs[j].healthy, p->devs[j].numa_node);
+                        dp_metric_device_line(b, &pre, dp_device_id(p, j), p->devs[j].healthy, p->devs[j].numa_node);
                 dp_mbuf_free(&pre);
         }
         dp_metric_header(b, "cdiplug_devices", "gauge", "Devices of the resource by health.");

@@ -44,6 +44,11 @@ void dp_metric_label(struct dp_mbuf *b, const char *key, const char *value);
 void dp_metric_u64(struct dp_mbuf *b, uint64_t v);
 void dp_metric_double(struct dp_mbuf *b, double v);
 
+/* One cdiplug_device_info sample: pre holds the line up to the device ID
+ * (the resource's, written once per resource); numa < 0 leaves numa_node
+ * out. */
+void dp_metric_device_line(struct dp_mbuf *b, const struct dp_mbuf *pre, const char *id, bool healthy, int numa);
+
 /* A histogram of seconds with fixed buckets (DP_HIST_BOUNDS). */
 #define DP_HIST_BUCKETS 12
 extern const double dp_hist_bounds[DP_HIST_BUCKETS];

@@ -58,6 +58,34 @@ Test(metrics_text, buffer_grows_into_a_mapping) {
         dp_mbuf_free(&b);
 }
 
+/* The device lines, written in place: plain IDs, an ID that needs
+ * escaping, NUMA nodes or none, and a buffer that must grow for them. */
+Test(metrics_text, device_lines) {
+        struct dp_mbuf pre = {0}, b = {0};
+        dp_mbuf_puts(&pre, "cdiplug_device_info{resource=\"r\",device=\"");
+        dp_metric_device_line(&b, &pre, "a", true, -1);
+        dp_metric_device_line(&b, &pre, "b-0", false, 0);
+        dp_metric_device_line(&b, &pre, "q\"x\\y\nz", true, 32767);
+        dp_metric_device_line(&b, &pre, "", false, -1);
+        cr_assert_eq(b.err, 0);
+        cr_assert_str_eq(b.s, "cdiplug_device_info{resource=\"r\",device=\"a\",health=\"Healthy\"} 1\n"
+                              "cdiplug_device_info{resource=\"r\",device=\"b-0\",health=\"Unhealthy\",numa_node=\"0\"} 1\n"
+                              "cdiplug_device_info{resource=\"r\",device=\"q\\\"x\\\\y\\nz\",health=\"Healthy\","
+                              "numa_node=\"32767\"} 1\n"
+                              "cdiplug_device_info{resource=\"r\",device=\"\",health=\"Unhealthy\"} 1\n");
+        size_t len = b.len;
+        for (int i = 0; i < 5000; i++)
+                dp_metric_device_line(&b, &pre, "dev", i % 2, i % 3 - 1);
+        cr_assert_eq(b.err, 0);
+        cr_assert(b.mapped);
+        cr_assert_eq(strlen(b.s), b.len);
+        static const char first[] = "cdiplug_device_info{resource=\"r\",device=\"dev\",health=\"Unhealthy\"} 1\n"
+                                    "cdiplug_device_info{resource=\"r\",device=\"dev\",health=\"Healthy\",numa_node=\"0\"} 1\n";
+        cr_assert(strncmp(b.s + len, first, strlen(first)) == 0, "%.200s", b.s + len);
+        dp_mbuf_free(&b);
+        dp_mbuf_free(&pre);
+}
+
 /* The le labels are written from a table, not formatted per scrape. */
 Test(metrics_text, bucket_labels_match_the_bounds) {
         for (size_t i = 0; i < DP_HIST_BUCKETS; i++) {
