@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <time.h>
 
@@ -25,6 +26,11 @@
 const double dp_hist_bounds[DP_HIST_BUCKETS] = {
         0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 1,
 };
+/* The same as "%g" writes them (a unit test checks), for the le label:
+ * formatting a double costs more than the rest of the line. */
+const char *const dp_hist_bound_labels[DP_HIST_BUCKETS] = {
+        "5e-05", "0.0001", "0.00025", "0.0005", "0.001", "0.0025", "0.005", "0.01", "0.025", "0.05", "0.1", "1",
+};
 
 /* The names grpc-go and its Prometheus middleware use for the code label. */
 static const char *const grpc_code_names[DP_GRPC_CODES] = {
@@ -36,43 +42,91 @@ static const char *const grpc_code_names[DP_GRPC_CODES] = {
 static const char *const event_names[DP_EV_N] = {"appeared", "vanished", "recovered"};
 
 void dp_mbuf_free(struct dp_mbuf *b) {
-        free(b->s);
+        if (b->mapped)
+                munmap(b->s, b->cap);
+        else
+                free(b->s);
         *b = (struct dp_mbuf){0};
+}
+
+/* A page of 10,000 devices is a megabyte, made once per scrape. Kept
+ * between scrapes it would double the daemon's footprint, so it is
+ * mapped for the scrape and unmapped once sent; and mapped populated:
+ * faulting its pages in one by one cost more than writing the page
+ * (about half the daemon's CPU per scrape on a VM). */
+static int mbuf_resize(struct dp_mbuf *b, size_t cap) {
+        size_t page = (size_t)sysconf(_SC_PAGESIZE);
+        char *s;
+
+        if (cap < DP_MBUF_MAP_MIN && !b->mapped) {
+                s = realloc(b->s, cap);
+                if (!s)
+                        return -ENOMEM;
+        } else {
+                cap = (cap + page - 1) & ~(page - 1);
+                if (b->mapped) {
+                        s = mremap(b->s, b->cap, cap, MREMAP_MAYMOVE);
+                        /* Best effort: without it the new pages fault in
+                         * when written, as they would have anyway. */
+                        if (s != MAP_FAILED)
+                                (void)madvise(s + b->cap, cap - b->cap, MADV_POPULATE_WRITE);
+                } else {
+                        s = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
+                                 -1, 0);
+                        if (s != MAP_FAILED && b->s) {
+                                memcpy(s, b->s, b->len);
+                                free(b->s);
+                        }
+                }
+                if (s == MAP_FAILED)
+                        return -ENOMEM;
+                b->mapped = true;
+        }
+        b->s = s;
+        b->cap = cap;
+        return 0;
 }
 
 void dp_mbuf_reserve(struct dp_mbuf *b, size_t cap) {
         if (b->err || b->cap >= cap)
                 return;
-        char *s = realloc(b->s, cap);
-        if (!s) {
-                b->err = -ENOMEM;
-                return;
-        }
-        b->s = s;
-        b->cap = cap;
+        b->err = mbuf_resize(b, cap);
 }
 
-void dp_mbuf_put(struct dp_mbuf *b, const char *s, size_t n) {
+/* Room for n more bytes and the terminating NUL at b->s + b->len, or NULL
+ * (and b->err set). A mapping grows by a quarter: it moves without a
+ * copy, and doubling would populate up to twice the page. */
+static char *mbuf_grow(struct dp_mbuf *b, size_t n) {
         if (b->err)
-                return;
+                return NULL;
         if (b->cap - b->len < n + 1) {
                 size_t cap = b->cap ? b->cap : 4096;
                 while (cap - b->len < n + 1) {
                         if (cap > SIZE_MAX / 2) {
                                 b->err = -ENOMEM;
-                                return;
+                                return NULL;
                         }
-                        cap *= 2;
+                        cap = b->mapped ? cap + cap / 4 : cap * 2;
                 }
-                char *s2 = realloc(b->s, cap);
-                if (!s2) {
-                        b->err = -ENOMEM;
-                        return;
-                }
-                b->s = s2;
-                b->cap = cap;
+                b->err = mbuf_resize(b, cap);
+                if (b->err)
+                        return NULL;
         }
-        memcpy(b->s + b->len, s, n);
+        return b->s + b->len;
+}
+
+static inline char *mbuf_room(struct dp_mbuf *b, size_t n) {
+        /* A failed buffer has cap 0 or keeps err: the slow path. */
+        if (!b->err && b->cap - b->len >= n + 1)
+                return b->s + b->len;
+        return mbuf_grow(b, n);
+}
+
+void dp_mbuf_put(struct dp_mbuf *b, const char *s, size_t n) {
+        char *w = mbuf_room(b, n);
+        if (!w)
+                return;
+        memcpy(w, s, n);
         b->len += n;
         b->s[b->len] = '\0';
 }
@@ -123,12 +177,32 @@ void dp_metric_start(struct dp_mbuf *b, const char *name) {
 }
 
 void dp_metric_label(struct dp_mbuf *b, const char *key, const char *value) {
-        dp_mbuf_put(b, b->in_labels ? "," : "{", 1);
+        size_t klen = strlen(key), vlen = strcspn(value, "\\\"\n");
+        char sep = b->in_labels ? ',' : '{';
+
         b->in_labels = true;
-        dp_mbuf_puts(b, key);
-        dp_mbuf_put(b, "=\"", 2);
-        dp_mbuf_escaped(b, value);
-        dp_mbuf_put(b, "\"", 1);
+        if (value[vlen]) { /* needs escaping */
+                dp_mbuf_put(b, &sep, 1);
+                dp_mbuf_put(b, key, klen);
+                dp_mbuf_put(b, "=\"", 2);
+                dp_mbuf_escaped(b, value);
+                dp_mbuf_put(b, "\"", 1);
+                return;
+        }
+        /* The common case in one piece: 10,000s of labels a scrape. */
+        char *w = mbuf_room(b, klen + vlen + 4);
+        if (!w)
+                return;
+        *w++ = sep;
+        memcpy(w, key, klen);
+        w += klen;
+        *w++ = '=';
+        *w++ = '"';
+        memcpy(w, value, vlen);
+        w += vlen;
+        *w++ = '"';
+        *w = '\0';
+        b->len = (size_t)(w - b->s);
 }
 
 static void end_labels(struct dp_mbuf *b) {
@@ -176,17 +250,16 @@ void dp_histogram_observe(struct dp_histogram *h, double seconds) {
 
 void dp_histogram_render(struct dp_mbuf *b, const char *name, const char *key, const char *value,
                          const struct dp_histogram *h) {
-        char metric[128], le[32];
+        char metric[128];
         uint64_t cum = 0;
 
         snprintf(metric, sizeof(metric), "%s_bucket", name);
         for (size_t i = 0; i < DP_HIST_BUCKETS; i++) {
                 cum += h->le[i];
-                snprintf(le, sizeof(le), "%g", dp_hist_bounds[i]);
                 dp_metric_start(b, metric);
                 if (key)
                         dp_metric_label(b, key, value);
-                dp_metric_label(b, "le", le);
+                dp_metric_label(b, "le", dp_hist_bound_labels[i]);
                 dp_metric_u64(b, cum);
         }
         dp_metric_start(b, metric);
@@ -266,14 +339,62 @@ static uint64_t get_streams(const struct dp_resource *res) {
         return dp_server_streams(res);
 }
 
+/* Decimal digits of v at the end of buf[24]; returns where they start. */
+static char *u64_digits(char buf[24], uint64_t v) {
+        char *p = buf + 24;
+        do {
+                *--p = (char)('0' + v % 10);
+                v /= 10;
+        } while (v);
+        return p;
+}
+
+/* The rest is written in place, one capacity check a line: this is the
+ * bulk of a scrape (10,000 lines for 10,000 devices). */
+void dp_metric_device_line(struct dp_mbuf *b, const struct dp_mbuf *pre, const char *id, bool healthy, int numa) {
+        static const char ok[] = "\",health=\"Healthy", bad[] = "\",health=\"Unhealthy", numa_key[] = "\",numa_node=\"",
+                          end[] = "\"} 1\n";
+        char digits[24], *num = u64_digits(digits, numa >= 0 ? (uint64_t)numa : 0);
+        size_t idlen = strcspn(id, "\\\"\n"), numlen = (size_t)(digits + sizeof(digits) - num);
+
+        if (id[idlen]) { /* needs escaping: rare, the slow way */
+                dp_mbuf_put(b, pre->s, pre->len);
+                dp_mbuf_escaped(b, id);
+                dp_mbuf_puts(b, healthy ? ok : bad);
+                if (numa >= 0) {
+                        dp_mbuf_puts(b, numa_key);
+                        dp_mbuf_put(b, num, numlen);
+                }
+                dp_mbuf_put(b, end, sizeof(end) - 1);
+                return;
+        }
+        char *w = mbuf_room(b, pre->len + idlen + sizeof(bad) + sizeof(numa_key) + numlen + sizeof(end));
+        if (!w)
+                return;
+        memcpy(w, pre->s, pre->len);
+        w += pre->len;
+        memcpy(w, id, idlen);
+        w += idlen;
+        memcpy(w, healthy ? ok : bad, healthy ? sizeof(ok) - 1 : sizeof(bad) - 1);
+        w += healthy ? sizeof(ok) - 1 : sizeof(bad) - 1;
+        if (numa >= 0) {
+                memcpy(w, numa_key, sizeof(numa_key) - 1);
+                w += sizeof(numa_key) - 1;
+                memcpy(w, num, numlen);
+                w += numlen;
+        }
+        memcpy(w, end, sizeof(end) - 1);
+        w += sizeof(end) - 1;
+        *w = '\0';
+        b->len = (size_t)(w - b->s);
+}
+
 static void render_devices(struct dp_mbuf *b, struct dp_daemon *d) {
         dp_metric_header(b, "cdiplug_device_info", "gauge",
                          "A device the resource lists to the kubelet, with its health and NUMA node where known.");
         for (size_t i = 0; i < d->n_res; i++) {
                 const struct dp_plugin *p = d->res[i]->plugin;
                 struct dp_mbuf pre = {0};
-                /* The line up to the device ID is the resource's: written
-                 * once, copied per device (the bulk of a scrape). */
                 dp_mbuf_puts(&pre, "cdiplug_device_info{resource=\"");
                 dp_mbuf_escaped(&pre, d->res[i]->cfg->name);
                 dp_mbuf_puts(&pre, "\",device=\"");
@@ -281,17 +402,8 @@ static void render_devices(struct dp_mbuf *b, struct dp_daemon *d) {
                         b->err = pre.err;
                         return;
                 }
-                for (size_t j = 0; j < p->n_devs; j++) {
-                        dp_mbuf_put(b, pre.s, pre.len);
-                        dp_mbuf_escaped(b, dp_device_id(p, j));
-                        dp_mbuf_puts(b, p->devs[j].healthy ? "\",health=\"Healthy" : "\",health=\"Unhealthy");
-                        if (p->devs[j].numa_node >= 0) {
-                                char numa[32];
-                                int n = snprintf(numa, sizeof(numa), "\",numa_node=\"%d", p->devs[j].numa_node);
-                                dp_mbuf_put(b, numa, (size_t)n);
-                        }
-                        dp_mbuf_put(b, "\"} 1\n", 5);
-                }
+                for (size_t j = 0; j < p->n_devs; j++)
+                        dp_metric_device_line(b, &pre, dp_device_id(p, j), p->devs[j].healthy, p->devs[j].numa_node);
                 dp_mbuf_free(&pre);
         }
         dp_metric_header(b, "cdiplug_devices", "gauge", "Devices of the resource by health.");
@@ -309,7 +421,22 @@ static void render_devices(struct dp_mbuf *b, struct dp_daemon *d) {
         }
 }
 
-static struct dp_resource *resource_named(struct dp_daemon *d, const char *name) {
+static int cmp_res_name(const void *a, const void *b) {
+        return strcmp((*(struct dp_resource *const *)a)->cfg->name, (*(struct dp_resource *const *)b)->cfg->name);
+}
+
+static int cmp_name_res(const void *key, const void *elem) {
+        return strcmp(key, (*(struct dp_resource *const *)elem)->cfg->name);
+}
+
+/* by_name: the resources sorted by name (or NULL: look them up one by
+ * one); an answer names a resource once per container and device set,
+ * thousands of times on a big node. */
+static struct dp_resource *resource_named(struct dp_daemon *d, struct dp_resource **by_name, const char *name) {
+        if (by_name) {
+                struct dp_resource **r = bsearch(name, by_name, d->n_res, sizeof(*by_name), cmp_name_res);
+                return r ? *r : NULL;
+        }
         for (size_t i = 0; i < d->n_res; i++)
                 if (strcmp(d->res[i]->cfg->name, name) == 0)
                         return d->res[i];
@@ -321,15 +448,21 @@ static struct dp_resource *resource_named(struct dp_daemon *d, const char *name)
  * know (the kubelet's checkpoint from before a configuration change) has
  * no device to name and is left out. */
 static void render_allocations(struct dp_mbuf *b, struct dp_daemon *d, const V1__ListPodResourcesResponse *list) {
+        _cleanup_free_ struct dp_resource **by_name = NULL;
+
         dp_metric_header(b, "cdiplug_device_allocation_info", "gauge",
                          "A device ID the kubelet has allocated to a container, from its PodResources API.");
+        if (list && list->n_pod_resources && (by_name = malloc(d->n_res * sizeof(*by_name)))) {
+                memcpy(by_name, d->res, d->n_res * sizeof(*by_name));
+                qsort(by_name, d->n_res, sizeof(*by_name), cmp_res_name);
+        }
         for (size_t i = 0; list && i < list->n_pod_resources; i++) {
                 const V1__PodResources *pod = list->pod_resources[i];
                 for (size_t j = 0; j < pod->n_containers; j++) {
                         const V1__ContainerResources *ctr = pod->containers[j];
                         for (size_t k = 0; k < ctr->n_devices; k++) {
                                 const V1__ContainerDevices *cd = ctr->devices[k];
-                                struct dp_resource *res = resource_named(d, cd->resource_name);
+                                struct dp_resource *res = resource_named(d, by_name, cd->resource_name);
                                 if (!res)
                                         continue;
                                 for (size_t m = 0; m < cd->n_device_ids; m++) {
@@ -483,19 +616,33 @@ int dp_metrics_render(struct dp_daemon *d, struct dp_podres *pr, struct dp_mbuf 
         dp_metric_u64(b, 1);
         pthread_mutex_lock(&d->lock);
         /* One allocation of about the page's size rather than a dozen
-         * doublings, each copying what was written so far. */
-        size_t devs = 0;
-        for (size_t i = 0; i < d->n_res; i++)
-                devs += d->res[i]->plugin->n_devs;
-        dp_mbuf_reserve(b, 16384 + d->n_res * 4096 + devs * 128);
+         * doublings, each copying what was written so far; and not much
+         * more, as all of it is populated (dp_mbuf_reserve). A device's
+         * line is about 64 bytes and its resource's name and its ID; an
+         * allocation's about 128 and its names. */
+        size_t est = 16384 + d->n_res * 3072;
+        for (size_t i = 0; i < d->n_res; i++) {
+                const struct dp_plugin *p = d->res[i]->plugin;
+                est += p->n_devs * (64 + strlen(d->res[i]->cfg->name));
+                for (size_t j = 0; j < p->n_devs; j++)
+                        est += strlen(dp_device_id(p, j));
+        }
+        for (size_t i = 0; list && i < list->n_pod_resources; i++)
+                for (size_t j = 0; j < list->pod_resources[i]->n_containers; j++)
+                        for (size_t k = 0; k < list->pod_resources[i]->containers[j]->n_devices; k++)
+                                est += list->pod_resources[i]->containers[j]->devices[k]->n_device_ids * 192;
+        dp_mbuf_reserve(b, est);
         render_devices(b, d);
         render_allocations(b, d, list);
         render_calls(b, d);
         pthread_mutex_unlock(&d->lock);
+        bool up = list != NULL;
+        if (pr)
+                dp_podres_release(pr);
         dp_metric_header(b, "cdiplug_pod_resources_up", "gauge",
                          "1 when the last List on the kubelet's PodResources API answered in time.");
         dp_metric_start(b, "cdiplug_pod_resources_up");
-        dp_metric_u64(b, list != NULL);
+        dp_metric_u64(b, up);
         dp_metric_header(b, "cdiplug_pod_resources_errors_total", "counter",
                          "PodResources List calls that failed, timed out or answered garbage.");
         dp_metric_start(b, "cdiplug_pod_resources_errors_total");

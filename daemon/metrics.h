@@ -16,14 +16,18 @@ struct dp_daemon;
 struct dp_resource;
 
 /* Growing text buffer; a failed allocation sticks in err (-ENOMEM) and
- * makes every later append a no-op, so callers check once at the end. */
+ * makes every later append a no-op, so callers check once at the end.
+ * From DP_MBUF_MAP_MIN on, the buffer is a mapping of its own (see
+ * dp_mbuf_reserve), so free it with dp_mbuf_free, never free(). */
 struct dp_mbuf {
         char *s;
         size_t len, cap;
         int err;
         bool in_labels;    /* a sample's '{' is open */
+        bool mapped;       /* s is an mmap of cap bytes */
 };
 
+#define DP_MBUF_MAP_MIN (256 * 1024)
 void dp_mbuf_free(struct dp_mbuf *b);
 void dp_mbuf_reserve(struct dp_mbuf *b, size_t cap);
 void dp_mbuf_put(struct dp_mbuf *b, const char *s, size_t n);
@@ -40,9 +44,15 @@ void dp_metric_label(struct dp_mbuf *b, const char *key, const char *value);
 void dp_metric_u64(struct dp_mbuf *b, uint64_t v);
 void dp_metric_double(struct dp_mbuf *b, double v);
 
+/* One cdiplug_device_info sample: pre holds the line up to the device ID
+ * (the resource's, written once per resource); numa < 0 leaves numa_node
+ * out. */
+void dp_metric_device_line(struct dp_mbuf *b, const struct dp_mbuf *pre, const char *id, bool healthy, int numa);
+
 /* A histogram of seconds with fixed buckets (DP_HIST_BOUNDS). */
 #define DP_HIST_BUCKETS 12
 extern const double dp_hist_bounds[DP_HIST_BUCKETS];
+extern const char *const dp_hist_bound_labels[DP_HIST_BUCKETS];
 struct dp_histogram {
         uint64_t le[DP_HIST_BUCKETS]; /* observations <= bound, not cumulated */
         uint64_t count;
@@ -78,12 +88,16 @@ double dp_mono_seconds(void);
 int dp_resource_ready(const struct dp_resource *res, const char **ret_reason);
 
 /* The kubelet's PodResources service, as seen by scrapes. */
+struct dp_podres_chunk;
 struct dp_podres {
         char *path;
         void *ch;              /* grpc_channel, dialled lazily */
         uint64_t dev, ino, ctime_ns; /* the socket file the channel was dialled to */
         double fetched_at;     /* monotonic seconds of the cached answer */
-        V1__ListPodResourcesResponse *last; /* NULL when the last List failed */
+        uint8_t *wire;         /* the cached answer as received; NULL when the last List failed */
+        size_t wire_len;
+        V1__ListPodResourcesResponse *decoded; /* for the scrape under way */
+        struct dp_podres_chunk *chunks;        /* where decoded lives */
         uint64_t errors;
 };
 
@@ -94,8 +108,10 @@ void dp_podres_init(struct dp_podres *pr, const char *path);
 void dp_podres_clear(struct dp_podres *pr);
 /* The pods' resources, from a List at most DP_PODRES_CACHE_S old; NULL
  * when the kubelet did not answer in time or answered nonsense (the error
- * is counted and logged at debug level: a scrape must not spam the log). */
+ * is counted and logged at debug level: a scrape must not spam the log).
+ * Valid until dp_podres_release(), which gives its memory back. */
 const V1__ListPodResourcesResponse *dp_podres_list(struct dp_podres *pr);
+void dp_podres_release(struct dp_podres *pr);
 
 /* The whole /metrics page. Takes d->lock itself (after the PodResources
  * call, which runs without it). */

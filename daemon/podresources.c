@@ -9,10 +9,24 @@
  * grpc's reconnect backoff, so the socket file's identity (device and
  * inode, and change time: a new file may get the old one's inode number
  * at once) is checked on every scrape and a new channel dialled when it
- * changed; an answer cached from the old kubelet is dropped with it. */
+ * changed; an answer cached from the old kubelet is dropped with it.
+ *
+ * What is kept between scrapes is the answer as it came off the wire, a
+ * few bytes per allocated ID. Decoded, the same answer is thousands of
+ * small objects, five to ten times its wire size: it is decoded for each
+ * scrape into mapped chunks that are given back whole when the scrape is
+ * done, so the decoded form neither stays resident until the next scrape
+ * (Prometheus asks every 15 to 60 seconds, the cache lasts one) nor leaves
+ * its holes in the heap. */
+#include <grpc/byte_buffer_reader.h>
 #include <grpc/grpc.h>
+#include <grpc/support/alloc.h>
+#include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "metrics.h"
 #include "rpc.h"
@@ -20,15 +34,69 @@
 
 #define DP_METHOD_PODRES_LIST "/v1.PodResourcesLister/List"
 
+/* The first chunk holds an answer of about 1,000 IDs; each next one is
+ * twice the last, so a big answer takes a few mappings, not hundreds. */
+#define CHUNK_MIN (64 * 1024)
+
+struct dp_podres_chunk {
+        struct dp_podres_chunk *next;
+        size_t size, used;
+        max_align_t data[];
+};
+
+static void *chunk_alloc(void *data, size_t n) {
+        struct dp_podres *pr = data;
+        struct dp_podres_chunk *c = pr->chunks;
+        size_t align = _Alignof(max_align_t), page = (size_t)sysconf(_SC_PAGESIZE);
+
+        n = (n + align - 1) & ~(align - 1);
+        if (!c || c->size - c->used < n) {
+                size_t size = c ? c->size * 2 : CHUNK_MIN;
+                if (n > SIZE_MAX / 2 - sizeof(*c))
+                        return NULL;
+                while (size - sizeof(*c) < n)
+                        size *= 2;
+                size = (size + page - 1) & ~(page - 1);
+                /* Populated at once: a decode touches every page, and one
+                 * call costs less than a fault per page. */
+                void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+                if (m == MAP_FAILED)
+                        return NULL;
+                c = m;
+                c->next = pr->chunks;
+                c->size = size - sizeof(*c);
+                c->used = 0;
+                pr->chunks = c;
+        }
+        void *p = (char *)c->data + c->used;
+        c->used += n;
+        return p;
+}
+
+/* Everything goes at once, in dp_podres_release(). */
+static void chunk_free(void *data, void *p) {
+        (void)data, (void)p;
+}
+
 void dp_podres_init(struct dp_podres *pr, const char *path) {
         memset(pr, 0, sizeof(*pr));
         pr->path = path ? strdup(path) : NULL;
 }
 
+void dp_podres_release(struct dp_podres *pr) {
+        while (pr->chunks) {
+                struct dp_podres_chunk *c = pr->chunks;
+                pr->chunks = c->next;
+                munmap(c, c->size + sizeof(*c));
+        }
+        pr->decoded = NULL;
+}
+
 static void drop_answer(struct dp_podres *pr) {
-        if (pr->last)
-                v1__list_pod_resources_response__free_unpacked(pr->last, NULL);
-        pr->last = NULL;
+        dp_podres_release(pr);
+        free(pr->wire);
+        pr->wire = NULL;
+        pr->wire_len = 0;
         pr->fetched_at = 0;
 }
 
@@ -77,35 +145,93 @@ static grpc_channel *channel(struct dp_podres *pr, const char **ret_why) {
         return pr->ch;
 }
 
-const V1__ListPodResourcesResponse *dp_podres_list(struct dp_podres *pr) {
+/* The answer, decoded for this scrape; NULL when it does not decode. */
+static const V1__ListPodResourcesResponse *decode(struct dp_podres *pr) {
+        ProtobufCAllocator alloc = {.alloc = chunk_alloc, .free = chunk_free, .allocator_data = pr};
+
+        dp_podres_release(pr);
+        pr->decoded = v1__list_pod_resources_response__unpack(&alloc, pr->wire_len, pr->wire);
+        if (!pr->decoded)
+                dp_podres_release(pr);
+        return pr->decoded;
+}
+
+/* List, keeping the answer's bytes in pr->wire; the call's gRPC status,
+ * with its message in *ret_details (or NULL) when it is not OK. */
+static grpc_status_code call_list(struct dp_podres *pr, grpc_channel *ch, char **ret_details) {
         V1__ListPodResourcesRequest req = V1__LIST_POD_RESOURCES_REQUEST__INIT;
-        ProtobufCMessage *resp = NULL;
+        grpc_completion_queue *cq = grpc_completion_queue_create_for_next(NULL);
+        grpc_call *call = grpc_channel_create_call(ch, NULL, GRPC_PROPAGATE_DEFAULTS, cq,
+                                                   grpc_slice_from_static_string(DP_METHOD_PODRES_LIST), NULL,
+                                                   dp_deadline_ms(DP_PODRES_DEADLINE_MS), NULL);
+        grpc_byte_buffer_reader reader;
+        struct dp_unary u;
+        grpc_status_code st;
+
+        dp_unary_init(&u, dp_pack(&req.base));
+        if (dp_unary_start(call, &u, call) == GRPC_CALL_OK)
+                /* The deadline on the call bounds this wait. */
+                (void)grpc_completion_queue_next(cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+        else
+                u.status = GRPC_STATUS_INTERNAL;
+        st = u.status;
+        if (st == GRPC_STATUS_OK && u.recv && grpc_byte_buffer_length(u.recv) > DP_MAX_MESSAGE)
+                st = GRPC_STATUS_RESOURCE_EXHAUSTED;
+        else if (st == GRPC_STATUS_OK && u.recv) {
+                if (!grpc_byte_buffer_reader_init(&reader, u.recv))
+                        st = GRPC_STATUS_INTERNAL;
+                else {
+                        grpc_slice flat = grpc_byte_buffer_reader_readall(&reader);
+                        grpc_byte_buffer_reader_destroy(&reader);
+                        pr->wire_len = GRPC_SLICE_LENGTH(flat);
+                        pr->wire = malloc(pr->wire_len ? pr->wire_len : 1);
+                        if (pr->wire)
+                                memcpy(pr->wire, GRPC_SLICE_START_PTR(flat), pr->wire_len);
+                        else
+                                st = GRPC_STATUS_RESOURCE_EXHAUSTED;
+                        grpc_slice_unref(flat);
+                }
+        }
+        if (st != GRPC_STATUS_OK) {
+                char *d = grpc_slice_to_c_string(u.details);
+                *ret_details = d && *d ? strdup(d) : NULL;
+                gpr_free(d);
+        }
+        dp_unary_clear(&u);
+        grpc_call_unref(call);
+        dp_cq_destroy(cq);
+        return st;
+}
+
+const V1__ListPodResourcesResponse *dp_podres_list(struct dp_podres *pr) {
         _cleanup_free_ char *details = NULL;
         const char *why = NULL;
         grpc_channel *ch;
-        grpc_status_code st;
-        bool was_up = pr->last != NULL;
+        bool was_up = pr->wire != NULL;
         double now = dp_mono_seconds();
 
         if (!pr->path)
                 return NULL;
         ch = channel(pr, &why);
-        if (ch && pr->last && now - pr->fetched_at < DP_PODRES_CACHE_S)
-                return pr->last;
+        if (ch && pr->wire && now - pr->fetched_at < DP_PODRES_CACHE_S)
+                return decode(pr);
         drop_answer(pr);
         if (!ch)
                 goto fail;
-        st = dp_call_unary(ch, DP_METHOD_PODRES_LIST, &req.base, &v1__list_pod_resources_response__descriptor,
-                           &resp, &details, DP_PODRES_DEADLINE_MS);
-        if (st != GRPC_STATUS_OK) {
-                why = details && *details ? details : "no answer";
+        if (call_list(pr, ch, &details) != GRPC_STATUS_OK) {
+                drop_answer(pr);
+                why = details ? details : "no answer";
                 goto fail;
         }
-        pr->last = (V1__ListPodResourcesResponse *)resp;
+        if (!decode(pr)) {
+                drop_answer(pr);
+                why = "an answer that does not decode";
+                goto fail;
+        }
         pr->fetched_at = now;
         if (!was_up)
-                log_debug("PodResources List on %s answered: %zu pods", pr->path, pr->last->n_pod_resources);
-        return pr->last;
+                log_debug("PodResources List on %s answered: %zu pods", pr->path, pr->decoded->n_pod_resources);
+        return pr->decoded;
 fail:
         pr->errors++;
         /* Debug only: every scrape during a kubelet outage would log. */

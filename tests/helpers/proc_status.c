@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,4 +149,50 @@ int proc_check_confined(pid_t pid, char **ret_msg)
                 r = -ESRCH;
         }
         return r;
+}
+
+long proc_thread_switches(pid_t pid, const char *const *names, int *ret_threads)
+{
+        char path[64];
+        long total = 0;
+        int threads = 0;
+        struct dirent *de;
+        DIR *d;
+
+        snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+        d = opendir(path);
+        if (!d)
+                return -errno;
+        while ((de = readdir(d))) {
+                char comm[64] = "", p[300];
+                bool wanted = false;
+                FILE *f;
+
+                if (de->d_name[0] == '.')
+                        continue;
+                snprintf(p, sizeof(p), "/proc/%d/task/%s/comm", (int)pid, de->d_name);
+                f = fopen(p, "re");
+                if (!f)
+                        continue; /* the thread ended */
+                if (fgets(comm, sizeof(comm), f))
+                        comm[strcspn(comm, "\n")] = '\0';
+                fclose(f);
+                for (size_t i = 0; names[i]; i++)
+                        wanted |= strcmp(comm, names[i]) == 0;
+                if (!wanted)
+                        continue;
+                threads++;
+                for (int vol = 0; vol < 2; vol++) {
+                        char *v = NULL;
+                        pid_t tid = (pid_t)strtol(de->d_name, NULL, 10);
+                        if (proc_status_field(pid, tid, vol ? "voluntary_ctxt_switches" : "nonvoluntary_ctxt_switches",
+                                              &v) == 0)
+                                total += strtol(v, NULL, 10);
+                        free(v);
+                }
+        }
+        closedir(d);
+        if (ret_threads)
+                *ret_threads = threads;
+        return total;
 }

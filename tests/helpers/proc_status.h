@@ -18,3 +18,9 @@ int proc_check_confined(pid_t pid, char **ret_msg);
  * pid (tid 0: the process's own status), leading tab stripped, malloc'd
  * into *ret_value. -ENOENT when the field is missing. */
 int proc_status_field(pid_t pid, pid_t tid, const char *field, char **ret_value);
+
+/* Voluntary plus involuntary context switches (wake-ups) of the threads
+ * of pid named one of names (NULL-terminated, as in /proc/.../comm), and
+ * in *ret_threads (may be NULL) how many such threads there are; or a
+ * negative errno when /proc could not be read. */
+long proc_thread_switches(pid_t pid, const char *const *names, int *ret_threads);

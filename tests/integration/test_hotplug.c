@@ -11,6 +11,7 @@
 #include "calls.h"
 #include "env.h"
 #include "kubelet.h"
+#include "proc_status.h"
 
 static struct env e;
 static struct tk *tk;
@@ -130,37 +131,16 @@ Test(hotplug, usb_device_plugged_unplugged_and_back) {
         grpc_channel_destroy(ch);
 }
 
-/* Voluntary plus involuntary context switches of the daemon's own threads
- * (the main completion-queue loop and the watcher), by thread name. */
+/* Context switches of the daemon's own threads (the main completion-queue
+ * loop and the watcher); grpc's threads are grpc's (see the README). The
+ * metrics endpoint's thread has its test in test_metrics.c. */
 static long own_switches(pid_t pid) {
-        char path[64];
-        long total = 0;
-        snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-        DIR *d = opendir(path);
-        struct dirent *de;
-        cr_assert_not_null(d);
-        while ((de = readdir(d))) {
-                char comm[64] = "", p[512];
-                if (de->d_name[0] == '.')
-                        continue;
-                snprintf(p, sizeof(p), "/proc/%d/task/%s/comm", (int)pid, de->d_name);
-                FILE *f = fopen(p, "r");
-                if (!f || !fgets(comm, sizeof(comm), f)) {
-                        if (f)
-                                fclose(f);
-                        continue;
-                }
-                fclose(f);
-                if (strcmp(comm, "cdiplug\n") != 0 && strcmp(comm, "cdiplug-watch\n") != 0)
-                        continue;
-                snprintf(p, sizeof(p), "/proc/%d/task/%s/status", (int)pid, de->d_name);
-                char *status = env_read(p);
-                for (char *l = status; l && (l = strstr(l, "ctxt_switches:")); l++)
-                        total += strtol(l + strlen("ctxt_switches:"), NULL, 10);
-                free(status);
-        }
-        closedir(d);
-        return total;
+        static const char *const own[] = {"cdiplug", "cdiplug-watch", NULL};
+        int threads = 0;
+        long n = proc_thread_switches(pid, own, &threads);
+        cr_assert_geq(n, 0);
+        cr_assert_eq(threads, 2, "cdiplug's own threads: %d found, 2 expected", threads);
+        return n;
 }
 
 Test(hotplug, no_wakeups_while_nothing_happens) {

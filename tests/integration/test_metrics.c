@@ -11,6 +11,8 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "env.h"
@@ -254,12 +256,72 @@ Test(metrics, readyz_follows_registration) {
         free(body);
 }
 
+/* The whole answer to raw, status line and header fields included (the
+ * server closes after it). */
+static char *whole_answer(const char *raw) {
+        size_t n = 0, cap = 4 << 20;
+        char *buf = malloc(cap);
+        struct timeval tv = {.tv_sec = 10};
+        int fd = http_connect(port);
+        ssize_t r;
+
+        cr_assert(buf);
+        cr_assert_geq(fd, 0);
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        cr_assert_eq(write(fd, raw, strlen(raw)), (ssize_t)strlen(raw));
+        while (n < cap - 1 && (r = read(fd, buf + n, cap - 1 - n)) > 0)
+                n += (size_t)r;
+        close(fd);
+        buf[n] = '\0';
+        return buf;
+}
+
+/* A HEAD answer: the status, the header fields GET would have (the body's
+ * Content-Length included), and nothing after them. */
+static void assert_head(const char *path, const char *status, const char *type) {
+        char req[128], get_req[128], *head, *get, *get_body;
+
+        snprintf(req, sizeof(req), "HEAD %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", path);
+        snprintf(get_req, sizeof(get_req), "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", path);
+        head = whole_answer(req);
+        get = whole_answer(get_req);
+        cr_assert(strncmp(head, status, strlen(status)) == 0, "HEAD %s: %s", path, head);
+        cr_assert(strncmp(get, status, strlen(status)) == 0, "GET %s: %s", path, get);
+        cr_assert(strcasestr(head, type), "HEAD %s: %s", path, head);
+        size_t hlen = strlen(head);
+        cr_assert(hlen >= 4 && strcmp(head + hlen - 4, "\r\n\r\n") == 0, "HEAD %s sent a body: %s", path, head);
+        get_body = strstr(get, "\r\n\r\n");
+        cr_assert(get_body);
+        const char *cl = strcasestr(head, "\r\nContent-Length: ");
+        cr_assert(cl, "HEAD %s: no Content-Length: %s", path, head);
+        /* /metrics changes between two scrapes (CPU time, fds): only
+         * its length's order; the others are the same text. */
+        size_t len = strtoul(cl + 18, NULL, 10), get_len = strlen(get_body + 4);
+        if (strcmp(path, "/metrics") == 0)
+                cr_assert(len > get_len / 2 && len < get_len * 2, "HEAD %s: length %zu, GET %zu", path, len, get_len);
+        else
+                cr_assert_eq(len, get_len, "HEAD %s: length %zu, GET %zu", path, len, get_len);
+        free(head);
+        free(get);
+}
+
 Test(metrics, methods_and_paths) {
         start(true);
         char *body = NULL;
         static const char post[] = "POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc";
         cr_assert_eq(http_raw(port, post, sizeof(post) - 1, &body, 10000), 405);
         free(body);
+        /* 405 says what is allowed (RFC 9110 15.5.6). */
+        body = whole_answer("PUT /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n");
+        cr_assert(strncmp(body, "HTTP/1.1 405", 12) == 0, "%s", body);
+        cr_assert(strcasestr(body, "\r\nAllow: GET, HEAD\r\n"), "%s", body);
+        free(body);
+        /* HEAD, as probes and uptime checkers send it: GET's header
+         * fields, no body. */
+        assert_head("/healthz", "HTTP/1.1 200", "text/plain");
+        assert_head("/readyz", "HTTP/1.1 200", "text/plain");
+        assert_head("/metrics", "HTTP/1.1 200", "text/plain; version=0.0.4");
+        assert_head("/nothing", "HTTP/1.1 404", "text/plain");
         static const char del[] = "DELETE /readyz HTTP/1.1\r\nHost: x\r\n\r\n";
         cr_assert_eq(http_raw(port, del, sizeof(del) - 1, &body, 10000), 405);
         free(body);
@@ -268,6 +330,29 @@ Test(metrics, methods_and_paths) {
         cr_assert_eq(http_get(port, "/healthz", &body), 200);
         cr_assert_str_eq(body, "ok\n");
         free(body);
+}
+
+/* With the endpoint on, a daemon nobody scrapes still never wakes: not
+ * its own threads, not libmicrohttpd's (it waits in epoll_wait with no
+ * timeout while no connection is open), also after a scrape, which left
+ * a PodResources channel open and a connection closed. */
+Test(metrics, no_wakeups_while_nobody_scrapes) {
+        static const char *const threads[] = {"cdiplug", "cdiplug-watch", "MHD-single", NULL};
+        struct timespec settle = {0, 300000000}, idle = {2, 0};
+        int n = 0;
+
+        start(true);
+        free(scrape());
+        nanosleep(&settle, NULL); /* the scrape's connection closes */
+        long before = proc_thread_switches(e.pid, threads, &n);
+        cr_assert_eq(n, 3, "the daemon's threads and the endpoint's: %d of 3 found", n);
+        nanosleep(&idle, NULL); /* the point: two seconds in which nothing happens */
+        long after = proc_thread_switches(e.pid, threads, NULL);
+        cr_assert_eq(after, before, "the daemon's and the endpoint's threads woke %ld times in 2 s of idleness",
+                     after - before);
+        /* And the endpoint's thread does wake for a scrape. */
+        free(scrape());
+        cr_assert_gt(proc_thread_switches(e.pid, threads, NULL), after);
 }
 
 Test(metrics, hostile_clients_leave_it_serving) {

@@ -22,6 +22,79 @@ Test(metrics_text, escapes_label_values) {
         dp_mbuf_free(&b);
 }
 
+/* A page grows from the heap into a mapping of its own and on by
+ * remapping; what was written survives each move. */
+Test(metrics_text, buffer_grows_into_a_mapping) {
+        struct dp_mbuf b = {0};
+        char line[64];
+        size_t lines = 0;
+
+        while (b.len < 3 * DP_MBUF_MAP_MIN) {
+                int n = snprintf(line, sizeof(line), "line %zu\n", lines++);
+                dp_mbuf_put(&b, line, (size_t)n);
+                cr_assert_eq(b.err, 0);
+        }
+        cr_assert(b.mapped);
+        cr_assert_geq(b.cap, b.len + 1);
+        cr_assert_eq(b.s[b.len], '\0');
+        char *p = b.s;
+        for (size_t i = 0; i < lines; i++) {
+                int n = snprintf(line, sizeof(line), "line %zu\n", i);
+                cr_assert(strncmp(p, line, (size_t)n) == 0, "line %zu", i);
+                p += n;
+        }
+        dp_mbuf_free(&b);
+        cr_assert_null(b.s);
+
+        /* Reserved big from the start, then written past the reserve. */
+        dp_mbuf_reserve(&b, DP_MBUF_MAP_MIN + 1);
+        cr_assert(b.mapped);
+        size_t cap = b.cap;
+        while (b.len <= cap)
+                dp_mbuf_puts(&b, "0123456789abcdef");
+        cr_assert_eq(b.err, 0);
+        cr_assert_gt(b.cap, cap);
+        cr_assert_eq(strspn(b.s, "0123456789abcdef"), b.len);
+        dp_mbuf_free(&b);
+}
+
+/* The device lines, written in place: plain IDs, an ID that needs
+ * escaping, NUMA nodes or none, and a buffer that must grow for them. */
+Test(metrics_text, device_lines) {
+        struct dp_mbuf pre = {0}, b = {0};
+        dp_mbuf_puts(&pre, "cdiplug_device_info{resource=\"r\",device=\"");
+        dp_metric_device_line(&b, &pre, "a", true, -1);
+        dp_metric_device_line(&b, &pre, "b-0", false, 0);
+        dp_metric_device_line(&b, &pre, "q\"x\\y\nz", true, 32767);
+        dp_metric_device_line(&b, &pre, "", false, -1);
+        cr_assert_eq(b.err, 0);
+        cr_assert_str_eq(b.s, "cdiplug_device_info{resource=\"r\",device=\"a\",health=\"Healthy\"} 1\n"
+                              "cdiplug_device_info{resource=\"r\",device=\"b-0\",health=\"Unhealthy\",numa_node=\"0\"} 1\n"
+                              "cdiplug_device_info{resource=\"r\",device=\"q\\\"x\\\\y\\nz\",health=\"Healthy\","
+                              "numa_node=\"32767\"} 1\n"
+                              "cdiplug_device_info{resource=\"r\",device=\"\",health=\"Unhealthy\"} 1\n");
+        size_t len = b.len;
+        for (int i = 0; i < 5000; i++)
+                dp_metric_device_line(&b, &pre, "dev", i % 2, i % 3 - 1);
+        cr_assert_eq(b.err, 0);
+        cr_assert(b.mapped);
+        cr_assert_eq(strlen(b.s), b.len);
+        static const char first[] = "cdiplug_device_info{resource=\"r\",device=\"dev\",health=\"Unhealthy\"} 1\n"
+                                    "cdiplug_device_info{resource=\"r\",device=\"dev\",health=\"Healthy\",numa_node=\"0\"} 1\n";
+        cr_assert(strncmp(b.s + len, first, strlen(first)) == 0, "%.200s", b.s + len);
+        dp_mbuf_free(&b);
+        dp_mbuf_free(&pre);
+}
+
+/* The le labels are written from a table, not formatted per scrape. */
+Test(metrics_text, bucket_labels_match_the_bounds) {
+        for (size_t i = 0; i < DP_HIST_BUCKETS; i++) {
+                char le[32];
+                snprintf(le, sizeof(le), "%g", dp_hist_bounds[i]);
+                cr_assert_str_eq(dp_hist_bound_labels[i], le, "bucket %zu", i);
+        }
+}
+
 Test(metrics_text, samples_without_labels_and_values) {
         struct dp_mbuf b = {0};
         dp_metric_header(&b, "up_total", "counter", "Help with a \\ and a\nnewline.");
