@@ -21,17 +21,25 @@
 #define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
 
 /* Hand ownership over: returns the value and leaves NULL or -1 behind. */
-#define TAKE_PTR(p) ({ __typeof__(p) _base_p = (p); (p) = NULL; _base_p; })
-#define TAKE_FD(fd) ({ int _base_fd = (fd); (fd) = -1; _base_fd; })
+#define TAKE_PTR(p)                                                                                \
+        ({                                                                                         \
+                __typeof__(p) _base_p = (p);                                                       \
+                (p) = NULL;                                                                        \
+                _base_p;                                                                           \
+        })
+#define TAKE_FD(fd)                                                                                \
+        ({                                                                                         \
+                int _base_fd = (fd);                                                               \
+                (fd) = -1;                                                                         \
+                _base_fd;                                                                          \
+        })
 
-static inline void base_freep(void *p)
-{
+static inline void base_freep(void *p) {
         free(*(void **)p);
 }
 
 /* Cleanup runs on error paths after errno was set for the caller: keep it. */
-static inline void base_closep(const int *fd)
-{
+static inline void base_closep(const int *fd) {
         if (*fd >= 0) {
                 int saved = errno;
                 close(*fd);
@@ -39,8 +47,7 @@ static inline void base_closep(const int *fd)
         }
 }
 
-static inline void base_closedirp(DIR **d)
-{
+static inline void base_closedirp(DIR **d) {
         if (*d) {
                 int saved = errno;
                 closedir(*d);
@@ -71,8 +78,7 @@ void base_strvec_clear(struct base_strvec *sv); /* frees, leaves it empty */
 /* Hands the vector over (NULL when nothing was pushed), leaving sv empty. */
 char **base_strvec_take(struct base_strvec *sv);
 
-static inline void base_strv_freep(char ***strv)
-{
+static inline void base_strv_freep(char ***strv) {
         base_strv_free(*strv);
 }
 #define _cleanup_strv_ _cleanup_(base_strv_freep)
@@ -86,8 +92,8 @@ static inline void base_strv_freep(char ***strv)
  * the reference CDI library copies the host node's mode and gives the
  * node the container process's uid/gid, which is what non-root pods need. */
 struct base_node_access {
-        char *permissions;   /* cgroup access, a subset of "rwm"; NULL: runtime default */
-        unsigned file_mode;  /* permission bits, at most 0777; 0: unset */
+        char *permissions;  /* cgroup access, a subset of "rwm"; NULL: runtime default */
+        unsigned file_mode; /* permission bits, at most 0777; 0: unset */
         bool has_uid, has_gid;
         unsigned uid, gid;
 };

@@ -6,14 +6,12 @@
 
 #include "base.h"
 
-void base_node_access_clear(struct base_node_access *a)
-{
+void base_node_access_clear(struct base_node_access *a) {
         free(a->permissions);
         *a = (struct base_node_access){ 0 };
 }
 
-int base_node_access_copy(const struct base_node_access *src, struct base_node_access *ret)
-{
+int base_node_access_copy(const struct base_node_access *src, struct base_node_access *ret) {
         struct base_node_access a = *src;
 
         if (src->permissions && !(a.permissions = strdup(src->permissions)))
@@ -22,21 +20,18 @@ int base_node_access_copy(const struct base_node_access *src, struct base_node_a
         return 0;
 }
 
-static bool str_equal(const char *a, const char *b)
-{
+static bool str_equal(const char *a, const char *b) {
         return a == b || (a && b && strcmp(a, b) == 0);
 }
 
-static bool strv_equal(char *const *a, char *const *b)
-{
+static bool strv_equal(char *const *a, char *const *b) {
         for (; a && *a && b && *b; a++, b++)
                 if (strcmp(*a, *b) != 0)
                         return false;
         return !(a && *a) && !(b && *b);
 }
 
-void base_edits_clear(struct base_edits *e)
-{
+void base_edits_clear(struct base_edits *e) {
         base_strv_free(e->env);
         for (size_t i = 0; i < e->n_mounts; i++) {
                 free(e->mounts[i].host_path);
@@ -47,8 +42,7 @@ void base_edits_clear(struct base_edits *e)
         *e = (struct base_edits){ 0 };
 }
 
-int base_edits_copy(const struct base_edits *src, struct base_edits *ret)
-{
+int base_edits_copy(const struct base_edits *src, struct base_edits *ret) {
         _cleanup_(base_edits_clear) struct base_edits e = { 0 };
         int r;
 
@@ -78,8 +72,7 @@ int base_edits_copy(const struct base_edits *src, struct base_edits *ret)
         return 0;
 }
 
-bool base_edits_equal(const struct base_edits *a, const struct base_edits *b)
-{
+bool base_edits_equal(const struct base_edits *a, const struct base_edits *b) {
         if (a->n_mounts != b->n_mounts || !str_equal(a->node.permissions, b->node.permissions) ||
             !strv_equal(a->env, b->env) || a->node.file_mode != b->node.file_mode ||
             a->node.has_uid != b->node.has_uid || a->node.has_gid != b->node.has_gid ||

@@ -7,8 +7,7 @@
 
 #include "base.h"
 
-uint32_t base_fnv1a32(const char *s)
-{
+uint32_t base_fnv1a32(const char *s) {
         uint32_t h = 2166136261u;
 
         for (; *s; s++) {
@@ -18,8 +17,7 @@ uint32_t base_fnv1a32(const char *s)
         return h;
 }
 
-uint64_t base_fnv1a64(const char *s)
-{
+uint64_t base_fnv1a64(const char *s) {
         uint64_t h = 0xcbf29ce484222325ULL;
 
         for (; *s; s++) {

@@ -8,8 +8,7 @@
 #include "base.h"
 
 int base_read_file_at(int dfd, const char *path, int flags, size_t max, char **ret_buf,
-                      size_t *ret_len)
-{
+                      size_t *ret_len) {
         _cleanup_close_ int fd = -1;
         _cleanup_free_ char *buf = NULL;
         struct stat st;

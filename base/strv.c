@@ -6,8 +6,7 @@
 
 #include "base.h"
 
-void base_strv_free(char **strv)
-{
+void base_strv_free(char **strv) {
         if (!strv)
                 return;
         for (char **s = strv; *s; s++)
@@ -15,8 +14,7 @@ void base_strv_free(char **strv)
         free(strv);
 }
 
-size_t base_strv_length(char *const *strv)
-{
+size_t base_strv_length(char *const *strv) {
         size_t n = 0;
 
         if (strv)
@@ -25,8 +23,7 @@ size_t base_strv_length(char *const *strv)
         return n;
 }
 
-bool base_strv_contains(char *const *strv, const char *s)
-{
+bool base_strv_contains(char *const *strv, const char *s) {
         if (strv)
                 for (; *strv; strv++)
                         if (strcmp(*strv, s) == 0)
@@ -34,8 +31,7 @@ bool base_strv_contains(char *const *strv, const char *s)
         return false;
 }
 
-int base_strv_copy(char *const *src, char ***ret)
-{
+int base_strv_copy(char *const *src, char ***ret) {
         _cleanup_strvec_ struct base_strvec sv = { 0 };
         int r;
 
@@ -48,8 +44,7 @@ int base_strv_copy(char *const *src, char ***ret)
         return 0;
 }
 
-int base_strvec_push(struct base_strvec *sv, char *s)
-{
+int base_strvec_push(struct base_strvec *sv, char *s) {
         size_t cap;
         char **v;
 
@@ -78,21 +73,18 @@ int base_strvec_push(struct base_strvec *sv, char *s)
         return 0;
 }
 
-int base_strvec_push_dup(struct base_strvec *sv, const char *s)
-{
+int base_strvec_push_dup(struct base_strvec *sv, const char *s) {
         return base_strvec_push(sv, strdup(s));
 }
 
-void base_strvec_clear(struct base_strvec *sv)
-{
+void base_strvec_clear(struct base_strvec *sv) {
         for (size_t i = 0; i < sv->n; i++)
                 free(sv->v[i]);
         free(sv->v);
         *sv = (struct base_strvec){ 0 };
 }
 
-char **base_strvec_take(struct base_strvec *sv)
-{
+char **base_strvec_take(struct base_strvec *sv) {
         char **v = sv->v;
 
         *sv = (struct base_strvec){ 0 };

@@ -36,7 +36,9 @@
 /* Prefix of our temp files, same reasoning; recognisable for clean-up. */
 #define CDI_TMP_PREFIX ".cdiplug-tmp."
 
-static inline void cdi_json_deletep(cJSON **j) { cJSON_Delete(*j); }
+static inline void cdi_json_deletep(cJSON **j) {
+        cJSON_Delete(*j);
+}
 
 #define _cleanup_json_ _cleanup_(cdi_json_deletep)
 
@@ -45,6 +47,5 @@ bool cdi_vendor_is_valid(const char *vendor, size_t len);
 bool cdi_class_is_valid(const char *class_, size_t len);
 
 /* file.c */
-int cdi_read_file_at(int dfd, const char *name, bool nofollow, char **ret_buf,
-                     size_t *ret_len);
+int cdi_read_file_at(int dfd, const char *name, bool nofollow, char **ret_buf, size_t *ret_len);
 int cdi_owned_load(int dfd, struct base_strvec *ret_names);

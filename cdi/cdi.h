@@ -48,12 +48,12 @@ struct cdi_node {
 struct cdi_mount {
         char *host_path;
         char *container_path;
-        char *type;      /* NULL unless set: a type needs cdiVersion 0.4.0 */
-        char **options;  /* NULL-terminated, may be NULL */
+        char *type;     /* NULL unless set: a type needs cdiVersion 0.4.0 */
+        char **options; /* NULL-terminated, may be NULL */
 };
 
 struct cdi_edits {
-        char **env;      /* NULL-terminated "KEY=VALUE", may be NULL */
+        char **env; /* NULL-terminated "KEY=VALUE", may be NULL */
         struct cdi_node *nodes;
         size_t n_nodes;
         struct cdi_mount *mounts;
@@ -61,12 +61,12 @@ struct cdi_edits {
 };
 
 struct cdi_device {
-        char *name;      /* a valid CDI device name (see cdi_device_name) */
+        char *name; /* a valid CDI device name (see cdi_device_name) */
         struct cdi_edits edits;
 };
 
 struct cdi_spec {
-        char *kind;      /* "vendor.com/class" */
+        char *kind; /* "vendor.com/class" */
         struct cdi_device *devices;
         size_t n_devices;
         struct cdi_edits edits; /* applied once for any device of the spec */

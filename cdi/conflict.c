@@ -22,8 +22,7 @@ struct conflict_list {
         size_t n, cap;
 };
 
-static char *path_join(const char *dir, const char *file)
-{
+static char *path_join(const char *dir, const char *file) {
         size_t sz = strlen(dir) + 1 + strlen(file) + 1;
         char *p = malloc(sz);
         int r;
@@ -39,8 +38,7 @@ static char *path_join(const char *dir, const char *file)
 }
 
 static int list_add(struct conflict_list *l, enum cdi_conflict_type type, const char *dir,
-                    const char *file, const char *kind, const char *device, int error)
-{
+                    const char *file, const char *kind, const char *device, int error) {
         struct cdi_conflict c = { .type = type, .error = error };
 
         if (l->n == l->cap) {
@@ -70,13 +68,13 @@ oom:
 }
 
 static int check_devices(struct conflict_list *l, const char *dir, const char *file,
-                         const struct cdi_spec *ours, const cJSON *devices)
-{
+                         const struct cdi_spec *ours, const cJSON *devices) {
         const cJSON *dev;
         int r;
 
         cJSON_ArrayForEach(dev, devices) {
-                const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(dev, "name"));
+                const char *name =
+                        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(dev, "name"));
                 if (!name)
                         continue;
                 for (size_t i = 0; i < ours->n_devices; i++) {
@@ -92,8 +90,7 @@ static int check_devices(struct conflict_list *l, const char *dir, const char *f
 }
 
 static int check_json(struct conflict_list *l, const char *dir, const char *file,
-                      const struct cdi_spec *specs, size_t n_specs, const char *buf, size_t len)
-{
+                      const struct cdi_spec *specs, size_t n_specs, const char *buf, size_t len) {
         _cleanup_json_ cJSON *root = cJSON_ParseWithLength(buf, len);
         const char *kind;
         int r;
@@ -121,8 +118,7 @@ static int check_json(struct conflict_list *l, const char *dir, const char *file
 /* The value of a top-level "kind:" line, quotes and comments removed.
  * Deliberately not a YAML parser: kind is a plain scalar in every spec we
  * know of, and a miss only costs a warning. */
-static bool yaml_kind_line(char *line, const char **ret_kind)
-{
+static bool yaml_kind_line(char *line, const char **ret_kind) {
         char *v, *end;
 
         if (strncmp(line, "kind:", 5) != 0)
@@ -143,8 +139,7 @@ static bool yaml_kind_line(char *line, const char **ret_kind)
 }
 
 static int check_yaml(struct conflict_list *l, const char *dir, const char *file,
-                      const struct cdi_spec *specs, size_t n_specs, char *buf, size_t len)
-{
+                      const struct cdi_spec *specs, size_t n_specs, char *buf, size_t len) {
         size_t skip = strspn(buf, " \t\r\n");
         int r;
 
@@ -171,16 +166,14 @@ static int check_yaml(struct conflict_list *l, const char *dir, const char *file
         return 0;
 }
 
-static bool has_suffix(const char *s, const char *suffix)
-{
+static bool has_suffix(const char *s, const char *suffix) {
         size_t ls = strlen(s), lx = strlen(suffix);
 
         return ls > lx && strcmp(s + ls - lx, suffix) == 0;
 }
 
 static int check_file(struct conflict_list *l, int dfd, const char *dir, const char *file,
-                      const struct cdi_spec *specs, size_t n_specs)
-{
+                      const struct cdi_spec *specs, size_t n_specs) {
         _cleanup_free_ char *buf = NULL;
         struct stat st;
         size_t len;
@@ -202,8 +195,7 @@ static int check_file(struct conflict_list *l, int dfd, const char *dir, const c
 }
 
 static int check_dir(struct conflict_list *l, const char *dir, const struct cdi_spec *specs,
-                     size_t n_specs)
-{
+                     size_t n_specs) {
         _cleanup_close_ int dfd = -1;
         _cleanup_closedir_ DIR *d = NULL;
         _cleanup_strvec_ struct base_strvec owned = { 0 };
@@ -249,8 +241,7 @@ static int check_dir(struct conflict_list *l, const char *dir, const struct cdi_
         return 0;
 }
 
-void cdi_conflicts_free(struct cdi_conflict *conflicts, size_t n)
-{
+void cdi_conflicts_free(struct cdi_conflict *conflicts, size_t n) {
         if (!conflicts)
                 return;
         for (size_t i = 0; i < n; i++) {
@@ -262,8 +253,7 @@ void cdi_conflicts_free(struct cdi_conflict *conflicts, size_t n)
 }
 
 int cdi_find_conflicts(const char *const *dirs, const struct cdi_spec *specs, size_t n_specs,
-                       struct cdi_conflict **ret, size_t *ret_n)
-{
+                       struct cdi_conflict **ret, size_t *ret_n) {
         struct conflict_list l = { 0 };
         int r;
 

@@ -16,15 +16,12 @@
 #include "cdi-internal.h"
 #include "cdi.h"
 
-int cdi_read_file_at(int dfd, const char *name, bool nofollow, char **ret_buf,
-                     size_t *ret_len)
-{
+int cdi_read_file_at(int dfd, const char *name, bool nofollow, char **ret_buf, size_t *ret_len) {
         return base_read_file_at(dfd, name, nofollow ? O_NOFOLLOW : 0, CDI_MAX_FILE_SIZE, ret_buf,
                                  ret_len);
 }
 
-static int write_all(int fd, const char *buf, size_t len)
-{
+static int write_all(int fd, const char *buf, size_t len) {
         while (len > 0) {
                 ssize_t n = write(fd, buf, len);
                 if (n < 0 && errno == EINTR)
@@ -39,8 +36,7 @@ static int write_all(int fd, const char *buf, size_t len)
 
 /* A fresh, exclusively created temp file. The random part keeps two
  * writers (or a stale leftover) from ever sharing one. */
-static int tmp_create_at(int dfd, char **ret_name, int *ret_fd)
-{
+static int tmp_create_at(int dfd, char **ret_name, int *ret_fd) {
         for (int attempt = 0; attempt < 16; attempt++) {
                 _cleanup_free_ char *name = NULL;
                 unsigned long long rnd;
@@ -55,8 +51,7 @@ static int tmp_create_at(int dfd, char **ret_name, int *ret_fd)
                 r = snprintf(name, sz, "%s%016llx", CDI_TMP_PREFIX, rnd);
                 if (r < 0 || (size_t)r >= sz)
                         return -EOVERFLOW;
-                fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
-                            0600);
+                fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
                 if (fd < 0 && errno == EEXIST)
                         continue;
                 if (fd < 0)
@@ -70,8 +65,7 @@ static int tmp_create_at(int dfd, char **ret_name, int *ret_fd)
 
 /* Replace dfd/name with data so that a crash at any instant leaves either
  * the old or the new content under name. */
-static int replace_at(int dfd, const char *name, const char *data, size_t len)
-{
+static int replace_at(int dfd, const char *name, const char *data, size_t len) {
         _cleanup_free_ char *tmp = NULL;
         _cleanup_close_ int fd = -1;
         int r;
@@ -108,8 +102,7 @@ static const char owned_header[] =
 
 /* Only plain spec names we could have produced: a damaged or hand-edited
  * record must never make us unlink "../x" or a dot-file. */
-static bool owned_name_ok(const char *s, size_t len)
-{
+static bool owned_name_ok(const char *s, size_t len) {
         if (len <= strlen(".json") || len > NAME_MAX || s[0] == '.')
                 return false;
         if (memchr(s, '/', len) || memchr(s, '\0', len))
@@ -117,8 +110,7 @@ static bool owned_name_ok(const char *s, size_t len)
         return memcmp(s + len - strlen(".json"), ".json", strlen(".json")) == 0;
 }
 
-int cdi_owned_load(int dfd, struct base_strvec *ret_names)
-{
+int cdi_owned_load(int dfd, struct base_strvec *ret_names) {
         _cleanup_free_ char *buf = NULL;
         _cleanup_strvec_ struct base_strvec names = { 0 };
         size_t len = 0;
@@ -150,8 +142,7 @@ int cdi_owned_load(int dfd, struct base_strvec *ret_names)
         return 0;
 }
 
-static int owned_store(int dfd, char *const *names)
-{
+static int owned_store(int dfd, char *const *names) {
         _cleanup_free_ char *buf = NULL;
         size_t len = strlen(owned_header), off;
 
@@ -171,8 +162,7 @@ static int owned_store(int dfd, char *const *names)
         return replace_at(dfd, CDI_OWNER_RECORD, buf, len);
 }
 
-int cdi_spec_is_owned_at(int dir_fd, const char *file_name, bool *ret_owned)
-{
+int cdi_spec_is_owned_at(int dir_fd, const char *file_name, bool *ret_owned) {
         _cleanup_strvec_ struct base_strvec owned = { 0 };
         int r;
 
@@ -185,8 +175,7 @@ int cdi_spec_is_owned_at(int dir_fd, const char *file_name, bool *ret_owned)
 
 /* ---- public entry points ------------------------------------------------ */
 
-int cdi_dir_open(const char *path, int *ret_fd)
-{
+int cdi_dir_open(const char *path, int *ret_fd) {
         int fd;
 
         if (!path || !*path)
@@ -204,8 +193,7 @@ int cdi_dir_open(const char *path, int *ret_fd)
 /* Consumers reject a spec without devices, so "no devices" is written as
  * "no file": leaving the last one would advertise devices that are gone.
  * The claim in the record stays, for when devices come back. */
-static int remove_own_spec(int dir_fd, const char *kind)
-{
+static int remove_own_spec(int dir_fd, const char *kind) {
         _cleanup_free_ char *name = NULL;
         _cleanup_strvec_ struct base_strvec owned = { 0 };
         struct stat st;
@@ -229,8 +217,7 @@ static int remove_own_spec(int dir_fd, const char *kind)
 }
 
 /* Whether dfd/name is already exactly this spec, as we would write it. */
-static bool same_content_at(int dfd, const char *name, const char *json)
-{
+static bool same_content_at(int dfd, const char *name, const char *json) {
         _cleanup_free_ char *old = NULL;
         struct stat st;
         size_t len;
@@ -242,8 +229,7 @@ static bool same_content_at(int dfd, const char *name, const char *json)
         return len == strlen(json) && memcmp(old, json, len) == 0;
 }
 
-int cdi_spec_write_at(int dir_fd, const struct cdi_spec *spec)
-{
+int cdi_spec_write_at(int dir_fd, const struct cdi_spec *spec) {
         _cleanup_free_ char *json = NULL, *name = NULL;
         _cleanup_strvec_ struct base_strvec owned = { 0 };
         struct stat st;
@@ -284,8 +270,7 @@ int cdi_spec_write_at(int dir_fd, const struct cdi_spec *spec)
         return replace_at(dir_fd, name, json, strlen(json));
 }
 
-int cdi_spec_write(const char *dir, const struct cdi_spec *spec)
-{
+int cdi_spec_write(const char *dir, const struct cdi_spec *spec) {
         _cleanup_close_ int dfd = -1;
         int r;
 
@@ -296,8 +281,7 @@ int cdi_spec_write(const char *dir, const struct cdi_spec *spec)
 }
 
 /* Temp files a crash left behind: how many were removed. */
-static int remove_tmp_leftovers(int dfd)
-{
+static int remove_tmp_leftovers(int dfd) {
         _cleanup_closedir_ DIR *d = NULL;
         struct dirent *de;
         int fd, n = 0;
@@ -327,8 +311,7 @@ static int remove_tmp_leftovers(int dfd)
         return errno ? -errno : n;
 }
 
-static int keep_names(const char *const *kinds, struct base_strvec *keep)
-{
+static int keep_names(const char *const *kinds, struct base_strvec *keep) {
         int r;
 
         for (; kinds && *kinds; kinds++) {
@@ -344,8 +327,7 @@ static int keep_names(const char *const *kinds, struct base_strvec *keep)
 }
 
 /* An empty list, not NULL, for callers that iterate it. */
-static int take_list(struct base_strvec *sv, char ***ret)
-{
+static int take_list(struct base_strvec *sv, char ***ret) {
         if (!ret)
                 return 0;
         if (!sv->v)
@@ -359,8 +341,7 @@ static int take_list(struct base_strvec *sv, char ***ret)
 /* With remove, our files of kinds not kept go (cdi_remove_stale); without,
  * they stay claimed and are listed (cdi_sweep). Either way, temp files a
  * crash left go, and claims whose file is gone are dropped. */
-static int sweep_at(int dir_fd, const char *const *kinds, bool remove, char ***ret_names)
-{
+static int sweep_at(int dir_fd, const char *const *kinds, bool remove, char ***ret_names) {
         _cleanup_strvec_ struct base_strvec owned = { 0 }, keep = { 0 }, still = { 0 },
                                             names = { 0 };
         bool changed = false;
@@ -426,14 +407,12 @@ static int sweep_at(int dir_fd, const char *const *kinds, bool remove, char ***r
         return take_list(&names, ret_names);
 }
 
-int cdi_remove_stale_at(int dir_fd, const char *const *kinds, char ***ret_removed)
-{
+int cdi_remove_stale_at(int dir_fd, const char *const *kinds, char ***ret_removed) {
         return sweep_at(dir_fd, kinds, true, ret_removed);
 }
 
 /* The dir, or -ENOENT when there is none (nothing of ours there). */
-static int open_dir(const char *dir, int *ret_fd)
-{
+static int open_dir(const char *dir, int *ret_fd) {
         int fd;
 
         if (!dir || !*dir)
@@ -445,8 +424,7 @@ static int open_dir(const char *dir, int *ret_fd)
         return 0;
 }
 
-static int sweep(const char *dir, const char *const *kinds, bool remove, char ***ret_names)
-{
+static int sweep(const char *dir, const char *const *kinds, bool remove, char ***ret_names) {
         _cleanup_close_ int dfd = -1;
         int r = open_dir(dir, &dfd);
 
@@ -459,18 +437,15 @@ static int sweep(const char *dir, const char *const *kinds, bool remove, char **
         return sweep_at(dfd, kinds, remove, ret_names);
 }
 
-int cdi_remove_stale(const char *dir, const char *const *kinds, char ***ret_removed)
-{
+int cdi_remove_stale(const char *dir, const char *const *kinds, char ***ret_removed) {
         return sweep(dir, kinds, true, ret_removed);
 }
 
-int cdi_sweep(const char *dir, const char *const *kinds, char ***ret_stale)
-{
+int cdi_sweep(const char *dir, const char *const *kinds, char ***ret_stale) {
         return sweep(dir, kinds, false, ret_stale);
 }
 
-int cdi_spec_remove(const char *dir, const char *file_name, bool *ret_removed)
-{
+int cdi_spec_remove(const char *dir, const char *file_name, bool *ret_removed) {
         _cleanup_strvec_ struct base_strvec owned = { 0 }, still = { 0 };
         _cleanup_close_ int dfd = -1;
         bool removed = false;

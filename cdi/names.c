@@ -15,20 +15,29 @@
 #include "cdi-internal.h"
 #include "cdi.h"
 
-static bool is_letter(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); }
-static bool is_digit(char c) { return c >= '0' && c <= '9'; }
-static bool is_alnum(char c) { return is_letter(c) || is_digit(c); }
+static bool is_letter(char c) {
+        return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z');
+}
+static bool is_digit(char c) {
+        return c >= '0' && c <= '9';
+}
+static bool is_alnum(char c) {
+        return is_letter(c) || is_digit(c);
+}
 
-static bool vendor_class_char(char c) { return is_alnum(c) || c == '_' || c == '-' || c == '.'; }
-static bool device_char(char c) { return vendor_class_char(c) || c == ':'; }
+static bool vendor_class_char(char c) {
+        return is_alnum(c) || c == '_' || c == '-' || c == '.';
+}
+static bool device_char(char c) {
+        return vendor_class_char(c) || c == ':';
+}
 
 /* Vendor and class share one rule: letter first, letter or digit last,
  * [A-Za-z0-9_.-] between. At least two characters: the reference parser
  * checks the middle as name[1:len-1], which for a one-character vendor or
  * class is the slice [1:0] and panics the runtime that loads the spec
  * (every version up to now). */
-static bool segment_is_valid(const char *s, size_t len, size_t max)
-{
+static bool segment_is_valid(const char *s, size_t len, size_t max) {
         if (len < 2 || len > max)
                 return false;
         if (!is_letter(s[0]) || !is_alnum(s[len - 1]))
@@ -39,18 +48,15 @@ static bool segment_is_valid(const char *s, size_t len, size_t max)
         return true;
 }
 
-bool cdi_vendor_is_valid(const char *vendor, size_t len)
-{
+bool cdi_vendor_is_valid(const char *vendor, size_t len) {
         return segment_is_valid(vendor, len, CDI_MAX_VENDOR);
 }
 
-bool cdi_class_is_valid(const char *class_, size_t len)
-{
+bool cdi_class_is_valid(const char *class_, size_t len) {
         return segment_is_valid(class_, len, CDI_MAX_CLASS);
 }
 
-bool cdi_kind_is_valid(const char *kind)
-{
+bool cdi_kind_is_valid(const char *kind) {
         const char *slash;
 
         if (!kind)
@@ -63,8 +69,7 @@ bool cdi_kind_is_valid(const char *kind)
                cdi_class_is_valid(slash + 1, strlen(slash + 1));
 }
 
-bool cdi_device_name_is_valid(const char *name)
-{
+bool cdi_device_name_is_valid(const char *name) {
         size_t len;
 
         if (!name)
@@ -82,8 +87,7 @@ bool cdi_device_name_is_valid(const char *name)
 
 /* One part of a kind from one part of a resource name; see
  * cdi_kind_from_resource in cdi.h for the rules. */
-static int kind_part(const char *s, size_t len, size_t max, char *out, size_t *ret_len)
-{
+static int kind_part(const char *s, size_t len, size_t max, char *out, size_t *ret_len) {
         static const char prefix[] = "cdi-";
         char buf[CDI_MAX_VENDOR + sizeof(prefix) + 1];
         size_t n = 0;
@@ -113,8 +117,7 @@ static int kind_part(const char *s, size_t len, size_t max, char *out, size_t *r
         return 0;
 }
 
-int cdi_kind_from_resource(const char *resource, char **ret_kind)
-{
+int cdi_kind_from_resource(const char *resource, char **ret_kind) {
         const char *slash;
         char kind[CDI_MAX_VENDOR + 1 + CDI_MAX_CLASS + 1];
         size_t vlen, clen;
@@ -149,8 +152,7 @@ int cdi_kind_from_resource(const char *resource, char **ret_kind)
         return *ret_kind ? 0 : -ENOMEM;
 }
 
-int cdi_annotation_key(const char *resource, char **ret_key)
-{
+int cdi_annotation_key(const char *resource, char **ret_key) {
         static const char prefix[] = "cdi.k8s.io/";
         char name[CDI_MAX_ANNOTATION_NAME + 1];
         size_t n;
@@ -178,14 +180,14 @@ int cdi_annotation_key(const char *resource, char **ret_key)
         return 0;
 }
 
-bool cdi_annotation_name_is_valid(const char *name)
-{
+bool cdi_annotation_name_is_valid(const char *name) {
         size_t len;
 
         if (!name)
                 return false;
         len = strlen(name);
-        if (len == 0 || len > CDI_MAX_ANNOTATION_NAME || !is_alnum(name[0]) || !is_alnum(name[len - 1]))
+        if (len == 0 || len > CDI_MAX_ANNOTATION_NAME || !is_alnum(name[0]) ||
+            !is_alnum(name[len - 1]))
                 return false;
         for (size_t i = 1; i + 1 < len; i++)
                 if (!vendor_class_char(name[i]))
@@ -193,8 +195,7 @@ bool cdi_annotation_name_is_valid(const char *name)
         return true;
 }
 
-int cdi_device_name(const char *id, char **ret_name)
-{
+int cdi_device_name(const char *id, char **ret_name) {
         _cleanup_free_ char *name = NULL;
         size_t len, start = 0, n = 0, cap;
         int r;
@@ -238,8 +239,7 @@ int cdi_device_name(const char *id, char **ret_name)
         return 0;
 }
 
-int cdi_qualified_name(const char *kind, const char *name, char **ret)
-{
+int cdi_qualified_name(const char *kind, const char *name, char **ret) {
         size_t klen, nlen;
         char *q;
 
@@ -257,8 +257,7 @@ int cdi_qualified_name(const char *kind, const char *name, char **ret)
         return 0;
 }
 
-int cdi_spec_file_name(const char *kind, char **ret_name)
-{
+int cdi_spec_file_name(const char *kind, char **ret_name) {
         static const char ext[] = ".json";
         size_t klen, keep;
         char *name, *slash;
@@ -278,7 +277,8 @@ int cdi_spec_file_name(const char *kind, char **ret_name)
                 return -ENOMEM;
         memcpy(name, kind, keep);
         if (keep < klen)
-                keep += (size_t)snprintf(name + keep, NAME_MAX + 1 - keep, "-%08x", base_fnv1a32(kind));
+                keep += (size_t)snprintf(name + keep, NAME_MAX + 1 - keep, "-%08x",
+                                         base_fnv1a32(kind));
         memcpy(name + keep, ext, sizeof(ext));
         slash = strchr(name, '/');
         if (slash)

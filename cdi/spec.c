@@ -8,24 +8,23 @@
 #include "cdi-internal.h"
 #include "cdi.h"
 
-static bool str_set(const char *s) { return s && *s; }
+static bool str_set(const char *s) {
+        return s && *s;
+}
 
 /* A hostPath equal to path says nothing the runtime would not assume, and
  * emitting it would raise the spec to 0.5.0 for no gain. */
-static const char *node_host_path(const struct cdi_node *n)
-{
+static const char *node_host_path(const struct cdi_node *n) {
         if (!str_set(n->host_path) || strcmp(n->host_path, n->path) == 0)
                 return NULL;
         return n->host_path;
 }
 
-static bool edits_empty(const struct cdi_edits *e)
-{
+static bool edits_empty(const struct cdi_edits *e) {
         return base_strv_length(e->env) == 0 && e->n_nodes == 0 && e->n_mounts == 0;
 }
 
-static int validate_permissions(const char *p)
-{
+static int validate_permissions(const char *p) {
         if (!p)
                 return 0;
         for (; *p; p++)
@@ -34,8 +33,7 @@ static int validate_permissions(const char *p)
         return 0;
 }
 
-static int validate_edits(const struct cdi_edits *e)
-{
+static int validate_edits(const struct cdi_edits *e) {
         if ((e->n_nodes && !e->nodes) || (e->n_mounts && !e->mounts))
                 return -EINVAL;
         for (char **v = e->env; v && *v; v++) {
@@ -61,8 +59,7 @@ static int validate_edits(const struct cdi_edits *e)
         return 0;
 }
 
-int cdi_spec_validate(const struct cdi_spec *spec)
-{
+int cdi_spec_validate(const struct cdi_spec *spec) {
         int r;
 
         if (!spec || !cdi_kind_is_valid(spec->kind))
@@ -92,8 +89,7 @@ int cdi_spec_validate(const struct cdi_spec *spec)
 
 /* ---- minimum version ---------------------------------------------------- */
 
-static bool any_edits(const struct cdi_spec *spec, bool (*pred)(const struct cdi_edits *))
-{
+static bool any_edits(const struct cdi_spec *spec, bool (*pred)(const struct cdi_edits *)) {
         if (pred(&spec->edits))
                 return true;
         for (size_t i = 0; i < spec->n_devices; i++)
@@ -102,27 +98,28 @@ static bool any_edits(const struct cdi_spec *spec, bool (*pred)(const struct cdi
         return false;
 }
 
-static bool edits_mount_type(const struct cdi_edits *e)
-{
+static bool edits_mount_type(const struct cdi_edits *e) {
         for (size_t i = 0; i < e->n_mounts; i++)
                 if (str_set(e->mounts[i].type))
                         return true;
         return false;
 }
 
-static bool edits_node_host_path(const struct cdi_edits *e)
-{
+static bool edits_node_host_path(const struct cdi_edits *e) {
         for (size_t i = 0; i < e->n_nodes; i++)
                 if (e->nodes[i].path && node_host_path(&e->nodes[i]))
                         return true;
         return false;
 }
 
-static bool needs_mount_type(const struct cdi_spec *s) { return any_edits(s, edits_mount_type); }
-static bool needs_node_host_path(const struct cdi_spec *s) { return any_edits(s, edits_node_host_path); }
+static bool needs_mount_type(const struct cdi_spec *s) {
+        return any_edits(s, edits_mount_type);
+}
+static bool needs_node_host_path(const struct cdi_spec *s) {
+        return any_edits(s, edits_node_host_path);
+}
 
-static bool needs_digit_device_name(const struct cdi_spec *s)
-{
+static bool needs_digit_device_name(const struct cdi_spec *s) {
         for (size_t i = 0; i < s->n_devices; i++) {
                 const char *n = s->devices[i].name;
                 if (n && n[0] >= '0' && n[0] <= '9')
@@ -131,8 +128,7 @@ static bool needs_digit_device_name(const struct cdi_spec *s)
         return false;
 }
 
-static bool needs_dot_in_class(const struct cdi_spec *s)
-{
+static bool needs_dot_in_class(const struct cdi_spec *s) {
         const char *slash = s->kind ? strchr(s->kind, '/') : NULL;
 
         return slash && strchr(slash + 1, '.');
@@ -153,8 +149,7 @@ static const struct {
         { "0.6.0", needs_dot_in_class },      /* '.' allowed in the class */
 };
 
-const char *cdi_spec_min_version(const struct cdi_spec *spec)
-{
+const char *cdi_spec_min_version(const struct cdi_spec *spec) {
         const char *v = cdi_version_floor;
 
         if (!spec)
@@ -167,13 +162,11 @@ const char *cdi_spec_min_version(const struct cdi_spec *spec)
 
 /* ---- JSON --------------------------------------------------------------- */
 
-static int add_str(cJSON *obj, const char *key, const char *val)
-{
+static int add_str(cJSON *obj, const char *key, const char *val) {
         return cJSON_AddStringToObject(obj, key, val) ? 0 : -ENOMEM;
 }
 
-static int add_strv(cJSON *obj, const char *key, char *const *strv)
-{
+static int add_strv(cJSON *obj, const char *key, char *const *strv) {
         cJSON *arr;
 
         if (base_strv_length(strv) == 0)
@@ -191,8 +184,7 @@ static int add_strv(cJSON *obj, const char *key, char *const *strv)
         return 0;
 }
 
-static int node_to_json(cJSON *arr, const struct cdi_node *n)
-{
+static int node_to_json(cJSON *arr, const struct cdi_node *n) {
         cJSON *o = cJSON_CreateObject();
 
         if (!o || !cJSON_AddItemToArray(arr, o)) {
@@ -216,8 +208,7 @@ static int node_to_json(cJSON *arr, const struct cdi_node *n)
         return 0;
 }
 
-static int mount_to_json(cJSON *arr, const struct cdi_mount *m)
-{
+static int mount_to_json(cJSON *arr, const struct cdi_mount *m) {
         cJSON *o = cJSON_CreateObject();
 
         if (!o || !cJSON_AddItemToArray(arr, o)) {
@@ -234,8 +225,7 @@ static int mount_to_json(cJSON *arr, const struct cdi_mount *m)
 
 /* Empty lists are left out rather than written as []: nothing is lost and
  * the output stays the same across consumer versions. */
-static int edits_to_json(cJSON *parent, const struct cdi_edits *e)
-{
+static int edits_to_json(cJSON *parent, const struct cdi_edits *e) {
         cJSON *o = cJSON_AddObjectToObject(parent, "containerEdits"), *arr;
         int r;
 
@@ -263,8 +253,7 @@ static int edits_to_json(cJSON *parent, const struct cdi_edits *e)
         return 0;
 }
 
-static int spec_to_cjson(const struct cdi_spec *spec, cJSON *root)
-{
+static int spec_to_cjson(const struct cdi_spec *spec, cJSON *root) {
         cJSON *devs;
         int r;
 
@@ -293,8 +282,7 @@ static int spec_to_cjson(const struct cdi_spec *spec, cJSON *root)
         return 0;
 }
 
-int cdi_spec_to_json(const struct cdi_spec *spec, char **ret_json)
-{
+int cdi_spec_to_json(const struct cdi_spec *spec, char **ret_json) {
         _cleanup_json_ cJSON *root = NULL;
         char *text, *out;
         size_t len;
@@ -329,8 +317,7 @@ int cdi_spec_to_json(const struct cdi_spec *spec, char **ret_json)
 
 /* ---- freeing ------------------------------------------------------------ */
 
-static void edits_free(struct cdi_edits *e)
-{
+static void edits_free(struct cdi_edits *e) {
         base_strv_free(e->env);
         for (size_t i = 0; e->nodes && i < e->n_nodes; i++) {
                 free(e->nodes[i].path);
@@ -348,8 +335,7 @@ static void edits_free(struct cdi_edits *e)
         memset(e, 0, sizeof(*e));
 }
 
-void cdi_spec_free(struct cdi_spec *spec)
-{
+void cdi_spec_free(struct cdi_spec *spec) {
         if (!spec)
                 return;
         free(spec->kind);

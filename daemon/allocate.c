@@ -61,7 +61,8 @@ static int id_table_build(const struct dp_plugin *p, struct id_table *t) {
         return 0;
 }
 
-static int find_id(const struct dp_plugin *p, const struct id_table *t, const char *id, size_t *ret) {
+static int find_id(const struct dp_plugin *p, const struct id_table *t, const char *id,
+                   size_t *ret) {
         if (!t || !t->slot)
                 return dp_plugin_find_id(p, id, ret);
         for (size_t h = id_hash(id) & t->mask; t->slot[h]; h = (h + 1) & t->mask)
@@ -75,24 +76,25 @@ static int find_id(const struct dp_plugin *p, const struct id_table *t, const ch
 /* Resolve a list of IDs: each known, non-empty, and not already marked in
  * seen (shared across a request, so no ID goes to two containers). Their
  * indices go to idx when it is not NULL. */
-static int resolve(const struct dp_plugin *p, const struct id_table *t, char **ids, size_t n, const char *where,
-                   bool *seen, size_t *idx, char **ret_msg) {
+static int resolve(const struct dp_plugin *p, const struct id_table *t, char **ids, size_t n,
+                   const char *where, bool *seen, size_t *idx, char **ret_msg) {
         for (size_t i = 0; i < n; i++) {
                 size_t k;
                 if (!ids[i][0])
                         return invalid(ret_msg, "%s: empty device ID", where);
                 if (find_id(p, t, ids[i], &k) < 0)
-                        return invalid(ret_msg, "%s: unknown device ID " ID_FMT " for resource \"%s\"",
+                        return invalid(ret_msg,
+                                       "%s: unknown device ID " ID_FMT " for resource \"%s\"",
                                        where, ids[i], p->cfg->name);
                 if (seen[k])
-                        return invalid(ret_msg, "%s: device ID " ID_FMT " requested twice", where, ids[i]);
+                        return invalid(ret_msg, "%s: device ID " ID_FMT " requested twice", where,
+                                       ids[i]);
                 seen[k] = true;
                 if (idx)
                         idx[i] = k;
         }
         return 0;
 }
-
 
 static char *dup_or_null(const char *s, bool *oom) {
         char *d = strdup(s);
@@ -123,7 +125,8 @@ static int plain_extras(const struct dp_plugin *p, const size_t *devs, size_t n_
                         size_t klen = strcspn(*e, "=");
                         bool dup = false;
                         for (size_t i = 0; i < cr->n_envs; i++)
-                                dup |= strlen(cr->envs[i]->key) == klen && strncmp(cr->envs[i]->key, *e, klen) == 0;
+                                dup |= strlen(cr->envs[i]->key) == klen &&
+                                       strncmp(cr->envs[i]->key, *e, klen) == 0;
                         if (dup)
                                 continue;
                         V1beta1__ContainerAllocateResponse__EnvsEntry *en = malloc(sizeof(*en));
@@ -151,8 +154,8 @@ static int plain_extras(const struct dp_plugin *p, const size_t *devs, size_t n_
 
 /* The distinct devices behind a container's IDs: shares of one device map
  * to one CDI device, named once. */
-static size_t request_devices(const struct dp_plugin *p, const V1beta1__ContainerAllocateRequest *creq,
-                              size_t *devs) {
+static size_t request_devices(const struct dp_plugin *p,
+                              const V1beta1__ContainerAllocateRequest *creq, size_t *devs) {
         size_t n = 0;
 
         for (size_t i = 0; i < creq->n_devices_ids; i++) {
@@ -221,7 +224,8 @@ static int cdi_answer(const struct dp_plugin *p, const size_t *devs, size_t n_de
         return e->key ? 0 : -ENOMEM;
 }
 
-static int container_answer(const struct dp_plugin *p, const V1beta1__ContainerAllocateRequest *creq,
+static int container_answer(const struct dp_plugin *p,
+                            const V1beta1__ContainerAllocateRequest *creq,
                             V1beta1__ContainerAllocateResponse *cr) {
         _cleanup_free_ size_t *devs = calloc(creq->n_devices_ids + 1, sizeof(*devs));
         size_t n_devs, n_nodes = 0;
@@ -285,7 +289,8 @@ int dp_allocate(const struct dp_plugin *p, const V1beta1__AllocateRequest *req,
                 snprintf(where, sizeof(where), "container_requests[%zu]", c);
                 if (creq->n_devices_ids == 0)
                         return invalid(ret_msg, "%s: no device IDs", where);
-                r = resolve(p, NULL, creq->devices_ids, creq->n_devices_ids, where, seen, NULL, ret_msg);
+                r = resolve(p, NULL, creq->devices_ids, creq->n_devices_ids, where, seen, NULL,
+                            ret_msg);
                 if (r < 0)
                         return r;
         }
@@ -294,7 +299,8 @@ int dp_allocate(const struct dp_plugin *p, const V1beta1__AllocateRequest *req,
         if (!resp)
                 return -ENOMEM;
         v1beta1__allocate_response__init(resp);
-        resp->container_responses = calloc(req->n_container_requests, sizeof(*resp->container_responses));
+        resp->container_responses =
+                calloc(req->n_container_requests, sizeof(*resp->container_responses));
         if (!resp->container_responses)
                 r = -ENOMEM;
         for (size_t c = 0; r >= 0 && c < req->n_container_requests; c++) {
@@ -345,7 +351,8 @@ static size_t numa_slot(const struct dp_plugin *p, size_t id) {
         return dev_slot(p, dp_plugin_id_dev(p, id));
 }
 
-static int tally_init(const struct dp_plugin *p, const bool *chosen, const bool *avail, struct tally *t) {
+static int tally_init(const struct dp_plugin *p, const bool *chosen, const bool *avail,
+                      struct tally *t) {
         size_t slots = 1;
 
         for (size_t i = 0; i < p->n_devs; i++)
@@ -398,8 +405,8 @@ struct picker {
         enum cfg_policy policy;
         const struct tally *t;
         struct group *g;
-        size_t *next;       /* next candidate of the same device, in the kubelet's order */
-        size_t *heap;       /* group indices, slot s at heap[start[s]] .. + len[s] */
+        size_t *next; /* next candidate of the same device, in the kubelet's order */
+        size_t *heap; /* group indices, slot s at heap[start[s]] .. + len[s] */
         size_t *start, *len;
 };
 
@@ -432,8 +439,8 @@ static void sift_down(const struct picker *k, size_t s, size_t i) {
 }
 
 /* Group the unchosen candidates by device and heap them per slot. */
-static int picker_init(const struct dp_plugin *p, const size_t *offered, size_t n, const bool *chosen,
-                       const struct tally *t, size_t slots, struct picker *k) {
+static int picker_init(const struct dp_plugin *p, const size_t *offered, size_t n,
+                       const bool *chosen, const struct tally *t, size_t slots, struct picker *k) {
         _cleanup_free_ size_t *group_of = malloc((p->n_devs + 1) * sizeof(size_t));
         _cleanup_free_ size_t *tail = NULL;
         size_t n_groups = 0;
@@ -456,7 +463,8 @@ static int picker_init(const struct dp_plugin *p, const size_t *offered, size_t 
                 gi = group_of[dev];
                 if (gi == SIZE_MAX) {
                         gi = group_of[dev] = n_groups++;
-                        k->g[gi] = (struct group){.dev = dev, .slot = dev_slot(p, dev), .head = i};
+                        k->g[gi] =
+                                (struct group){ .dev = dev, .slot = dev_slot(p, dev), .head = i };
                         k->len[k->g[gi].slot]++;
                 } else
                         k->next[tail[gi]] = i;
@@ -490,14 +498,15 @@ static void picker_free(struct picker *k) {
  * the least of the first two; ties go to the kubelet's order. */
 static size_t picker_best(const struct picker *k, size_t slots) {
         size_t best = SIZE_MAX;
-        struct closeness best_c = {0};
+        struct closeness best_c = { 0 };
 
         for (size_t s = 0; s < slots; s++) {
                 if (k->len[s] == 0)
                         continue;
                 size_t gi = k->heap[k->start[s]];
-                struct closeness c = {.numa = k->t->numa_chosen[s], .dev = k->t->dev_chosen[k->g[gi].dev],
-                                      .room = k->t->numa_room[s]};
+                struct closeness c = { .numa = k->t->numa_chosen[s],
+                                       .dev = k->t->dev_chosen[k->g[gi].dev],
+                                       .room = k->t->numa_room[s] };
                 int cmp = best == SIZE_MAX ? 1 : closer(c, best_c);
                 if (k->policy == CFG_POLICY_SPREAD && best != SIZE_MAX)
                         cmp = -cmp;
@@ -521,8 +530,8 @@ static int pick(const struct dp_plugin *p, const V1beta1__ContainerPreferredAllo
                 bool *chosen, const bool *avail, const size_t *offered, size_t size,
                 V1beta1__ContainerPreferredAllocationResponse *cr) {
         size_t n = creq->n_available_deviceids, slots = 1, i;
-        struct picker k = {0};
-        struct tally t = {0};
+        struct picker k = { 0 };
+        struct tally t = { 0 };
         int r;
 
         for (size_t d = 0; d < p->n_devs; d++)
@@ -557,7 +566,8 @@ static int pick(const struct dp_plugin *p, const V1beta1__ContainerPreferredAllo
         return r;
 }
 
-static int preferred_one(const struct dp_plugin *p, const V1beta1__ContainerPreferredAllocationRequest *creq,
+static int preferred_one(const struct dp_plugin *p,
+                         const V1beta1__ContainerPreferredAllocationRequest *creq,
                          const char *where, V1beta1__ContainerPreferredAllocationResponse *cr,
                          char **ret_msg) {
         _cleanup_free_ bool *avail = calloc(p->n_ids + 1, sizeof(bool));
@@ -565,7 +575,7 @@ static int preferred_one(const struct dp_plugin *p, const V1beta1__ContainerPref
         /* The offered and must-include IDs' indices, looked up once. */
         _cleanup_free_ size_t *offered = calloc(creq->n_available_deviceids + 1, sizeof(size_t));
         _cleanup_free_ size_t *musts = calloc(creq->n_must_include_deviceids + 1, sizeof(size_t));
-        struct id_table t = {0};
+        struct id_table t = { 0 };
         size_t size;
         int r;
 
@@ -576,24 +586,27 @@ static int preferred_one(const struct dp_plugin *p, const V1beta1__ContainerPref
                                creq->n_available_deviceids, p->cfg->name, p->n_ids);
         if (creq->n_available_deviceids >= ID_TABLE_MIN && id_table_build(p, &t) < 0)
                 return -ENOMEM;
-        r = resolve(p, &t, creq->available_deviceids, creq->n_available_deviceids, where, avail, offered, ret_msg);
+        r = resolve(p, &t, creq->available_deviceids, creq->n_available_deviceids, where, avail,
+                    offered, ret_msg);
         if (r >= 0)
-                r = resolve(p, &t, creq->must_include_deviceids, creq->n_must_include_deviceids, where, must, musts,
-                            ret_msg);
+                r = resolve(p, &t, creq->must_include_deviceids, creq->n_must_include_deviceids,
+                            where, must, musts, ret_msg);
         free(t.slot);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < creq->n_must_include_deviceids; i++)
                 if (!avail[musts[i]])
-                        return invalid(ret_msg, "%s: must-include ID " ID_FMT " is not available", where,
-                                       creq->must_include_deviceids[i]);
-        if (creq->allocation_size < 1 || (size_t)creq->allocation_size > creq->n_available_deviceids)
-                return invalid(ret_msg, "%s: allocation_size %d is not between 1 and the %zu available IDs",
+                        return invalid(ret_msg, "%s: must-include ID " ID_FMT " is not available",
+                                       where, creq->must_include_deviceids[i]);
+        if (creq->allocation_size < 1 ||
+            (size_t)creq->allocation_size > creq->n_available_deviceids)
+                return invalid(ret_msg,
+                               "%s: allocation_size %d is not between 1 and the %zu available IDs",
                                where, creq->allocation_size, creq->n_available_deviceids);
         size = (size_t)creq->allocation_size;
         if (creq->n_must_include_deviceids > size)
-                return invalid(ret_msg, "%s: %zu must-include IDs exceed allocation_size %zu", where,
-                               creq->n_must_include_deviceids, size);
+                return invalid(ret_msg, "%s: %zu must-include IDs exceed allocation_size %zu",
+                               where, creq->n_must_include_deviceids, size);
 
         cr->deviceids = calloc(size, sizeof(char *));
         if (!cr->deviceids)
@@ -615,7 +628,8 @@ int dp_preferred(const struct dp_plugin *p, const V1beta1__PreferredAllocationRe
         if (!resp)
                 return -ENOMEM;
         v1beta1__preferred_allocation_response__init(resp);
-        resp->container_responses = calloc(req->n_container_requests, sizeof(*resp->container_responses));
+        resp->container_responses =
+                calloc(req->n_container_requests, sizeof(*resp->container_responses));
         if (!resp->container_responses)
                 r = -ENOMEM;
         for (size_t c = 0; r >= 0 && c < req->n_container_requests; c++) {

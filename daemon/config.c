@@ -46,7 +46,8 @@ static bool is_dns_subdomain(const char *s, size_t len) {
         for (size_t i = 0; i < len; i++) {
                 char c = s[i];
                 bool edge = i == 0 || i == len - 1 || s[i - 1] == '.' || s[i + 1] == '.';
-                if (c == '.' ? edge : !((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'))
+                if (c == '.' ? edge
+                             : !((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'))
                         return false;
                 if (edge && c == '-')
                         return false;
@@ -90,17 +91,22 @@ static const cJSON *duplicate_key(const cJSON *obj) {
 }
 
 static int parse_modes(const cJSON *arr, const char *field, unsigned *ret, struct cfg_error *err) {
-        static const struct { const char *name; unsigned bit; } modes[] = {
-                {"cdi-cri", CFG_ALLOC_CDI_CRI},
-                {"cdi-annotations", CFG_ALLOC_CDI_ANNOTATIONS},
-                {"device-specs", CFG_ALLOC_DEVICE_SPECS},
+        static const struct {
+                const char *name;
+                unsigned bit;
+        } modes[] = {
+                { "cdi-cri", CFG_ALLOC_CDI_CRI },
+                { "cdi-annotations", CFG_ALLOC_CDI_ANNOTATIONS },
+                { "device-specs", CFG_ALLOC_DEVICE_SPECS },
         };
         unsigned bits = 0;
         size_t i = 0;
         const cJSON *m;
 
         if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) == 0)
-                return fail(err, field, "must be a non-empty array of \"cdi-cri\", \"cdi-annotations\", \"device-specs\"");
+                return fail(
+                        err, field,
+                        "must be a non-empty array of \"cdi-cri\", \"cdi-annotations\", \"device-specs\"");
         cJSON_ArrayForEach(m, arr) {
                 size_t k;
                 for (k = 0; k < ELEMENTSOF(modes); k++)
@@ -110,7 +116,9 @@ static int parse_modes(const cJSON *arr, const char *field, unsigned *ret, struc
                         _cleanup_free_ char *f = NULL;
                         if (xasprintf(&f, "%s[%zu]", field, i) < 0)
                                 return -ENOMEM;
-                        return fail(err, f, "unknown allocate mode (expected \"cdi-cri\", \"cdi-annotations\" or \"device-specs\")");
+                        return fail(
+                                err, f,
+                                "unknown allocate mode (expected \"cdi-cri\", \"cdi-annotations\" or \"device-specs\")");
                 }
                 bits |= modes[k].bit;
                 i++;
@@ -134,7 +142,8 @@ static int parse_match(const cJSON *match, const char *field, struct cfg_resourc
                 int r = res_selector_parse(entry, &res->selectors[i], &sub, &msg);
                 if (r == -EINVAL) {
                         _cleanup_free_ char *f = NULL;
-                        if (xasprintf(&f, "%s[%zu]%s%s", field, i, sub && *sub ? "." : "", sub ? sub : "") < 0)
+                        if (xasprintf(&f, "%s[%zu]%s%s", field, i, sub && *sub ? "." : "",
+                                      sub ? sub : "") < 0)
                                 return -ENOMEM;
                         return fail(err, f, "%s", msg ? msg : "invalid selector");
                 }
@@ -235,8 +244,9 @@ static int parse_resource(const cJSON *obj, size_t idx, unsigned default_modes,
                 res->shares = (unsigned)shares->valuedouble;
         }
         if (policy) {
-                static const char *const names[] = {
-                        [CFG_POLICY_PACKED] = "packed", [CFG_POLICY_SPREAD] = "spread", [CFG_POLICY_NONE] = "none"};
+                static const char *const names[] = { [CFG_POLICY_PACKED] = "packed",
+                                                     [CFG_POLICY_SPREAD] = "spread",
+                                                     [CFG_POLICY_NONE] = "none" };
                 size_t k;
                 snprintf(f, sizeof(f), "%s.policy", base);
                 for (k = 0; k < ELEMENTSOF(names); k++)
@@ -274,7 +284,8 @@ static int parse_metrics(const cJSON *obj, struct cfg_config *cfg, struct cfg_er
                         unsigned len;
                         const char *msg = NULL;
                         if (!cJSON_IsString(it))
-                                return fail(err, "metrics.address", "must be a string, HOST:PORT or \"\" (off)");
+                                return fail(err, "metrics.address",
+                                            "must be a string, HOST:PORT or \"\" (off)");
                         if (*it->valuestring &&
                             dp_http_parse_address(it->valuestring, &ss, &len, &msg) < 0)
                                 return fail(err, "metrics.address", "\"%s\": %s", it->valuestring,
@@ -454,7 +465,7 @@ void cfg_resource_clear(struct cfg_resource *res) {
                 res_selector_free(res->selectors[j]);
         free(res->selectors);
         free(res->settings_json);
-        *res = (struct cfg_resource){0};
+        *res = (struct cfg_resource){ 0 };
 }
 
 void cfg_free(struct cfg_config *cfg) {

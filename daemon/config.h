@@ -26,7 +26,7 @@ struct cfg_resource {
         char *socket_name; /* "cdiplug-example.com-serial.sock" */
         struct res_selector **selectors;
         size_t n_selectors;
-        unsigned shares;   /* allocatable IDs per device, >= 1 */
+        unsigned shares; /* allocatable IDs per device, >= 1 */
         unsigned alloc_modes;
         enum cfg_policy policy;
         /* The resource's JSON without "allocate" and "policy": what decides
@@ -40,14 +40,14 @@ enum cfg_log_format { CFG_LOG_UNSET, CFG_LOG_TEXT, CFG_LOG_JSON };
 struct cfg_config {
         struct cfg_resource *resources;
         size_t n_resources;
-        char *user;        /* "NAME|UID[:GID]" or NULL */
-        char *metrics_address;      /* "metrics.address": NULL unset, "" off */
-        char *pod_resources_socket; /* "metrics.pod_resources_socket", or NULL */
+        char *user;                     /* "NAME|UID[:GID]" or NULL */
+        char *metrics_address;          /* "metrics.address": NULL unset, "" off */
+        char *pod_resources_socket;     /* "metrics.pod_resources_socket", or NULL */
         enum cfg_log_format log_format; /* "log_format" */
 };
 
 struct cfg_error {
-        char *field;       /* JSON path, e.g. "resources[1].shares"; "" for the document */
+        char *field; /* JSON path, e.g. "resources[1].shares"; "" for the document */
         char *msg;
 };
 

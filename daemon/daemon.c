@@ -38,13 +38,14 @@
 #include "watch.h"
 
 static int lockdown(const struct dp_daemon *d) {
-        struct sbx_options so = {0};
-        struct sbx_error err = {0};
+        struct sbx_options so = { 0 };
+        struct sbx_error err = { 0 };
         const char *user = d->opts->user ? d->opts->user : d->cfg->user;
         int r;
 
         if (d->opts->no_sandbox) {
-                log_warn("--no-sandbox: serving with full privileges and no seccomp filter; for debugging only");
+                log_warn(
+                        "--no-sandbox: serving with full privileges and no seccomp filter; for debugging only");
                 return 0;
         }
         if (user) {
@@ -56,7 +57,8 @@ static int lockdown(const struct dp_daemon *d) {
         }
         r = sbx_lockdown(&so, &err);
         if (r < 0) {
-                log_error("sandbox: %s failed: %s", err.step ? err.step : "lock-down", strerror(-r));
+                log_error("sandbox: %s failed: %s", err.step ? err.step : "lock-down",
+                          strerror(-r));
                 return r;
         }
         log_info("sandbox: no capabilities, no_new_privs, seccomp filter loaded%s",
@@ -80,7 +82,8 @@ static void stop_all(struct dp_daemon *d) {
 /* Run every completion until the queue is shut down (dp_maybe_finish). */
 static void drain(struct dp_daemon *d) {
         for (;;) {
-                grpc_event ev = grpc_completion_queue_next(d->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+                grpc_event ev =
+                        grpc_completion_queue_next(d->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
                 if (ev.type == GRPC_QUEUE_SHUTDOWN)
                         return;
                 if (ev.type != GRPC_OP_COMPLETE)
@@ -106,15 +109,17 @@ static size_t poll_set(struct dp_daemon *d, struct pollfd **fds, size_t *cap) {
                         *fds = more;
                         *cap = n;
                 } else {
-                        log_error("watcher: out of memory; %zu resources not accepting connections", n - *cap);
+                        log_error("watcher: out of memory; %zu resources not accepting connections",
+                                  n - *cap);
                         n = *cap;
                 }
         }
-        (*fds)[0] = (struct pollfd){.fd = d->signal_fd, .events = POLLIN};
-        (*fds)[1] = (struct pollfd){.fd = d->inotify_fd, .events = POLLIN};
-        (*fds)[2] = (struct pollfd){.fd = d->timer_fd, .events = POLLIN};
+        (*fds)[0] = (struct pollfd){ .fd = d->signal_fd, .events = POLLIN };
+        (*fds)[1] = (struct pollfd){ .fd = d->inotify_fd, .events = POLLIN };
+        (*fds)[2] = (struct pollfd){ .fd = d->timer_fd, .events = POLLIN };
         for (size_t i = 0; i + 3 < n; i++)
-                (*fds)[3 + i] = (struct pollfd){.fd = dp_server_poll_fd(d->res[i]), .events = POLLIN};
+                (*fds)[3 + i] =
+                        (struct pollfd){ .fd = dp_server_poll_fd(d->res[i]), .events = POLLIN };
         return n;
 }
 
@@ -211,7 +216,8 @@ static int setup_fds(struct dp_daemon *d) {
 /* The metrics endpoint's socket: bound now, served after the lock-down.
  * The command line wins over the config; "" switches either off. */
 static int metrics_open(struct dp_daemon *d) {
-        const char *addr = d->opts->metrics_address ? d->opts->metrics_address : d->cfg->metrics_address;
+        const char *addr =
+                d->opts->metrics_address ? d->opts->metrics_address : d->cfg->metrics_address;
 
         if (!addr || !*addr)
                 return 0;
@@ -220,7 +226,7 @@ static int metrics_open(struct dp_daemon *d) {
 
 /* The command line wins over the config; "" switches it off. */
 const char *dp_podres_socket(const struct dp_daemon *d) {
-        const char *podres = d->opts->pod_resources_socket ? d->opts->pod_resources_socket
+        const char *podres = d->opts->pod_resources_socket  ? d->opts->pod_resources_socket
                              : d->cfg->pod_resources_socket ? d->cfg->pod_resources_socket
                                                             : DP_DEFAULT_PODRES_SOCKET;
         return *podres ? podres : NULL;
@@ -318,8 +324,15 @@ static void daemon_free(struct dp_daemon *d) {
 
 int dp_daemon_run(const struct dp_options *opts, struct cfg_config *cfg) {
         struct dp_daemon d = {
-                .opts = opts, .cfg = cfg, .signal_fd = -1, .inotify_fd = -1, .timer_fd = -1,
-                .kubelet_wd = -1, .ancestor_wd = -1, .config_wd = -1, .kubelet_gen = 1,
+                .opts = opts,
+                .cfg = cfg,
+                .signal_fd = -1,
+                .inotify_fd = -1,
+                .timer_fd = -1,
+                .kubelet_wd = -1,
+                .ancestor_wd = -1,
+                .config_wd = -1,
+                .kubelet_gen = 1,
         };
         pthread_t thread;
         int r, ret = 1;
@@ -375,7 +388,8 @@ int dp_daemon_run(const struct dp_options *opts, struct cfg_config *cfg) {
         }
         drain(&d);
         pthread_join(thread, NULL);
-        log_info("stopped; sockets removed, CDI specs left in %s for pods that still use them", opts->cdi_dir);
+        log_info("stopped; sockets removed, CDI specs left in %s for pods that still use them",
+                 opts->cdi_dir);
         ret = 0;
         goto out_cq;
 

@@ -27,7 +27,7 @@
 
 void doc_add(struct doc_ctx *c, const char *check, enum doc_level level, const char *fix,
              const char *fmt, ...) {
-        struct doc_finding f = {.check = check, .level = level};
+        struct doc_finding f = { .check = check, .level = level };
         va_list ap;
         int r;
 
@@ -89,7 +89,7 @@ int doc_read_small(const char *path, char *buf, size_t max) {
 
 static void check_config(struct doc_ctx *c) {
         const char *path = c->o->config_path;
-        struct cfg_error err = {0};
+        struct cfg_error err = { 0 };
         int r = cfg_load(path, &c->cfg, &err);
 
         if (r == -EINVAL)
@@ -109,13 +109,16 @@ static void check_config(struct doc_ctx *c) {
                 doc_add(c, "config", DOC_PROBLEM, "rename the resources the messages above name",
                         "%s: the resources' names cannot be served as they are", path);
         else if (r < 0)
-                doc_add(c, "config", DOC_PROBLEM, NULL, "%s: cannot work out the resources' names: %s", path,
-                        strerror(-r));
+                doc_add(c, "config", DOC_PROBLEM, NULL,
+                        "%s: cannot work out the resources' names: %s", path, strerror(-r));
         else
-                doc_add(c, "config", DOC_OK, NULL, "%s: valid, %zu resources", path, c->cfg->n_resources);
+                doc_add(c, "config", DOC_OK, NULL, "%s: valid, %zu resources", path,
+                        c->cfg->n_resources);
         if (c->cfg->n_resources == 0)
-                doc_add(c, "config", DOC_WARN, "add resources to it (see cdiplug(8), and the example config.json "
-                        "in cdiplug's doc dir)", "%s configures no resources: cdiplug serves nothing", path);
+                doc_add(c, "config", DOC_WARN,
+                        "add resources to it (see cdiplug(8), and the example config.json "
+                        "in cdiplug's doc dir)",
+                        "%s configures no resources: cdiplug serves nothing", path);
 
         /* cfg_load accepted the file, so it is JSON of bounded size; the
          * selectors' own text makes the explanations concrete. */
@@ -129,7 +132,7 @@ static void check_config(struct doc_ctx *c) {
                 c->raw = cJSON_ParseWithLength(text, n);
 
         if (c->cfg->user) {
-                struct sbx_options ids = {0};
+                struct sbx_options ids = { 0 };
                 r = sbx_parse_user(c->cfg->user, &ids);
                 if (r < 0)
                         doc_add(c, "config", DOC_PROBLEM, "create the user or name an existing one",
@@ -154,7 +157,7 @@ bool doc_can_write(const struct stat *st, uid_t uid, gid_t gid, bool need_exec) 
 
 /* 0 when something listens on the unix socket, else a negative errno. */
 static int socket_alive(const char *path) {
-        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
         _cleanup_close_ int fd = -1;
 
         if (strlen(path) >= sizeof(sa.sun_path))
@@ -190,7 +193,8 @@ static void check_kubelet_socket(struct doc_ctx *c, const char *dir) {
         else if (!doc_can_write(&st, c->uid, c->gid, false))
                 doc_add(c, "kubelet", DOC_PROBLEM,
                         "serve as uid 0 (no \"user\"), or give the user write access to the socket",
-                        "%s is not writable by uid %u: cdiplug cannot register", sock, (unsigned)c->uid);
+                        "%s is not writable by uid %u: cdiplug cannot register", sock,
+                        (unsigned)c->uid);
         else
                 doc_add(c, "kubelet", DOC_OK, NULL, "%s: the kubelet listens", sock);
 }
@@ -210,10 +214,12 @@ static void check_daemon_sockets(struct doc_ctx *c, const char *dir) {
                 if (lstat(sock, &st) < 0)
                         doc_add(c, "kubelet", DOC_PROBLEM,
                                 "start the daemon (systemctl start cdiplug, or the DaemonSet) and see its log",
-                                "resource \"%s\": %s is missing: cdiplug is not serving it", rc->name, sock);
+                                "resource \"%s\": %s is missing: cdiplug is not serving it",
+                                rc->name, sock);
                 else if (!S_ISSOCK(st.st_mode) || socket_alive(sock) < 0)
                         doc_add(c, "kubelet", DOC_PROBLEM, "restart the daemon and see its log",
-                                "resource \"%s\": %s is stale: nothing listens on it", rc->name, sock);
+                                "resource \"%s\": %s is stale: nothing listens on it", rc->name,
+                                sock);
                 else
                         serving++;
         }
@@ -244,7 +250,8 @@ static void check_kubelet(struct doc_ctx *c) {
                 return;
         }
         if (!S_ISDIR(st.st_mode)) {
-                doc_add(c, "kubelet", DOC_PROBLEM, "pass the kubelet's device-plugins dir with --kubelet-dir",
+                doc_add(c, "kubelet", DOC_PROBLEM,
+                        "pass the kubelet's device-plugins dir with --kubelet-dir",
                         "%s is not a directory", dir);
                 return;
         }
@@ -306,26 +313,33 @@ static void check_kernel(struct doc_ctx *c) {
 
         r = read_limit(c, "max_user_watches", &watches);
         if (r < 0)
-                doc_add(c, "kernel", DOC_WARN, NULL, "cannot read fs.inotify.max_user_watches: %s", strerror(-r));
+                doc_add(c, "kernel", DOC_WARN, NULL, "cannot read fs.inotify.max_user_watches: %s",
+                        strerror(-r));
         else if ((size_t)watches < need)
                 doc_add(c, "kernel", DOC_PROBLEM,
                         "raise it: sysctl -w fs.inotify.max_user_watches=524288 (and in /etc/sysctl.d)",
                         "fs.inotify.max_user_watches is %ld, the config needs %zu: hotplug and kubelet restarts "
-                        "would go unseen", watches, need);
+                        "would go unseen",
+                        watches, need);
         else
-                doc_add(c, "kernel", DOC_OK, NULL, "fs.inotify.max_user_watches %ld, the config needs %zu "
-                        "(the limit is shared with every process of the same user)", watches, need);
+                doc_add(c, "kernel", DOC_OK, NULL,
+                        "fs.inotify.max_user_watches %ld, the config needs %zu "
+                        "(the limit is shared with every process of the same user)",
+                        watches, need);
 
         r = read_limit(c, "max_user_instances", &instances);
         if (r < 0)
-                doc_add(c, "kernel", DOC_WARN, NULL, "cannot read fs.inotify.max_user_instances: %s",
-                        strerror(-r));
+                doc_add(c, "kernel", DOC_WARN, NULL,
+                        "cannot read fs.inotify.max_user_instances: %s", strerror(-r));
         else if (instances < DAEMON_INSTANCES)
-                doc_add(c, "kernel", DOC_PROBLEM, "raise it: sysctl -w fs.inotify.max_user_instances=512",
-                        "fs.inotify.max_user_instances is %ld, cdiplug needs %d", instances, DAEMON_INSTANCES);
+                doc_add(c, "kernel", DOC_PROBLEM,
+                        "raise it: sysctl -w fs.inotify.max_user_instances=512",
+                        "fs.inotify.max_user_instances is %ld, cdiplug needs %d", instances,
+                        DAEMON_INSTANCES);
         else
-                doc_add(c, "kernel", DOC_OK, NULL, "fs.inotify.max_user_instances %ld, cdiplug needs %d",
-                        instances, DAEMON_INSTANCES);
+                doc_add(c, "kernel", DOC_OK, NULL,
+                        "fs.inotify.max_user_instances %ld, cdiplug needs %d", instances,
+                        DAEMON_INSTANCES);
 
         _cleanup_free_ char *devchar = doc_host_path(c, "/dev/char");
         struct stat st;
@@ -338,7 +352,8 @@ static void check_kernel(struct doc_ctx *c) {
                 doc_add(c, "kernel", DOC_OK, NULL, "%s present", devchar);
 
         /* RESOLVE_IN_ROOT keeps symlinks under the host root inside it. */
-        struct open_how how = {.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT};
+        struct open_how how = { .flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
+                                .resolve = RESOLVE_IN_ROOT };
         long fd = syscall(SYS_openat2, AT_FDCWD, "/", &how, sizeof(how));
         if (fd >= 0) {
                 close((int)fd);
@@ -354,7 +369,7 @@ static void check_kernel(struct doc_ctx *c) {
 /* --- output --- */
 
 static const char *level_name(enum doc_level l) {
-        static const char *const names[] = {"ok", "info", "warning", "problem"};
+        static const char *const names[] = { "ok", "info", "warning", "problem" };
         return names[l];
 }
 
@@ -368,7 +383,8 @@ static int print_json(const struct doc_ctx *c, size_t problems, size_t warnings)
                 arr = cJSON_AddArrayToObject(root, "findings");
         for (size_t i = 0; arr && i < c->n; i++) {
                 cJSON *f = cJSON_CreateObject();
-                if (!f || !cJSON_AddItemToArray(arr, f) || !cJSON_AddStringToObject(f, "check", c->v[i].check) ||
+                if (!f || !cJSON_AddItemToArray(arr, f) ||
+                    !cJSON_AddStringToObject(f, "check", c->v[i].check) ||
                     !cJSON_AddStringToObject(f, "level", level_name(c->v[i].level)) ||
                     !cJSON_AddStringToObject(f, "message", c->v[i].msg) ||
                     (c->v[i].fix && !cJSON_AddStringToObject(f, "fix", c->v[i].fix)))
@@ -387,20 +403,20 @@ static int print_json(const struct doc_ctx *c, size_t problems, size_t warnings)
 static void print_text(const struct doc_ctx *c, size_t problems, size_t warnings) {
         for (size_t i = 0; i < c->n; i++) {
                 const struct doc_finding *f = &c->v[i];
-                printf("%-7s %-8s %s\n", f->level == DOC_PROBLEM ? "PROBLEM" : level_name(f->level), f->check,
-                       f->msg);
+                printf("%-7s %-8s %s\n", f->level == DOC_PROBLEM ? "PROBLEM" : level_name(f->level),
+                       f->check, f->msg);
                 if (f->fix)
                         printf("%-7s %-8s fix: %s\n", "", "", f->fix);
         }
         if (problems + warnings == 0)
                 printf("doctor: no problems found\n");
         else
-                printf("doctor: %zu problem%s, %zu warning%s\n", problems, problems == 1 ? "" : "s", warnings,
-                       warnings == 1 ? "" : "s");
+                printf("doctor: %zu problem%s, %zu warning%s\n", problems, problems == 1 ? "" : "s",
+                       warnings, warnings == 1 ? "" : "s");
 }
 
 int doc_run(const struct doc_options *o) {
-        struct doc_ctx c = {.o = o, .ownership_from_ctx = -1};
+        struct doc_ctx c = { .o = o, .ownership_from_ctx = -1 };
         size_t problems = 0, warnings = 0;
 
         check_config(&c);
@@ -416,10 +432,12 @@ int doc_run(const struct doc_options *o) {
                 warnings += c.v[i].level == DOC_WARN;
         }
         if (c.oom) {
-                fprintf(stderr, "cdiplug: error: doctor: out of memory, the report is incomplete\n");
+                fprintf(stderr,
+                        "cdiplug: error: doctor: out of memory, the report is incomplete\n");
                 problems++;
         }
-        if (o->json ? print_json(&c, problems, warnings) < 0 : (print_text(&c, problems, warnings), false))
+        if (o->json ? print_json(&c, problems, warnings) < 0
+                    : (print_text(&c, problems, warnings), false))
                 problems++;
         fflush(stdout);
 

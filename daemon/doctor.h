@@ -36,21 +36,21 @@ int doc_run(const struct doc_options *o);
 enum doc_level { DOC_OK, DOC_INFO, DOC_WARN, DOC_PROBLEM };
 
 struct doc_finding {
-        const char *check;   /* "config", "match", "kubelet", "runtime", "cdi", "kernel" */
+        const char *check; /* "config", "match", "kubelet", "runtime", "cdi", "kernel" */
         enum doc_level level;
         char *msg;
-        char *fix;           /* NULL when there is nothing to do */
+        char *fix; /* NULL when there is nothing to do */
 };
 
 struct doc_ctx {
         const struct doc_options *o;
-        struct cfg_config *cfg;    /* NULL when the config is invalid */
-        struct cJSON *raw;         /* the config as JSON, for the selectors' text */
-        uid_t uid;                 /* the serving identity */
+        struct cfg_config *cfg; /* NULL when the config is invalid */
+        struct cJSON *raw;      /* the config as JSON, for the selectors' text */
+        uid_t uid;              /* the serving identity */
         gid_t gid;
         /* What the runtimes read, from their configs (host paths). */
-        char **runtime_dirs;       /* NULL-terminated; NULL: no runtime config found */
-        int ownership_from_ctx;    /* device_ownership_from_security_context: -1 unknown */
+        char **runtime_dirs;    /* NULL-terminated; NULL: no runtime config found */
+        int ownership_from_ctx; /* device_ownership_from_security_context: -1 unknown */
         struct doc_finding *v;
         size_t n, cap;
         bool oom;

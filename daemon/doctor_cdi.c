@@ -26,10 +26,10 @@
 #include "util.h"
 
 #define CDI_MAX_SPEC_BYTES (4 * 1024 * 1024)
-#define OWNED_RECORD ".cdiplug-owned"  /* see cdi.h: one file name a line */
+#define OWNED_RECORD ".cdiplug-owned" /* see cdi.h: one file name a line */
 #define MAX_DROPINS 256
 
-static const char *const default_dirs[] = {"/etc/cdi", "/var/run/cdi", NULL};
+static const char *const default_dirs[] = { "/etc/cdi", "/var/run/cdi", NULL };
 
 /* Never NULL on success: a configured empty list is not "unset". */
 static int strv_dup(const char *const *src, char ***ret) {
@@ -40,7 +40,7 @@ static int strv_dup(const char *const *src, char ***ret) {
 }
 
 static void add_runtime_dirs(struct doc_ctx *c, char *const *dirs) {
-        struct base_strvec all = {0};
+        struct base_strvec all = { 0 };
         int r = 0;
 
         for (char **d = c->runtime_dirs; d && *d && r >= 0; d++)
@@ -112,16 +112,19 @@ static void cd_load(struct doc_ctx *c, struct containerd_files *f, const char *p
         unsigned line = 0;
         int r;
         if (f->n == CONTAINERD_MAX_FILES) {
-                doc_add(c, "runtime", DOC_WARN, NULL, "%s: more than %d containerd config files, not read", path,
+                doc_add(c, "runtime", DOC_WARN, NULL,
+                        "%s: more than %d containerd config files, not read", path,
                         CONTAINERD_MAX_FILES);
                 return;
         }
         r = toml_load(path, &f->doc[f->n], &line);
         if (r == -EBADMSG)
-                doc_add(c, "runtime", DOC_PROBLEM, "fix the file; containerd does not start with it either",
+                doc_add(c, "runtime", DOC_PROBLEM,
+                        "fix the file; containerd does not start with it either",
                         "%s: not valid TOML at line %u", path, line);
         else if (r < 0)
-                doc_add(c, "runtime", DOC_PROBLEM, NULL, "%s: cannot read it: %s", path, strerror(-r));
+                doc_add(c, "runtime", DOC_PROBLEM, NULL, "%s: cannot read it: %s", path,
+                        strerror(-r));
         else if (!(f->path[f->n] = strdup(path))) {
                 toml_doc_free(&f->doc[f->n]);
                 c->oom = true;
@@ -130,7 +133,8 @@ static void cd_load(struct doc_ctx *c, struct containerd_files *f, const char *p
 }
 
 static void cd_load_imports(struct doc_ctx *c, struct containerd_files *f) {
-        const struct toml_value *v = f->n ? toml_get(&f->doc[0], (const char *const[]){"imports", NULL}) : NULL;
+        const struct toml_value *v =
+                f->n ? toml_get(&f->doc[0], (const char *const[]){ "imports", NULL }) : NULL;
         for (char **pat = v && v->type == TOML_STRV ? v->strv : NULL; pat && *pat; pat++) {
                 _cleanup_free_ char *abs = NULL, *host = NULL;
                 glob_t g;
@@ -150,7 +154,7 @@ static void cd_load_imports(struct doc_ctx *c, struct containerd_files *f) {
 /* Returns whether containerd has a config file. */
 static bool check_containerd(struct doc_ctx *c) {
         _cleanup_free_ char *path = doc_host_path(c, "/etc/containerd/config.toml");
-        struct containerd_files f = {0};
+        struct containerd_files f = { 0 };
         const struct toml_value *v;
         const char *src = NULL;
 
@@ -165,26 +169,34 @@ static bool check_containerd(struct doc_ctx *c) {
                 return true;
         cd_load_imports(c, &f);
 
-        v = toml_get(&f.doc[0], (const char *const[]){"version", NULL});
+        v = toml_get(&f.doc[0], (const char *const[]){ "version", NULL });
         long long version = v && v->type == TOML_INT ? v->i : 1;
-        const char *plugin = version >= 3 ? "io.containerd.cri.v1.runtime"
-                           : version == 2 ? "io.containerd.grpc.v1.cri" : "cri";
-        const char *enable[] = {"plugins", plugin, "enable_cdi", NULL};
-        const char *dirs[] = {"plugins", plugin, "cdi_spec_dirs", NULL};
-        const char *owner[] = {"plugins", plugin, "device_ownership_from_security_context", NULL};
+        const char *plugin = version >= 3   ? "io.containerd.cri.v1.runtime"
+                             : version == 2 ? "io.containerd.grpc.v1.cri"
+                                            : "cri";
+        const char *enable[] = { "plugins", plugin, "enable_cdi", NULL };
+        const char *dirs[] = { "plugins", plugin, "cdi_spec_dirs", NULL };
+        const char *owner[] = { "plugins", plugin, "device_ownership_from_security_context", NULL };
         _cleanup_free_ char *table = NULL;
         if (xasprintf(&table, "[plugins.\"%s\"]", plugin) < 0)
                 c->oom = true;
 
         v = cd_get(&f, enable, &src);
         if (v && v->type == TOML_BOOL && v->b)
-                doc_add(c, "runtime", DOC_OK, NULL, "containerd (config version %lld): enable_cdi = true", version);
+                doc_add(c, "runtime", DOC_OK, NULL,
+                        "containerd (config version %lld): enable_cdi = true", version);
         else if (v && v->type == TOML_BOOL) {
                 _cleanup_free_ char *fix = NULL;
-                (void)!xasprintf(&fix, "set enable_cdi = true under %s in %s, then restart containerd", table, src);
-                doc_add(c, "runtime", uses_mode(c, CFG_ALLOC_CDI_CRI | CFG_ALLOC_CDI_ANNOTATIONS) ? DOC_PROBLEM : DOC_WARN,
-                        fix, "containerd: CDI is off (%s line %u: enable_cdi = false): pods given a CDI device "
-                        "fail to start", src, v->line);
+                (void)!xasprintf(&fix,
+                                 "set enable_cdi = true under %s in %s, then restart containerd",
+                                 table, src);
+                doc_add(c, "runtime",
+                        uses_mode(c, CFG_ALLOC_CDI_CRI | CFG_ALLOC_CDI_ANNOTATIONS) ? DOC_PROBLEM
+                                                                                    : DOC_WARN,
+                        fix,
+                        "containerd: CDI is off (%s line %u: enable_cdi = false): pods given a CDI device "
+                        "fail to start",
+                        src, v->line);
         } else if (v)
                 doc_add(c, "runtime", DOC_PROBLEM, "write enable_cdi = true (a boolean)",
                         "containerd: %s line %u: enable_cdi is not a boolean", src, v->line);
@@ -193,18 +205,27 @@ static bool check_containerd(struct doc_ctx *c) {
                         "containerd (config version 3): enable_cdi unset, on by default in containerd 2.x");
         else {
                 _cleanup_free_ char *fix = NULL;
-                (void)!xasprintf(&fix, "set enable_cdi = true under %s in %s, then restart containerd", table, path);
-                doc_add(c, "runtime", uses_mode(c, CFG_ALLOC_CDI_CRI | CFG_ALLOC_CDI_ANNOTATIONS) ? DOC_PROBLEM : DOC_WARN,
-                        fix, "containerd (config version %lld): enable_cdi is not set, and containerd 1.7 "
-                        "defaults to off", version);
+                (void)!xasprintf(&fix,
+                                 "set enable_cdi = true under %s in %s, then restart containerd",
+                                 table, path);
+                doc_add(c, "runtime",
+                        uses_mode(c, CFG_ALLOC_CDI_CRI | CFG_ALLOC_CDI_ANNOTATIONS) ? DOC_PROBLEM
+                                                                                    : DOC_WARN,
+                        fix,
+                        "containerd (config version %lld): enable_cdi is not set, and containerd 1.7 "
+                        "defaults to off",
+                        version);
         }
 
         v = cd_get(&f, dirs, &src);
         char **list = NULL;
         if (v && v->type != TOML_STRV)
-                doc_add(c, "runtime", DOC_PROBLEM, "write cdi_spec_dirs = [\"/etc/cdi\", \"/var/run/cdi\"]",
-                        "containerd: %s line %u: cdi_spec_dirs is not a list of strings", src, v->line);
-        if (strv_dup(v && v->type == TOML_STRV ? (const char *const *)v->strv : default_dirs, &list) < 0)
+                doc_add(c, "runtime", DOC_PROBLEM,
+                        "write cdi_spec_dirs = [\"/etc/cdi\", \"/var/run/cdi\"]",
+                        "containerd: %s line %u: cdi_spec_dirs is not a list of strings", src,
+                        v->line);
+        if (strv_dup(v && v->type == TOML_STRV ? (const char *const *)v->strv : default_dirs,
+                     &list) < 0)
                 c->oom = true;
         else {
                 add_runtime_dirs(c, list);
@@ -229,7 +250,7 @@ static int cmp_name(const void *a, const void *b) {
 static bool check_crio(struct doc_ctx *c) {
         _cleanup_free_ char *conf = doc_host_path(c, "/etc/crio/crio.conf");
         _cleanup_free_ char *dropdir = doc_host_path(c, "/etc/crio/crio.conf.d");
-        struct base_strvec files = {0};
+        struct base_strvec files = { 0 };
         char **dirs = NULL;
         bool found = false;
         DIR *d;
@@ -247,35 +268,41 @@ static bool check_crio(struct doc_ctx *c) {
                 while ((e = readdir(d)) && files.n < MAX_DROPINS) {
                         size_t len = strlen(e->d_name);
                         char *s = NULL;
-                        if (e->d_name[0] == '.' || len < 6 || strcmp(e->d_name + len - 5, ".conf") != 0)
+                        if (e->d_name[0] == '.' || len < 6 ||
+                            strcmp(e->d_name + len - 5, ".conf") != 0)
                                 continue;
                         if (xasprintf(&s, "%s/%s", dropdir, e->d_name) == 0)
                                 (void)!base_strvec_push(&files, s);
                 }
                 closedir(d);
                 if (files.n > first_dropin)
-                        qsort(files.v + first_dropin, files.n - first_dropin, sizeof(char *), cmp_name);
+                        qsort(files.v + first_dropin, files.n - first_dropin, sizeof(char *),
+                              cmp_name);
         }
         for (size_t i = 0; i < files.n; i++) {
-                struct toml_doc doc = {0};
+                struct toml_doc doc = { 0 };
                 unsigned line = 0;
                 int r = toml_load(files.v[i], &doc, &line);
                 found = true;
                 if (r < 0) {
-                        doc_add(c, "runtime", DOC_PROBLEM, "fix the file; CRI-O does not start with it either",
-                                r == -EBADMSG ? "%s: not valid TOML at line %u" : "%s: cannot read it (%u)", files.v[i],
-                                r == -EBADMSG ? line : (unsigned)-r);
+                        doc_add(c, "runtime", DOC_PROBLEM,
+                                "fix the file; CRI-O does not start with it either",
+                                r == -EBADMSG ? "%s: not valid TOML at line %u"
+                                              : "%s: cannot read it (%u)",
+                                files.v[i], r == -EBADMSG ? line : (unsigned)-r);
                         continue;
                 }
-                const struct toml_value *v = toml_get(&doc, (const char *const[]){"crio", "runtime", "cdi_spec_dirs", NULL});
+                const struct toml_value *v = toml_get(
+                        &doc, (const char *const[]){ "crio", "runtime", "cdi_spec_dirs", NULL });
                 if (v && v->type == TOML_STRV) {
                         base_strv_free(dirs);
                         dirs = NULL;
                         if (strv_dup((const char *const *)v->strv, &dirs) < 0)
                                 c->oom = true;
                 }
-                v = toml_get(&doc, (const char *const[]){"crio", "runtime",
-                                                        "device_ownership_from_security_context", NULL});
+                v = toml_get(&doc, (const char *const[]){ "crio", "runtime",
+                                                          "device_ownership_from_security_context",
+                                                          NULL });
                 if (v && v->type == TOML_BOOL)
                         c->ownership_from_ctx = v->b;
                 toml_doc_free(&doc);
@@ -300,7 +327,8 @@ void doc_check_runtime(struct doc_ctx *c) {
                 doc_add(c, "runtime", DOC_WARN,
                         "run doctor with --host-root pointing at the host's / (for example /host in the container)",
                         "no containerd config.toml or CRI-O crio.conf under %s: cannot tell whether the runtime "
-                        "has CDI on, assuming it reads /etc/cdi and /var/run/cdi", c->o->host_root);
+                        "has CDI on, assuming it reads /etc/cdi and /var/run/cdi",
+                        c->o->host_root);
         if (!c->runtime_dirs && strv_dup(default_dirs, &c->runtime_dirs) < 0)
                 c->oom = true;
 
@@ -324,19 +352,21 @@ static bool same_dir(const char *a, const char *b) {
         struct stat sa, sb;
         if (strcmp(a, b) == 0)
                 return true;
-        return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+        return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+               sa.st_ino == sb.st_ino;
 }
 
 /* Our specs as `serve` would write them now. */
 static int build_specs(struct doc_ctx *c, struct cdi_spec **ret, size_t *ret_n) {
-        struct cdi_spec *specs = calloc(c->cfg->n_resources ? c->cfg->n_resources : 1, sizeof(*specs));
+        struct cdi_spec *specs =
+                calloc(c->cfg->n_resources ? c->cfg->n_resources : 1, sizeof(*specs));
         size_t n = 0;
         if (!specs)
                 return -ENOMEM;
         for (size_t i = 0; i < c->cfg->n_resources; i++) {
                 const struct cfg_resource *rc = &c->cfg->resources[i];
                 struct dp_plugin *p = NULL;
-                struct res_devlist found = {0};
+                struct res_devlist found = { 0 };
                 bool changed;
                 int r = dp_plugin_new(rc, &p);
                 if (r >= 0)
@@ -366,7 +396,8 @@ static const char *spec_problem(const cJSON *spec) {
 
         if (!cJSON_IsObject(spec))
                 return "not a JSON object";
-        if (!cJSON_IsString(ver) || sscanf(ver->valuestring, "%u.%u.%u%c", &a, &b, &cc, &extra) != 3)
+        if (!cJSON_IsString(ver) ||
+            sscanf(ver->valuestring, "%u.%u.%u%c", &a, &b, &cc, &extra) != 3)
                 return "no valid \"cdiVersion\"";
         if (!cJSON_IsString(kind) || !cdi_kind_is_valid(kind->valuestring))
                 return "no valid \"kind\" (vendor/class)";
@@ -381,7 +412,8 @@ static const char *spec_problem(const cJSON *spec) {
                         return "a device without \"containerEdits\"";
                 for (const cJSON *o = devs->child; o != d; o = o->next) {
                         const cJSON *other = cJSON_GetObjectItemCaseSensitive(o, "name");
-                        if (cJSON_IsString(other) && strcmp(other->valuestring, name->valuestring) == 0)
+                        if (cJSON_IsString(other) &&
+                            strcmp(other->valuestring, name->valuestring) == 0)
                                 return "two devices with the same name";
                 }
         }
@@ -414,7 +446,8 @@ static void check_spec_file(struct doc_ctx *c, const char *dir, const char *name
         if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
                 return;
         if (st.st_size > CDI_MAX_SPEC_BYTES) {
-                doc_add(c, "cdi", DOC_WARN, NULL, "%s: larger than %d bytes, not checked", path, CDI_MAX_SPEC_BYTES);
+                doc_add(c, "cdi", DOC_WARN, NULL, "%s: larger than %d bytes, not checked", path,
+                        CDI_MAX_SPEC_BYTES);
                 return;
         }
         text = malloc((size_t)st.st_size + 1);
@@ -433,14 +466,16 @@ static void check_spec_file(struct doc_ctx *c, const char *dir, const char *name
                 if (!kind || !ver)
                         doc_add(c, "cdi", DOC_PROBLEM, "fix or remove the file",
                                 "%s: the CDI parser rejects it (no top-level %s): runtimes fail to load the specs "
-                                "of %s", path, kind ? "cdiVersion" : "kind", dir);
+                                "of %s",
+                                path, kind ? "cdiVersion" : "kind", dir);
                 return;
         }
         cJSON *spec = cJSON_ParseWithLength(text, (size_t)n);
         const char *why = spec ? spec_problem(spec) : "not valid JSON";
         if (why)
                 doc_add(c, "cdi", DOC_PROBLEM, "fix or remove the file",
-                        "%s: the CDI parser rejects it (%s): runtimes fail to load the specs of %s", path, why, dir);
+                        "%s: the CDI parser rejects it (%s): runtimes fail to load the specs of %s",
+                        path, why, dir);
         cJSON_Delete(spec);
 }
 
@@ -453,7 +488,8 @@ static void check_foreign_specs(struct doc_ctx *c, char *const *hostdirs) {
                 while ((e = readdir(d))) {
                         size_t len = strlen(e->d_name);
                         if (e->d_name[0] == '.' || len < 6 ||
-                            (strcmp(e->d_name + len - 5, ".json") && strcmp(e->d_name + len - 5, ".yaml")))
+                            (strcmp(e->d_name + len - 5, ".json") &&
+                             strcmp(e->d_name + len - 5, ".yaml")))
                                 continue;
                         if (!is_owned(*dir, e->d_name))
                                 check_spec_file(c, *dir, e->d_name);
@@ -480,13 +516,17 @@ static void check_conflicts(struct doc_ctx *c, char **hostdirs) {
         }
         int r = cdi_find_conflicts((const char *const *)hostdirs, specs, n_specs, &conf, &n_conf);
         if (r < 0)
-                doc_add(c, "cdi", DOC_WARN, NULL, "cannot look for conflicting specs: %s", strerror(-r));
+                doc_add(c, "cdi", DOC_WARN, NULL, "cannot look for conflicting specs: %s",
+                        strerror(-r));
         for (size_t i = 0; r >= 0 && i < n_conf; i++) {
                 if (conf[i].type == CDI_CONFLICT_DEVICE)
-                        doc_add(c, "cdi", DOC_PROBLEM, "remove the other file, or rename the resource",
+                        doc_add(c, "cdi", DOC_PROBLEM,
+                                "remove the other file, or rename the resource",
                                 "%s also declares device %s: the runtime refuses the device (or picks one file "
-                                "by dir priority)", conf[i].path, conf[i].device);
-                else if (conf[i].type == CDI_CONFLICT_KIND && !device_conflict(conf, n_conf, conf[i].path))
+                                "by dir priority)",
+                                conf[i].path, conf[i].device);
+                else if (conf[i].type == CDI_CONFLICT_KIND &&
+                         !device_conflict(conf, n_conf, conf[i].path))
                         doc_add(c, "cdi", DOC_WARN, "rename the resource, or remove the other file",
                                 "%s also declares kind %s: device names of the two files must never meet",
                                 conf[i].path, conf[i].kind);
@@ -513,7 +553,8 @@ static void check_stale(struct doc_ctx *c) {
         if (fd < 0 || (n = read(fd, buf, sizeof(buf) - 1)) <= 0)
                 return;
         buf[n] = '\0';
-        for (char *save = NULL, *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        for (char *save = NULL, *line = strtok_r(buf, "\n", &save); line;
+             line = strtok_r(NULL, "\n", &save)) {
                 bool configured = false;
                 for (size_t i = 0; i < c->cfg->n_resources && !configured; i++) {
                         _cleanup_free_ char *kind = NULL, *file = NULL;
@@ -522,24 +563,30 @@ static void check_stale(struct doc_ctx *c) {
                                 configured = strcmp(file, line) == 0;
                 }
                 _cleanup_free_ char *path = NULL, *fix = NULL;
-                if (configured || xasprintf(&path, "%s/%s", c->o->cdi_dir, line) < 0 || access(path, F_OK) < 0)
+                if (configured || xasprintf(&path, "%s/%s", c->o->cdi_dir, line) < 0 ||
+                    access(path, F_OK) < 0)
                         continue;
-                (void)!xasprintf(&fix, "none while the daemon can ask the kubelet's PodResources; if its log says "
-                                 "it cannot: once no pod uses its devices, rm %s", path);
+                (void)!xasprintf(
+                        &fix,
+                        "none while the daemon can ask the kubelet's PodResources; if its log says "
+                        "it cannot: once no pod uses its devices, rm %s",
+                        path);
                 doc_add(c, "cdi", DOC_WARN, fix,
                         "%s was written by cdiplug, but no configured resource owns it: the daemon keeps it while a "
-                        "pod holds one of its devices (a container restart needs it) and then removes it", path);
+                        "pod holds one of its devices (a container restart needs it) and then removes it",
+                        path);
         }
 }
 
 void doc_check_cdi(struct doc_ctx *c) {
         const char *dir = c->o->cdi_dir;
-        struct base_strvec hostdirs = {0};
+        struct base_strvec hostdirs = { 0 };
         bool runtime_reads = false;
         struct stat st;
 
         if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
-                doc_add(c, "cdi", DOC_WARN, NULL, "%s does not exist yet: cdiplug serve creates it", dir);
+                doc_add(c, "cdi", DOC_WARN, NULL, "%s does not exist yet: cdiplug serve creates it",
+                        dir);
         else if (!doc_can_write(&st, c->uid, c->gid, true))
                 doc_add(c, "cdi", DOC_PROBLEM,
                         "serve as uid 0 (no \"user\"), or: chown the dir to the user, or give its group write access",
@@ -560,10 +607,11 @@ void doc_check_cdi(struct doc_ctx *c) {
                 doc_add(c, "cdi", DOC_OK, NULL, "%s is read by the runtime", dir);
         else {
                 _cleanup_free_ char *fix = NULL;
-                (void)!xasprintf(&fix, "serve with --cdi-dir %s, or add %s to the runtime's cdi_spec_dirs",
-                                 c->runtime_dirs[0] ? c->runtime_dirs[0] : "/etc/cdi", dir);
-                doc_add(c, "cdi", DOC_PROBLEM, fix, "%s is not among the dirs the runtime reads (%s)", dir,
-                        list ? list : "?");
+                (void)!xasprintf(
+                        &fix, "serve with --cdi-dir %s, or add %s to the runtime's cdi_spec_dirs",
+                        c->runtime_dirs[0] ? c->runtime_dirs[0] : "/etc/cdi", dir);
+                doc_add(c, "cdi", DOC_PROBLEM, fix,
+                        "%s is not among the dirs the runtime reads (%s)", dir, list ? list : "?");
         }
         check_foreign_specs(c, hostdirs.v);
         if (c->cfg) {

@@ -25,7 +25,7 @@ static long long now_ms(void) {
 static int wait_fd(int fd, short events, long long deadline) {
         for (;;) {
                 long long left = deadline - now_ms();
-                struct pollfd p = {.fd = fd, .events = events};
+                struct pollfd p = { .fd = fd, .events = events };
                 if (left <= 0)
                         return -ETIMEDOUT;
                 int r = poll(&p, 1, (int)left);
@@ -57,7 +57,8 @@ static int split_hostport(const char *hostport, char **ret_host, char **ret_port
         if (!host)
                 return -ENOMEM;
         char *port = strdup(colon + 1);
-        if (!port || !*host || !*port || strspn(port, "0123456789") != strlen(port) || strlen(port) > 5) {
+        if (!port || !*host || !*port || strspn(port, "0123456789") != strlen(port) ||
+            strlen(port) > 5) {
                 free(host);
                 free(port);
                 return port ? -EINVAL : -ENOMEM;
@@ -68,7 +69,8 @@ static int split_hostport(const char *hostport, char **ret_host, char **ret_port
 }
 
 static int connect_to(const char *host, const char *port, long long deadline, int *ret_fd) {
-        struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV}, *res = NULL;
+        struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV },
+                        *res = NULL;
         int r = getaddrinfo(host, port, &hints, &res);
         if (r != 0)
                 return r == EAI_SYSTEM ? -errno : -EHOSTUNREACH;
@@ -98,7 +100,8 @@ static int connect_to(const char *host, const char *port, long long deadline, in
         return r;
 }
 
-int doc_http_get(const char *hostport, const char *path, int timeout_ms, int *ret_status, char **ret_body) {
+int doc_http_get(const char *hostport, const char *path, int timeout_ms, int *ret_status,
+                 char **ret_body) {
         long long deadline = now_ms() + timeout_ms;
         _cleanup_free_ char *host = NULL, *port = NULL, *req = NULL, *buf = NULL;
         _cleanup_close_ int fd = -1;
@@ -111,7 +114,8 @@ int doc_http_get(const char *hostport, const char *path, int timeout_ms, int *re
         r = connect_to(host, port, deadline, &fd);
         if (r < 0)
                 return r;
-        if (xasprintf(&req, "GET %s HTTP/1.0\r\nHost: %s\r\nConnection: close\r\n\r\n", path, hostport) < 0)
+        if (xasprintf(&req, "GET %s HTTP/1.0\r\nHost: %s\r\nConnection: close\r\n\r\n", path,
+                      hostport) < 0)
                 return -ENOMEM;
         while (sent < strlen(req)) {
                 ssize_t k = send(fd, req + sent, strlen(req) - sent, MSG_NOSIGNAL);
@@ -144,7 +148,8 @@ int doc_http_get(const char *hostport, const char *path, int timeout_ms, int *re
         }
         buf[n] = '\0';
         char sp;
-        if (sscanf(buf, "HTTP/1.%*1[01]%c%3d", &sp, &status) != 2 || sp != ' ' || status < 100 || status > 599)
+        if (sscanf(buf, "HTTP/1.%*1[01]%c%3d", &sp, &status) != 2 || sp != ' ' || status < 100 ||
+            status > 599)
                 return -EBADMSG;
         char *body = strstr(buf, "\r\n\r\n");
         if (!body)
@@ -168,18 +173,21 @@ void doc_check_readyz(struct doc_ctx *c, const char *hostport) {
         int r = doc_http_get(hostport, "/readyz", 2000, &status, &body);
 
         if (r < 0) {
-                doc_add(c, "kubelet", DOC_WARN, "is the daemon running, and its metrics address reachable from here?",
-                        "cannot ask the daemon's /readyz on %s: %s: registration not checked", hostport,
-                        strerror(-r));
+                doc_add(c, "kubelet", DOC_WARN,
+                        "is the daemon running, and its metrics address reachable from here?",
+                        "cannot ask the daemon's /readyz on %s: %s: registration not checked",
+                        hostport, strerror(-r));
                 return;
         }
         /* One finding per line of the answer, as the daemon wrote it. */
         size_t lines = 0;
         for (char *save = NULL, *line = strtok_r(body, "\n", &save); line && lines < 256;
              line = strtok_r(NULL, "\n", &save), lines++)
-                doc_add(c, "kubelet", status == 200 ? DOC_OK : DOC_INFO, NULL, "daemon /readyz: %s", line);
+                doc_add(c, "kubelet", status == 200 ? DOC_OK : DOC_INFO, NULL, "daemon /readyz: %s",
+                        line);
         if (status != 200)
-                doc_add(c, "kubelet", DOC_PROBLEM, "see the daemon's log for its registration errors",
+                doc_add(c, "kubelet", DOC_PROBLEM,
+                        "see the daemon's log for its registration errors",
                         "the daemon's /readyz on %s answers %d: not every resource is registered with the kubelet",
                         hostport, status);
 }

@@ -41,24 +41,26 @@ static void selector_text(const cJSON *entry, char *buf, size_t max) {
 
 /* Why the selector finds nothing, in the resources module's words. A
  * selector marked "optional" may find nothing: said, not a problem. */
-static void explain(struct doc_ctx *c, const char *where, const struct res_selector *sel, const cJSON *entry) {
+static void explain(struct doc_ctx *c, const char *where, const struct res_selector *sel,
+                    const cJSON *entry) {
         _cleanup_free_ char *why = NULL;
         size_t found = 0;
         int r = res_selector_explain(c->o->host_root, sel, &why, &found);
         if (r < 0) {
-                doc_add(c, "match", DOC_PROBLEM, NULL, "%s: finds nothing, and cannot say why: %s", where,
-                        strerror(-r));
+                doc_add(c, "match", DOC_PROBLEM, NULL, "%s: finds nothing, and cannot say why: %s",
+                        where, strerror(-r));
                 return;
         }
         if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(entry, "optional")))
                 doc_add(c, "match", DOC_INFO, NULL, "%s: finds nothing (optional): %s", where, why);
         else
-                doc_add(c, "match", DOC_PROBLEM, "plug the device in or load its driver, or fix the selector",
+                doc_add(c, "match", DOC_PROBLEM,
+                        "plug the device in or load its driver, or fix the selector",
                         "%s: finds nothing: %s", where, why);
 }
 
 static void list_ids(const struct res_devlist *l, char *buf, size_t max) {
-        struct names n = {0};
+        struct names n = { 0 };
         for (size_t i = 0; i < l->n; i++)
                 names_add(&n, l->devs[i].id);
         snprintf(buf, max, "%s", n.text);
@@ -69,34 +71,37 @@ void doc_check_match(struct doc_ctx *c) {
 
         for (size_t i = 0; i < c->cfg->n_resources; i++) {
                 const struct cfg_resource *rc = &c->cfg->resources[i];
-                const cJSON *match = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(resources, (int)i), "match");
+                const cJSON *match = cJSON_GetObjectItemCaseSensitive(
+                        cJSON_GetArrayItem(resources, (int)i), "match");
                 size_t total = 0;
 
                 for (size_t j = 0; j < rc->n_selectors; j++) {
                         const cJSON *entry = cJSON_GetArrayItem(match, (int)j);
-                        struct res_devlist found = {0};
+                        struct res_devlist found = { 0 };
                         char text[MAX_SELECTOR_TEXT], where[MAX_SELECTOR_TEXT + 320], ids[512];
                         int r;
 
                         selector_text(entry, text, sizeof(text));
-                        snprintf(where, sizeof(where), "resource \"%s\" match[%zu] %s", rc->name, j, text);
+                        snprintf(where, sizeof(where), "resource \"%s\" match[%zu] %s", rc->name, j,
+                                 text);
                         r = res_discover(c->o->host_root, &rc->selectors[j], 1, &found);
                         if (r < 0) {
-                                doc_add(c, "match", DOC_PROBLEM, NULL, "%s: discovery failed: %s", where,
-                                        strerror(-r));
+                                doc_add(c, "match", DOC_PROBLEM, NULL, "%s: discovery failed: %s",
+                                        where, strerror(-r));
                                 continue;
                         }
                         total += found.n;
                         if (found.n) {
                                 list_ids(&found, ids, sizeof(ids));
-                                doc_add(c, "match", DOC_INFO, NULL, "%s: %zu device%s: %s", where, found.n,
-                                        found.n == 1 ? "" : "s", ids);
+                                doc_add(c, "match", DOC_INFO, NULL, "%s: %zu device%s: %s", where,
+                                        found.n, found.n == 1 ? "" : "s", ids);
                         } else
                                 explain(c, where, rc->selectors[j], entry);
                         res_devlist_free(&found);
                 }
                 if (total == 0)
                         doc_add(c, "match", DOC_PROBLEM, NULL,
-                                "resource \"%s\": no devices: the kubelet sees a capacity of 0", rc->name);
+                                "resource \"%s\": no devices: the kubelet sees a capacity of 0",
+                                rc->name);
         }
 }

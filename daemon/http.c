@@ -41,8 +41,9 @@ struct dp_http {
         struct dp_podres pr;
 };
 
-int dp_http_parse_address(const char *address, void *ret_sockaddr, unsigned *ret_len, const char **ret_msg) {
-        struct sockaddr_storage ss = {0};
+int dp_http_parse_address(const char *address, void *ret_sockaddr, unsigned *ret_len,
+                          const char **ret_msg) {
+        struct sockaddr_storage ss = { 0 };
         _cleanup_free_ char *host = NULL;
         const char *colon, *port_s;
         char *end;
@@ -69,7 +70,8 @@ int dp_http_parse_address(const char *address, void *ret_sockaddr, unsigned *ret
                 return -ENOMEM;
         errno = 0;
         port = strtoul(port_s, &end, 10);
-        if (!*port_s || *end || errno || port == 0 || port > 65535 || *port_s == '+' || *port_s == '-') {
+        if (!*port_s || *end || errno || port == 0 || port > 65535 || *port_s == '+' ||
+            *port_s == '-') {
                 *ret_msg = "the port must be a number from 1 to 65535";
                 return -EINVAL;
         }
@@ -97,7 +99,8 @@ int dp_http_parse_address(const char *address, void *ret_sockaddr, unsigned *ret
         return 0;
 }
 
-int dp_http_open(struct dp_daemon *d, const char *address, const char *podres_path, struct dp_http **ret) {
+int dp_http_open(struct dp_daemon *d, const char *address, const char *podres_path,
+                 struct dp_http **ret) {
         struct sockaddr_storage ss;
         unsigned len;
         const char *msg = NULL;
@@ -139,7 +142,8 @@ static void body_free(void *cls) {
 }
 
 /* Answers with b's text, which it takes (b is left empty). */
-static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status, const char *type, struct dp_mbuf *b) {
+static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status, const char *type,
+                             struct dp_mbuf *b) {
         struct dp_mbuf *body = malloc(sizeof(*body));
         struct MHD_Response *resp;
         enum MHD_Result r;
@@ -149,9 +153,9 @@ static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status, const
                 return MHD_NO;
         }
         *body = *b;
-        *b = (struct dp_mbuf){0};
-        resp = MHD_create_response_from_buffer_with_free_callback_cls(body->len, body->s ? body->s : "",
-                                                                      body_free, body);
+        *b = (struct dp_mbuf){ 0 };
+        resp = MHD_create_response_from_buffer_with_free_callback_cls(
+                body->len, body->s ? body->s : "", body_free, body);
         if (!resp) {
                 body_free(body);
                 return MHD_NO;
@@ -165,7 +169,7 @@ static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status, const
 }
 
 static enum MHD_Result reply_text(struct MHD_Connection *conn, unsigned status, const char *text) {
-        struct dp_mbuf b = {0};
+        struct dp_mbuf b = { 0 };
 
         dp_mbuf_puts(&b, text);
         if (b.err) {
@@ -185,7 +189,8 @@ static enum MHD_Result healthz(struct dp_http *h, struct MHD_Connection *conn) {
          * they wait: a handler stuck in a loop or a blocking call keeps it,
          * and the probe fails within seconds. */
         if (pthread_mutex_timedlock(&h->d->lock, &until) != 0)
-                return reply_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "the daemon's loops are stuck\n");
+                return reply_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
+                                  "the daemon's loops are stuck\n");
         stopping = h->d->stopping;
         pthread_mutex_unlock(&h->d->lock);
         if (stopping)
@@ -195,7 +200,7 @@ static enum MHD_Result healthz(struct dp_http *h, struct MHD_Connection *conn) {
 
 static enum MHD_Result readyz(struct dp_http *h, struct MHD_Connection *conn) {
         struct dp_daemon *d = h->d;
-        struct dp_mbuf b = {0};
+        struct dp_mbuf b = { 0 };
         bool all = true;
 
         pthread_mutex_lock(&d->lock);
@@ -219,11 +224,12 @@ static enum MHD_Result readyz(struct dp_http *h, struct MHD_Connection *conn) {
                 dp_mbuf_free(&b);
                 return MHD_NO;
         }
-        return reply(conn, all ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain; charset=utf-8", &b);
+        return reply(conn, all ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE,
+                     "text/plain; charset=utf-8", &b);
 }
 
 static enum MHD_Result metrics(struct dp_http *h, struct MHD_Connection *conn) {
-        struct dp_mbuf b = {0};
+        struct dp_mbuf b = { 0 };
 
         if (dp_metrics_render(h->d, &h->pr, &b) < 0) {
                 dp_mbuf_free(&b);
@@ -232,9 +238,9 @@ static enum MHD_Result metrics(struct dp_http *h, struct MHD_Connection *conn) {
         return reply(conn, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", &b);
 }
 
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
-                                  const char *version, const char *upload_data, size_t *upload_data_size,
-                                  void **con_cls) {
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls) {
         struct dp_http *h = cls;
 
         log_debug("metrics endpoint: %.16s %.200s", method, url);
@@ -244,7 +250,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
          * 9.3.2: same header fields, Content-Length included): load
          * balancers and uptime checkers probe with HEAD. */
         if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
-                return reply_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET and HEAD are served here\n");
+                return reply_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED,
+                                  "only GET and HEAD are served here\n");
         if (strcmp(url, "/metrics") == 0) {
                 *con_cls = h; /* for done() */
                 return metrics(h, conn);
@@ -253,7 +260,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                 return healthz(h, conn);
         if (strcmp(url, "/readyz") == 0)
                 return readyz(h, conn);
-        return reply_text(conn, MHD_HTTP_NOT_FOUND, "not found: try /metrics, /healthz or /readyz\n");
+        return reply_text(conn, MHD_HTTP_NOT_FOUND,
+                          "not found: try /metrics, /healthz or /readyz\n");
 }
 
 /* A scrape's allocations (grpc's call, the List answer, libmicrohttpd's
@@ -262,7 +270,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
  * allocated IDs): give them back, as the daemon does after a kubelet
  * restart's burst. The page itself and the decoded answer are mappings of
  * their own, already unmapped. */
-static void done(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode why) {
+static void done(void *cls, struct MHD_Connection *conn, void **con_cls,
+                 enum MHD_RequestTerminationCode why) {
         if (*con_cls)
                 malloc_trim(0);
 }
@@ -276,14 +285,13 @@ _printf_(2, 0) static void mhd_log(void *cls, const char *fmt, va_list ap) {
 }
 
 int dp_http_start(struct dp_http *h) {
-        h->mhd = MHD_start_daemon(MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request, h,
-                                  MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+        h->mhd = MHD_start_daemon(MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+                                  on_request, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
                                   MHD_OPTION_LISTEN_SOCKET, (MHD_socket)h->listen_fd,
                                   MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_MAX_CONNECTIONS,
                                   MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_TIMEOUT_S,
                                   MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_MAX_REQUEST,
-                                  MHD_OPTION_NOTIFY_COMPLETED, done, NULL,
-                                  MHD_OPTION_END);
+                                  MHD_OPTION_NOTIFY_COMPLETED, done, NULL, MHD_OPTION_END);
         if (!h->mhd) {
                 log_error("metrics: cannot start the HTTP endpoint on %s", h->address);
                 return -EIO;

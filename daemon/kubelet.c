@@ -31,8 +31,8 @@
 struct dp_reg {
         struct dp_tag tag;
         struct dp_resource *res;
-        unsigned ch_gen;              /* d->kubelet_ch_gen when started */
-        bool relistened;              /* our socket was re-created meanwhile */
+        unsigned ch_gen; /* d->kubelet_ch_gen when started */
+        bool relistened; /* our socket was re-created meanwhile */
         grpc_call *call;
         struct dp_unary u;
 };
@@ -56,11 +56,11 @@ void dp_maybe_finish(struct dp_daemon *d) {
 
 void dp_arm_timer(struct dp_daemon *d) {
         uint64_t next = dp_retained_due_at(d), now = dp_now_ms();
-        struct itimerspec its = {0};
+        struct itimerspec its = { 0 };
 
         for (size_t i = 0; i < d->n_res; i++) {
-                const uint64_t due[] = {d->res[i]->retry_at_ms, d->res[i]->spec_retry_at_ms,
-                                        d->res[i]->accept_resume_ms, d->res[i]->relisten_at_ms};
+                const uint64_t due[] = { d->res[i]->retry_at_ms, d->res[i]->spec_retry_at_ms,
+                                         d->res[i]->accept_resume_ms, d->res[i]->relisten_at_ms };
                 for (size_t k = 0; k < ELEMENTSOF(due); k++)
                         if (due[k] && (!next || due[k] < next))
                                 next = due[k];
@@ -90,7 +90,8 @@ static void reg_free(struct dp_reg *g) {
  * kubelet.sock is then. */
 static grpc_channel *kubelet_channel(struct dp_daemon *d) {
         if (d->kubelet_ch) {
-                grpc_connectivity_state st = grpc_channel_check_connectivity_state(d->kubelet_ch, 0);
+                grpc_connectivity_state st =
+                        grpc_channel_check_connectivity_state(d->kubelet_ch, 0);
                 if (st != GRPC_CHANNEL_TRANSIENT_FAILURE && st != GRPC_CHANNEL_SHUTDOWN)
                         return d->kubelet_ch;
                 dp_kubelet_channel_close(d);
@@ -114,7 +115,8 @@ static bool connect_failed(struct dp_daemon *d, const struct dp_reg *g) {
                 return false;
         if (g->ch_gen != d->kubelet_ch_gen || !d->kubelet_ch)
                 return true; /* replaced because a connect failed */
-        return grpc_channel_check_connectivity_state(d->kubelet_ch, 0) == GRPC_CHANNEL_TRANSIENT_FAILURE;
+        return grpc_channel_check_connectivity_state(d->kubelet_ch, 0) ==
+               GRPC_CHANNEL_TRANSIENT_FAILURE;
 }
 
 /* A kubelet restart churns through servers, channels and calls and leaves
@@ -137,13 +139,14 @@ static void on_registered(struct dp_daemon *d, struct dp_tag *tag, bool ok) {
                 res->retry_at_ms = 0;
                 res->stats.registrations++;
                 res->stats.registered = true;
-                log_info("resource \"%s\": registered with the kubelet (endpoint %s)", res->cfg->name,
-                         res->cfg->socket_name);
+                log_info("resource \"%s\": registered with the kubelet (endpoint %s)",
+                         res->cfg->name, res->cfg->socket_name);
         } else if (g->relistened && !d->stopping) {
                 /* The kubelet may have dialled back just while our socket
                  * was being re-created: that is no reason to back off. */
-                log_info("resource \"%s\": Register failed while its socket was re-created, registering again",
-                         res->cfg->name);
+                log_info(
+                        "resource \"%s\": Register failed while its socket was re-created, registering again",
+                        res->cfg->name);
                 res->reg_again = true;
         } else if (!d->stopping && !res->reg_again && !res->retired) {
                 char *why = grpc_slice_to_c_string(g->u.details);

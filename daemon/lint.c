@@ -57,11 +57,13 @@ size_t dp_warn_overlaps(struct dp_plugin *const *plugins, size_t n) {
                         b++;
                 if (o[b - 1].plugin != o[a].plugin) {
                         if (shared < MAX_OVERLAP_LINES)
-                                log_warn("resources \"%s\" and \"%s\" both offer device %s (IDs \"%s\" and "
-                                         "\"%s\"): a pod of each can get it at once; if it is not shared on "
-                                         "purpose, narrow one resource's \"match\"",
-                                         plugins[o[a].plugin]->cfg->name, plugins[o[b - 1].plugin]->cfg->name,
-                                         o[a].node, o[a].id, o[b - 1].id);
+                                log_warn(
+                                        "resources \"%s\" and \"%s\" both offer device %s (IDs \"%s\" and "
+                                        "\"%s\"): a pod of each can get it at once; if it is not shared on "
+                                        "purpose, narrow one resource's \"match\"",
+                                        plugins[o[a].plugin]->cfg->name,
+                                        plugins[o[b - 1].plugin]->cfg->name, o[a].node, o[a].id,
+                                        o[b - 1].id);
                         shared++;
                 }
                 a = b;
@@ -78,18 +80,22 @@ int dp_warn_list_size(const struct dp_plugin *p) {
         if (dp_plugin_list(p, NULL, &len) < 0 || len * 2 < (size_t)DP_MAX_MESSAGE)
                 return 0;
         if (len > (size_t)DP_MAX_MESSAGE) {
-                log_warn("resource \"%s\": its device list of %zu IDs (%zu devices x %u shares) is %zu bytes, "
-                         "over the kubelet's message limit of %zu bytes (4 MiB): serve will refuse to send it; "
-                         "lower \"shares\" or narrow \"match\"",
-                         p->cfg->name, p->n_ids, p->n_devs, p->cfg->shares, len, (size_t)DP_MAX_MESSAGE);
+                log_warn(
+                        "resource \"%s\": its device list of %zu IDs (%zu devices x %u shares) is %zu bytes, "
+                        "over the kubelet's message limit of %zu bytes (4 MiB): serve will refuse to send it; "
+                        "lower \"shares\" or narrow \"match\"",
+                        p->cfg->name, p->n_ids, p->n_devs, p->cfg->shares, len,
+                        (size_t)DP_MAX_MESSAGE);
                 return 1;
         }
         per_dev = p->n_devs ? len / p->n_devs : len;
         room = per_dev ? ((size_t)DP_MAX_MESSAGE - len) / per_dev : 0;
-        log_warn("resource \"%s\": its device list of %zu IDs (%zu devices x %u shares) is %zu bytes, over half "
-                 "the kubelet's message limit of %zu bytes (4 MiB): about %zu more devices would pass it and "
-                 "serve would then refuse to send the list",
-                 p->cfg->name, p->n_ids, p->n_devs, p->cfg->shares, len, (size_t)DP_MAX_MESSAGE, room);
+        log_warn(
+                "resource \"%s\": its device list of %zu IDs (%zu devices x %u shares) is %zu bytes, over half "
+                "the kubelet's message limit of %zu bytes (4 MiB): about %zu more devices would pass it and "
+                "serve would then refuse to send the list",
+                p->cfg->name, p->n_ids, p->n_devs, p->cfg->shares, len, (size_t)DP_MAX_MESSAGE,
+                room);
         return 1;
 }
 
@@ -102,7 +108,7 @@ int dp_check_devices(const char *host_root, const struct cfg_config *cfg) {
                 return -ENOMEM;
         for (; n < cfg->n_resources; n++) {
                 const struct cfg_resource *rc = &cfg->resources[n];
-                struct res_devlist found = {0};
+                struct res_devlist found = { 0 };
                 bool changed;
 
                 r = dp_plugin_new(rc, &plugins[n]);
@@ -113,8 +119,10 @@ int dp_check_devices(const char *host_root, const struct cfg_config *cfg) {
                         r = dp_plugin_update(plugins[n], &found, &changed);
                 res_devlist_free(&found);
                 if (r < 0) {
-                        log_warn("resource \"%s\": cannot discover its devices under %s: %s; devices not "
-                                 "checked", rc->name, host_root, strerror(-r));
+                        log_warn(
+                                "resource \"%s\": cannot discover its devices under %s: %s; devices not "
+                                "checked",
+                                rc->name, host_root, strerror(-r));
                         n++;
                         break;
                 }

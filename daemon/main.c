@@ -54,17 +54,29 @@ static const char usage[] =
         "  --verbose            log debug messages\n"
         "  -h, --help           show this help\n";
 
-enum { OPT_CONFIG = 1, OPT_KUBELET_DIR, OPT_CDI_DIR, OPT_HOST_ROOT, OPT_USER, OPT_STDOUT,
-       OPT_NO_SANDBOX, OPT_VERBOSE, OPT_METRICS_ADDRESS, OPT_PODRES_SOCKET,
-       OPT_JSON, OPT_LOG_FORMAT };
+enum {
+        OPT_CONFIG = 1,
+        OPT_KUBELET_DIR,
+        OPT_CDI_DIR,
+        OPT_HOST_ROOT,
+        OPT_USER,
+        OPT_STDOUT,
+        OPT_NO_SANDBOX,
+        OPT_VERBOSE,
+        OPT_METRICS_ADDRESS,
+        OPT_PODRES_SOCKET,
+        OPT_JSON,
+        OPT_LOG_FORMAT
+};
 
 static int load_config(const struct dp_options *o, struct cfg_config **ret) {
-        struct cfg_error err = {0};
+        struct cfg_error err = { 0 };
         int r = cfg_load(o->config_path, ret, &err);
 
         if (r < 0 && err.msg) {
                 if (err.field && *err.field)
-                        fprintf(stderr, "cdiplug: error: %s: %s: %s\n", o->config_path, err.field, err.msg);
+                        fprintf(stderr, "cdiplug: error: %s: %s: %s\n", o->config_path, err.field,
+                                err.msg);
                 else
                         fprintf(stderr, "cdiplug: error: %s: %s\n", o->config_path, err.msg);
         } else if (r < 0)
@@ -78,10 +90,12 @@ static void check_warnings(const struct cfg_config *cfg) {
         for (size_t i = 0; i < cfg->n_resources; i++)
                 for (size_t j = 0; j < cfg->resources[i].n_selectors; j++) {
                         const char *field = NULL;
-                        const char *w = res_selector_warning(cfg->resources[i].selectors[j], &field);
+                        const char *w =
+                                res_selector_warning(cfg->resources[i].selectors[j], &field);
                         if (w)
-                                fprintf(stderr, "cdiplug: warning: resources[%zu].match[%zu].%s: %s\n", i, j,
-                                        field, w);
+                                fprintf(stderr,
+                                        "cdiplug: warning: resources[%zu].match[%zu].%s: %s\n", i,
+                                        j, field, w);
                 }
 }
 
@@ -93,8 +107,8 @@ static int generate(const struct dp_options *o, const struct cfg_config *cfg, bo
         for (size_t i = 0; i < cfg->n_resources; i++) {
                 const struct cfg_resource *rc = &cfg->resources[i];
                 struct dp_plugin *p = NULL;
-                struct res_devlist found = {0};
-                struct cdi_spec spec = {0};
+                struct res_devlist found = { 0 };
+                struct cdi_spec spec = { 0 };
                 _cleanup_free_ char *json = NULL;
                 bool changed;
                 int r;
@@ -128,10 +142,12 @@ static int generate(const struct dp_options *o, const struct cfg_config *cfg, bo
                         r = cdi_spec_write(o->cdi_dir, &spec);
                 if (r < 0)
                         log_error("resource \"%s\": cannot generate its CDI spec%s%s: %s", rc->name,
-                                  to_stdout ? "" : " in ", to_stdout ? "" : o->cdi_dir, strerror(-r));
+                                  to_stdout ? "" : " in ", to_stdout ? "" : o->cdi_dir,
+                                  strerror(-r));
                 else {
                         written++;
-                        log_info("resource \"%s\": %zu devices in CDI kind \"%s\"", rc->name, p->n_devs, p->kind);
+                        log_info("resource \"%s\": %zu devices in CDI kind \"%s\"", rc->name,
+                                 p->n_devs, p->kind);
                 }
                 cdi_spec_free(&spec);
                 res_devlist_free(&found);
@@ -146,19 +162,19 @@ static int generate(const struct dp_options *o, const struct cfg_config *cfg, bo
 
 int main(int argc, char **argv) {
         static const struct option longopts[] = {
-                {"config", required_argument, NULL, OPT_CONFIG},
-                {"kubelet-dir", required_argument, NULL, OPT_KUBELET_DIR},
-                {"cdi-dir", required_argument, NULL, OPT_CDI_DIR},
-                {"host-root", required_argument, NULL, OPT_HOST_ROOT},
-                {"user", required_argument, NULL, OPT_USER},
-                {"stdout", no_argument, NULL, OPT_STDOUT},
-                {"no-sandbox", no_argument, NULL, OPT_NO_SANDBOX},
-                {"verbose", no_argument, NULL, OPT_VERBOSE},
-                {"metrics-address", required_argument, NULL, OPT_METRICS_ADDRESS},
-                {"pod-resources-socket", required_argument, NULL, OPT_PODRES_SOCKET},
-                {"json", no_argument, NULL, OPT_JSON},
-                {"log-format", required_argument, NULL, OPT_LOG_FORMAT},
-                {"help", no_argument, NULL, 'h'},
+                { "config", required_argument, NULL, OPT_CONFIG },
+                { "kubelet-dir", required_argument, NULL, OPT_KUBELET_DIR },
+                { "cdi-dir", required_argument, NULL, OPT_CDI_DIR },
+                { "host-root", required_argument, NULL, OPT_HOST_ROOT },
+                { "user", required_argument, NULL, OPT_USER },
+                { "stdout", no_argument, NULL, OPT_STDOUT },
+                { "no-sandbox", no_argument, NULL, OPT_NO_SANDBOX },
+                { "verbose", no_argument, NULL, OPT_VERBOSE },
+                { "metrics-address", required_argument, NULL, OPT_METRICS_ADDRESS },
+                { "pod-resources-socket", required_argument, NULL, OPT_PODRES_SOCKET },
+                { "json", no_argument, NULL, OPT_JSON },
+                { "log-format", required_argument, NULL, OPT_LOG_FORMAT },
+                { "help", no_argument, NULL, 'h' },
                 {},
         };
         struct dp_options o = {
@@ -186,38 +202,65 @@ int main(int argc, char **argv) {
                        grpc_version_string());
                 return 0;
         }
-        if (strcmp(cmd, "serve") != 0 && strcmp(cmd, "check") != 0 && strcmp(cmd, "generate") != 0 &&
-            strcmp(cmd, "doctor") != 0) {
-                fprintf(stderr, "cdiplug: error: unknown command \"%s\" (see cdiplug --help)\n", cmd);
+        if (strcmp(cmd, "serve") != 0 && strcmp(cmd, "check") != 0 &&
+            strcmp(cmd, "generate") != 0 && strcmp(cmd, "doctor") != 0) {
+                fprintf(stderr, "cdiplug: error: unknown command \"%s\" (see cdiplug --help)\n",
+                        cmd);
                 return 2;
         }
         optind = 2;
         while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
                 switch (c) {
-                case OPT_CONFIG: o.config_path = optarg; break;
-                case OPT_KUBELET_DIR: o.kubelet_dir = optarg; break;
-                case OPT_CDI_DIR: o.cdi_dir = optarg; break;
-                case OPT_HOST_ROOT: o.host_root = optarg; break;
-                case OPT_USER: o.user = optarg; break;
-                case OPT_STDOUT: to_stdout = true; break;
-                case OPT_NO_SANDBOX: o.no_sandbox = true; break;
-                case OPT_VERBOSE: log_set_level(LOG_DEBUG); break;
-                case OPT_METRICS_ADDRESS: o.metrics_address = optarg; break;
-                case OPT_PODRES_SOCKET: o.pod_resources_socket = optarg; break;
-                case OPT_JSON: json = true; break;
+                case OPT_CONFIG:
+                        o.config_path = optarg;
+                        break;
+                case OPT_KUBELET_DIR:
+                        o.kubelet_dir = optarg;
+                        break;
+                case OPT_CDI_DIR:
+                        o.cdi_dir = optarg;
+                        break;
+                case OPT_HOST_ROOT:
+                        o.host_root = optarg;
+                        break;
+                case OPT_USER:
+                        o.user = optarg;
+                        break;
+                case OPT_STDOUT:
+                        to_stdout = true;
+                        break;
+                case OPT_NO_SANDBOX:
+                        o.no_sandbox = true;
+                        break;
+                case OPT_VERBOSE:
+                        log_set_level(LOG_DEBUG);
+                        break;
+                case OPT_METRICS_ADDRESS:
+                        o.metrics_address = optarg;
+                        break;
+                case OPT_PODRES_SOCKET:
+                        o.pod_resources_socket = optarg;
+                        break;
+                case OPT_JSON:
+                        json = true;
+                        break;
                 case OPT_LOG_FORMAT:
                         if (strcmp(optarg, "text") == 0)
                                 o.log_format = CFG_LOG_TEXT;
                         else if (strcmp(optarg, "json") == 0)
                                 o.log_format = CFG_LOG_JSON;
                         else {
-                                fprintf(stderr, "cdiplug: error: --log-format must be \"text\" or \"json\"\n");
+                                fprintf(stderr,
+                                        "cdiplug: error: --log-format must be \"text\" or \"json\"\n");
                                 return 2;
                         }
                         log_set_json(o.log_format == CFG_LOG_JSON);
                         break;
-                case 'h': fputs(usage, stdout); return 0;
-                default: return 2;
+                case 'h':
+                        fputs(usage, stdout);
+                        return 0;
+                default:
+                        return 2;
                 }
         }
         if (optind < argc) {
@@ -225,7 +268,8 @@ int main(int argc, char **argv) {
                 return 2;
         }
         if (!*o.kubelet_dir || !*o.cdi_dir || !*o.host_root) {
-                fprintf(stderr, "cdiplug: error: --kubelet-dir, --cdi-dir and --host-root must not be empty\n");
+                fprintf(stderr,
+                        "cdiplug: error: --kubelet-dir, --cdi-dir and --host-root must not be empty\n");
                 return 2;
         }
         if (o.metrics_address && *o.metrics_address) {
@@ -233,8 +277,8 @@ int main(int argc, char **argv) {
                 unsigned len;
                 const char *msg = NULL;
                 if (dp_http_parse_address(o.metrics_address, &ss, &len, &msg) < 0) {
-                        fprintf(stderr, "cdiplug: error: --metrics-address \"%s\": %s\n", o.metrics_address,
-                                msg ? msg : "invalid");
+                        fprintf(stderr, "cdiplug: error: --metrics-address \"%s\": %s\n",
+                                o.metrics_address, msg ? msg : "invalid");
                         return 2;
                 }
         }
@@ -244,9 +288,11 @@ int main(int argc, char **argv) {
         }
         if (strcmp(cmd, "doctor") == 0)
                 /* doctor explains an invalid config instead of stopping at it. */
-                return doc_run(&(struct doc_options){.config_path = o.config_path, .host_root = o.host_root,
-                                                      .kubelet_dir = o.kubelet_dir, .cdi_dir = o.cdi_dir,
-                                                      .json = json});
+                return doc_run(&(struct doc_options){ .config_path = o.config_path,
+                                                      .host_root = o.host_root,
+                                                      .kubelet_dir = o.kubelet_dir,
+                                                      .cdi_dir = o.cdi_dir,
+                                                      .json = json });
         if (load_config(&o, &cfg) < 0)
                 return 2;
         if (o.log_format == CFG_LOG_UNSET)
@@ -266,12 +312,13 @@ int main(int argc, char **argv) {
         } else if (strcmp(cmd, "generate") == 0)
                 ret = generate(&o, cfg, to_stdout);
         else {
-                log_info("cdiplug %s starting: %zu resources, kubelet dir %s, CDI dir %s", CDIPLUG_VERSION,
-                         cfg->n_resources, o.kubelet_dir, o.cdi_dir);
+                log_info("cdiplug %s starting: %zu resources, kubelet dir %s, CDI dir %s",
+                         CDIPLUG_VERSION, cfg->n_resources, o.kubelet_dir, o.cdi_dir);
                 if (cfg->n_resources == 0)
-                        log_warn("%s configures no resources: serving nothing; add resources to it "
-                                 "(see cdiplug(8) and the example config.json in cdiplug's doc dir)",
-                                 o.config_path);
+                        log_warn(
+                                "%s configures no resources: serving nothing; add resources to it "
+                                "(see cdiplug(8) and the example config.json in cdiplug's doc dir)",
+                                o.config_path);
                 ret = dp_daemon_run(&o, TAKE_PTR(cfg));
         }
         cfg_free(cfg);

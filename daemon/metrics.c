@@ -29,24 +29,39 @@ const double dp_hist_bounds[DP_HIST_BUCKETS] = {
 /* The same as "%g" writes them (a unit test checks), for the le label:
  * formatting a double costs more than the rest of the line. */
 const char *const dp_hist_bound_labels[DP_HIST_BUCKETS] = {
-        "5e-05", "0.0001", "0.00025", "0.0005", "0.001", "0.0025", "0.005", "0.01", "0.025", "0.05", "0.1", "1",
+        "5e-05", "0.0001", "0.00025", "0.0005", "0.001", "0.0025",
+        "0.005", "0.01",   "0.025",   "0.05",   "0.1",   "1",
 };
 
 /* The names grpc-go and its Prometheus middleware use for the code label. */
 static const char *const grpc_code_names[DP_GRPC_CODES] = {
-        "OK", "Canceled", "Unknown", "InvalidArgument", "DeadlineExceeded", "NotFound",
-        "AlreadyExists", "PermissionDenied", "ResourceExhausted", "FailedPrecondition", "Aborted",
-        "OutOfRange", "Unimplemented", "Internal", "Unavailable", "DataLoss", "Unauthenticated",
+        "OK",
+        "Canceled",
+        "Unknown",
+        "InvalidArgument",
+        "DeadlineExceeded",
+        "NotFound",
+        "AlreadyExists",
+        "PermissionDenied",
+        "ResourceExhausted",
+        "FailedPrecondition",
+        "Aborted",
+        "OutOfRange",
+        "Unimplemented",
+        "Internal",
+        "Unavailable",
+        "DataLoss",
+        "Unauthenticated",
 };
 
-static const char *const event_names[DP_EV_N] = {"appeared", "vanished", "recovered"};
+static const char *const event_names[DP_EV_N] = { "appeared", "vanished", "recovered" };
 
 void dp_mbuf_free(struct dp_mbuf *b) {
         if (b->mapped)
                 munmap(b->s, b->cap);
         else
                 free(b->s);
-        *b = (struct dp_mbuf){0};
+        *b = (struct dp_mbuf){ 0 };
 }
 
 /* A page of 10,000 devices is a megabyte, made once per scrape. Kept
@@ -71,8 +86,8 @@ static int mbuf_resize(struct dp_mbuf *b, size_t cap) {
                         if (s != MAP_FAILED)
                                 (void)madvise(s + b->cap, cap - b->cap, MADV_POPULATE_WRITE);
                 } else {
-                        s = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
-                                 -1, 0);
+                        s = mmap(NULL, cap, PROT_READ | PROT_WRITE,
+                                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
                         if (s != MAP_FAILED && b->s) {
                                 memcpy(s, b->s, b->len);
                                 free(b->s);
@@ -313,15 +328,17 @@ int dp_resource_ready(const struct dp_resource *res, const char **ret_reason) {
                 return 0;
         }
         if (!res->stats.registered) {
-                *ret_reason = res->reg ? "registering with the kubelet" : "not registered with the kubelet";
+                *ret_reason = res->reg ? "registering with the kubelet"
+                                       : "not registered with the kubelet";
                 return 0;
         }
         return 1;
 }
 
 /* One family per call: header, then a sample per resource. */
-static void per_resource_u64(struct dp_mbuf *b, struct dp_daemon *d, const char *name, const char *type,
-                             const char *help, uint64_t (*get)(const struct dp_resource *)) {
+static void per_resource_u64(struct dp_mbuf *b, struct dp_daemon *d, const char *name,
+                             const char *type, const char *help,
+                             uint64_t (*get)(const struct dp_resource *)) {
         dp_metric_header(b, name, type, help);
         for (size_t i = 0; i < d->n_res; i++) {
                 dp_metric_start(b, name);
@@ -330,7 +347,9 @@ static void per_resource_u64(struct dp_mbuf *b, struct dp_daemon *d, const char 
         }
 }
 
-static uint64_t get_registrations(const struct dp_resource *res) { return res->stats.registrations; }
+static uint64_t get_registrations(const struct dp_resource *res) {
+        return res->stats.registrations;
+}
 static uint64_t get_ready(const struct dp_resource *res) {
         const char *why;
         return (uint64_t)dp_resource_ready(res, &why);
@@ -351,9 +370,10 @@ static char *u64_digits(char buf[24], uint64_t v) {
 
 /* The rest is written in place, one capacity check a line: this is the
  * bulk of a scrape (10,000 lines for 10,000 devices). */
-void dp_metric_device_line(struct dp_mbuf *b, const struct dp_mbuf *pre, const char *id, bool healthy, int numa) {
-        static const char ok[] = "\",health=\"Healthy", bad[] = "\",health=\"Unhealthy", numa_key[] = "\",numa_node=\"",
-                          end[] = "\"} 1\n";
+void dp_metric_device_line(struct dp_mbuf *b, const struct dp_mbuf *pre, const char *id,
+                           bool healthy, int numa) {
+        static const char ok[] = "\",health=\"Healthy", bad[] = "\",health=\"Unhealthy",
+                          numa_key[] = "\",numa_node=\"", end[] = "\"} 1\n";
         char digits[24], *num = u64_digits(digits, numa >= 0 ? (uint64_t)numa : 0);
         size_t idlen = strcspn(id, "\\\"\n"), numlen = (size_t)(digits + sizeof(digits) - num);
 
@@ -368,7 +388,8 @@ void dp_metric_device_line(struct dp_mbuf *b, const struct dp_mbuf *pre, const c
                 dp_mbuf_put(b, end, sizeof(end) - 1);
                 return;
         }
-        char *w = mbuf_room(b, pre->len + idlen + sizeof(bad) + sizeof(numa_key) + numlen + sizeof(end));
+        char *w = mbuf_room(b, pre->len + idlen + sizeof(bad) + sizeof(numa_key) + numlen +
+                                       sizeof(end));
         if (!w)
                 return;
         memcpy(w, pre->s, pre->len);
@@ -390,11 +411,12 @@ void dp_metric_device_line(struct dp_mbuf *b, const struct dp_mbuf *pre, const c
 }
 
 static void render_devices(struct dp_mbuf *b, struct dp_daemon *d) {
-        dp_metric_header(b, "cdiplug_device_info", "gauge",
-                         "A device the resource lists to the kubelet, with its health and NUMA node where known.");
+        dp_metric_header(
+                b, "cdiplug_device_info", "gauge",
+                "A device the resource lists to the kubelet, with its health and NUMA node where known.");
         for (size_t i = 0; i < d->n_res; i++) {
                 const struct dp_plugin *p = d->res[i]->plugin;
-                struct dp_mbuf pre = {0};
+                struct dp_mbuf pre = { 0 };
                 dp_mbuf_puts(&pre, "cdiplug_device_info{resource=\"");
                 dp_mbuf_escaped(&pre, d->res[i]->cfg->name);
                 dp_mbuf_puts(&pre, "\",device=\"");
@@ -403,7 +425,8 @@ static void render_devices(struct dp_mbuf *b, struct dp_daemon *d) {
                         return;
                 }
                 for (size_t j = 0; j < p->n_devs; j++)
-                        dp_metric_device_line(b, &pre, dp_device_id(p, j), p->devs[j].healthy, p->devs[j].numa_node);
+                        dp_metric_device_line(b, &pre, dp_device_id(p, j), p->devs[j].healthy,
+                                              p->devs[j].numa_node);
                 dp_mbuf_free(&pre);
         }
         dp_metric_header(b, "cdiplug_devices", "gauge", "Devices of the resource by health.");
@@ -422,7 +445,8 @@ static void render_devices(struct dp_mbuf *b, struct dp_daemon *d) {
 }
 
 static int cmp_res_name(const void *a, const void *b) {
-        return strcmp((*(struct dp_resource *const *)a)->cfg->name, (*(struct dp_resource *const *)b)->cfg->name);
+        return strcmp((*(struct dp_resource *const *)a)->cfg->name,
+                      (*(struct dp_resource *const *)b)->cfg->name);
 }
 
 static int cmp_name_res(const void *key, const void *elem) {
@@ -432,9 +456,11 @@ static int cmp_name_res(const void *key, const void *elem) {
 /* by_name: the resources sorted by name (or NULL: look them up one by
  * one); an answer names a resource once per container and device set,
  * thousands of times on a big node. */
-static struct dp_resource *resource_named(struct dp_daemon *d, struct dp_resource **by_name, const char *name) {
+static struct dp_resource *resource_named(struct dp_daemon *d, struct dp_resource **by_name,
+                                          const char *name) {
         if (by_name) {
-                struct dp_resource **r = bsearch(name, by_name, d->n_res, sizeof(*by_name), cmp_name_res);
+                struct dp_resource **r =
+                        bsearch(name, by_name, d->n_res, sizeof(*by_name), cmp_name_res);
                 return r ? *r : NULL;
         }
         for (size_t i = 0; i < d->n_res; i++)
@@ -447,11 +473,13 @@ static struct dp_resource *resource_named(struct dp_daemon *d, struct dp_resourc
  * such as "fuse-3" names one share of device "fuse"). An ID we do not
  * know (the kubelet's checkpoint from before a configuration change) has
  * no device to name and is left out. */
-static void render_allocations(struct dp_mbuf *b, struct dp_daemon *d, const V1__ListPodResourcesResponse *list) {
+static void render_allocations(struct dp_mbuf *b, struct dp_daemon *d,
+                               const V1__ListPodResourcesResponse *list) {
         _cleanup_free_ struct dp_resource **by_name = NULL;
 
-        dp_metric_header(b, "cdiplug_device_allocation_info", "gauge",
-                         "A device ID the kubelet has allocated to a container, from its PodResources API.");
+        dp_metric_header(
+                b, "cdiplug_device_allocation_info", "gauge",
+                "A device ID the kubelet has allocated to a container, from its PodResources API.");
         if (list && list->n_pod_resources && (by_name = malloc(d->n_res * sizeof(*by_name)))) {
                 memcpy(by_name, d->res, d->n_res * sizeof(*by_name));
                 qsort(by_name, d->n_res, sizeof(*by_name), cmp_res_name);
@@ -462,17 +490,21 @@ static void render_allocations(struct dp_mbuf *b, struct dp_daemon *d, const V1_
                         const V1__ContainerResources *ctr = pod->containers[j];
                         for (size_t k = 0; k < ctr->n_devices; k++) {
                                 const V1__ContainerDevices *cd = ctr->devices[k];
-                                struct dp_resource *res = resource_named(d, by_name, cd->resource_name);
+                                struct dp_resource *res =
+                                        resource_named(d, by_name, cd->resource_name);
                                 if (!res)
                                         continue;
                                 for (size_t m = 0; m < cd->n_device_ids; m++) {
                                         size_t idx;
-                                        if (dp_plugin_find_id(res->plugin, cd->device_ids[m], &idx) < 0)
+                                        if (dp_plugin_find_id(res->plugin, cd->device_ids[m],
+                                                              &idx) < 0)
                                                 continue;
                                         dp_metric_start(b, "cdiplug_device_allocation_info");
                                         dp_metric_label(b, "resource", res->cfg->name);
-                                        dp_metric_label(b, "device",
-                                                        dp_device_id(res->plugin, dp_plugin_id_dev(res->plugin, idx)));
+                                        dp_metric_label(
+                                                b, "device",
+                                                dp_device_id(res->plugin,
+                                                             dp_plugin_id_dev(res->plugin, idx)));
                                         dp_metric_label(b, "id", cd->device_ids[m]);
                                         dp_metric_label(b, "namespace", pod->namespace_);
                                         dp_metric_label(b, "pod", pod->name);
@@ -499,8 +531,8 @@ static void render_calls(struct dp_mbuf *b, struct dp_daemon *d) {
         dp_metric_header(b, "cdiplug_allocate_duration_seconds", "histogram",
                          "Time from an Allocate request received to its answer encoded.");
         for (size_t i = 0; i < d->n_res; i++)
-                dp_histogram_render(b, "cdiplug_allocate_duration_seconds", "resource", d->res[i]->cfg->name,
-                                    &d->res[i]->stats.allocate_seconds);
+                dp_histogram_render(b, "cdiplug_allocate_duration_seconds", "resource",
+                                    d->res[i]->cfg->name, &d->res[i]->stats.allocate_seconds);
         per_resource_u64(b, d, "cdiplug_registrations_total", "counter",
                          "Successful registrations with the kubelet.", get_registrations);
         dp_metric_header(b, "cdiplug_kubelet_restarts_total", "counter",
@@ -509,10 +541,13 @@ static void render_calls(struct dp_mbuf *b, struct dp_daemon *d) {
         dp_metric_u64(b, d->kubelet_restarts);
         per_resource_u64(b, d, "cdiplug_listandwatch_streams", "gauge",
                          "ListAndWatch streams open to the kubelet.", get_streams);
-        per_resource_u64(b, d, "cdiplug_resource_ready", "gauge",
-                         "1 when the resource is registered and its CDI spec is written (as /readyz).", get_ready);
-        dp_metric_header(b, "cdiplug_device_events_total", "counter",
-                         "Device changes seen by discovery (appeared includes those found at start-up).");
+        per_resource_u64(
+                b, d, "cdiplug_resource_ready", "gauge",
+                "1 when the resource is registered and its CDI spec is written (as /readyz).",
+                get_ready);
+        dp_metric_header(
+                b, "cdiplug_device_events_total", "counter",
+                "Device changes seen by discovery (appeared includes those found at start-up).");
         for (size_t i = 0; i < d->n_res; i++)
                 for (int e = 0; e < DP_EV_N; e++) {
                         dp_metric_start(b, "cdiplug_device_events_total");
@@ -520,13 +555,15 @@ static void render_calls(struct dp_mbuf *b, struct dp_daemon *d) {
                         dp_metric_label(b, "event", event_names[e]);
                         dp_metric_u64(b, d->res[i]->plugin->events[e]);
                 }
-        dp_metric_header(b, "cdiplug_cdi_spec_writes_total", "counter", "CDI spec writes, by result.");
+        dp_metric_header(b, "cdiplug_cdi_spec_writes_total", "counter",
+                         "CDI spec writes, by result.");
         for (size_t i = 0; i < d->n_res; i++)
                 for (int ok = 1; ok >= 0; ok--) {
                         dp_metric_start(b, "cdiplug_cdi_spec_writes_total");
                         dp_metric_label(b, "resource", d->res[i]->cfg->name);
                         dp_metric_label(b, "result", ok ? "success" : "failure");
-                        dp_metric_u64(b, ok ? d->res[i]->stats.spec_writes_ok : d->res[i]->stats.spec_writes_failed);
+                        dp_metric_u64(b, ok ? d->res[i]->stats.spec_writes_ok
+                                            : d->res[i]->stats.spec_writes_failed);
                 }
         dp_metric_header(b, "cdiplug_cdi_spec_last_write_timestamp_seconds", "gauge",
                          "When the resource's CDI spec was last written.");
@@ -559,8 +596,11 @@ static void render_process(struct dp_mbuf *b) {
                 buf[n] = '\0';
                 /* The command name may hold spaces and ')': skip to the last. */
                 p = strrchr(buf, ')');
-                if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d "
-                                       "%*d %*d %llu %llu %lld", &utime, &stime, &start, &vsize, &rss) != 5)
+                if (p &&
+                    sscanf(p + 2,
+                           "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d "
+                           "%*d %*d %llu %llu %lld",
+                           &utime, &stime, &start, &vsize, &rss) != 5)
                         utime = stime = start = vsize = 0, rss = 0;
         }
         fd = open("/proc/stat", O_RDONLY | O_CLOEXEC);
@@ -583,20 +623,24 @@ static void render_process(struct dp_mbuf *b) {
                 closedir(dir);
                 fds--; /* the one opendir holds */
         }
-        dp_metric_header(b, "process_cpu_seconds_total", "counter", "Total user and system CPU time spent in seconds.");
+        dp_metric_header(b, "process_cpu_seconds_total", "counter",
+                         "Total user and system CPU time spent in seconds.");
         dp_metric_start(b, "process_cpu_seconds_total");
         dp_metric_double(b, (double)(utime + stime) / ticks);
-        dp_metric_header(b, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.");
+        dp_metric_header(b, "process_resident_memory_bytes", "gauge",
+                         "Resident memory size in bytes.");
         dp_metric_start(b, "process_resident_memory_bytes");
         dp_metric_u64(b, (uint64_t)rss * (uint64_t)sysconf(_SC_PAGESIZE));
-        dp_metric_header(b, "process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.");
+        dp_metric_header(b, "process_virtual_memory_bytes", "gauge",
+                         "Virtual memory size in bytes.");
         dp_metric_start(b, "process_virtual_memory_bytes");
         dp_metric_u64(b, vsize);
         dp_metric_header(b, "process_open_fds", "gauge", "Number of open file descriptors.");
         dp_metric_start(b, "process_open_fds");
         dp_metric_u64(b, fds);
         if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
-                dp_metric_header(b, "process_max_fds", "gauge", "Maximum number of open file descriptors.");
+                dp_metric_header(b, "process_max_fds", "gauge",
+                                 "Maximum number of open file descriptors.");
                 dp_metric_start(b, "process_max_fds");
                 dp_metric_u64(b, rl.rlim_cur);
         }
@@ -609,7 +653,8 @@ static void render_process(struct dp_mbuf *b) {
 int dp_metrics_render(struct dp_daemon *d, struct dp_podres *pr, struct dp_mbuf *b) {
         const V1__ListPodResourcesResponse *list = pr ? dp_podres_list(pr) : NULL;
 
-        dp_metric_header(b, "cdiplug_build_info", "gauge", "cdiplug's version and the grpc core it runs on.");
+        dp_metric_header(b, "cdiplug_build_info", "gauge",
+                         "cdiplug's version and the grpc core it runs on.");
         dp_metric_start(b, "cdiplug_build_info");
         dp_metric_label(b, "version", CDIPLUG_VERSION);
         dp_metric_label(b, "grpc_version", grpc_version_string());
@@ -629,8 +674,13 @@ int dp_metrics_render(struct dp_daemon *d, struct dp_podres *pr, struct dp_mbuf 
         }
         for (size_t i = 0; list && i < list->n_pod_resources; i++)
                 for (size_t j = 0; j < list->pod_resources[i]->n_containers; j++)
-                        for (size_t k = 0; k < list->pod_resources[i]->containers[j]->n_devices; k++)
-                                est += list->pod_resources[i]->containers[j]->devices[k]->n_device_ids * 192;
+                        for (size_t k = 0; k < list->pod_resources[i]->containers[j]->n_devices;
+                             k++)
+                                est += list->pod_resources[i]
+                                               ->containers[j]
+                                               ->devices[k]
+                                               ->n_device_ids *
+                                       192;
         dp_mbuf_reserve(b, est);
         render_devices(b, d);
         render_allocations(b, d, list);
@@ -639,8 +689,9 @@ int dp_metrics_render(struct dp_daemon *d, struct dp_podres *pr, struct dp_mbuf 
         bool up = list != NULL;
         if (pr)
                 dp_podres_release(pr);
-        dp_metric_header(b, "cdiplug_pod_resources_up", "gauge",
-                         "1 when the last List on the kubelet's PodResources API answered in time.");
+        dp_metric_header(
+                b, "cdiplug_pod_resources_up", "gauge",
+                "1 when the last List on the kubelet's PodResources API answered in time.");
         dp_metric_start(b, "cdiplug_pod_resources_up");
         dp_metric_u64(b, up);
         dp_metric_header(b, "cdiplug_pod_resources_errors_total", "counter",

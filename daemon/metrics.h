@@ -23,8 +23,8 @@ struct dp_mbuf {
         char *s;
         size_t len, cap;
         int err;
-        bool in_labels;    /* a sample's '{' is open */
-        bool mapped;       /* s is an mmap of cap bytes */
+        bool in_labels; /* a sample's '{' is open */
+        bool mapped;    /* s is an mmap of cap bytes */
 };
 
 #define DP_MBUF_MAP_MIN (256 * 1024)
@@ -47,7 +47,8 @@ void dp_metric_double(struct dp_mbuf *b, double v);
 /* One cdiplug_device_info sample: pre holds the line up to the device ID
  * (the resource's, written once per resource); numa < 0 leaves numa_node
  * out. */
-void dp_metric_device_line(struct dp_mbuf *b, const struct dp_mbuf *pre, const char *id, bool healthy, int numa);
+void dp_metric_device_line(struct dp_mbuf *b, const struct dp_mbuf *pre, const char *id,
+                           bool healthy, int numa);
 
 /* A histogram of seconds with fixed buckets (DP_HIST_BOUNDS). */
 #define DP_HIST_BUCKETS 12
@@ -70,11 +71,11 @@ enum { DP_EV_APPEARED, DP_EV_VANISHED, DP_EV_RECOVERED, DP_EV_N };
 struct dp_res_stats {
         uint64_t allocate[DP_GRPC_CODES]; /* Allocate answers by gRPC status */
         struct dp_histogram allocate_seconds;
-        uint64_t registrations;           /* successful Registers */
+        uint64_t registrations; /* successful Registers */
         uint64_t spec_writes_ok, spec_writes_failed;
-        double spec_last_write;           /* unix time of the last good write, 0: never */
-        bool registered;                  /* the latest Register succeeded, none since */
-        bool spec_failed;                 /* the latest spec write failed */
+        double spec_last_write; /* unix time of the last good write, 0: never */
+        bool registered;        /* the latest Register succeeded, none since */
+        bool spec_failed;       /* the latest spec write failed */
 };
 
 void dp_stats_allocate(struct dp_resource *res, int grpc_status, double seconds);
@@ -91,10 +92,10 @@ int dp_resource_ready(const struct dp_resource *res, const char **ret_reason);
 struct dp_podres_chunk;
 struct dp_podres {
         char *path;
-        void *ch;              /* grpc_channel, dialled lazily */
+        void *ch;                    /* grpc_channel, dialled lazily */
         uint64_t dev, ino, ctime_ns; /* the socket file the channel was dialled to */
-        double fetched_at;     /* monotonic seconds of the cached answer */
-        uint8_t *wire;         /* the cached answer as received; NULL when the last List failed */
+        double fetched_at;           /* monotonic seconds of the cached answer */
+        uint8_t *wire; /* the cached answer as received; NULL when the last List failed */
         size_t wire_len;
         V1__ListPodResourcesResponse *decoded; /* for the scrape under way */
         struct dp_podres_chunk *chunks;        /* where decoded lives */

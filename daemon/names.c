@@ -51,7 +51,8 @@ int dp_socket_name(const char *kubelet_dir, const char *resource, char **ret_nam
 static const char *kind_rewrite_reason(const char *resource) {
         const char *slash = strchr(resource, '/');
         size_t dlen = (size_t)(slash - resource), nlen = strlen(slash + 1);
-        bool dletter = (resource[0] >= 'a' && resource[0] <= 'z') || (resource[0] >= 'A' && resource[0] <= 'Z');
+        bool dletter = (resource[0] >= 'a' && resource[0] <= 'z') ||
+                       (resource[0] >= 'A' && resource[0] <= 'Z');
         bool nletter = (slash[1] >= 'a' && slash[1] <= 'z') || (slash[1] >= 'A' && slash[1] <= 'Z');
 
         if (!dletter)
@@ -68,7 +69,8 @@ struct names {
         char *spec_file;
 };
 
-static int prepare_one(struct cfg_resource *rc, const char *kubelet_dir, bool sockets, struct names *ret) {
+static int prepare_one(struct cfg_resource *rc, const char *kubelet_dir, bool sockets,
+                       struct names *ret) {
         const char *slash;
         int r;
 
@@ -83,30 +85,35 @@ static int prepare_one(struct cfg_resource *rc, const char *kubelet_dir, bool so
                          rc->name, ret->kind, kind_rewrite_reason(rc->name), ret->kind);
         slash = strchr(ret->kind, '/');
         if (strchr(slash + 1, '.'))
-                log_warn("resource \"%s\": the '.' in the CDI class \"%s\" needs cdiVersion 0.6.0, which "
-                         "podman 4.3 and containerd 1.7 cannot read (a CDI library before 0.6 "
-                         "refuses the whole spec); a name part without '.' keeps cdiVersion 0.3.0",
-                         rc->name, slash + 1);
+                log_warn(
+                        "resource \"%s\": the '.' in the CDI class \"%s\" needs cdiVersion 0.6.0, which "
+                        "podman 4.3 and containerd 1.7 cannot read (a CDI library before 0.6 "
+                        "refuses the whole spec); a name part without '.' keeps cdiVersion 0.3.0",
+                        rc->name, slash + 1);
         r = cdi_spec_file_name(ret->kind, &ret->spec_file);
         if (r < 0) {
-                log_error("resource \"%s\": no CDI spec file name for kind \"%s\": %s", rc->name, ret->kind,
-                          strerror(-r));
+                log_error("resource \"%s\": no CDI spec file name for kind \"%s\": %s", rc->name,
+                          ret->kind, strerror(-r));
                 return r == -ENOMEM ? r : -EINVAL;
         }
         if (sockets) {
                 _cleanup_free_ char *sock = NULL;
                 r = dp_socket_name(kubelet_dir, rc->name, &sock);
                 if (r == -ENAMETOOLONG) {
-                        log_error("resource \"%s\": kubelet dir %s is too long for any socket in it: a unix "
-                                  "socket path holds at most %zu bytes; use a shorter --kubelet-dir",
-                                  rc->name, kubelet_dir, sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
+                        log_error(
+                                "resource \"%s\": kubelet dir %s is too long for any socket in it: a unix "
+                                "socket path holds at most %zu bytes; use a shorter --kubelet-dir",
+                                rc->name, kubelet_dir,
+                                sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
                         return -EINVAL;
                 }
                 if (r < 0)
                         return r;
                 if (strcmp(sock, rc->socket_name) != 0) {
-                        log_info("resource \"%s\": socket %s/%s (the full name would not fit a unix "
-                                 "socket path)", rc->name, kubelet_dir, sock);
+                        log_info(
+                                "resource \"%s\": socket %s/%s (the full name would not fit a unix "
+                                "socket path)",
+                                rc->name, kubelet_dir, sock);
                         free(rc->socket_name);
                         rc->socket_name = TAKE_PTR(sock);
                 }
@@ -114,9 +121,10 @@ static int prepare_one(struct cfg_resource *rc, const char *kubelet_dir, bool so
         return 0;
 }
 
-static int clash(const struct cfg_resource *a, const struct cfg_resource *b, const char *what, const char *name) {
-        log_error("resources \"%s\" and \"%s\" would share the %s \"%s\": rename one of them", a->name, b->name,
-                  what, name);
+static int clash(const struct cfg_resource *a, const struct cfg_resource *b, const char *what,
+                 const char *name) {
+        log_error("resources \"%s\" and \"%s\" would share the %s \"%s\": rename one of them",
+                  a->name, b->name, what, name);
         return -EINVAL;
 }
 

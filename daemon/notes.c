@@ -11,7 +11,8 @@
 #include "util.h"
 
 /* One line per group of devices that want one ID. */
-static int clash_lines(const struct dp_plugin *p, const struct res_devlist *found, struct base_strvec *lines) {
+static int clash_lines(const struct dp_plugin *p, const struct res_devlist *found,
+                       struct base_strvec *lines) {
         for (size_t i = 0; i < found->n_clashes;) {
                 const char *id = found->clashes[i].id;
                 size_t j = i, dev;
@@ -26,10 +27,16 @@ static int clash_lines(const struct dp_plugin *p, const struct res_devlist *foun
                         nodes = more;
                 }
                 char *line = NULL;
-                int r = kept ? xasprintf(&line, "devices %s all want ID \"%s\": the one already served under it "
-                                         "stays, the others are refused (an ID never changes meaning)", nodes, id)
-                             : xasprintf(&line, "devices %s all want ID \"%s\": all refused; rename a node or "
-                                         "choose another \"id\" for its selector", nodes, id);
+                int r = kept ? xasprintf(
+                                       &line,
+                                       "devices %s all want ID \"%s\": the one already served under it "
+                                       "stays, the others are refused (an ID never changes meaning)",
+                                       nodes, id)
+                             : xasprintf(
+                                       &line,
+                                       "devices %s all want ID \"%s\": all refused; rename a node or "
+                                       "choose another \"id\" for its selector",
+                                       nodes, id);
                 if (r < 0 || base_strvec_push(lines, line) < 0)
                         return -ENOMEM;
                 i = j;
@@ -38,16 +45,18 @@ static int clash_lines(const struct dp_plugin *p, const struct res_devlist *foun
 }
 
 /* Devices refused because the ID they would get names another device. */
-static int taken_lines(const struct dp_plugin *p, const struct res_devlist *found, struct base_strvec *lines) {
+static int taken_lines(const struct dp_plugin *p, const struct res_devlist *found,
+                       struct base_strvec *lines) {
         for (size_t i = 0; p && i < found->n; i++) {
                 const struct res_device *src = &found->devs[i];
                 size_t dev;
                 char *line = NULL;
                 if (dp_plugin_find_dev(p, src->id, &dev) < 0 || !dp_plugin_id_taken(p, dev, src))
                         continue;
-                if (xasprintf(&line, "device %s refused: its ID \"%s\" names %s while the daemon runs "
-                              "(an ID never changes meaning)", src->nodes[0], src->id,
-                              dp_str_next(dp_device_id(p, dev))) < 0 ||
+                if (xasprintf(&line,
+                              "device %s refused: its ID \"%s\" names %s while the daemon runs "
+                              "(an ID never changes meaning)",
+                              src->nodes[0], src->id, dp_str_next(dp_device_id(p, dev))) < 0 ||
                     base_strvec_push(lines, line) < 0)
                         return -ENOMEM;
         }
@@ -56,7 +65,7 @@ static int taken_lines(const struct dp_plugin *p, const struct res_devlist *foun
 
 int dp_notes_log(char ***logged, const char *resource, const struct res_devlist *found,
                  const struct dp_plugin *p) {
-        struct base_strvec now = {0};
+        struct base_strvec now = { 0 };
         int r = 0;
 
         for (char **s = found->notes; s && *s && r >= 0; s++)

@@ -12,9 +12,9 @@ struct dp_options {
         const char *kubelet_dir;
         const char *cdi_dir;
         const char *host_root;
-        const char *user;     /* --user, overrides the config's "user" */
+        const char *user;                 /* --user, overrides the config's "user" */
         const char *metrics_address;      /* --metrics-address, overrides "metrics" */
         const char *pod_resources_socket; /* --pod-resources-socket */
-        enum cfg_log_format log_format; /* --log-format, overrides the config's */
+        enum cfg_log_format log_format;   /* --log-format, overrides the config's */
         bool no_sandbox;
 };

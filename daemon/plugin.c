@@ -68,8 +68,10 @@ static size_t strs_len(const struct dp_plugin *p) {
 
 /* Only the extras some device uses are copied, so a table that a series
  * of reloads with new edits grew does not grow for ever. */
-int dp_plugin_clone(const struct dp_plugin *old, const struct cfg_resource *cfg, struct dp_plugin **ret) {
-        _cleanup_free_ uint32_t *map = calloc(old->n_extras + 1, sizeof(*map)); /* index + 1, 0: none yet */
+int dp_plugin_clone(const struct dp_plugin *old, const struct cfg_resource *cfg,
+                    struct dp_plugin **ret) {
+        _cleanup_free_ uint32_t *map =
+                calloc(old->n_extras + 1, sizeof(*map)); /* index + 1, 0: none yet */
         struct dp_plugin *p = NULL;
         size_t len = strs_len(old);
         int r = map ? dp_plugin_new(cfg, &p) : -ENOMEM;
@@ -143,7 +145,7 @@ static char *strbuf_take(struct strbuf *b) {
         char *s = b->len ? realloc(b->s, b->len) : NULL;
         if (!s)
                 s = b->s;
-        *b = (struct strbuf){0};
+        *b = (struct strbuf){ 0 };
         return s;
 }
 
@@ -189,7 +191,8 @@ static bool same_nodes(const struct dp_plugin *p, size_t dev, const struct res_d
         return true;
 }
 
-static bool same_device(const struct dp_plugin *p, size_t dev, const struct res_device *src, uint16_t extras) {
+static bool same_device(const struct dp_plugin *p, size_t dev, const struct res_device *src,
+                        uint16_t extras) {
         const struct dp_device *d = &p->devs[dev];
 
         return d->numa_node == numa_of(src->numa_node) && d->extras == extras &&
@@ -197,7 +200,8 @@ static bool same_device(const struct dp_plugin *p, size_t dev, const struct res_
 }
 
 /* Device dev of p, strings and all, into the new block. */
-static int keep_device(const struct dp_plugin *p, size_t dev, struct dp_device *d, struct strbuf *b) {
+static int keep_device(const struct dp_plugin *p, size_t dev, struct dp_device *d,
+                       struct strbuf *b) {
         const char *id = dp_device_id(p, dev), *end = id;
 
         for (size_t i = 0; i <= p->devs[dev].n_nodes; i++)
@@ -206,13 +210,17 @@ static int keep_device(const struct dp_plugin *p, size_t dev, struct dp_device *
         return strbuf_add(b, id, (size_t)(end - id) - 1, &d->str);
 }
 
-static int new_device(const struct res_device *src, uint16_t extras, struct dp_device *d, struct strbuf *b) {
+static int new_device(const struct res_device *src, uint16_t extras, struct dp_device *d,
+                      struct strbuf *b) {
         int r;
 
         if (src->n_nodes > UINT16_MAX)
                 return -E2BIG;
-        *d = (struct dp_device){.numa_node = numa_of(src->numa_node), .n_nodes = (uint16_t)src->n_nodes,
-                                .extras = extras, .healthy = true, .spec_stale = true};
+        *d = (struct dp_device){ .numa_node = numa_of(src->numa_node),
+                                 .n_nodes = (uint16_t)src->n_nodes,
+                                 .extras = extras,
+                                 .healthy = true,
+                                 .spec_stale = true };
         r = strbuf_add(b, src->id, strlen(src->id), &d->str);
         for (size_t i = 0; r >= 0 && i < src->n_nodes; i++)
                 r = strbuf_add(b, src->nodes[i], strlen(src->nodes[i]), NULL);
@@ -268,7 +276,7 @@ static int build_shares(const struct dp_plugin *p, const struct dp_device *devs,
                         const char *strs, struct dp_share **ret, char **ret_strs, size_t *ret_n) {
         unsigned shares = p->cfg->shares;
         _cleanup_free_ struct dp_share *ids = calloc(n_devs * shares + 1, sizeof(*ids));
-        struct strbuf b = {0};
+        struct strbuf b = { 0 };
         size_t n = 0, w = 0;
         int r = ids ? 0 : -ENOMEM;
 
@@ -290,8 +298,9 @@ static int build_shares(const struct dp_plugin *p, const struct dp_device *devs,
          * twice. */
         for (size_t i = 0; i < n; i++) {
                 if (w > 0 && cmp_share(&ids[w - 1], &ids[i], b.s) == 0) {
-                        log_warn("resource \"%s\": device ID \"%s\" is ambiguous, dropped one of its devices",
-                                 p->cfg->name, b.s + ids[i].str);
+                        log_warn(
+                                "resource \"%s\": device ID \"%s\" is ambiguous, dropped one of its devices",
+                                p->cfg->name, b.s + ids[i].str);
                         continue;
                 }
                 ids[w++] = ids[i];
@@ -332,7 +341,8 @@ int dp_plugin_list(const struct dp_plugin *p, uint8_t **ret, size_t *ret_len) {
                         continue;
                 v1beta1__device__init(&devs[n]);
                 devs[n].id = (char *)dp_plugin_id(p, i);
-                devs[n].health = d->healthy && !(p->held && d->spec_stale) ? "Healthy" : "Unhealthy";
+                devs[n].health =
+                        d->healthy && !(p->held && d->spec_stale) ? "Healthy" : "Unhealthy";
                 /* No topology at all for devices without NUMA affinity:
                  * an empty list would read as "fits no NUMA node". */
                 if (d->numa_node >= 0)
@@ -394,7 +404,8 @@ void dp_plugin_spec_written(struct dp_plugin *p) {
 /* Both lists are sorted by ID, so one merge pass builds the new device
  * table and string block; the plugin changes only once all of it worked. */
 static int cmp_src(const void *a, const void *b) {
-        return strcmp((*(const struct res_device *const *)a)->id, (*(const struct res_device *const *)b)->id);
+        return strcmp((*(const struct res_device *const *)a)->id,
+                      (*(const struct res_device *const *)b)->id);
 }
 
 /* The devices to merge, sorted by ID: everything found, plus, of devices
@@ -434,11 +445,12 @@ int dp_plugin_find_dev(const struct dp_plugin *p, const char *id, size_t *ret) {
 }
 
 int dp_plugin_update(struct dp_plugin *p, const struct res_devlist *found, bool *ret_changed) {
-        _cleanup_free_ struct dp_device *devs = calloc(p->n_devs + found->n + found->n_clashes + 1, sizeof(*devs));
+        _cleanup_free_ struct dp_device *devs =
+                calloc(p->n_devs + found->n + found->n_clashes + 1, sizeof(*devs));
         _cleanup_free_ const struct res_device **srcs = NULL;
         struct dp_share *shares = NULL;
         char *share_strs = NULL;
-        struct strbuf b = {0};
+        struct strbuf b = { 0 };
         bool changed = p->generation == 0, added = false;
         size_t i = 0, j = 0, n = 0, n_ids = 0, n_srcs = 0;
         int r = devs ? merge_sources(p, found, &srcs, &n_srcs) : -ENOMEM;
@@ -458,7 +470,8 @@ int dp_plugin_update(struct dp_plugin *p, const struct res_devlist *found, bool 
                         i++;
                         continue;
                 }
-                if (c == 0 && dp_plugin_id_taken(p, i, src)) { /* refused; the ID keeps its device */
+                if (c == 0 &&
+                    dp_plugin_id_taken(p, i, src)) { /* refused; the ID keeps its device */
                         r = keep_device(p, i, d, &b);
                         changed |= d->healthy;
                         vanished += d->healthy;
@@ -540,13 +553,14 @@ static int spec_extras(const struct base_edits *d, struct cdi_edits *edits) {
                 return -ENOMEM;
         for (size_t i = 0; i < d->n_mounts; i++) {
                 struct cdi_mount *m = &edits->mounts[i];
-                struct base_strvec opts = {0};
+                struct base_strvec opts = { 0 };
                 edits->n_mounts = i + 1;
                 m->host_path = strdup(d->mounts[i].host_path);
                 m->container_path = strdup(d->mounts[i].container_path);
                 if (!m->host_path || !m->container_path)
                         return -ENOMEM;
-                const char *o[] = {"rbind", "nosuid", "nodev", d->mounts[i].read_only ? "ro" : "rw"};
+                const char *o[] = { "rbind", "nosuid", "nodev",
+                                    d->mounts[i].read_only ? "ro" : "rw" };
                 for (size_t j = 0; j < ELEMENTSOF(o); j++) {
                         r = base_strvec_push_dup(&opts, o[j]);
                         if (r < 0) {
@@ -560,7 +574,7 @@ static int spec_extras(const struct base_edits *d, struct cdi_edits *edits) {
 }
 
 int dp_plugin_spec(const struct dp_plugin *p, struct cdi_spec *ret) {
-        struct cdi_spec spec = {0};
+        struct cdi_spec spec = { 0 };
         int r = -ENOMEM;
 
         spec.kind = strdup(p->kind);

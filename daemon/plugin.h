@@ -23,7 +23,7 @@ struct dp_device {
         uint32_t str;
         int16_t numa_node; /* -1: no NUMA affinity */
         uint16_t n_nodes;
-        uint16_t extras;   /* index into the plugin's extras */
+        uint16_t extras; /* index into the plugin's extras */
         bool healthy : 1;
         /* Against the CDI spec last written: in_spec, the ID is defined
          * there; spec_stale, with other nodes or edits than now. Only
@@ -35,13 +35,13 @@ struct dp_device {
 /* With shares > 1: an allocatable ID, one share of device dev. */
 struct dp_share {
         uint32_t dev;
-        uint32_t str;      /* offset in share_strs */
+        uint32_t str; /* offset in share_strs */
 };
 
 struct dp_plugin {
         const struct cfg_resource *cfg;
-        char *kind;            /* CDI kind */
-        char *annotation_key;  /* "cdi.k8s.io/cdiplug_<resource>" */
+        char *kind;             /* CDI kind */
+        char *annotation_key;   /* "cdi.k8s.io/cdiplug_<resource>" */
         struct dp_device *devs; /* sorted by ID */
         size_t n_devs;
         char *strs;
@@ -54,9 +54,9 @@ struct dp_plugin {
         size_t n_ids;
         struct dp_share *shares; /* sorted by ID; NULL with one share */
         char *share_strs;
-        uint64_t generation;   /* bumped on every change of the list */
-        bool held;             /* the spec could not be written: list only what it defines */
-        uint64_t events[3];    /* devices appeared, vanished, recovered (DP_EV_*) */
+        uint64_t generation; /* bumped on every change of the list */
+        bool held;           /* the spec could not be written: list only what it defines */
+        uint64_t events[3];  /* devices appeared, vanished, recovered (DP_EV_*) */
 };
 
 static inline const char *dp_device_id(const struct dp_plugin *p, size_t dev) {
@@ -77,7 +77,8 @@ void dp_plugin_free(struct dp_plugin *p);
 /* A copy of old's devices under new settings cfg (same name), to update
  * with a fresh discovery: every device old ever listed stays known under
  * its ID, so a reload keeps what each ID means. */
-int dp_plugin_clone(const struct dp_plugin *old, const struct cfg_resource *cfg, struct dp_plugin **ret);
+int dp_plugin_clone(const struct dp_plugin *old, const struct cfg_resource *cfg,
+                    struct dp_plugin **ret);
 
 /* Merge a fresh discovery: devices found are Healthy (new ones are added),
  * known devices not found stay listed as Unhealthy, so capacity does not

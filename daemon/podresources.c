@@ -59,7 +59,8 @@ static void *chunk_alloc(void *data, size_t n) {
                 size = (size + page - 1) & ~(page - 1);
                 /* Populated at once: a decode touches every page, and one
                  * call costs less than a fault per page. */
-                void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+                void *m = mmap(NULL, size, PROT_READ | PROT_WRITE,
+                               MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
                 if (m == MAP_FAILED)
                         return NULL;
                 c = m;
@@ -123,7 +124,8 @@ static grpc_channel *channel(struct dp_podres *pr, const char **ret_why) {
                 drop_channel(pr);
                 return NULL;
         }
-        uint64_t ctime_ns = (uint64_t)st.st_ctim.tv_sec * 1000000000u + (uint64_t)st.st_ctim.tv_nsec;
+        uint64_t ctime_ns =
+                (uint64_t)st.st_ctim.tv_sec * 1000000000u + (uint64_t)st.st_ctim.tv_nsec;
         if (pr->ch && ((uint64_t)st.st_dev != pr->dev || (uint64_t)st.st_ino != pr->ino ||
                        ctime_ns != pr->ctime_ns)) {
                 log_debug("PodResources socket %s was re-created, dialling it again", pr->path);
@@ -132,7 +134,8 @@ static grpc_channel *channel(struct dp_podres *pr, const char **ret_why) {
         }
         /* A failed connect leaves the channel waiting out grpc's backoff,
          * failing every call meanwhile: dial afresh instead. */
-        if (pr->ch && grpc_channel_check_connectivity_state(pr->ch, 0) == GRPC_CHANNEL_TRANSIENT_FAILURE)
+        if (pr->ch &&
+            grpc_channel_check_connectivity_state(pr->ch, 0) == GRPC_CHANNEL_TRANSIENT_FAILURE)
                 drop_channel(pr);
         if (!pr->ch) {
                 pr->ch = dp_channel_unix(pr->path);
@@ -147,7 +150,9 @@ static grpc_channel *channel(struct dp_podres *pr, const char **ret_why) {
 
 /* The answer, decoded for this scrape; NULL when it does not decode. */
 static const V1__ListPodResourcesResponse *decode(struct dp_podres *pr) {
-        ProtobufCAllocator alloc = {.alloc = chunk_alloc, .free = chunk_free, .allocator_data = pr};
+        ProtobufCAllocator alloc = { .alloc = chunk_alloc,
+                                     .free = chunk_free,
+                                     .allocator_data = pr };
 
         dp_podres_release(pr);
         pr->decoded = v1__list_pod_resources_response__unpack(&alloc, pr->wire_len, pr->wire);
@@ -161,9 +166,10 @@ static const V1__ListPodResourcesResponse *decode(struct dp_podres *pr) {
 static grpc_status_code call_list(struct dp_podres *pr, grpc_channel *ch, char **ret_details) {
         V1__ListPodResourcesRequest req = V1__LIST_POD_RESOURCES_REQUEST__INIT;
         grpc_completion_queue *cq = grpc_completion_queue_create_for_next(NULL);
-        grpc_call *call = grpc_channel_create_call(ch, NULL, GRPC_PROPAGATE_DEFAULTS, cq,
-                                                   grpc_slice_from_static_string(DP_METHOD_PODRES_LIST), NULL,
-                                                   dp_deadline_ms(DP_PODRES_DEADLINE_MS), NULL);
+        grpc_call *call =
+                grpc_channel_create_call(ch, NULL, GRPC_PROPAGATE_DEFAULTS, cq,
+                                         grpc_slice_from_static_string(DP_METHOD_PODRES_LIST), NULL,
+                                         dp_deadline_ms(DP_PODRES_DEADLINE_MS), NULL);
         grpc_byte_buffer_reader reader;
         struct dp_unary u;
         grpc_status_code st;
@@ -230,7 +236,8 @@ const V1__ListPodResourcesResponse *dp_podres_list(struct dp_podres *pr) {
         }
         pr->fetched_at = now;
         if (!was_up)
-                log_debug("PodResources List on %s answered: %zu pods", pr->path, pr->decoded->n_pod_resources);
+                log_debug("PodResources List on %s answered: %zu pods", pr->path,
+                          pr->decoded->n_pod_resources);
         return pr->decoded;
 fail:
         pr->errors++;

@@ -23,7 +23,7 @@
 #define SPEC_RETRY_MAX_MS 5000
 
 static int write_spec(struct dp_resource *res) {
-        struct cdi_spec spec = {0};
+        struct cdi_spec spec = { 0 };
         int r = dp_plugin_spec(res->plugin, &spec);
 
         if (r < 0)
@@ -36,7 +36,8 @@ static int write_spec(struct dp_resource *res) {
 static void failed(struct dp_resource *res, int r) {
         struct dp_daemon *d = res->d;
         _cleanup_free_ char *name = NULL;
-        uint64_t delay = (uint64_t)SPEC_RETRY_MIN_MS << (res->spec_failures < 6 ? res->spec_failures : 6);
+        uint64_t delay = (uint64_t)SPEC_RETRY_MIN_MS
+                         << (res->spec_failures < 6 ? res->spec_failures : 6);
 
         if (delay > SPEC_RETRY_MAX_MS)
                 delay = SPEC_RETRY_MAX_MS;
@@ -45,10 +46,11 @@ static void failed(struct dp_resource *res, int r) {
         if (res->spec_failures == 0 || delay == SPEC_RETRY_MAX_MS) {
                 if (cdi_spec_file_name(res->plugin->kind, &name) < 0)
                         name = NULL;
-                log_error("resource \"%s\": cannot write CDI spec %s/%s: %s (errno %d); listing only the "
-                          "devices the spec on disk defines, retrying in %llu ms",
-                          res->cfg->name, d->opts->cdi_dir, name ? name : "", strerror(-r), -r,
-                          (unsigned long long)delay);
+                log_error(
+                        "resource \"%s\": cannot write CDI spec %s/%s: %s (errno %d); listing only the "
+                        "devices the spec on disk defines, retrying in %llu ms",
+                        res->cfg->name, d->opts->cdi_dir, name ? name : "", strerror(-r), -r,
+                        (unsigned long long)delay);
         }
         res->spec_failures++;
         res->spec_retry_at_ms = dp_now_ms() + delay;
@@ -65,8 +67,10 @@ int dp_spec_publish(struct dp_resource *res) {
                 return r;
         }
         if (res->spec_failures)
-                log_info("resource \"%s\": CDI spec written into %s after %u failed attempts; listing every "
-                         "device again", res->cfg->name, res->d->opts->cdi_dir, res->spec_failures);
+                log_info(
+                        "resource \"%s\": CDI spec written into %s after %u failed attempts; listing every "
+                        "device again",
+                        res->cfg->name, res->d->opts->cdi_dir, res->spec_failures);
         res->spec_failures = 0;
         res->spec_retry_at_ms = 0;
         dp_plugin_spec_written(res->plugin);

@@ -46,8 +46,9 @@
 #include "util.h"
 #include "watch.h"
 
-#define CONFIG_MASK (IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_MOVED_FROM | \
-                     IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR | IN_MASK_ADD)
+#define CONFIG_MASK                                                                                \
+        (IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_DELETE_SELF |   \
+         IN_MOVE_SELF | IN_ONLYDIR | IN_MASK_ADD)
 
 /* The ConfigMap volume's atomic writer renames this symlink into place. */
 #define CONFIGMAP_DATA "..data"
@@ -72,7 +73,8 @@ int dp_reload_setup(struct dp_daemon *d) {
         if (d->config_wd < 0) {
                 /* The daemon can serve without it; an operator can still
                  * send SIGHUP. */
-                log_warn("config: cannot watch %s for changes: %m; only SIGHUP reloads %s", dir, path);
+                log_warn("config: cannot watch %s for changes: %m; only SIGHUP reloads %s", dir,
+                         path);
                 return 0;
         }
         log_info("config: watching %s for changes to %s (SIGHUP reloads too)", dir, d->config_name);
@@ -85,8 +87,10 @@ void dp_reload_event(struct dp_daemon *d, const struct inotify_event *ev) {
 
         if (ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED)) {
                 if (d->config_wd >= 0)
-                        log_warn("config: the dir of %s was removed or moved; the running configuration stays, "
-                                 "and only SIGHUP reloads it now", path);
+                        log_warn(
+                                "config: the dir of %s was removed or moved; the running configuration stays, "
+                                "and only SIGHUP reloads it now",
+                                path);
                 d->config_wd = -1;
                 return;
         }
@@ -117,21 +121,22 @@ enum change { UNCHANGED, CHANGED_ANSWERS, CHANGED_DEVICES, ADDED };
 
 struct step {
         enum change change;
-        struct dp_resource *res;       /* the running one, or the new one when ADDED */
-        struct dp_plugin *plugin;      /* CHANGED_DEVICES: the running one's devices, rediscovered */
-        struct res_devlist found;      /* CHANGED_DEVICES, ADDED: for the notes */
-        char **watch_dirs;             /* CHANGED_DEVICES */
-        struct cfg_resource *keep;     /* CHANGED_DEVICES: the old settings, if its spec cannot be written */
+        struct dp_resource *res;  /* the running one, or the new one when ADDED */
+        struct dp_plugin *plugin; /* CHANGED_DEVICES: the running one's devices, rediscovered */
+        struct res_devlist found; /* CHANGED_DEVICES, ADDED: for the notes */
+        char **watch_dirs;        /* CHANGED_DEVICES */
+        struct cfg_resource
+                *keep; /* CHANGED_DEVICES: the old settings, if its spec cannot be written */
 };
 
 struct plan {
         struct cfg_config *next;
         size_t n_steps;
-        struct step *steps;            /* one per resource of next */
-        bool *kept;                    /* per running resource: still configured */
-        struct cfg_resource **retire;  /* per running resource: room for its settings once removed */
-        struct dp_resource **res;      /* the new d->res */
-        size_t n_res;                  /* filled in res */
+        struct step *steps;           /* one per resource of next */
+        bool *kept;                   /* per running resource: still configured */
+        struct cfg_resource **retire; /* per running resource: room for its settings once removed */
+        struct dp_resource **res;     /* the new d->res */
+        size_t n_res;                 /* filled in res */
         size_t added, changed, removed, unchanged, failed;
 };
 
@@ -161,8 +166,8 @@ static int discover(struct dp_daemon *d, struct dp_plugin *plugin, struct res_de
 
         r = res_discover(d->opts->host_root, cfg->selectors, cfg->n_selectors, found);
         if (r < 0) {
-                log_error("config: resource \"%s\": device discovery under %s failed: %s", cfg->name,
-                          d->opts->host_root, strerror(-r));
+                log_error("config: resource \"%s\": device discovery under %s failed: %s",
+                          cfg->name, d->opts->host_root, strerror(-r));
                 return r;
         }
         r = dp_plugin_update(plugin, found, &changed);
@@ -214,11 +219,13 @@ static int prepare_step(struct dp_daemon *d, struct plan *p, size_t j) {
                 if (r >= 0)
                         r = discover(d, s->plugin, &s->found);
                 if (r >= 0)
-                        r = res_watch_dirs(d->opts->host_root, cfg->selectors, cfg->n_selectors, &s->watch_dirs);
+                        r = res_watch_dirs(d->opts->host_root, cfg->selectors, cfg->n_selectors,
+                                           &s->watch_dirs);
                 return r;
         }
         s->change = old->cfg->alloc_modes != cfg->alloc_modes || old->cfg->policy != cfg->policy
-                            ? CHANGED_ANSWERS : UNCHANGED;
+                            ? CHANGED_ANSWERS
+                            : UNCHANGED;
         return 0;
 }
 
@@ -255,7 +262,7 @@ static void own_cfg(struct dp_resource *res, struct cfg_resource *room) {
         struct cfg_resource *src = (struct cfg_resource *)res->cfg;
 
         *room = *src;
-        *src = (struct cfg_resource){0};
+        *src = (struct cfg_resource){ 0 };
         drop_owned(res); /* emptied just now when it was src */
         res->owned_cfg = room;
         res->cfg = room;
@@ -264,7 +271,7 @@ static void own_cfg(struct dp_resource *res, struct cfg_resource *room) {
 
 static void retire(struct dp_daemon *d, struct dp_resource *res, struct cfg_resource *room) {
         _cleanup_free_ char *file = NULL;
-        struct log_fields f = {.resource = res->cfg->name};
+        struct log_fields f = { .resource = res->cfg->name };
 
         own_cfg(res, room);
         dp_register_cancel(res);
@@ -272,18 +279,21 @@ static void retire(struct dp_daemon *d, struct dp_resource *res, struct cfg_reso
         res->retired = true;
         res->next_retired = d->retired;
         d->retired = res;
-        log_with(LOG_INFO, &f, "resource \"%s\": removed from the config: its streams end and its socket %s is gone",
-                 res->cfg->name, res->socket_path);
+        log_with(
+                LOG_INFO, &f,
+                "resource \"%s\": removed from the config: its streams end and its socket %s is gone",
+                res->cfg->name, res->socket_path);
         /* Its spec may still be needed to start a container of a pod
          * that holds one of its devices: retained.c decides. */
-        if (cdi_spec_file_name(res->plugin->kind, &file) < 0 || dp_retained_add(d, file, res->cfg->name) < 0)
-                log_with(LOG_ERR, &f, "resource \"%s\": out of memory; its CDI spec in %s stays", res->cfg->name,
-                         d->opts->cdi_dir);
+        if (cdi_spec_file_name(res->plugin->kind, &file) < 0 ||
+            dp_retained_add(d, file, res->cfg->name) < 0)
+                log_with(LOG_ERR, &f, "resource \"%s\": out of memory; its CDI spec in %s stays",
+                         res->cfg->name, d->opts->cdi_dir);
         dp_resource_maybe_free(res);
 }
 
 static int write_spec(struct dp_daemon *d, const struct dp_plugin *plugin) {
-        struct cdi_spec spec = {0};
+        struct cdi_spec spec = { 0 };
         int r = dp_plugin_spec(plugin, &spec);
 
         if (r >= 0)
@@ -300,8 +310,8 @@ static void log_devices(const struct dp_plugin *p) {
 
         for (size_t i = 0; i < p->n_devs; i++)
                 healthy += p->devs[i].healthy;
-        log_info("resource \"%s\": %zu devices (%zu healthy), %zu IDs", p->cfg->name, p->n_devs, healthy,
-                 p->n_ids);
+        log_info("resource \"%s\": %zu devices (%zu healthy), %zu IDs", p->cfg->name, p->n_devs,
+                 healthy, p->n_ids);
 }
 
 /* New devices: spec first, then the list on the streams already open. */
@@ -312,7 +322,8 @@ static bool apply_devices(struct dp_daemon *d, struct step *s, const struct cfg_
         if (write_spec(d, s->plugin) < 0) {
                 /* The running list stays, so its settings must too: the
                  * next reload sees the difference and tries again. */
-                log_warn("resource \"%s\": keeping its previous devices until a reload succeeds", cfg->name);
+                log_warn("resource \"%s\": keeping its previous devices until a reload succeeds",
+                         cfg->name);
                 own_cfg(res, TAKE_PTR(s->keep));
                 return false;
         }
@@ -339,12 +350,14 @@ static bool apply_added(struct dp_daemon *d, struct step *s) {
         /* Its IDs must resolve before the kubelet sees them. Not served
          * now, it counts as added again on the next reload. */
         if (write_spec(d, res->plugin) < 0) {
-                log_error("resource \"%s\": not served; the next reload tries again", res->cfg->name);
+                log_error("resource \"%s\": not served; the next reload tries again",
+                          res->cfg->name);
                 return false;
         }
         dp_plugin_spec_written(res->plugin);
         if (dp_notes_log(&res->logged_notes, res->cfg->name, &s->found, res->plugin) < 0)
-                log_error("resource \"%s\": out of memory logging what discovery noted", res->cfg->name);
+                log_error("resource \"%s\": out of memory logging what discovery noted",
+                          res->cfg->name);
         log_devices(res->plugin);
         dp_watch_resource(d, res);
         if (dp_server_start(res) < 0) {
@@ -367,8 +380,9 @@ static bool streq_null(const char *a, const char *b) {
  * effect, so every reload says so until a restart applies the file's. */
 static void restart_only(struct dp_daemon *d, struct cfg_config *next) {
         if (!d->opts->user && !streq_null(d->cfg->user, next->user))
-                log_warn("config: \"user\" changed (%s to %s): needs a restart; the rest is applied",
-                         d->cfg->user ? d->cfg->user : "unset", next->user ? next->user : "unset");
+                log_warn(
+                        "config: \"user\" changed (%s to %s): needs a restart; the rest is applied",
+                        d->cfg->user ? d->cfg->user : "unset", next->user ? next->user : "unset");
         free(next->user);
         next->user = TAKE_PTR(d->cfg->user);
 }
@@ -435,8 +449,8 @@ static void commit(struct dp_daemon *d, struct plan *p) {
 
 void dp_reload(struct dp_daemon *d, const char *why) {
         const char *path = d->opts->config_path;
-        struct cfg_error err = {0};
-        struct plan p = {0};
+        struct cfg_error err = { 0 };
+        struct plan p = { 0 };
         int r;
 
         log_info("config: reloading %s (%s)", path, why);
@@ -445,9 +459,10 @@ void dp_reload(struct dp_daemon *d, const char *why) {
                 log_warn("config: %s was removed; keeping the running configuration", path);
         else if (r < 0 && err.msg)
                 /* As `check` prints it: the file, the field's JSON path. */
-                log_with(LOG_ERR, &(struct log_fields){.path = path},
+                log_with(LOG_ERR, &(struct log_fields){ .path = path },
                          "config: %s: %s%s%s; keeping the running configuration", path,
-                         err.field ? err.field : "", err.field && *err.field ? ": " : "", err.msg ? err.msg : "");
+                         err.field ? err.field : "", err.field && *err.field ? ": " : "",
+                         err.msg ? err.msg : "");
         else if (r < 0)
                 log_error("config: %s: %s; keeping the running configuration", path, strerror(-r));
         cfg_error_clear(&err);
@@ -465,18 +480,18 @@ void dp_reload(struct dp_daemon *d, const char *why) {
         }
         r = prepare(d, &p);
         if (r < 0) {
-                log_error("config: %s: cannot apply it: %s; keeping the running configuration", path,
-                          strerror(-r));
+                log_error("config: %s: cannot apply it: %s; keeping the running configuration",
+                          path, strerror(-r));
                 plan_free(d, &p);
                 return;
         }
         commit(d, &p);
         if (p.failed)
-                log_error("reload: %zu added, %zu changed, %zu removed, %zu unchanged, %zu failed", p.added,
-                          p.changed, p.removed, p.unchanged, p.failed);
+                log_error("reload: %zu added, %zu changed, %zu removed, %zu unchanged, %zu failed",
+                          p.added, p.changed, p.removed, p.unchanged, p.failed);
         else
-                log_info("reload: %zu added, %zu changed, %zu removed, %zu unchanged", p.added, p.changed,
-                         p.removed, p.unchanged);
+                log_info("reload: %zu added, %zu changed, %zu removed, %zu unchanged", p.added,
+                         p.changed, p.removed, p.unchanged);
         /* Every slot was taken; plan_free would index it by the new count. */
         free(p.retire);
         p.retire = NULL;

@@ -50,22 +50,22 @@
 enum said { SAID_NOTHING, SAID_HELD, SAID_UNKNOWN };
 
 struct kept {
-        char *file;      /* in the CDI dir */
-        char *resource;  /* its resource, when known (removed by a reload) */
-        char *label;     /* what the log calls it, after the path */
+        char *file;     /* in the CDI dir */
+        char *resource; /* its resource, when known (removed by a reload) */
+        char *label;    /* what the log calls it, after the path */
         enum said said;
 };
 
 struct dp_retained {
-        struct dp_tag tag;       /* first: the List's completion */
+        struct dp_tag tag; /* first: the List's completion */
         struct kept *v;
         size_t n;
-        grpc_channel *ch;        /* of the List in flight */
-        grpc_call *call;         /* NULL: none in flight */
+        grpc_channel *ch; /* of the List in flight */
+        grpc_call *call;  /* NULL: none in flight */
         struct dp_unary u;
-        bool again;              /* a check was asked for meanwhile */
-        unsigned rounds;         /* checks in a row that kept a spec */
-        uint64_t due_ms;         /* next check (CLOCK_MONOTONIC), 0: none */
+        bool again;      /* a check was asked for meanwhile */
+        unsigned rounds; /* checks in a row that kept a spec */
+        uint64_t due_ms; /* next check (CLOCK_MONOTONIC), 0: none */
 };
 
 static void on_listed(struct dp_daemon *d, struct dp_tag *tag, bool ok);
@@ -88,7 +88,7 @@ static const char *about(const struct kept *k) {
 
 int dp_retained_add(struct dp_daemon *d, const char *file, const char *resource) {
         struct dp_retained *rt = d->retained_specs;
-        struct kept k = {0}, *v;
+        struct kept k = { 0 }, *v;
 
         if (!rt) {
                 rt = calloc(1, sizeof(*rt));
@@ -103,11 +103,14 @@ int dp_retained_add(struct dp_daemon *d, const char *file, const char *resource)
         k.file = strdup(file);
         if (resource) {
                 k.resource = strdup(resource);
-                if (xasprintf(&k.label, "of resource \"%s\", removed from the config", resource) < 0)
+                if (xasprintf(&k.label, "of resource \"%s\", removed from the config", resource) <
+                    0)
                         k.label = NULL;
         } else
                 k.label = strdup("of a resource no longer configured");
-        v = k.file && (k.resource || !resource) && k.label ? realloc(rt->v, (rt->n + 1) * sizeof(*v)) : NULL;
+        v = k.file && (k.resource || !resource) && k.label
+                    ? realloc(rt->v, (rt->n + 1) * sizeof(*v))
+                    : NULL;
         if (!v) {
                 kept_clear(&k);
                 return -ENOMEM;
@@ -122,7 +125,8 @@ int dp_retained_add(struct dp_daemon *d, const char *file, const char *resource)
 static bool configured(const struct dp_daemon *d, const char *file) {
         for (size_t i = 0; i < d->n_res; i++) {
                 _cleanup_free_ char *name = NULL;
-                if (cdi_spec_file_name(d->res[i]->plugin->kind, &name) >= 0 && strcmp(name, file) == 0)
+                if (cdi_spec_file_name(d->res[i]->plugin->kind, &name) >= 0 &&
+                    strcmp(name, file) == 0)
                         return true;
         }
         return false;
@@ -140,20 +144,26 @@ static void prune(struct dp_daemon *d) {
                 bool removed;
 
                 if (configured(d, k->file)) {
-                        log_debug("CDI spec %s/%s belongs to a configured resource again", dir, k->file);
+                        log_debug("CDI spec %s/%s belongs to a configured resource again", dir,
+                                  k->file);
                         drop(rt, i);
                         continue;
                 }
-                if (xasprintf(&path, "%s/%s", dir, k->file) < 0 || lstat(path, &st) == 0 || errno != ENOENT) {
+                if (xasprintf(&path, "%s/%s", dir, k->file) < 0 || lstat(path, &st) == 0 ||
+                    errno != ENOENT) {
                         i++;
                         continue;
                 }
                 /* Its claim in the record goes too. */
                 if (cdi_spec_remove(dir, k->file, &removed) < 0)
-                        log_debug("cannot drop the claim on %s from the record in %s", k->file, dir);
-                log_with(LOG_INFO, &(struct log_fields){.resource = k->resource ? k->resource : "", .path = path},
-                         "CDI spec %s (%s) is gone (removed by hand, or it had no devices): nothing to keep",
-                         path, about(k));
+                        log_debug("cannot drop the claim on %s from the record in %s", k->file,
+                                  dir);
+                log_with(
+                        LOG_INFO,
+                        &(struct log_fields){ .resource = k->resource ? k->resource : "",
+                                              .path = path },
+                        "CDI spec %s (%s) is gone (removed by hand, or it had no devices): nothing to keep",
+                        path, about(k));
                 drop(rt, i);
         }
 }
@@ -179,7 +189,8 @@ static void unknown(struct dp_daemon *d, const char *why, bool retry) {
         _cleanup_free_ char *when = NULL;
 
         /* On failure when stays NULL and the line says less. */
-        if ((retry ? xasprintf(&when, "cdiplug asks again in %llu s", (unsigned long long)(next_delay(rt) / 1000))
+        if ((retry ? xasprintf(&when, "cdiplug asks again in %llu s",
+                               (unsigned long long)(next_delay(rt) / 1000))
                    : xasprintf(&when, "cdiplug asks again on the next reload (SIGHUP)")) < 0)
                 when = NULL;
         for (size_t i = 0; i < rt->n; i++) {
@@ -187,10 +198,13 @@ static void unknown(struct dp_daemon *d, const char *why, bool retry) {
                 if (k->said == SAID_UNKNOWN)
                         continue;
                 k->said = SAID_UNKNOWN;
-                log_with(LOG_WARN, &(struct log_fields){.resource = k->resource ? k->resource : ""},
-                         "CDI spec %s/%s (%s) kept: cannot ask the kubelet's PodResources whether a pod holds "
-                         "one of its devices (%s); %s. To remove it by hand once no pod on this node holds one: "
-                         "rm %s/%s", dir, k->file, about(k), why, when ? when : "", dir, k->file);
+                log_with(
+                        LOG_WARN,
+                        &(struct log_fields){ .resource = k->resource ? k->resource : "" },
+                        "CDI spec %s/%s (%s) kept: cannot ask the kubelet's PodResources whether a pod holds "
+                        "one of its devices (%s); %s. To remove it by hand once no pod on this node holds one: "
+                        "rm %s/%s",
+                        dir, k->file, about(k), why, when ? when : "", dir, k->file);
         }
         if (retry)
                 schedule(d);
@@ -236,7 +250,8 @@ static void check(struct dp_daemon *d) {
                 return;
         }
         if (!socket) {
-                unknown(d, "PodResources is switched off: \"metrics.pod_resources_socket\" is \"\"", false);
+                unknown(d, "PodResources is switched off: \"metrics.pod_resources_socket\" is \"\"",
+                        false);
                 return;
         }
         if (stat(socket, &st) < 0 || !S_ISSOCK(st.st_mode)) {
@@ -249,9 +264,10 @@ static void check(struct dp_daemon *d) {
          * kubelet bound it, which is no sign of a young kubelet. */
         age = time(NULL) - st.st_mtim.tv_sec;
         if (age >= 0 && age < SETTLE_S) {
-                log_debug("PodResources on %s: the kubelet started %lld s ago and may not list every pod yet; "
-                          "%zu retained CDI specs stay, asking again in %lld s",
-                          socket, (long long)age, rt->n, (long long)(SETTLE_S - age));
+                log_debug(
+                        "PodResources on %s: the kubelet started %lld s ago and may not list every pod yet; "
+                        "%zu retained CDI specs stay, asking again in %lld s",
+                        socket, (long long)age, rt->n, (long long)(SETTLE_S - age));
                 rt->due_ms = dp_now_ms() + (uint64_t)(SETTLE_S - age) * 1000;
                 dp_arm_timer(d);
                 return;
@@ -289,7 +305,8 @@ static const V1__PodResources *holder(const V1__ListPodResourcesResponse *resp, 
                         for (size_t i = 0; i < ctr->n_devices; i++) {
                                 const V1__ContainerDevices *dev = ctr->devices[i];
                                 _cleanup_free_ char *kind = NULL, *name = NULL;
-                                if (!dev->n_device_ids || cdi_kind_from_resource(dev->resource_name, &kind) < 0 ||
+                                if (!dev->n_device_ids ||
+                                    cdi_kind_from_resource(dev->resource_name, &kind) < 0 ||
                                     cdi_spec_file_name(kind, &name) < 0 || strcmp(name, file) != 0)
                                         continue;
                                 *ret_device = dev->device_ids[0];
@@ -300,7 +317,8 @@ static const V1__PodResources *holder(const V1__ListPodResourcesResponse *resp, 
         return NULL;
 }
 
-static void judge(struct dp_daemon *d, const V1__ListPodResourcesResponse *resp, const char *socket) {
+static void judge(struct dp_daemon *d, const V1__ListPodResourcesResponse *resp,
+                  const char *socket) {
         struct dp_retained *rt = d->retained_specs;
         const char *dir = d->opts->cdi_dir;
         unsigned long long s = (unsigned long long)(next_delay(rt) / 1000);
@@ -308,7 +326,7 @@ static void judge(struct dp_daemon *d, const V1__ListPodResourcesResponse *resp,
 
         for (size_t i = 0; i < rt->n;) {
                 struct kept *k = &rt->v[i];
-                struct log_fields f = {.resource = k->resource ? k->resource : ""};
+                struct log_fields f = { .resource = k->resource ? k->resource : "" };
                 const char *device = NULL;
                 const V1__PodResources *pod = holder(resp, k->file, &device);
                 bool removed = false;
@@ -317,10 +335,12 @@ static void judge(struct dp_daemon *d, const V1__ListPodResourcesResponse *resp,
                 if (pod) {
                         again = true;
                         if (k->said != SAID_HELD)
-                                log_with(LOG_INFO, &f,
-                                         "CDI spec %s/%s (%s) kept: pod %s/%s holds its device \"%s\"; cdiplug "
-                                         "asks PodResources again in %llu s and removes it once no pod holds one",
-                                         dir, k->file, about(k), pod->namespace_, pod->name, device, s);
+                                log_with(
+                                        LOG_INFO, &f,
+                                        "CDI spec %s/%s (%s) kept: pod %s/%s holds its device \"%s\"; cdiplug "
+                                        "asks PodResources again in %llu s and removes it once no pod holds one",
+                                        dir, k->file, about(k), pod->namespace_, pod->name, device,
+                                        s);
                         k->said = SAID_HELD;
                         i++;
                         continue;
@@ -329,14 +349,16 @@ static void judge(struct dp_daemon *d, const V1__ListPodResourcesResponse *resp,
                 if (r < 0) {
                         /* A write error: the next check tries again. */
                         again = true;
-                        log_with(LOG_ERR, &f, "cannot remove CDI spec %s/%s (%s): %s; trying again in %llu s",
+                        log_with(LOG_ERR, &f,
+                                 "cannot remove CDI spec %s/%s (%s): %s; trying again in %llu s",
                                  dir, k->file, about(k), strerror(-r), s);
                         i++;
                         continue;
                 }
-                log_with(LOG_INFO, &f,
-                         "removed CDI spec %s/%s (%s): no pod holds one of its devices (PodResources on %s)", dir,
-                         k->file, about(k), socket);
+                log_with(
+                        LOG_INFO, &f,
+                        "removed CDI spec %s/%s (%s): no pod holds one of its devices (PodResources on %s)",
+                        dir, k->file, about(k), socket);
                 drop(rt, i);
         }
         if (again)
@@ -355,8 +377,10 @@ static void on_listed(struct dp_daemon *d, struct dp_tag *tag, bool ok) {
                 r = dp_unpack(rt->u.recv, &v1__list_pod_resources_response__descriptor, &resp);
         if (r < 0) {
                 char *details = grpc_slice_to_c_string(rt->u.details);
-                if (xasprintf(&why, "%s on %s: %s", status == GRPC_STATUS_OK ? "no valid answer" : "List failed",
-                              socket ? socket : "?", details && *details ? details : strerror(-r)) < 0)
+                if (xasprintf(&why, "%s on %s: %s",
+                              status == GRPC_STATUS_OK ? "no valid answer" : "List failed",
+                              socket ? socket : "?",
+                              details && *details ? details : strerror(-r)) < 0)
                         why = NULL;
                 gpr_free(details);
         }

@@ -19,7 +19,8 @@
  * default. 0 is OnDeadlockCycle::kIgnore. */
 void dp_grpc_init(void) {
         void (*set_mode)(int) = (void (*)(int))dlsym(
-                RTLD_DEFAULT, "_ZN4absl7debian329SetMutexDeadlockDetectionModeENS0_15OnDeadlockCycleE");
+                RTLD_DEFAULT,
+                "_ZN4absl7debian329SetMutexDeadlockDetectionModeENS0_15OnDeadlockCycleE");
 
         if (set_mode)
                 set_mode(0);
@@ -100,14 +101,22 @@ grpc_channel *dp_channel_unix(const char *path) {
         grpc_arg args[] = {
                 /* The channel owns its connection: destroying it closes
                  * it, and a kubelet's restart leaves nothing behind. */
-                {.type = GRPC_ARG_INTEGER, .key = (char *)GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, .value.integer = 1},
-                {.type = GRPC_ARG_INTEGER, .key = (char *)GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, .value.integer = DP_MAX_MESSAGE},
+                { .type = GRPC_ARG_INTEGER,
+                  .key = (char *)GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL,
+                  .value.integer = 1 },
+                { .type = GRPC_ARG_INTEGER,
+                  .key = (char *)GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
+                  .value.integer = DP_MAX_MESSAGE },
                 /* Nothing reads channelz, and every call here is
                  * retried, if at all, by its caller. */
-                {.type = GRPC_ARG_INTEGER, .key = (char *)GRPC_ARG_ENABLE_CHANNELZ, .value.integer = 0},
-                {.type = GRPC_ARG_INTEGER, .key = (char *)GRPC_ARG_ENABLE_RETRIES, .value.integer = 0},
+                { .type = GRPC_ARG_INTEGER,
+                  .key = (char *)GRPC_ARG_ENABLE_CHANNELZ,
+                  .value.integer = 0 },
+                { .type = GRPC_ARG_INTEGER,
+                  .key = (char *)GRPC_ARG_ENABLE_RETRIES,
+                  .value.integer = 0 },
         };
-        grpc_channel_args cargs = {.num_args = ELEMENTSOF(args), .args = args};
+        grpc_channel_args cargs = { .num_args = ELEMENTSOF(args), .args = args };
 
         if (xasprintf(&target, "unix:%s", path) < 0)
                 return NULL;
@@ -137,7 +146,8 @@ static void open_ops(grpc_op *ops, grpc_byte_buffer *send, grpc_metadata_array *
         ops[3].data.recv_initial_metadata.recv_initial_metadata = md;
 }
 
-grpc_call_error dp_stream_start(grpc_call *call, grpc_byte_buffer *send, grpc_metadata_array *md, void *tag) {
+grpc_call_error dp_stream_start(grpc_call *call, grpc_byte_buffer *send, grpc_metadata_array *md,
+                                void *tag) {
         grpc_op ops[4];
 
         if (!send)
@@ -175,11 +185,9 @@ void dp_unary_clear(struct dp_unary *u) {
         u->details = grpc_empty_slice();
 }
 
-grpc_status_code dp_call_unary(grpc_channel *ch, const char *method,
-                               const ProtobufCMessage *req,
-                               const ProtobufCMessageDescriptor *resp_desc,
-                               ProtobufCMessage **ret, char **ret_details,
-                               int timeout_ms) {
+grpc_status_code dp_call_unary(grpc_channel *ch, const char *method, const ProtobufCMessage *req,
+                               const ProtobufCMessageDescriptor *resp_desc, ProtobufCMessage **ret,
+                               char **ret_details, int timeout_ms) {
         grpc_completion_queue *cq = grpc_completion_queue_create_for_next(NULL);
         grpc_call *call = grpc_channel_create_call(ch, NULL, GRPC_PROPAGATE_DEFAULTS, cq,
                                                    grpc_slice_from_static_string(method), NULL,

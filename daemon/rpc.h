@@ -41,7 +41,8 @@ void dp_unary_clear(struct dp_unary *u);
  * half-close, and receive the initial metadata into md, as one batch.
  * send and md must live until tag completes; the messages are read with
  * GRPC_OP_RECV_MESSAGE batches after it. */
-grpc_call_error dp_stream_start(grpc_call *call, grpc_byte_buffer *send, grpc_metadata_array *md, void *tag);
+grpc_call_error dp_stream_start(grpc_call *call, grpc_byte_buffer *send, grpc_metadata_array *md,
+                                void *tag);
 
 /* A grpc byte buffer holding the packed message; NULL on allocation failure. */
 grpc_byte_buffer *dp_pack(const ProtobufCMessage *msg);
@@ -63,11 +64,9 @@ grpc_channel *dp_channel_unix(const char *path);
 /* Blocking unary call: sends req, decodes the answer into *ret (when
  * status is OK and ret is non-NULL). Returns the call's gRPC status;
  * *ret_details gets the status message (malloc'd) when non-NULL. */
-grpc_status_code dp_call_unary(grpc_channel *ch, const char *method,
-                               const ProtobufCMessage *req,
-                               const ProtobufCMessageDescriptor *resp_desc,
-                               ProtobufCMessage **ret, char **ret_details,
-                               int timeout_ms);
+grpc_status_code dp_call_unary(grpc_channel *ch, const char *method, const ProtobufCMessage *req,
+                               const ProtobufCMessageDescriptor *resp_desc, ProtobufCMessage **ret,
+                               char **ret_details, int timeout_ms);
 
 /* Shut cq down, drain what is left on it, and destroy it. */
 void dp_cq_destroy(grpc_completion_queue *cq);

@@ -33,9 +33,9 @@
 enum call_phase { PH_NEW, PH_RECV, PH_FINISH };
 
 struct dp_call {
-        struct dp_tag tag;        /* unary phases, and a stream's first read */
-        struct dp_tag send_tag;   /* streams: the send in flight */
-        struct dp_tag close_tag;  /* streams: peer closed or call cancelled */
+        struct dp_tag tag;       /* unary phases, and a stream's first read */
+        struct dp_tag send_tag;  /* streams: the send in flight */
+        struct dp_tag close_tag; /* streams: peer closed or call cancelled */
         struct dp_resource *res;
         enum call_phase phase;
         grpc_call *call;
@@ -49,7 +49,7 @@ struct dp_call {
         unsigned refs;
         bool sending;
         bool closed;
-        bool md_sent;             /* initial metadata went out */
+        bool md_sent; /* initial metadata went out */
         uint64_t sent_gen;
         struct dp_call *next;
 };
@@ -58,7 +58,7 @@ static void on_call(struct dp_daemon *d, struct dp_tag *tag, bool ok);
 static void on_stream_send(struct dp_daemon *d, struct dp_tag *tag, bool ok);
 static void on_stream_close(struct dp_daemon *d, struct dp_tag *tag, bool ok);
 
-#define CALL_OF(t, member) ((struct dp_call *)((char *)(t) - offsetof(struct dp_call, member)))
+#define CALL_OF(t, member) ((struct dp_call *)((char *)(t)-offsetof(struct dp_call, member)))
 
 static void call_free(struct dp_call *c) {
         struct dp_resource *res = c->res;
@@ -178,7 +178,8 @@ static grpc_status_code answer(struct dp_call *c, const char *method, char **ret
         } else if (desc == &v1beta1__empty__descriptor) {
                 c->send = dp_pack(&dp_plugin_options.base);
         } else {
-                V1beta1__PreStartContainerResponse resp = V1BETA1__PRE_START_CONTAINER_RESPONSE__INIT;
+                V1beta1__PreStartContainerResponse resp =
+                        V1BETA1__PRE_START_CONTAINER_RESPONSE__INIT;
                 c->send = dp_pack(&resp.base);
         }
         protobuf_c_message_free_unpacked(req, NULL);
@@ -202,11 +203,15 @@ static void stream_refuse(struct dp_call *c) {
         grpc_op ops[2];
 
         dp_plugin_list(p, NULL, &len);
-        if (xasprintf(&msg, "the device list of %zu IDs (%zu devices x %u shares) is %zu bytes, over the "
-                      "kubelet's message limit of %zu bytes (4 MiB): not sent; lower \"shares\" or narrow "
-                      "\"match\"", p->n_ids, p->n_devs, res->cfg->shares, len, (size_t)DP_MAX_MESSAGE) < 0)
+        if (xasprintf(
+                    &msg,
+                    "the device list of %zu IDs (%zu devices x %u shares) is %zu bytes, over the "
+                    "kubelet's message limit of %zu bytes (4 MiB): not sent; lower \"shares\" or narrow "
+                    "\"match\"",
+                    p->n_ids, p->n_devs, res->cfg->shares, len, (size_t)DP_MAX_MESSAGE) < 0)
                 msg = NULL;
-        log_error("resource \"%s\": %s", res->cfg->name, msg ? msg : "device list too large, not sent");
+        log_error("resource \"%s\": %s", res->cfg->name,
+                  msg ? msg : "device list too large, not sent");
         memset(ops, 0, sizeof(ops));
         n += initial_metadata_op(c, &ops[n]);
         c->status_details = grpc_slice_from_copied_string(msg ? msg : "device list too large");
@@ -240,7 +245,8 @@ static void stream_send(struct dp_call *c) {
                 return;
         }
         if (r < 0) {
-                log_error("resource \"%s\": cannot pack the device list: out of memory", res->cfg->name);
+                log_error("resource \"%s\": cannot pack the device list: out of memory",
+                          res->cfg->name);
                 return;
         }
         slice = grpc_slice_new(buf, len, free);
@@ -353,8 +359,8 @@ static void on_call(struct dp_daemon *d, struct dp_tag *tag, bool ok) {
                         dp_stats_allocate(res, (int)st, dp_mono_seconds() - t0);
                 if (st != GRPC_STATUS_OK)
                         /* The method's name looks like a path; it is none. */
-                        log_with(LOG_WARN, &(struct log_fields){.path = ""}, "resource \"%s\": %s refused: %s",
-                                 res->cfg->name, method, msg);
+                        log_with(LOG_WARN, &(struct log_fields){ .path = "" },
+                                 "resource \"%s\": %s refused: %s", res->cfg->name, method, msg);
                 finish(c, st, msg);
                 return;
         case PH_FINISH:
@@ -364,7 +370,8 @@ static void on_call(struct dp_daemon *d, struct dp_tag *tag, bool ok) {
 }
 
 static void on_shutdown(struct dp_daemon *d, struct dp_tag *tag, bool ok) {
-        struct dp_resource *res = (struct dp_resource *)((char *)tag - offsetof(struct dp_resource, shutdown_tag));
+        struct dp_resource *res =
+                (struct dp_resource *)((char *)tag - offsetof(struct dp_resource, shutdown_tag));
 
         grpc_server_destroy(res->server);
         res->server = NULL;
@@ -382,13 +389,19 @@ static void on_shutdown(struct dp_daemon *d, struct dp_tag *tag, bool ok) {
 int dp_server_start(struct dp_resource *res) {
         struct dp_daemon *d = res->d;
         grpc_arg args[] = {
-                {.type = GRPC_ARG_INTEGER, .key = (char *)GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, .value.integer = DP_MAX_MESSAGE},
-                {.type = GRPC_ARG_INTEGER, .key = (char *)GRPC_ARG_MAX_CONCURRENT_STREAMS, .value.integer = 64},
+                { .type = GRPC_ARG_INTEGER,
+                  .key = (char *)GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
+                  .value.integer = DP_MAX_MESSAGE },
+                { .type = GRPC_ARG_INTEGER,
+                  .key = (char *)GRPC_ARG_MAX_CONCURRENT_STREAMS,
+                  .value.integer = 64 },
                 /* No channelz node and trace per server and connection:
                  * nothing reads them, and they cost memory. */
-                {.type = GRPC_ARG_INTEGER, .key = (char *)GRPC_ARG_ENABLE_CHANNELZ, .value.integer = 0},
+                { .type = GRPC_ARG_INTEGER,
+                  .key = (char *)GRPC_ARG_ENABLE_CHANNELZ,
+                  .value.integer = 0 },
         };
-        grpc_channel_args cargs = {.num_args = ELEMENTSOF(args), .args = args};
+        grpc_channel_args cargs = { .num_args = ELEMENTSOF(args), .args = args };
 
         if (res->state != SRV_DOWN)
                 return 0;
@@ -406,7 +419,7 @@ int dp_server_start(struct dp_resource *res) {
 }
 
 int dp_server_listen(struct dp_resource *res) {
-        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
         int fd;
 
         if (res->state != SRV_UP || res->listen_fd >= 0)
@@ -416,12 +429,13 @@ int dp_server_listen(struct dp_resource *res) {
         /* A socket left by an earlier run would make bind fail; the name is
          * ours alone. */
         if (unlink(res->socket_path) < 0 && errno != ENOENT)
-                log_warn("resource \"%s\": cannot remove stale socket %s: %m", res->cfg->name, res->socket_path);
+                log_warn("resource \"%s\": cannot remove stale socket %s: %m", res->cfg->name,
+                         res->socket_path);
         fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 64) < 0) {
                 int r = -errno;
-                log_error("resource \"%s\": cannot listen on %s: %s", res->cfg->name, res->socket_path,
-                          strerror(-r));
+                log_error("resource \"%s\": cannot listen on %s: %s", res->cfg->name,
+                          res->socket_path, strerror(-r));
                 if (fd >= 0)
                         close(fd);
                 return r;
@@ -454,17 +468,19 @@ void dp_server_unlisten(struct dp_resource *res, bool unlink_path) {
 
 static void accept_failed(struct dp_resource *res, int err) {
         uint64_t now = dp_now_ms();
-        uint64_t pause = (uint64_t)ACCEPT_PAUSE_MIN_MS << (res->accept_failures < 7 ? res->accept_failures : 7);
+        uint64_t pause = (uint64_t)ACCEPT_PAUSE_MIN_MS
+                         << (res->accept_failures < 7 ? res->accept_failures : 7);
 
         if (pause > ACCEPT_PAUSE_MAX_MS)
                 pause = ACCEPT_PAUSE_MAX_MS;
         res->accept_failures++;
         res->accept_unlogged++;
         if (!res->accept_logged_ms || now - res->accept_logged_ms >= ACCEPT_LOG_EVERY_MS) {
-                log_warn("resource \"%s\": accept on %s: %s (%u failed attempts); pausing new connections "
-                         "for up to %d ms at a time, serving the open ones",
-                         res->cfg->name, res->socket_path, strerror(err), res->accept_unlogged,
-                         ACCEPT_PAUSE_MAX_MS);
+                log_warn(
+                        "resource \"%s\": accept on %s: %s (%u failed attempts); pausing new connections "
+                        "for up to %d ms at a time, serving the open ones",
+                        res->cfg->name, res->socket_path, strerror(err), res->accept_unlogged,
+                        ACCEPT_PAUSE_MAX_MS);
                 res->accept_logged_ms = now;
                 res->accept_unlogged = 0;
         }
@@ -482,7 +498,8 @@ void dp_server_accept(struct dp_resource *res) {
                                 continue;
                         if (errno == EAGAIN)
                                 return;
-                        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+                            errno == ENOMEM) {
                                 accept_failed(res, errno);
                                 return;
                         }
@@ -491,8 +508,8 @@ void dp_server_accept(struct dp_resource *res) {
                         return;
                 }
                 if (res->accept_failures) {
-                        log_info("resource \"%s\": accepting connections on %s again", res->cfg->name,
-                                 res->socket_path);
+                        log_info("resource \"%s\": accepting connections on %s again",
+                                 res->cfg->name, res->socket_path);
                         res->accept_failures = 0;
                         res->accept_logged_ms = 0;
                         res->accept_unlogged = 0;
@@ -547,7 +564,7 @@ void dp_server_push(struct dp_resource *res) {
  * first, so every ID the kubelet is about to see resolves. */
 int dp_resource_refresh(struct dp_resource *res, bool *ret_changed) {
         struct dp_daemon *d = res->d;
-        struct res_devlist found = {0};
+        struct res_devlist found = { 0 };
         bool changed = false;
         int r;
 

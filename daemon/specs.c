@@ -25,13 +25,15 @@ static void retain_stale(struct dp_daemon *d) {
                 kinds[i] = d->res[i]->plugin->kind;
         r = cdi_sweep(d->opts->cdi_dir, kinds, &stale);
         if (r < 0) {
-                log_warn("cannot look for old CDI specs of ours in %s: %s; continuing", d->opts->cdi_dir,
-                         strerror(-r));
+                log_warn("cannot look for old CDI specs of ours in %s: %s; continuing",
+                         d->opts->cdi_dir, strerror(-r));
                 return;
         }
         for (char **f = stale; f && *f; f++) {
-                log_info("CDI spec %s/%s is ours, but no configured resource owns it: it stays until no pod "
-                         "holds one of its devices", d->opts->cdi_dir, *f);
+                log_info(
+                        "CDI spec %s/%s is ours, but no configured resource owns it: it stays until no pod "
+                        "holds one of its devices",
+                        d->opts->cdi_dir, *f);
                 if (dp_retained_add(d, *f, NULL) < 0)
                         log_error("CDI spec %s/%s: out of memory; it stays", d->opts->cdi_dir, *f);
         }
@@ -60,22 +62,27 @@ static void warn_conflicts(struct dp_daemon *d) {
                 dirs[n_dirs++] = run;
         dirs[n_dirs] = NULL;
         for (size_t i = 0; i < d->n_res; i++)
-                if (d->res[i]->plugin->n_devs && dp_plugin_spec(d->res[i]->plugin, &specs[n_specs]) >= 0)
+                if (d->res[i]->plugin->n_devs &&
+                    dp_plugin_spec(d->res[i]->plugin, &specs[n_specs]) >= 0)
                         n_specs++;
         if (cdi_find_conflicts(dirs, specs, n_specs, &c, &n) >= 0)
                 for (size_t i = 0; i < n; i++) {
                         if (c[i].type == CDI_CONFLICT_DEVICE)
-                                log_warn("CDI spec %s also defines device \"%s\": runtimes may refuse it; "
-                                         "continuing", c[i].path, c[i].device);
+                                log_warn(
+                                        "CDI spec %s also defines device \"%s\": runtimes may refuse it; "
+                                        "continuing",
+                                        c[i].path, c[i].device);
                         else if (c[i].type == CDI_CONFLICT_KIND)
-                                log_warn("CDI spec %s also defines kind \"%s\"%s; continuing", c[i].path,
-                                         c[i].kind,
-                                         strncmp(c[i].path, run, strlen(run)) == 0
-                                                 ? ": specs in /var/run/cdi take priority over /etc/cdi"
-                                                 : "");
+                                log_warn(
+                                        "CDI spec %s also defines kind \"%s\"%s; continuing",
+                                        c[i].path, c[i].kind,
+                                        strncmp(c[i].path, run, strlen(run)) == 0
+                                                ? ": specs in /var/run/cdi take priority over /etc/cdi"
+                                                : "");
                         else
-                                log_warn("CDI spec %s could not be checked for clashes with ours: %s; continuing",
-                                         c[i].path, strerror(-c[i].error));
+                                log_warn(
+                                        "CDI spec %s could not be checked for clashes with ours: %s; continuing",
+                                        c[i].path, strerror(-c[i].error));
                 }
         cdi_conflicts_free(c, n);
         for (size_t i = 0; i < n_specs; i++)

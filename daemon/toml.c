@@ -37,11 +37,15 @@ static void keypath_clear(struct keypath *k) {
 static void value_clear(struct toml_value *v) {
         free(v->str);
         base_strv_free(v->strv);
-        *v = (struct toml_value){0};
+        *v = (struct toml_value){ 0 };
 }
 
-static bool at_end(const struct parser *p) { return p->s >= p->end; }
-static char peek(const struct parser *p) { return at_end(p) ? '\0' : *p->s; }
+static bool at_end(const struct parser *p) {
+        return p->s >= p->end;
+}
+static char peek(const struct parser *p) {
+        return at_end(p) ? '\0' : *p->s;
+}
 static bool starts(const struct parser *p, const char *lit) {
         size_t n = strlen(lit);
         return (size_t)(p->end - p->s) >= n && memcmp(p->s, lit, n) == 0;
@@ -154,9 +158,10 @@ static int escape(struct parser *p, struct buf *b) {
                 return -EBADMSG;
         for (size_t i = 0; i < digits; i++, p->s++) {
                 char h = *p->s;
-                unsigned d = h >= '0' && h <= '9' ? (unsigned)(h - '0')
-                           : h >= 'a' && h <= 'f' ? (unsigned)(h - 'a' + 10)
-                           : h >= 'A' && h <= 'F' ? (unsigned)(h - 'A' + 10) : 16;
+                unsigned d = h >= '0' && h <= '9'   ? (unsigned)(h - '0')
+                             : h >= 'a' && h <= 'f' ? (unsigned)(h - 'a' + 10)
+                             : h >= 'A' && h <= 'F' ? (unsigned)(h - 'A' + 10)
+                                                    : 16;
                 if (d == 16 || cp > 0x10ffff)
                         return -EBADMSG;
                 cp = cp * 16 + d;
@@ -168,7 +173,7 @@ static int escape(struct parser *p, struct buf *b) {
 static int string(struct parser *p, char **ret) {
         char q = *p->s;
         bool multi = starts(p, q == '"' ? "\"\"\"" : "'''");
-        struct buf b = {0};
+        struct buf b = { 0 };
         int r = 0;
 
         p->s += multi ? 3 : 1;
@@ -233,8 +238,8 @@ static int string(struct parser *p, char **ret) {
 }
 
 static bool bare_key_char(char c) {
-        return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
-               c == '-';
+        return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+               c == '_' || c == '-';
 }
 
 /* A dotted key: bare or quoted components separated by '.'. */
@@ -300,16 +305,16 @@ static int add_entry(struct parser *p, const struct keypath *k, struct toml_valu
                         return -ENOMEM;
                 }
         }
-        d->entries[d->n++] = (struct toml_entry){.path = path, .v = *v};
-        *v = (struct toml_value){0};
+        d->entries[d->n++] = (struct toml_entry){ .path = path, .v = *v };
+        *v = (struct toml_value){ 0 };
         return 0;
 }
 
 /* key = value, within the current table; prefix holds the keys of any
  * inline tables around it. */
 static int keyval(struct parser *p, struct keypath *prefix, unsigned depth) {
-        struct keypath k = {0};
-        struct toml_value v = {0};
+        struct keypath k = { 0 };
+        struct toml_value v = { 0 };
         size_t base = prefix ? prefix->n : 0;
         int r;
 
@@ -342,7 +347,7 @@ static int keyval(struct parser *p, struct keypath *prefix, unsigned depth) {
 }
 
 static int array(struct parser *p, struct toml_value *v, unsigned depth) {
-        struct base_strvec strv = {0};
+        struct base_strvec strv = { 0 };
         bool only_strings = true;
         int r = 0;
 
@@ -350,7 +355,7 @@ static int array(struct parser *p, struct toml_value *v, unsigned depth) {
                 return -E2BIG;
         p->s++; /* '[' */
         for (;;) {
-                struct toml_value item = {0};
+                struct toml_value item = { 0 };
                 skip_ws_nl(p);
                 if (peek(p) == ']') {
                         p->s++;
@@ -407,7 +412,7 @@ static int inline_table(struct parser *p, struct keypath *prefix, unsigned depth
                 return 1;
         }
         for (;;) {
-                struct keypath none = {0};
+                struct keypath none = { 0 };
                 int r = keyval(p, prefix ? prefix : &none, depth + 1);
                 if (r < 0)
                         return r;
@@ -478,7 +483,7 @@ static int value(struct parser *p, struct toml_value *v, struct keypath *prefix,
         if (c == '{') {
                 if (!prefix) {
                         /* In an array: a table we do not keep, but read. */
-                        struct keypath scratch = {0};
+                        struct keypath scratch = { 0 };
                         scratch.c[0] = strdup("");
                         if (!scratch.c[0])
                                 return -ENOMEM;
@@ -508,7 +513,7 @@ static void table_clear(struct parser *p) {
 
 static int header(struct parser *p) {
         bool arr = starts(p, "[[");
-        struct keypath k = {0};
+        struct keypath k = { 0 };
         int r;
 
         p->s += arr ? 2 : 1;
@@ -535,12 +540,12 @@ void toml_doc_free(struct toml_doc *doc) {
                 value_clear(&doc->entries[i].v);
         }
         free(doc->entries);
-        *doc = (struct toml_doc){0};
+        *doc = (struct toml_doc){ 0 };
 }
 
 int toml_parse(const char *text, size_t len, struct toml_doc *ret, unsigned *ret_line) {
-        struct toml_doc doc = {0};
-        struct parser p = {.s = text, .end = text + len, .line = 1, .doc = &doc};
+        struct toml_doc doc = { 0 };
+        struct parser p = { .s = text, .end = text + len, .line = 1, .doc = &doc };
         int r = 0;
 
         if (len > TOML_MAX_BYTES)

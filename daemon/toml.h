@@ -19,23 +19,23 @@
 
 #define TOML_MAX_BYTES (1024 * 1024)
 #define TOML_MAX_ENTRIES 16384
-#define TOML_MAX_DEPTH 32        /* key components and array nesting */
+#define TOML_MAX_DEPTH 32 /* key components and array nesting */
 
 enum toml_type { TOML_STRING, TOML_BOOL, TOML_INT, TOML_STRV, TOML_OTHER };
 
 struct toml_value {
         enum toml_type type;
-        char *str;        /* TOML_STRING */
-        bool b;           /* TOML_BOOL */
-        long long i;      /* TOML_INT */
-        char **strv;      /* TOML_STRV: NULL-terminated, possibly empty */
-        unsigned line;    /* where the value starts, 1-based */
+        char *str;     /* TOML_STRING */
+        bool b;        /* TOML_BOOL */
+        long long i;   /* TOML_INT */
+        char **strv;   /* TOML_STRV: NULL-terminated, possibly empty */
+        unsigned line; /* where the value starts, 1-based */
 };
 
 /* One key = value, with its full key path: table header components, then
  * the dotted key's. An array table's keys appear once per [[table]]. */
 struct toml_entry {
-        char **path;      /* NULL-terminated components */
+        char **path; /* NULL-terminated components */
         struct toml_value v;
 };
 

@@ -10,8 +10,12 @@ static enum log_level max_level = LOG_INFO;
 /* Switched by a reload on the watcher thread while others log. */
 static atomic_bool log_json;
 
-void log_set_level(enum log_level level) { max_level = level; }
-void log_set_json(bool json) { log_json = json; }
+void log_set_level(enum log_level level) {
+        max_level = level;
+}
+void log_set_json(bool json) {
+        log_json = json;
+}
 
 /* Room for a whole JSON line, escapes (six bytes a byte at worst)
  * included, so none is ever cut into invalid JSON. */
@@ -19,7 +23,7 @@ void log_set_json(bool json) { log_json = json; }
 #define LOG_FIELD_MAX 256
 #define LOG_LINE_MAX (6 * (LOG_MSG_MAX + 3 * LOG_FIELD_MAX) + 256)
 
-static const char *const level_names[] = {"error", "warning", "info", "debug"};
+static const char *const level_names[] = { "error", "warning", "info", "debug" };
 
 /* Appends to a bounded line; a line that does not fit is cut, never
  * overrun. */
@@ -35,7 +39,9 @@ static void put(struct line *l, const char *s, size_t n) {
         l->len += n;
 }
 
-static void put_str(struct line *l, const char *s) { put(l, s, strlen(s)); }
+static void put_str(struct line *l, const char *s) {
+        put(l, s, strlen(s));
+}
 
 static void put_json_str(struct line *l, const char *s, size_t n) {
         put(l, "\"", 1);
@@ -108,7 +114,8 @@ static int trailing_errno(const char *msg) {
 }
 
 /* A field given explicitly ("" for none), else found in the message. */
-static void put_field_or(struct line *l, const char *key, const char *given, const char *found, size_t n) {
+static void put_field_or(struct line *l, const char *key, const char *given, const char *found,
+                         size_t n) {
         if (given && *given)
                 put_field(l, key, given, strlen(given));
         else if (!given && found)
@@ -116,7 +123,7 @@ static void put_field_or(struct line *l, const char *key, const char *given, con
 }
 
 static void put_fields(struct line *l, const struct log_fields *f, const char *msg) {
-        static const struct log_fields none = {0};
+        static const struct log_fields none = { 0 };
         const char *v;
         size_t n = 0;
         int err;
@@ -145,7 +152,7 @@ static void log_v(enum log_level level, const struct log_fields *f, const char *
 
 static void log_v(enum log_level level, const struct log_fields *f, const char *fmt, va_list ap) {
         char msg[LOG_MSG_MAX], out[LOG_LINE_MAX];
-        struct line l = {.buf = out, .cap = sizeof(out) - 1};
+        struct line l = { .buf = out, .cap = sizeof(out) - 1 };
 
         if (level > max_level)
                 return;
@@ -156,8 +163,9 @@ static void log_v(enum log_level level, const struct log_fields *f, const char *
                 char stamp[80];
                 clock_gettime(CLOCK_REALTIME, &ts);
                 gmtime_r(&ts.tv_sec, &tm);
-                snprintf(stamp, sizeof(stamp), "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900,
-                         tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (long)(ts.tv_nsec / 1000000) % 1000);
+                snprintf(stamp, sizeof(stamp), "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ",
+                         tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+                         tm.tm_sec, (long)(ts.tv_nsec / 1000000) % 1000);
                 put_str(&l, "{\"time\":\"");
                 put_str(&l, stamp);
                 put_str(&l, "\",\"level\":\"");

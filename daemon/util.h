@@ -28,10 +28,11 @@ struct log_fields {
         const char *resource;
         const char *device;
         const char *path;
-        int err;           /* positive errno, 0 for none */
+        int err; /* positive errno, 0 for none */
 };
 void log_msg(enum log_level level, const char *fmt, ...) _printf_(2, 3);
-void log_with(enum log_level level, const struct log_fields *f, const char *fmt, ...) _printf_(3, 4);
+void log_with(enum log_level level, const struct log_fields *f, const char *fmt, ...)
+        _printf_(3, 4);
 #define log_error(...) log_msg(LOG_ERR, __VA_ARGS__)
 #define log_warn(...) log_msg(LOG_WARN, __VA_ARGS__)
 #define log_info(...) log_msg(LOG_INFO, __VA_ARGS__)

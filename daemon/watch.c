@@ -40,11 +40,13 @@
  * kubelet re-dialling a socket deleted alone finds it back soon. */
 #define RELISTEN_GRACE_MS 200
 
-#define KUBELET_MASK (IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE_SELF | \
-                      IN_MOVE_SELF | IN_ONLYDIR | IN_MASK_ADD)
-#define ANCESTOR_MASK (IN_CREATE | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR | IN_MASK_ADD)
-#define DEVICE_MASK (IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM | IN_ATTRIB | IN_ONLYDIR | \
-                     IN_MASK_ADD)
+#define KUBELET_MASK                                                                               \
+        (IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE_SELF | IN_MOVE_SELF |     \
+         IN_ONLYDIR | IN_MASK_ADD)
+#define ANCESTOR_MASK                                                                              \
+        (IN_CREATE | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR | IN_MASK_ADD)
+#define DEVICE_MASK                                                                                \
+        (IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM | IN_ATTRIB | IN_ONLYDIR | IN_MASK_ADD)
 
 /* inotify gives one watch per inode: the ancestor may also be the config
  * file's dir (reload.c), whose watch must outlive this one. */
@@ -77,7 +79,8 @@ static int watch_ancestor(struct dp_daemon *d) {
         if (d->ancestor_wd >= 0 && d->ancestor_wd != wd)
                 ancestor_unwatch(d);
         d->ancestor_wd = wd;
-        log_info("kubelet dir %s does not exist yet, waiting for it (watching %s)", d->opts->kubelet_dir, path);
+        log_info("kubelet dir %s does not exist yet, waiting for it (watching %s)",
+                 d->opts->kubelet_dir, path);
         return 0;
 }
 
@@ -147,8 +150,8 @@ static int dev_watch_add(struct dp_daemon *d, const char *dir, const char *resou
                 }
         wd = watch_in_root(d, dir);
         if (wd < 0) {
-                log_warn("resource \"%s\": cannot watch %s for hotplug: %s; continuing without", resource, dir,
-                         strerror(-wd));
+                log_warn("resource \"%s\": cannot watch %s for hotplug: %s; continuing without",
+                         resource, dir, strerror(-wd));
                 return 0;
         }
         if (slot == d->dev_wd_dirs.n) {
@@ -182,8 +185,9 @@ int dp_watch_setup(struct dp_daemon *d) {
 void dp_watch_resource(struct dp_daemon *d, struct dp_resource *res) {
         for (char **dir = res->watch_dirs; dir && *dir; dir++)
                 if (dev_watch_add(d, *dir, res->cfg->name) < 0)
-                        log_warn("resource \"%s\": cannot watch %s: out of memory; continuing without hotplug",
-                                 res->cfg->name, *dir);
+                        log_warn(
+                                "resource \"%s\": cannot watch %s: out of memory; continuing without hotplug",
+                                res->cfg->name, *dir);
 }
 
 /* Re-create a deleted socket; register only with a kubelet that has not
@@ -214,7 +218,8 @@ static void kubelet_appeared(struct dp_daemon *d) {
 
 static void kubelet_dir_appeared(struct dp_daemon *d) {
         if (!dp_kubelet_present(d)) {
-                log_info("kubelet dir %s is there; waiting for kubelet.sock before serving", d->opts->kubelet_dir);
+                log_info("kubelet dir %s is there; waiting for kubelet.sock before serving",
+                         d->opts->kubelet_dir);
                 return;
         }
         log_info("kubelet dir %s is there with kubelet.sock, serving", d->opts->kubelet_dir);
@@ -242,18 +247,23 @@ static void socket_gone(struct dp_resource *res) {
                 return;
         dp_server_unlisten(res, false);
         if (!dp_kubelet_present(d)) {
-                log_info("resource \"%s\": socket %s was removed and kubelet.sock is gone; waiting for the "
-                         "kubelet before re-creating it", res->cfg->name, res->socket_path);
+                log_info(
+                        "resource \"%s\": socket %s was removed and kubelet.sock is gone; waiting for the "
+                        "kubelet before re-creating it",
+                        res->cfg->name, res->socket_path);
                 return;
         }
         if (res->listen_gen != d->kubelet_gen) {
-                log_info("resource \"%s\": socket %s was removed by the kubelet that started since, "
-                         "re-creating it", res->cfg->name, res->socket_path);
+                log_info(
+                        "resource \"%s\": socket %s was removed by the kubelet that started since, "
+                        "re-creating it",
+                        res->cfg->name, res->socket_path);
                 relisten(res);
                 return;
         }
-        log_info("resource \"%s\": socket %s was removed; re-creating it in %d ms unless its dir goes",
-                 res->cfg->name, res->socket_path, RELISTEN_GRACE_MS);
+        log_info(
+                "resource \"%s\": socket %s was removed; re-creating it in %d ms unless its dir goes",
+                res->cfg->name, res->socket_path, RELISTEN_GRACE_MS);
         res->relisten_at_ms = dp_now_ms() + RELISTEN_GRACE_MS;
         dp_arm_timer(d);
 }
@@ -301,7 +311,8 @@ static void refresh(struct dp_resource *res) {
 
         if (dp_resource_refresh(res, &changed) < 0)
                 return;
-        if (res_watch_dirs(d->opts->host_root, res->cfg->selectors, res->cfg->n_selectors, &dirs) >= 0) {
+        if (res_watch_dirs(d->opts->host_root, res->cfg->selectors, res->cfg->n_selectors, &dirs) >=
+            0) {
                 for (char **dir = dirs; dir && *dir; dir++)
                         again |= dev_watch_add(d, *dir, res->cfg->name) > 0;
                 base_strv_free(res->watch_dirs);

@@ -23,8 +23,8 @@
 /* Normalise "dir/target" textually: sysfs link targets are relative and
  * contain only real directories, so ".." can be applied to the string. */
 static int join_normal(const char *dir, const char *target, char **ret) {
-        _cleanup_free_ char *in = target[0] == '/' ? strdup(target)
-                                                   : res_strdup_printf("%s/%s", dir, target);
+        _cleanup_free_ char *in =
+                target[0] == '/' ? strdup(target) : res_strdup_printf("%s/%s", dir, target);
         if (!in)
                 return -ENOMEM;
         char *out = calloc(1, strlen(in) + 2);
@@ -262,8 +262,9 @@ int res_sysfs_filter(int rootfd, const char *devdir, const struct res_selector *
                 r = chain_has(rootfd, &c, keys[k], globs[k]);
                 if (r <= 0) {
                         if (r == 0 && ret_why)
-                                *ret_why = res_strdup_printf("no device in its sysfs path has %s \"%s\"",
-                                                             keys[k], globs[k]);
+                                *ret_why = res_strdup_printf(
+                                        "no device in its sysfs path has %s \"%s\"", keys[k],
+                                        globs[k]);
                         chain_clear(&c);
                         return r;
                 }

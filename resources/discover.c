@@ -37,8 +37,8 @@ static void devvec_clear(struct res_devvec *v) {
         *v = (struct res_devvec){ 0 };
 }
 
-int res_discover_one(int rootfd, const struct res_selector *sel, size_t idx,
-                     struct res_devvec *out, struct base_strvec *notes) {
+int res_discover_one(int rootfd, const struct res_selector *sel, size_t idx, struct res_devvec *out,
+                     struct base_strvec *notes) {
         switch (sel->kind) {
         case RES_SEL_PATH:
         case RES_SEL_PATHS:
@@ -153,7 +153,8 @@ static int note_empty(int rootfd, const struct res_selector *sel, size_t idx,
         int r = res_explain_at(rootfd, sel, &why, NULL);
         if (r < 0)
                 return r;
-        return base_strvec_push(notes, res_strdup_printf("match[%zu]: finds no device: %s", idx, why));
+        return base_strvec_push(notes,
+                                res_strdup_printf("match[%zu]: finds no device: %s", idx, why));
 }
 
 int res_discover(const char *host_root, struct res_selector *const *sels, size_t n_sels,
@@ -298,8 +299,8 @@ int res_watch_dirs(const char *host_root, struct res_selector *const *sels, size
                 else if (strcmp(dirs.v[i], "/") == 0)
                         r = base_strvec_push(&out, strndup(host_root, plen));
                 else
-                        r = base_strvec_push(&out, res_strdup_printf("%.*s%s", (int)plen,
-                                                                     host_root, dirs.v[i]));
+                        r = base_strvec_push(
+                                &out, res_strdup_printf("%.*s%s", (int)plen, host_root, dirs.v[i]));
         }
         base_strvec_clear(&dirs);
         if (r >= 0 && !out.v) {

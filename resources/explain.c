@@ -66,7 +66,8 @@ static int explain_glob(int rootfd, const struct res_selector *sel, const char *
         if (r < 0)
                 return r;
         if (missing)
-                return set(ret, res_strdup_printf("%s: directory %s does not exist", field, missing));
+                return set(ret,
+                           res_strdup_printf("%s: directory %s does not exist", field, missing));
         struct base_strvec sv = { 0 }, skipped = { 0 };
         r = res_glob(rootfd, glob, &sv, &skipped);
         if (r < 0) {
@@ -75,10 +76,12 @@ static int explain_glob(int rootfd, const struct res_selector *sel, const char *
                                                   strerror(-r)));
         }
         if (sv.n == 0) {
-                char *msg = skipped.n
-                        ? res_strdup_printf("%s: \"%s\" matches only what is not a device node (%s)",
-                                            field, glob, skipped.v[0])
-                        : res_strdup_printf("%s: nothing matches \"%s\"", field, glob);
+                char *msg =
+                        skipped.n
+                                ? res_strdup_printf(
+                                          "%s: \"%s\" matches only what is not a device node (%s)",
+                                          field, glob, skipped.v[0])
+                                : res_strdup_printf("%s: nothing matches \"%s\"", field, glob);
                 base_strvec_clear(&sv);
                 base_strvec_clear(&skipped);
                 return set(ret, msg);
@@ -100,7 +103,8 @@ static int explain_glob(int rootfd, const struct res_selector *sel, const char *
         else if (r < 0)
                 msg = res_strdup_printf("%s matches \"%s\" but has no sysfs device "
                                         "(/sys/dev/...), so attrs/subsystem/driver/kernel "
-                                        "cannot match", sv.v[0], glob);
+                                        "cannot match",
+                                        sv.v[0], glob);
         else if ((r = res_sysfs_filter(rootfd, devdir, sel, &why)) == 0 && why)
                 msg = res_strdup_printf("%s%s matches \"%s\" but %s", sv.v[0],
                                         sv.n > 1 ? " (and others)" : "", glob, why);
@@ -207,19 +211,20 @@ static int explain_usb(int rootfd, const struct res_selector *sel, char **ret) {
                 if (sel->has_usb_product &&
                     !hex_is(rootfd, dir, "idProduct", 4, sel->usb_product, &val)) {
                         msg = res_strdup_printf("USB device %s has vendor %04x but product %s, "
-                                                "not %04x", name, sel->usb_vendor,
-                                                val ? val : "(unreadable)", sel->usb_product);
+                                                "not %04x",
+                                                name, sel->usb_vendor, val ? val : "(unreadable)",
+                                                sel->usb_product);
                         break;
                 }
                 if (sel->usb_serial) {
                         _cleanup_free_ char *serial = NULL;
                         read_at(rootfd, dir, "serial", &serial);
                         if (!serial || strcmp(serial, sel->usb_serial) != 0) {
-                                msg = res_strdup_printf("USB device %s (vendor %04x) has %s%s%s, "
-                                                        "not \"%s\"", name, sel->usb_vendor,
-                                                        serial ? "serial \"" : "no serial",
-                                                        serial ? serial : "", serial ? "\"" : "",
-                                                        sel->usb_serial);
+                                msg = res_strdup_printf(
+                                        "USB device %s (vendor %04x) has %s%s%s, "
+                                        "not \"%s\"",
+                                        name, sel->usb_vendor, serial ? "serial \"" : "no serial",
+                                        serial ? serial : "", serial ? "\"" : "", sel->usb_serial);
                                 break;
                         }
                 }
@@ -232,8 +237,8 @@ static int explain_usb(int rootfd, const struct res_selector *sel, char **ret) {
                 read_at(rootfd, dir, "busnum", &bus);
                 read_at(rootfd, dir, "devnum", &dev);
                 msg = res_strdup_printf("USB device %s matches but its node /dev/bus/usb/%s/%s "
-                                        "is missing or not a device node", name,
-                                        bus ? bus : "?", dev ? dev : "?");
+                                        "is missing or not a device node",
+                                        name, bus ? bus : "?", dev ? dev : "?");
         }
         base_strvec_clear(&names);
         if (r == -ENOMEM)
@@ -263,11 +268,12 @@ static int explain_pci(int rootfd, const struct res_selector *sel, char **ret) {
                 }
                 if (sel->has_pci_vendor && !hex_is(rootfd, dir, "vendor", 4, sel->pci_vendor, NULL))
                         continue;
-                if (sel->has_pci_device && !hex_is(rootfd, dir, "device", 4, sel->pci_device, &val)) {
+                if (sel->has_pci_device &&
+                    !hex_is(rootfd, dir, "device", 4, sel->pci_device, &val)) {
                         if (!near)
                                 near = res_strdup_printf("PCI function %s has vendor %04x but "
-                                                         "device %s, not %04x", name,
-                                                         sel->pci_vendor, val ? val : "?",
+                                                         "device %s, not %04x",
+                                                         name, sel->pci_vendor, val ? val : "?",
                                                          sel->pci_device);
                         continue;
                 }
@@ -279,7 +285,8 @@ static int explain_pci(int rootfd, const struct res_selector *sel, char **ret) {
                             (c & sel->pci_class_mask) != sel->pci_class) {
                                 if (!near && (sel->has_pci_vendor || sel->has_pci_device))
                                         near = res_strdup_printf("PCI function %s has class %s, "
-                                                                 "not %06x", name, cv ? cv : "?",
+                                                                 "not %06x",
+                                                                 name, cv ? cv : "?",
                                                                  sel->pci_class);
                                 continue;
                         }
@@ -294,7 +301,8 @@ static int explain_pci(int rootfd, const struct res_selector *sel, char **ret) {
                         msg = driver ? res_strdup_printf("PCI function %s is bound to %s, not %s",
                                                          name, driver, sel->pci_driver)
                                      : res_strdup_printf("PCI function %s is bound to no driver, "
-                                                         "not %s", name, sel->pci_driver);
+                                                         "not %s",
+                                                         name, sel->pci_driver);
                         break;
                 }
                 _cleanup_free_ char *why = filter_miss(rootfd, dir, sel);

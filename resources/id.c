@@ -12,7 +12,6 @@
 #define HASH_HEX 16
 #define KEEP_PREFIX (RES_ID_MAX - 1 - HASH_HEX)
 
-
 /* shown: the sanitised ID; hash_of: what makes it unique (the raw path,
  * before sanitising folded distinct characters together). */
 static int shorten(const char *shown, const char *hash_of, char **ret) {

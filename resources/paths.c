@@ -29,8 +29,8 @@
 #include "res-internal.h"
 
 struct match {
-        char *path;  /* the node, links resolved */
-        char *link;  /* what the glob matched; NULL when that is path */
+        char *path;   /* the node, links resolved */
+        char *link;   /* what the glob matched; NULL when that is path */
         bool have_st; /* mode and rdev of path are known */
         unsigned mode;
         uint64_t rdev;
@@ -93,9 +93,11 @@ static int note_skipped(size_t idx, struct base_strvec *skipped, struct base_str
         int r = 0;
         for (size_t i = 0; i < skipped->n && r >= 0; i++)
                 if (notes)
-                        r = base_strvec_push(notes, res_strdup_printf(
-                                "match[%zu]: %s is not a character or block device node; skipped",
-                                idx, skipped->v[i]));
+                        r = base_strvec_push(
+                                notes,
+                                res_strdup_printf(
+                                        "match[%zu]: %s is not a character or block device node; skipped",
+                                        idx, skipped->v[i]));
         base_strvec_clear(skipped);
         return r;
 }
@@ -212,9 +214,12 @@ static int make_id(int rootfd, const struct res_selector *sel, const struct matc
                 if (r != -ENOENT)
                         return r;
                 if (notes)
-                        r = base_strvec_push(notes, res_strdup_printf(
-                                "match[%zu]: %s has no USB serial or PCI address in its sysfs path, "
-                                "so no \"id\": \"serial\"; skipped", idx, matched));
+                        r = base_strvec_push(
+                                notes,
+                                res_strdup_printf(
+                                        "match[%zu]: %s has no USB serial or PCI address in its sysfs path, "
+                                        "so no \"id\": \"serial\"; skipped",
+                                        idx, matched));
                 return r < 0 ? r : -ENOENT;
         case RES_ID_NAME:
         default:
@@ -227,7 +232,7 @@ static int emit(struct res_devvec *out, int rootfd, const struct res_selector *s
                 struct base_strvec *nodes) {
         struct res_device dev = { .numa_node = -1 };
         _cleanup_free_ char *devdir = NULL;
-        int r = !sysdev      ? -ENOENT
+        int r = !sysdev       ? -ENOENT
                 : m0->have_st ? res_devdir_of(rootfd, m0->mode, m0->rdev, &devdir)
                               : res_node_devdir(rootfd, nodes->v[0], &devdir);
         if (r == -ENOMEM) {

@@ -35,30 +35,30 @@ enum res_id_mode { RES_ID_NAME, RES_ID_SERIAL, RES_ID_LINK };
 #define RES_MAX_SYSFS_DEPTH 32
 
 struct res_attr {
-        char *name;  /* "idVendor", "power/control": relative, no ".." */
-        char *glob;  /* fnmatch pattern for the value */
+        char *name; /* "idVendor", "power/control": relative, no ".." */
+        char *glob; /* fnmatch pattern for the value */
 };
 
 struct res_selector {
         enum res_sel_kind kind;
-        char **globs;         /* path: one; paths: one or more */
+        char **globs; /* path: one; paths: one or more */
         size_t n_globs;
         /* usb */
         uint16_t usb_vendor, usb_product;
         bool has_usb_product;
-        char *usb_serial;     /* NULL: any */
+        char *usb_serial; /* NULL: any */
         /* pci */
         uint16_t pci_vendor, pci_device;
         bool has_pci_vendor, has_pci_device, has_pci_class;
         uint32_t pci_class, pci_class_mask;
-        char *pci_driver;     /* NULL: any */
+        char *pci_driver;        /* NULL: any */
         struct base_edits edits; /* for every device of this selector */
         /* sysfs filters (NULL / 0: none); globs */
         struct res_attr *attrs;
         size_t n_attrs;
         char *subsystem, *driver, *kernel;
         enum res_id_mode id_mode;
-        bool optional;        /* finding nothing is fine, and silent */
+        bool optional; /* finding nothing is fine, and silent */
 };
 
 static inline bool res_sel_has_filters(const struct res_selector *sel) {
@@ -120,21 +120,20 @@ int res_glob(int rootfd, const char *pattern, struct base_strvec *ret,
 int res_glob_watch_dirs(int rootfd, const char *pattern, struct base_strvec *out);
 
 /* sysfs.c */
-int res_discover_usb(int rootfd, const struct res_selector *sel, size_t idx,
-                     struct res_devvec *out, struct base_strvec *notes);
-int res_discover_pci(int rootfd, const struct res_selector *sel, size_t idx,
-                     struct res_devvec *out, struct base_strvec *notes);
+int res_discover_usb(int rootfd, const struct res_selector *sel, size_t idx, struct res_devvec *out,
+                     struct base_strvec *notes);
+int res_discover_pci(int rootfd, const struct res_selector *sel, size_t idx, struct res_devvec *out,
+                     struct base_strvec *notes);
 /* Identity of the hardware device behind a device node, via
  * /sys/dev/{char,block}/MAJ:MIN/device; -ENOENT when it has none. */
 int res_node_parent(int rootfd, const char *node, uint64_t *ret_dev, uint64_t *ret_ino);
 
 /* discover.c: the devices one selector (number idx) finds, appended to
  * out; notes gets what the operator should hear ("match[<idx>]: ..."). */
-int res_discover_one(int rootfd, const struct res_selector *sel, size_t idx,
-                     struct res_devvec *out, struct base_strvec *notes);
+int res_discover_one(int rootfd, const struct res_selector *sel, size_t idx, struct res_devvec *out,
+                     struct base_strvec *notes);
 /* explain.c: res_selector_explain on an open host root. */
-int res_explain_at(int rootfd, const struct res_selector *sel, char **ret_msg,
-                   size_t *ret_found);
+int res_explain_at(int rootfd, const struct res_selector *sel, char **ret_msg, size_t *ret_found);
 
 /* paths.c; notes (may be NULL) gets "match[<idx>]: ..." sentences about
  * matches that are not devices. */
@@ -174,4 +173,3 @@ int res_resolve(int rootfd, const char *path, char **ret);
 /* An ID from any string: characters outside [A-Za-z0-9_.-] become '_',
  * over-long ones are shortened with a hash (as res_id_from_path). */
 int res_id_sanitize(const char *raw, char **ret);
-

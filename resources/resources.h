@@ -21,10 +21,10 @@ struct cJSON;
 #define RES_ID_MAX 63
 
 struct res_device {
-        char *id;          /* stable across restarts, at most RES_ID_MAX */
-        char **nodes;      /* host-absolute device nodes, NULL-terminated */
+        char *id;     /* stable across restarts, at most RES_ID_MAX */
+        char **nodes; /* host-absolute device nodes, NULL-terminated */
         size_t n_nodes;
-        int numa_node;     /* -1 when the device has no NUMA affinity */
+        int numa_node; /* -1 when the device has no NUMA affinity */
         /* Copied from the selector that found the device, for the daemon
          * to put into the CDI spec. */
         struct base_edits edits;
@@ -101,8 +101,8 @@ struct res_selector;
  *   "mode": "0660" (octal, 0001..0777), "owner"/"group": numeric IDs.
  * Paths must be absolute, without "." or ".." components or a trailing '/'.
  * Unknown keys, duplicate keys and wrong types are errors. */
-int res_selector_parse(const struct cJSON *entry, struct res_selector **ret,
-                       char **ret_field, char **ret_msg);
+int res_selector_parse(const struct cJSON *entry, struct res_selector **ret, char **ret_field,
+                       char **ret_msg);
 void res_selector_free(struct res_selector *sel);
 
 /* Why sel finds what it finds under host_root (NULL means "/"), as one
@@ -115,8 +115,8 @@ void res_selector_free(struct res_selector *sel);
  * ("finds 2 devices: /dev/ttyUSB0, /dev/ttyUSB1"). *ret_found (may be
  * NULL) gets the number of devices found. Reads only; 0 or a negative
  * errno (an unreadable host root, out of memory). */
-int res_selector_explain(const char *host_root, const struct res_selector *sel,
-                         char **ret_msg, size_t *ret_found);
+int res_selector_explain(const char *host_root, const struct res_selector *sel, char **ret_msg,
+                         size_t *ret_found);
 
 /* A warning about a valid selector that check should print (NULL if none):
  * a static sentence, e.g. that an owner/group override defeats the
@@ -134,8 +134,8 @@ const char *res_selector_warning(const struct res_selector *sel, const char **re
  * an ID are all left out of devs and listed in clashes: nothing is renamed.
  * Symlinks resolve inside host_root (openat2 RESOLVE_IN_ROOT; on kernels
  * without it, plain openat). */
-int res_discover(const char *host_root, struct res_selector *const *sels,
-                 size_t n_sels, struct res_devlist *ret);
+int res_discover(const char *host_root, struct res_selector *const *sels, size_t n_sels,
+                 struct res_devlist *ret);
 void res_devlist_free(struct res_devlist *list);
 
 /* Host-root-prefixed directories whose entries can change what res_discover
@@ -150,8 +150,8 @@ void res_devlist_free(struct res_devlist *list);
  * /dev/vfio/ * and /dev/dri/ *: sysfs sends no inotify events, the node
  * appearing in devtmpfs is the signal (rebinding a driver without a node
  * change is not seen). */
-int res_watch_dirs(const char *host_root, struct res_selector *const *sels,
-                   size_t n_sels, char ***ret_dirs);
+int res_watch_dirs(const char *host_root, struct res_selector *const *sels, size_t n_sels,
+                   char ***ret_dirs);
 
 /* Open dir, one of the directories res_watch_dirs gave for host_root, as
  * an O_PATH descriptor resolved inside host_root: symlinks in it (absolute,

@@ -130,8 +130,8 @@ static int parse_paths(struct res_selector *sel, const cJSON *item, struct perr 
         return 0;
 }
 
-static int parse_hex_field(const cJSON *item, const char *field, unsigned digits,
-                           uint32_t *ret, struct perr *e) {
+static int parse_hex_field(const cJSON *item, const char *field, unsigned digits, uint32_t *ret,
+                           struct perr *e) {
         if (!cJSON_IsString(item))
                 return fail(e, field, "must be a string of up to %u hex digits", digits);
         if (res_parse_hex(item->valuestring, digits, ret) < 0)
@@ -225,16 +225,16 @@ static int parse_pci(struct res_selector *sel, const cJSON *obj, struct perr *e)
                         if (r >= 0 && strchr(sel->pci_driver, '/'))
                                 r = fail(e, field, "must be a driver name, not a path");
                 } else {
-                        r = fail(e, field,
-                                 "unknown key (expected vendor, device, class, class_mask, driver)");
+                        r = fail(
+                                e, field,
+                                "unknown key (expected vendor, device, class, class_mask, driver)");
                 }
                 if (r < 0)
                         return r;
         }
         if (has_mask && !sel->has_pci_class)
                 return fail(e, "pci.class_mask", "needs \"class\"");
-        if (!sel->has_pci_vendor && !sel->has_pci_device && !sel->has_pci_class &&
-            !sel->pci_driver)
+        if (!sel->has_pci_vendor && !sel->has_pci_device && !sel->has_pci_class && !sel->pci_driver)
                 return fail(e, "pci", "needs at least one of vendor, device, class, driver");
         if (!has_mask)
                 sel->pci_class_mask = 0xffffff;
@@ -265,8 +265,8 @@ static int parse_env(struct res_selector *sel, const cJSON *obj, struct perr *e)
                         r = fail(e, field, "must be a string");
                         break;
                 }
-                r = base_strvec_push(&sv, res_strdup_printf("%s=%s", item->string,
-                                                            item->valuestring));
+                r = base_strvec_push(&sv,
+                                     res_strdup_printf("%s=%s", item->string, item->valuestring));
                 if (r < 0)
                         break;
         }
@@ -349,8 +349,7 @@ static int parse_permissions(struct res_selector *sel, const cJSON *item, struct
                 return fail(e, "permissions", "must not be empty");
         for (const char *p = s; *p; p++)
                 if (!strchr("rwm", *p) || strchr(p + 1, *p))
-                        return fail(e, "permissions",
-                                    "\"%s\" is not a subset of \"rwm\"", s);
+                        return fail(e, "permissions", "\"%s\" is not a subset of \"rwm\"", s);
         sel->edits.node.permissions = strdup(s);
         return sel->edits.node.permissions ? 0 : -ENOMEM;
 }
@@ -433,8 +432,13 @@ static int parse_attrs(struct res_selector *sel, const cJSON *obj, struct perr *
 }
 
 static int parse_id_mode(struct res_selector *sel, const cJSON *item, struct perr *e) {
-        static const struct { const char *name; enum res_id_mode mode; } modes[] = {
-                { "name", RES_ID_NAME }, { "serial", RES_ID_SERIAL }, { "link", RES_ID_LINK },
+        static const struct {
+                const char *name;
+                enum res_id_mode mode;
+        } modes[] = {
+                { "name", RES_ID_NAME },
+                { "serial", RES_ID_SERIAL },
+                { "link", RES_ID_LINK },
         };
         for (size_t i = 0; cJSON_IsString(item) && i < sizeof(modes) / sizeof(modes[0]); i++)
                 if (strcmp(item->valuestring, modes[i].name) == 0) {
@@ -497,8 +501,10 @@ static int parse_entry(struct res_selector *sel, const cJSON *entry, struct perr
                 bool is_kind = strcmp(k, "path") == 0 || strcmp(k, "paths") == 0 ||
                                strcmp(k, "usb") == 0 || strcmp(k, "pci") == 0;
                 if (is_kind && kind_key)
-                        return fail(e, k, "only one of path, paths, usb, pci per entry (\"%s\" is already set)",
-                                    kind_key);
+                        return fail(
+                                e, k,
+                                "only one of path, paths, usb, pci per entry (\"%s\" is already set)",
+                                kind_key);
                 if (is_kind)
                         kind_key = k;
                 if (strcmp(k, "path") == 0) {
@@ -540,9 +546,10 @@ static int parse_entry(struct res_selector *sel, const cJSON *entry, struct perr
                         r = parse_id_number(item, k, &sel->edits.node.gid, e);
                         sel->edits.node.has_gid = true;
                 } else {
-                        r = fail(e, k,
-                                 "unknown key (expected path, paths, usb, pci, attrs, subsystem, driver, "
-                                 "kernel, id, optional, env, mounts, permissions, mode, owner, group)");
+                        r = fail(
+                                e, k,
+                                "unknown key (expected path, paths, usb, pci, attrs, subsystem, driver, "
+                                "kernel, id, optional, env, mounts, permissions, mode, owner, group)");
                 }
                 if (r < 0)
                         return r;

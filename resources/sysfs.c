@@ -36,15 +36,13 @@ static int read_attr_in(int rootfd, const char *dir, const char *attr, char **re
         return res_read_attr(rootfd, path, ret);
 }
 
-static int read_hex(int rootfd, const char *dir, const char *attr, unsigned digits,
-                    uint32_t *ret) {
+static int read_hex(int rootfd, const char *dir, const char *attr, unsigned digits, uint32_t *ret) {
         _cleanup_free_ char *val = NULL;
         int r = read_attr_in(rootfd, dir, attr, &val);
         return r < 0 ? r : res_parse_hex(val, digits, ret);
 }
 
-static int read_long(int rootfd, const char *dir, const char *attr, long min, long max,
-                     long *ret) {
+static int read_long(int rootfd, const char *dir, const char *attr, long min, long max, long *ret) {
         _cleanup_free_ char *val = NULL;
         int r = read_attr_in(rootfd, dir, attr, &val);
         return r < 0 ? r : parse_long(val, min, max, ret);
@@ -180,9 +178,12 @@ static int usb_one(int rootfd, const char *name, void *ud) {
         if (sel->id_mode == RES_ID_SERIAL) {
                 r = res_sysfs_serial_id(rootfd, canon, &dev.id);
                 if (r == -ENOENT)
-                        r = base_strvec_push(s->notes, res_strdup_printf(
-                                "match[%zu]: USB device %s has no serial, so no \"id\": \"serial\"; "
-                                "skipped", s->idx, name));
+                        r = base_strvec_push(
+                                s->notes,
+                                res_strdup_printf(
+                                        "match[%zu]: USB device %s has no serial, so no \"id\": \"serial\"; "
+                                        "skipped",
+                                        s->idx, name));
                 if (r >= 0 && !dev.id)
                         r = 0;
                 if (!dev.id) {
@@ -202,8 +203,8 @@ static int usb_one(int rootfd, const char *name, void *ud) {
         return emit(s->out, &dev, sel);
 }
 
-int res_discover_usb(int rootfd, const struct res_selector *sel, size_t idx,
-                     struct res_devvec *out, struct base_strvec *notes) {
+int res_discover_usb(int rootfd, const struct res_selector *sel, size_t idx, struct res_devvec *out,
+                     struct base_strvec *notes) {
         struct scan s = { .sel = sel, .out = out, .idx = idx, .notes = notes };
         return for_each_entry(rootfd, "/sys/bus/usb/devices", usb_one, &s);
 }
@@ -354,8 +355,8 @@ static int pci_one(int rootfd, const char *name, void *ud) {
         return emit(s->out, &dev, s->sel);
 }
 
-int res_discover_pci(int rootfd, const struct res_selector *sel, size_t idx,
-                     struct res_devvec *out, struct base_strvec *notes) {
+int res_discover_pci(int rootfd, const struct res_selector *sel, size_t idx, struct res_devvec *out,
+                     struct base_strvec *notes) {
         struct scan s = { .sel = sel, .out = out, .idx = idx, .notes = notes };
         return for_each_entry(rootfd, "/sys/bus/pci/devices", pci_one, &s);
 }

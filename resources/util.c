@@ -242,8 +242,8 @@ int res_resolve(int rootfd, const char *path, char **ret) {
                 _cleanup_free_ char *name = strndup(comp, len);
                 if (!name)
                         return -ENOMEM;
-                _cleanup_close_ int dfd = res_open_in_root(rootfd, *done ? done : "/",
-                                                           O_PATH | O_DIRECTORY);
+                _cleanup_close_ int dfd =
+                        res_open_in_root(rootfd, *done ? done : "/", O_PATH | O_DIRECTORY);
                 if (dfd < 0)
                         return dfd;
                 ssize_t n = readlinkat(dfd, name, target, PATH_MAX);

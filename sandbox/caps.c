@@ -14,8 +14,7 @@
 
 #include "sbx-internal.h"
 
-int sbx_keep_caps_across_setuid(bool on)
-{
+int sbx_keep_caps_across_setuid(bool on) {
         /* Leaving uid 0 clears the permitted set unless KEEPCAPS is on, and
          * only a permitted CAP_SETPCAP lets us empty the bounding set
          * afterwards. The flag itself is reset by the kernel on execve and
@@ -27,8 +26,7 @@ int sbx_keep_caps_across_setuid(bool on)
 
 /* Make CAP_SETPCAP effective again if it is still permitted: a uid change
  * empties the effective set even with KEEPCAPS. */
-static int raise_setpcap(void)
-{
+static int raise_setpcap(void) {
         capng_get_caps_process();
         if (!capng_have_capability(CAPNG_PERMITTED, CAP_SETPCAP))
                 return 0;
@@ -41,8 +39,7 @@ static int raise_setpcap(void)
 
 /* Re-read every set from the kernel, not from libcap-ng's cached state:
  * libcap-ng skips the bounding set quietly when CAP_SETPCAP is missing. */
-static int verify_no_caps(const char **ret_step)
-{
+static int verify_no_caps(const char **ret_step) {
         struct __user_cap_header_struct hdr = {
                 .version = _LINUX_CAPABILITY_VERSION_3,
                 .pid = 0,
@@ -81,8 +78,7 @@ static int verify_no_caps(const char **ret_step)
         return 0;
 }
 
-int sbx_drop_caps(const char **ret_step)
-{
+int sbx_drop_caps(const char **ret_step) {
         int r;
 
         r = raise_setpcap();

@@ -11,8 +11,7 @@
 
 /* A decimal id: digits only (no sign, space or base prefix, which strtoul
  * would accept), below (id_t)-1, which the kernel reads as "unchanged". */
-static int parse_id(const char *s, size_t len, uint32_t *ret)
-{
+static int parse_id(const char *s, size_t len, uint32_t *ret) {
         unsigned long long v = 0;
 
         if (len == 0 || len > 10)
@@ -28,15 +27,13 @@ static int parse_id(const char *s, size_t len, uint32_t *ret)
         return 0;
 }
 
-static bool is_number(const char *s, size_t len)
-{
+static bool is_number(const char *s, size_t len) {
         return len > 0 && strspn(s, "0123456789") >= len;
 }
 
 /* The portable user name set (plus the '$' of machine accounts), not
  * starting with '-' so it cannot pass for an option or a negative id. */
-static bool is_name(const char *s)
-{
+static bool is_name(const char *s) {
         size_t len = strlen(s);
 
         return len > 0 && s[0] != '-' &&
@@ -44,8 +41,7 @@ static bool is_name(const char *s)
                          "0123456789._-$") == len;
 }
 
-static int lookup_user(const char *name, uid_t *ret_uid, gid_t *ret_gid)
-{
+static int lookup_user(const char *name, uid_t *ret_uid, gid_t *ret_gid) {
         struct passwd *pw;
 
         errno = 0;
@@ -58,8 +54,7 @@ static int lookup_user(const char *name, uid_t *ret_uid, gid_t *ret_gid)
         return 0;
 }
 
-static int lookup_group(const char *name, gid_t *ret_gid)
-{
+static int lookup_group(const char *name, gid_t *ret_gid) {
         struct group *gr;
 
         errno = 0;
@@ -75,8 +70,7 @@ static int lookup_group(const char *name, gid_t *ret_gid)
  * there is one, else the gid of the same number (containers often run ids
  * with no passwd entry). -EINVAL for malformed input, -ERANGE for an id out
  * of range, -ENOENT for an unknown name. */
-int sbx_parse_user(const char *spec, struct sbx_options *ret)
-{
+int sbx_parse_user(const char *spec, struct sbx_options *ret) {
         _cleanup_free_ char *user = NULL;
         const char *colon, *grp = NULL;
         uint32_t num;
@@ -130,12 +124,11 @@ int sbx_parse_user(const char *spec, struct sbx_options *ret)
                 }
         }
 
-        *ret = (struct sbx_options) { .set_ids = true, .uid = uid, .gid = gid };
+        *ret = (struct sbx_options){ .set_ids = true, .uid = uid, .gid = gid };
         return 0;
 }
 
-int sbx_drop_ids(uid_t uid, gid_t gid, const char **ret_step)
-{
+int sbx_drop_ids(uid_t uid, gid_t gid, const char **ret_step) {
         uid_t ru, eu, su;
         gid_t rg, eg, sg;
 

@@ -18,8 +18,7 @@
  * it would fail every clean exit. Run the check now instead, while it
  * still can: the start-up code gets checked, and LSan then skips the exit
  * check by design. Only leak checking changes; the lock-down is the same. */
-static void sanitizer_leak_check_now(void)
-{
+static void sanitizer_leak_check_now(void) {
 #if defined(__SANITIZE_ADDRESS__)
         __lsan_do_leak_check();
 #endif
@@ -28,8 +27,7 @@ static void sanitizer_leak_check_now(void)
 /* Capabilities, ids and no_new_privs are per thread in the kernel (glibc
  * papers over ids only), so a thread started before the lock-down would
  * keep root's capabilities. Refuse rather than hope. */
-static int check_single_thread(void)
-{
+static int check_single_thread(void) {
         _cleanup_closedir_ DIR *d = opendir("/proc/self/task");
         struct dirent *de;
         unsigned n = 0;
@@ -45,8 +43,7 @@ static int check_single_thread(void)
         return n == 1 ? 0 : -EBUSY;
 }
 
-int sbx_lockdown(const struct sbx_options *opts, struct sbx_error *err)
-{
+int sbx_lockdown(const struct sbx_options *opts, struct sbx_error *err) {
         struct sbx_error dummy;
         const char *step = NULL;
         int r;

@@ -11,7 +11,6 @@
 #include "base.h"
 #include "sandbox.h"
 
-
 /* ids.c: setgroups, setresgid, setresuid, then check all three stuck. */
 int sbx_drop_ids(uid_t uid, gid_t gid, const char **ret_step);
 

@@ -25,12 +25,12 @@ static const struct sbx_syscall_group groups[] = {
           "brk mmap munmap mremap mprotect madvise", SBX_ALLOW, SBX_ARG_ANY },
         /* pthread_create and grpc core's executor/timer threads; clone is
          * limited to CLONE_THREAD so nothing can fork. */
-        { "threads", "glibc pthread_create for grpc core's threads",
-          "clone", SBX_ALLOW, SBX_ARG_THREAD },
+        { "threads", "glibc pthread_create for grpc core's threads", "clone", SBX_ALLOW,
+          SBX_ARG_THREAD },
         /* clone3 passes its flags in memory, out of the filter's sight: make
          * it look absent and glibc falls back to clone, checked above. */
-        { "clone3", "glibc >= 2.34 tries it first and falls back on ENOSYS",
-          "clone3", SBX_ENOSYS, SBX_ARG_ANY },
+        { "clone3", "glibc >= 2.34 tries it first and falls back on ENOSYS", "clone3", SBX_ENOSYS,
+          SBX_ARG_ANY },
         /* Per-thread bookkeeping and waiting, glibc and grpc core. */
         /* abseil's mutex reads its thread's scheduling policy when it
          * blocks; refused, it logs "pthread_getschedparam failed". */
@@ -44,19 +44,20 @@ static const struct sbx_syscall_group groups[] = {
           "time timerfd_create timerfd_settime timerfd_gettime",
           SBX_ALLOW, SBX_ARG_ANY },
         /* grpc core's pollers (epoll1, falling back to poll) and wake-ups. */
-        { "event-loop", "grpc core's epoll/poll engines and wakeup fds, the watcher's poll, libmicrohttpd's epoll",
+        { "event-loop",
+          "grpc core's epoll/poll engines and wakeup fds, the watcher's poll, libmicrohttpd's epoll",
           "epoll_create1 epoll_ctl epoll_wait epoll_pwait epoll_pwait2 "
           "eventfd2 pipe2 poll ppoll",
           SBX_ALLOW, SBX_ARG_ANY },
         /* Signal masks and the watcher's signalfd; ASan's alternate stack. */
         { "signals", "the watcher's signalfd, glibc, ASan's per-thread sigaltstack",
-          "rt_sigaction rt_sigprocmask rt_sigreturn sigaltstack signalfd4",
-          SBX_ALLOW, SBX_ARG_ANY },
+          "rt_sigaction rt_sigprocmask rt_sigreturn sigaltstack signalfd4", SBX_ALLOW,
+          SBX_ARG_ANY },
         /* abort() and ASan/UBSan deaths signal the process itself; uid 0
          * without CAP_KILL could still signal every other root process, so
          * only our own pid is allowed. */
-        { "self-signal", "abort(), raise(), sanitizer deaths",
-          "kill tgkill", SBX_ALLOW, SBX_ARG_SELF },
+        { "self-signal", "abort(), raise(), sanitizer deaths", "kill tgkill", SBX_ALLOW,
+          SBX_ARG_SELF },
         /* Plain descriptor I/O on what the daemon already holds. ioctl is
          * absent on purpose: nothing needs it, and on a terminal stderr it
          * would reach TIOCSTI and friends. */
@@ -67,8 +68,8 @@ static const struct sbx_syscall_group groups[] = {
         /* Scanning /dev and /sys for devices (openat2 with RESOLVE_IN_ROOT
          * keeps --host-root lookups inside it); ASan reads /proc/self/maps. */
         { "fs-read", "device discovery in /dev and /sys, ASan reports",
-          "openat openat2 getdents64 readlinkat readlink faccessat faccessat2 access",
-          SBX_ALLOW, SBX_ARG_ANY },
+          "openat openat2 getdents64 readlinkat readlink faccessat faccessat2 access", SBX_ALLOW,
+          SBX_ARG_ANY },
         /* CDI spec files: temp file, fsync, chmod, rename into place; the
          * daemon's stale sockets. */
         { "fs-write", "atomic CDI spec writes, removing stale sockets",
@@ -80,11 +81,12 @@ static const struct sbx_syscall_group groups[] = {
         /* grpc core over unix sockets only: the daemon never needs a network
          * socket, so other families fail with EPERM (grpc core probes
          * AF_INET and AF_INET6 at start-up and reads that as "no IP"). */
-        { "unix-sockets", "grpc server and client on unix sockets",
-          "socket", SBX_ALLOW, SBX_ARG_AF_UNIX },
+        { "unix-sockets", "grpc server and client on unix sockets", "socket", SBX_ALLOW,
+          SBX_ARG_AF_UNIX },
         /* The metrics endpoint's TCP socket is made and bound before the
          * filter loads; its connections need only accept4 and these. */
-        { "socket-ops", "grpc server and client on unix sockets; the metrics endpoint's connections",
+        { "socket-ops",
+          "grpc server and client on unix sockets; the metrics endpoint's connections",
           "bind listen accept accept4 connect getsockopt setsockopt getsockname "
           "getpeername shutdown sendmsg recvmsg sendto recvfrom",
           SBX_ALLOW, SBX_ARG_ANY },
@@ -94,18 +96,16 @@ static const struct sbx_syscall_group groups[] = {
           "getgroups uname getrandom sysinfo getrlimit",
           SBX_ALLOW, SBX_ARG_ANY },
         /* Reading limits (pthread_getattr_np, ASan); setting them is refused. */
-        { "rlimits", "glibc pthread_getattr_np, ASan's stack bounds",
-          "prlimit64", SBX_ALLOW, SBX_ARG_GETRLIMIT },
+        { "rlimits", "glibc pthread_getattr_np, ASan's stack bounds", "prlimit64", SBX_ALLOW,
+          SBX_ARG_GETRLIMIT },
         /* Thread names (pthread_setname_np, grpc core). */
-        { "prctl", "thread names set by grpc core",
-          "prctl", SBX_ALLOW, SBX_ARG_PRCTL },
+        { "prctl", "thread names set by grpc core", "prctl", SBX_ALLOW, SBX_ARG_PRCTL },
         /* Never legitimate after start-up; a call is an attack, so the
          * process dies rather than getting an error it might retry. The
          * setuid family is here because sbx_drop_ids() has already run. */
-        { "deny-exec", "nobody: no new programs",
-          "execve execveat", SBX_KILL, SBX_ARG_ANY },
-        { "deny-debug", "nobody: no tracing or writing other processes",
-          "ptrace process_vm_writev", SBX_KILL, SBX_ARG_ANY },
+        { "deny-exec", "nobody: no new programs", "execve execveat", SBX_KILL, SBX_ARG_ANY },
+        { "deny-debug", "nobody: no tracing or writing other processes", "ptrace process_vm_writev",
+          SBX_KILL, SBX_ARG_ANY },
         { "deny-mount", "nobody: no filesystem or namespace changes",
           "mount umount2 pivot_root unshare setns", SBX_KILL, SBX_ARG_ANY },
         { "deny-kernel", "nobody: no kernel code, BPF, kexec or keyrings",
@@ -116,8 +116,7 @@ static const struct sbx_syscall_group groups[] = {
           SBX_KILL, SBX_ARG_ANY },
 };
 
-const struct sbx_syscall_group *sbx_syscall_groups(size_t *ret_n)
-{
+const struct sbx_syscall_group *sbx_syscall_groups(size_t *ret_n) {
         *ret_n = sizeof(groups) / sizeof(groups[0]);
         return groups;
 }
@@ -125,14 +124,12 @@ const struct sbx_syscall_group *sbx_syscall_groups(size_t *ret_n)
 /* prctl options glibc and grpc core use after start-up. */
 static const int prctl_ok[] = { PR_SET_NAME, PR_GET_NAME };
 
-static void seccomp_releasep(scmp_filter_ctx *ctx)
-{
+static void seccomp_releasep(scmp_filter_ctx *ctx) {
         if (*ctx)
                 seccomp_release(*ctx);
 }
 
-static uint32_t action_of(enum sbx_action a)
-{
+static uint32_t action_of(enum sbx_action a) {
         switch (a) {
         case SBX_ALLOW:
                 return SCMP_ACT_ALLOW;
@@ -146,8 +143,7 @@ static uint32_t action_of(enum sbx_action a)
 
 /* The architectures the table is written for: a name none of them knows
  * is a typo, not a missing syscall. */
-static bool known_anywhere(const char *name)
-{
+static bool known_anywhere(const char *name) {
         static const uint32_t arches[] = { SCMP_ARCH_X86_64, SCMP_ARCH_AARCH64 };
 
         for (size_t i = 0; i < sizeof(arches) / sizeof(arches[0]); i++)
@@ -160,13 +156,11 @@ static bool known_anywhere(const char *name)
  * comparisons, which clang's -Wmissing-field-initializers reports; a
  * designated initializer states the same 64-bit comparison in full. */
 static struct scmp_arg_cmp arg_cmp(unsigned int arg, enum scmp_compare op, scmp_datum_t a,
-                                   scmp_datum_t b)
-{
+                                   scmp_datum_t b) {
         return (struct scmp_arg_cmp){ .arg = arg, .op = op, .datum_a = a, .datum_b = b };
 }
 
-static int add_rule(scmp_filter_ctx ctx, const struct sbx_syscall_group *g, int nr)
-{
+static int add_rule(scmp_filter_ctx ctx, const struct sbx_syscall_group *g, int nr) {
         uint32_t act = action_of(g->action);
         struct scmp_arg_cmp cmp[2];
 
@@ -202,8 +196,7 @@ static int add_rule(scmp_filter_ctx ctx, const struct sbx_syscall_group *g, int 
         return -EINVAL;
 }
 
-static int add_group(scmp_filter_ctx ctx, const struct sbx_syscall_group *g)
-{
+static int add_group(scmp_filter_ctx ctx, const struct sbx_syscall_group *g) {
         const char *p = g->syscalls;
 
         while (*p) {
@@ -236,8 +229,7 @@ static int add_group(scmp_filter_ctx ctx, const struct sbx_syscall_group *g)
         return 0;
 }
 
-int sbx_load_seccomp(const char **ret_step)
-{
+int sbx_load_seccomp(const char **ret_step) {
         _cleanup_(seccomp_releasep) scmp_filter_ctx ctx = NULL;
         size_t n;
         const struct sbx_syscall_group *g = sbx_syscall_groups(&n);

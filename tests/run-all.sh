@@ -9,6 +9,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 tests/deps.sh
 jobs=$(nproc)
+echo "== format (clang-format-14, .clang-format)"
+find base cdi daemon proto resources sandbox tests -name '*.[ch]' -print0 |
+        xargs -0 clang-format-14 --dry-run --Werror
 for variant in build:OFF build-asan:ON; do
         dir=${variant%%:*}
         san=${variant##*:}

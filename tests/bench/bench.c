@@ -154,7 +154,8 @@ static char *resources_config(int n, const char *prefix, const char *suffix) {
 
         fputs("{ \"resources\": [\n", m);
         for (int i = 0; i < n; i++)
-                fprintf(m, "  { \"name\": \"%s\", \"match\": [ { \"path\": \"/dev/%s%02d%s\" } ] }%s\n",
+                fprintf(m,
+                        "  { \"name\": \"%s\", \"match\": [ { \"path\": \"/dev/%s%02d%s\" } ] }%s\n",
                         name_of(i), prefix, i, suffix, i + 1 < n ? "," : "");
         fputs("] }\n", m);
         fclose(m);
@@ -387,7 +388,7 @@ static void echo_server(const char *sock) {
 }
 
 static pid_t spawn_echo(const char *sock) {
-        char *argv[] = {"cdiplug-bench", "--echo", (char *)sock, NULL};
+        char *argv[] = { "cdiplug-bench", "--echo", (char *)sock, NULL };
         posix_spawn_file_actions_t fa;
         int pipefd[2];
         char ready;
@@ -477,7 +478,8 @@ static void process_user_sys(pid_t pid, unsigned long long *user, unsigned long 
         buf[n] = '\0';
         const char *p = strrchr(buf, ')');
         if (p)
-                (void)sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", user, sys);
+                (void)sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", user,
+                             sys);
 }
 
 static cpu_set_t one_cpu(int cpu) {
@@ -512,24 +514,26 @@ static void bench_placement(const struct alloc_run *run, int round, int server_c
         pin_process(0, &client);
         pin_process(run->d, &server);
         pin_process(run->echo, &server);
-        call_block(run->ach, DP_METHOD_ALLOCATE, run->req, &v1beta1__allocate_response__descriptor, NULL, 200);
-        call_block(run->ech, "/bench.Echo/Echo", run->req, &v1beta1__allocate_request__descriptor, NULL, 200);
+        call_block(run->ach, DP_METHOD_ALLOCATE, run->req, &v1beta1__allocate_response__descriptor,
+                   NULL, 200);
+        call_block(run->ech, "/bench.Echo/Echo", run->req, &v1beta1__allocate_request__descriptor,
+                   NULL, 200);
         for (int i = round * per_round; i < (round + 1) * per_round; i += ALLOC_BLOCK) {
                 uint64_t c0 = process_cpu_ns(run->d);
-                call_block(run->ach, DP_METHOD_ALLOCATE, run->req, &v1beta1__allocate_response__descriptor,
-                           ta + i, ALLOC_BLOCK);
+                call_block(run->ach, DP_METHOD_ALLOCATE, run->req,
+                           &v1beta1__allocate_response__descriptor, ta + i, ALLOC_BLOCK);
                 *cpu_a += process_cpu_ns(run->d) - c0;
                 c0 = process_cpu_ns(run->echo);
-                call_block(run->ech, "/bench.Echo/Echo", run->req, &v1beta1__allocate_request__descriptor,
-                           te + i, ALLOC_BLOCK);
+                call_block(run->ech, "/bench.Echo/Echo", run->req,
+                           &v1beta1__allocate_request__descriptor, te + i, ALLOC_BLOCK);
                 *cpu_e += process_cpu_ns(run->echo) - c0;
         }
 }
 
 static void bench_alloc(void) {
         static uint64_t ta[2][ALLOC_CALLS], te[2][ALLOC_CALLS];
-        static const char *names[] = {"2 CPUs", "1 CPU"};
-        uint64_t cpu_a[2] = {0}, cpu_e[2] = {0};
+        static const char *names[] = { "2 CPUs", "1 CPU" };
+        uint64_t cpu_a[2] = { 0 }, cpu_e[2] = { 0 };
         cpu_set_t all;
         struct tk *tk;
         int first;
@@ -546,8 +550,8 @@ static void bench_alloc(void) {
 
         V1beta1__AllocateRequest req = V1BETA1__ALLOCATE_REQUEST__INIT;
         V1beta1__ContainerAllocateRequest creq = V1BETA1__CONTAINER_ALLOCATE_REQUEST__INIT;
-        V1beta1__ContainerAllocateRequest *creqs[] = {&creq};
-        char *ids[] = {"d00"};
+        V1beta1__ContainerAllocateRequest *creqs[] = { &creq };
+        char *ids[] = { "d00" };
         creq.n_devices_ids = 1;
         creq.devices_ids = ids;
         req.n_container_requests = 1;
@@ -556,14 +560,15 @@ static void bench_alloc(void) {
         if (tk_start(kdir, &tk) < 0)
                 die("test kubelet");
         for (int round = 0; round < ALLOC_ROUNDS; round++) {
-                struct alloc_run run = {.req = &req.base};
+                struct alloc_run run = { .req = &req.base };
                 run.d = spawn_daemon(one);
                 wait_all(tk, 1, (unsigned)round + 1);
                 run.echo = spawn_echo(echo_sock);
                 run.ach = tk_dial(tk, name_of(0));
                 run.ech = dp_channel_unix(echo_sock);
                 for (int pl = first; pl < 2; pl++)
-                        bench_placement(&run, round, pl == 0 ? 1 : 0, ta[pl], te[pl], &cpu_a[pl], &cpu_e[pl]);
+                        bench_placement(&run, round, pl == 0 ? 1 : 0, ta[pl], te[pl], &cpu_a[pl],
+                                        &cpu_e[pl]);
                 pin_process(0, &all);
                 grpc_channel_destroy(run.ach);
                 grpc_channel_destroy(run.ech);
@@ -574,8 +579,10 @@ static void bench_alloc(void) {
         for (int pl = first; pl < 2; pl++)
                 fig.place[fig.n_place++] = (struct placement){
                         .name = names[pl],
-                        .a50 = pct(ta[pl], ALLOC_CALLS, 0.50), .a99 = pct(ta[pl], ALLOC_CALLS, 0.99),
-                        .e50 = pct(te[pl], ALLOC_CALLS, 0.50), .e99 = pct(te[pl], ALLOC_CALLS, 0.99),
+                        .a50 = pct(ta[pl], ALLOC_CALLS, 0.50),
+                        .a99 = pct(ta[pl], ALLOC_CALLS, 0.99),
+                        .e50 = pct(te[pl], ALLOC_CALLS, 0.50),
+                        .e99 = pct(te[pl], ALLOC_CALLS, 0.99),
                         .a_cpu = (double)cpu_a[pl] / 1e3 / ALLOC_CALLS,
                         .e_cpu = (double)cpu_e[pl] / 1e3 / ALLOC_CALLS,
                 };
@@ -629,7 +636,8 @@ static void bench_restart(void) {
                 die("BENCH_RESTARTS");
         for (int i = 0; i < restarts; i++) {
                 if (getenv("BENCH_TRACE") && i % 50 == 0)
-                        fprintf(stderr, "restart %d: RssAnon %ld kB, %d fds, %ld threads\n", i, status_kb(d, "RssAnon"), fd_count(d), status_kb(d, "Threads"));
+                        fprintf(stderr, "restart %d: RssAnon %ld kB, %d fds, %ld threads\n", i,
+                                status_kb(d, "RssAnon"), fd_count(d), status_kb(d, "Threads"));
                 unsigned before[MANY];
                 for (int r = 0; r < MANY; r++)
                         before[r] = tk_registrations(tk, name_of(r));
@@ -652,14 +660,18 @@ static void bench_restart(void) {
                         if (a > last_sent)
                                 last_sent = a;
                         if (getenv("BENCH_TRACE") && i >= restarts - 2)
-                                fprintf(stderr, "restart %d %s: Register arrived %.2f ms, answered %.2f ms\n", i,
-                                        name_of(r), (double)(a - t0) / 1e6, (double)(t - t0) / 1e6);
+                                fprintf(stderr,
+                                        "restart %d %s: Register arrived %.2f ms, answered %.2f ms\n",
+                                        i, name_of(r), (double)(a - t0) / 1e6,
+                                        (double)(t - t0) / 1e6);
                 }
                 done[i] = last - t0;
                 sent[i] = last_sent - t0;
                 if (getenv("BENCH_TRACE"))
-                        fprintf(stderr, "restart %d (%s first): all arrived %.2f ms, all answered %.2f ms\n", i,
-                                i % 2 ? "kubelet.sock" : "deletion", (double)sent[i] / 1e6, (double)done[i] / 1e6);
+                        fprintf(stderr,
+                                "restart %d (%s first): all arrived %.2f ms, all answered %.2f ms\n",
+                                i, i % 2 ? "kubelet.sock" : "deletion", (double)sent[i] / 1e6,
+                                (double)done[i] / 1e6);
         }
         /* grpc closes the old kubelet's connections asynchronously. */
         for (int i = 0; i < 100 && fd_count(d) > fig.fds_before; i++)
@@ -749,7 +761,8 @@ static void bench_reload(void) {
         static uint64_t lat[RELOADS];
         char *dir = make_env("reload", MANY), *kdir = path_join(dir, "kubelet");
         char *cfg = path_join(dir, "config.json"), *real_dir = path_join(dir, "real");
-        char *real = path_join(real_dir, "config.json"), *tmp = path_join(real_dir, "config.json.tmp");
+        char *real = path_join(real_dir, "config.json"),
+             *tmp = path_join(real_dir, "config.json.tmp");
         char *extra = path_join(dir, "host/dev/d07x");
         char *one = resources_config(MANY, "d", ""), *two = resources_config(MANY, "d", "");
         char *at = strstr(two, "/dev/d07\"");
@@ -758,7 +771,8 @@ static void bench_reload(void) {
 
         /* "/dev/d07" becomes "/dev/d07*": same length plus one. */
         char *wide = NULL;
-        if (!at || asprintf(&wide, "%.*s/dev/d07*%s", (int)(at - two), two, at + strlen("/dev/d07")) < 0)
+        if (!at ||
+            asprintf(&wide, "%.*s/dev/d07*%s", (int)(at - two), two, at + strlen("/dev/d07")) < 0)
                 die("building the config");
         touch(extra);
         mkdir(real_dir, 0755);
@@ -836,7 +850,7 @@ static void bench_discovery(const char *dir) {
         if (!entry || res_selector_parse(entry, &sel, &field, &msg) < 0)
                 die("parsing the selector");
         for (int i = 0; i < DISCOVER_RUNS; i++) {
-                struct res_devlist found = {0};
+                struct res_devlist found = { 0 };
                 uint64_t t0 = now_ns();
                 if (res_discover(host, &sel, 1, &found) < 0 || found.n != NODES)
                         die("res_discover");
@@ -848,7 +862,8 @@ static void bench_discovery(const char *dir) {
 
         /* The whole `cdiplug generate --stdout`: exec, discovery, 64 specs. */
         char *cfg = path_join(dir, "config.json");
-        char *argv[] = {(char *)CDIPLUG_BIN, "generate", "--config", cfg, "--host-root", host, "--stdout", NULL};
+        char *argv[] = { (char *)CDIPLUG_BIN, "generate", "--config", cfg,
+                         "--host-root",       host,       "--stdout", NULL };
         for (int i = 0; i < DISCOVER_RUNS; i++) {
                 posix_spawn_file_actions_t fa;
                 pid_t pid;
@@ -884,7 +899,10 @@ static void bench_many(const char *dir) {
         wait_all(tk, MANY, 1);
         fig.many_rss_anon = status_kb(d, "RssAnon");
         dump_anon(d, "64 resources, 10,000 devices");
-        if (getenv("BENCH_SMAPS")) { sleep(1); fprintf(stderr, "after 1 s: %ld\n", status_kb(d, "RssAnon")); }
+        if (getenv("BENCH_SMAPS")) {
+                sleep(1);
+                fprintf(stderr, "after 1 s: %ld\n", status_kb(d, "RssAnon"));
+        }
         fig.many_vm_rss = status_kb(d, "VmRSS");
         stop_daemon(d);
         tk_stop(tk);
@@ -900,8 +918,11 @@ static void bench_preferred(void) {
         struct tk *tk;
         V1beta1__ListAndWatchResponse *list = NULL;
 
-        if (asprintf(&cfg, "{ \"resources\": [ { \"name\": \"%s\", \"match\": [ { \"path\": \"/dev/p*\" } ],"
-                           " \"shares\": %d } ] }\n", name_of(0), PREF_SHARES) < 0)
+        if (asprintf(
+                    &cfg,
+                    "{ \"resources\": [ { \"name\": \"%s\", \"match\": [ { \"path\": \"/dev/p*\" } ],"
+                    " \"shares\": %d } ] }\n",
+                    name_of(0), PREF_SHARES) < 0)
                 die("asprintf");
         char *dir = make_dir("preferred", cfg), *kdir = path_join(dir, "kubelet");
         for (int i = 0; i < PREF_DEVICES; i++) {
@@ -915,12 +936,14 @@ static void bench_preferred(void) {
                 die("test kubelet");
         pid_t d = spawn_daemon(dir);
         wait_all(tk, 1, 1);
-        if (tk_wait_lists(tk, name_of(0), 1, 5000, &list) < 0 || list->n_devices != PREF_DEVICES * PREF_SHARES)
+        if (tk_wait_lists(tk, name_of(0), 1, 5000, &list) < 0 ||
+            list->n_devices != PREF_DEVICES * PREF_SHARES)
                 die("the list of 10,000 IDs");
 
         V1beta1__PreferredAllocationRequest req = V1BETA1__PREFERRED_ALLOCATION_REQUEST__INIT;
-        V1beta1__ContainerPreferredAllocationRequest creq = V1BETA1__CONTAINER_PREFERRED_ALLOCATION_REQUEST__INIT;
-        V1beta1__ContainerPreferredAllocationRequest *creqs[] = {&creq};
+        V1beta1__ContainerPreferredAllocationRequest creq =
+                V1BETA1__CONTAINER_PREFERRED_ALLOCATION_REQUEST__INIT;
+        V1beta1__ContainerPreferredAllocationRequest *creqs[] = { &creq };
         char **ids = calloc(list->n_devices, sizeof(char *));
         if (!ids)
                 die("calloc");
@@ -933,8 +956,8 @@ static void bench_preferred(void) {
         req.container_requests = creqs;
         grpc_channel *ch = tk_dial(tk, name_of(0));
         uint64_t cpu0 = process_cpu_ns(d);
-        call_block(ch, DP_METHOD_PREFERRED, &req.base, &v1beta1__preferred_allocation_response__descriptor, t,
-                   PREF_CALLS);
+        call_block(ch, DP_METHOD_PREFERRED, &req.base,
+                   &v1beta1__preferred_allocation_response__descriptor, t, PREF_CALLS);
         fig.pref_cpu = (double)(process_cpu_ns(d) - cpu0) / 1e3 / PREF_CALLS;
         fig.pref50 = pct(t, PREF_CALLS, 0.5);
         fig.pref99 = pct(t, PREF_CALLS, 0.99);
@@ -956,8 +979,9 @@ static void bench_preferred(void) {
 
 /* One GET on loopback, the whole answer read; its size, or 0. */
 static size_t http_scrape(int port, char **ret_body) {
-        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-                                 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        struct sockaddr_in sa = { .sin_family = AF_INET,
+                                  .sin_port = htons((uint16_t)port),
+                                  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
         static const char req[] = "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
         size_t cap = 1 << 20, n = 0;
         char *buf = malloc(cap);
@@ -986,7 +1010,8 @@ static size_t http_scrape(int port, char **ret_body) {
 }
 
 static int free_port(void) {
-        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        struct sockaddr_in sa = { .sin_family = AF_INET,
+                                  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
         socklen_t len = sizeof(sa);
         int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
@@ -1075,8 +1100,10 @@ static void bench_scrape(const char *dir) {
 
         /* The same resources, with the endpoint on. */
         cfg[strlen(cfg) - 2] = '\0'; /* drop the closing "}\n" */
-        if (asprintf(&metrics_cfg, "%s, \"metrics\": { \"address\": \"127.0.0.1:%d\", "
-                                   "\"pod_resources_socket\": \"%s\" } }\n", cfg, port, prsock) < 0)
+        if (asprintf(&metrics_cfg,
+                     "%s, \"metrics\": { \"address\": \"127.0.0.1:%d\", "
+                     "\"pod_resources_socket\": \"%s\" } }\n",
+                     cfg, port, prsock) < 0)
                 die("asprintf");
         write_file(cfg_path, metrics_cfg);
         if (tk_start(kdir, &tk) < 0 || tk_pr_start(prsock, &pr) < 0)
@@ -1121,7 +1148,7 @@ static void bench_scrape(const char *dir) {
         fig.scrape_rss_anon = status_kb(d, "RssAnon");
         dump_anon(d, "endpoint on, after the scrapes");
         long w0 = thread_wakeups(d);
-        struct timespec two = {.tv_sec = 2};
+        struct timespec two = { .tv_sec = 2 };
         nanosleep(&two, NULL); /* a benchmark: counting what idling costs */
         fig.idle_wakeups = thread_wakeups(d) - w0;
         stop_daemon(d);
@@ -1143,9 +1170,11 @@ static void bench_scrape(const char *dir) {
  * heap trim is done. */
 static void bench_scrape_small(void) {
         char *dir = make_env("small", MANY), *kdir = path_join(dir, "kubelet");
-        char *cfg_path = path_join(dir, "config.json"), *prsock = path_join(dir, "pod-resources.sock");
+        char *cfg_path = path_join(dir, "config.json"),
+             *prsock = path_join(dir, "pod-resources.sock");
         char *cfg = resources_config(MANY, "d", ""), *metrics_cfg;
-        struct timespec settle = {.tv_sec = 1}, gap = {.tv_sec = 1, .tv_nsec = 100 * 1000 * 1000L};
+        struct timespec settle = { .tv_sec = 1 },
+                        gap = { .tv_sec = 1, .tv_nsec = 100 * 1000 * 1000L };
         struct tk *tk = NULL;
         struct tk_pr *pr = NULL;
         int port = free_port();
@@ -1162,8 +1191,10 @@ static void bench_scrape_small(void) {
         tk_stop(tk);
 
         cfg[strlen(cfg) - 2] = '\0';
-        if (asprintf(&metrics_cfg, "%s, \"metrics\": { \"address\": \"127.0.0.1:%d\", "
-                                   "\"pod_resources_socket\": \"%s\" } }\n", cfg, port, prsock) < 0)
+        if (asprintf(&metrics_cfg,
+                     "%s, \"metrics\": { \"address\": \"127.0.0.1:%d\", "
+                     "\"pod_resources_socket\": \"%s\" } }\n",
+                     cfg, port, prsock) < 0)
                 die("asprintf");
         write_file(cfg_path, metrics_cfg);
         if (tk_start(kdir, &tk) < 0)
@@ -1205,7 +1236,9 @@ static void row_kb(const char *what, long kb, const char *target) {
         printf("%-46s %8ldkB %10s  %s\n", what, kb, "", target);
 }
 
-static const char *verdict(bool met) { return met ? "met" : "NOT met"; }
+static const char *verdict(bool met) {
+        return met ? "met" : "NOT met";
+}
 
 /* Whether the ext4 holding path has a journal: its block device has a
  * jbd2 entry in /proc/fs. */
@@ -1245,11 +1278,16 @@ static const char *fs_name(const char *path) {
         if (statfs(path, &st) < 0)
                 return "unknown";
         switch ((unsigned long)st.f_type) {
-        case 0xEF53: return ext4_journaled(path) ? "ext4 (journal)" : "ext4 (no journal)";
-        case 0x01021994: return "tmpfs";
-        case 0x58465342: return "xfs";
-        case 0x9123683E: return "btrfs";
-        case 0x794c7630: return "overlayfs";
+        case 0xEF53:
+                return ext4_journaled(path) ? "ext4 (journal)" : "ext4 (no journal)";
+        case 0x01021994:
+                return "tmpfs";
+        case 0x58465342:
+                return "xfs";
+        case 0x9123683E:
+                return "btrfs";
+        case 0x794c7630:
+                return "overlayfs";
         }
         snprintf(other, sizeof(other), "fs 0x%lx", (unsigned long)st.f_type);
         return other;
@@ -1260,9 +1298,9 @@ static void print_table(void) {
         char t[128];
 
         uname(&u);
-        printf("cdiplug-bench: %s %s, %ld CPUs, grpc %s, sandbox %s, dirs on %s\n", u.sysname, u.machine,
-               sysconf(_SC_NPROCESSORS_ONLN), grpc_version_string(), n_extra ? "as per extra args" : "on",
-               fs_name(root));
+        printf("cdiplug-bench: %s %s, %ld CPUs, grpc %s, sandbox %s, dirs on %s\n", u.sysname,
+               u.machine, sysconf(_SC_NPROCESSORS_ONLN), grpc_version_string(),
+               n_extra ? "as per extra args" : "on", fs_name(root));
         printf("%-46s %10s %10s  %s\n", "measure", "p50", "p99", "target");
         for (int i = 0; i < fig.n_place; i++) {
                 const struct placement *pl = &fig.place[i];
@@ -1285,7 +1323,8 @@ static void print_table(void) {
         if (fig.exec) {
                 snprintf(t, sizeof(t), "within 10 ms: %s", verdict(fig.x50 <= 10000000));
                 row_ms("exec -> first Register arrived", fig.x50, fig.x99, t);
-                row_ms("exec -> first resource registered", fig.xr50, fig.xr99, "(kubelet dialled back)");
+                row_ms("exec -> first resource registered", fig.xr50, fig.xr99,
+                       "(kubelet dialled back)");
         }
         if (fig.hotplug) {
                 row_ms("device node appears -> new list on stream", fig.h_add50, fig.h_add99, "");
@@ -1294,28 +1333,32 @@ static void print_table(void) {
                 row_ms("hotplug -> ListAndWatch update, all 200", fig.h_all50, fig.h_all99, t);
         }
         if (fig.reload) {
-                snprintf(t, sizeof(t), "(the 63 others: %u Registers, %u lists)", fig.rl_regs, fig.rl_lists);
+                snprintf(t, sizeof(t), "(the 63 others: %u Registers, %u lists)", fig.rl_regs,
+                         fig.rl_lists);
                 row_ms("SIGHUP -> new list, 64 resources, 1 changed", fig.rl50, fig.rl99, t);
         }
         if (fig.discovery) {
-                snprintf(t, sizeof(t), "< 100 ms: %s (max of %d: %.2f ms)", verdict(fig.disc50 < 100000000),
-                         DISCOVER_RUNS, (double)fig.disc_max / 1e6);
-                printf("%-46s %8.2fms %10s  %s\n", "discovery, 10,000 matching nodes", (double)fig.disc50 / 1e6, "",
-                       t);
-                printf("%-46s %8.2fms %10s  %s\n", "cdiplug generate --stdout, 10,000 nodes", (double)fig.gen50 / 1e6,
-                       "", "(exec to exit, 64 specs)");
+                snprintf(t, sizeof(t), "< 100 ms: %s (max of %d: %.2f ms)",
+                         verdict(fig.disc50 < 100000000), DISCOVER_RUNS,
+                         (double)fig.disc_max / 1e6);
+                printf("%-46s %8.2fms %10s  %s\n", "discovery, 10,000 matching nodes",
+                       (double)fig.disc50 / 1e6, "", t);
+                printf("%-46s %8.2fms %10s  %s\n", "cdiplug generate --stdout, 10,000 nodes",
+                       (double)fig.gen50 / 1e6, "", "(exec to exit, 64 specs)");
         }
         if (fig.preferred) {
-                snprintf(t, sizeof(t), "p99 < 5 ms: %s (server CPU %.0fus a call)", verdict(fig.pref99 < 5000000),
-                         fig.pref_cpu);
+                snprintf(t, sizeof(t), "p99 < 5 ms: %s (server CPU %.0fus a call)",
+                         verdict(fig.pref99 < 5000000), fig.pref_cpu);
                 row_ms("GetPreferredAllocation, 8 of 10,000 IDs", fig.pref50, fig.pref99, t);
         }
         if (fig.restart) {
                 snprintf(t, sizeof(t), "under 4 MB: %s", verdict(fig.rss_anon < 4096));
                 row_kb("RssAnon, 64 resources", fig.rss_anon, t);
-                snprintf(t, sizeof(t), "open fds %d before, %d after", fig.fds_before, fig.fds_after);
+                snprintf(t, sizeof(t), "open fds %d before, %d after", fig.fds_before,
+                         fig.fds_after);
                 char what[64];
-                snprintf(what, sizeof(what), "RssAnon, 64 resources, after %d restarts", fig.restarts);
+                snprintf(what, sizeof(what), "RssAnon, 64 resources, after %d restarts",
+                         fig.restarts);
                 row_kb(what, fig.rss_anon_after, t);
                 row_kb("VmRSS, 64 resources", fig.vm_rss, "");
         }
@@ -1326,23 +1369,25 @@ static void print_table(void) {
         }
         if (fig.small) {
                 row_kb("RssAnon, 64 resources, endpoint off", fig.small_rss_off, "");
-                row_kb("RssAnon, 64 resources, endpoint on", fig.small_rss_before, "(before any scrape)");
+                row_kb("RssAnon, 64 resources, endpoint on", fig.small_rss_before,
+                       "(before any scrape)");
                 snprintf(t, sizeof(t), "under 4 MB: %s", verdict(fig.small_rss_on < 4096));
                 row_kb("RssAnon, 64 resources, endpoint on, scraped", fig.small_rss_on, t);
         }
         if (fig.scrape) {
                 char t2[128];
-                snprintf(t2, sizeof(t2), "(%zu kB, %zu allocation series; daemon CPU %.2f ms: user %.1f, sys %.1f)",
-                         fig.scrape_bytes / 1024, fig.allocated_series, fig.scrape_cpu_ms, fig.scrape_user_ms,
-                         fig.scrape_sys_ms);
+                snprintf(t2, sizeof(t2),
+                         "(%zu kB, %zu allocation series; daemon CPU %.2f ms: user %.1f, sys %.1f)",
+                         fig.scrape_bytes / 1024, fig.allocated_series, fig.scrape_cpu_ms,
+                         fig.scrape_user_ms, fig.scrape_sys_ms);
                 row_ms("scrape, 10,000 devices, List cached", fig.sc50, fig.sc99, t2);
                 snprintf(t2, sizeof(t2), "p99 < 50 ms: %s", verdict(fig.scl99 < 50000000));
                 row_ms("scrape, 10,000 devices, fresh dial + List", fig.scl50, fig.scl99, t2);
                 row_kb("RssAnon, endpoint on, before any scrape", fig.scrape_rss_before, "");
                 snprintf(t2, sizeof(t2), "under 4 MB: %s", verdict(fig.scrape_rss_anon < 4096));
                 row_kb("RssAnon, endpoint on, after the scrapes", fig.scrape_rss_anon, t2);
-                printf("%-46s %8ld %12s  %s\n", "idle wake-ups in 2 s, all threads", fig.idle_wakeups, "",
-                       "(grpc core's timers; the endpoint adds none)");
+                printf("%-46s %8ld %12s  %s\n", "idle wake-ups in 2 s, all threads",
+                       fig.idle_wakeups, "", "(grpc core's timers; the endpoint adds none)");
         }
 }
 

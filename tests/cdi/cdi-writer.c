@@ -17,8 +17,7 @@
 #define WRITER_KIND "example.com/crash"
 #define MAX_DEVICES 300
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
         static struct cdi_device devs[MAX_DEVICES];
         static char names[MAX_DEVICES][16];
         static struct cdi_node node = { .path = "/dev/null", .access.permissions = "rw" };
@@ -41,9 +40,10 @@ int main(int argc, char **argv)
                 int r;
 
                 spec.n_devices = 1 + (size_t)(gen * 7919 % MAX_DEVICES);
-                if (snprintf(count_env, sizeof(count_env), "CDI_TEST_DEVICES=%zu", spec.n_devices) >=
-                            (int)sizeof(count_env) ||
-                    snprintf(gen_env, sizeof(gen_env), "CDI_TEST_GEN=%lu", gen) >= (int)sizeof(gen_env))
+                if (snprintf(count_env, sizeof(count_env), "CDI_TEST_DEVICES=%zu",
+                             spec.n_devices) >= (int)sizeof(count_env) ||
+                    snprintf(gen_env, sizeof(gen_env), "CDI_TEST_GEN=%lu", gen) >=
+                            (int)sizeof(gen_env))
                         return 1;
                 r = cdi_spec_write(argv[1], &spec);
                 if (r < 0) {

@@ -11,11 +11,10 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 
-#define FUZZ_CHECK(cond)                                                                    \
-        do {                                                                                \
-                if (!(cond)) {                                                              \
-                        fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__,    \
-                                #cond);                                                     \
-                        abort();                                                            \
-                }                                                                           \
+#define FUZZ_CHECK(cond)                                                                           \
+        do {                                                                                       \
+                if (!(cond)) {                                                                     \
+                        fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);   \
+                        abort();                                                                   \
+                }                                                                                  \
         } while (0)

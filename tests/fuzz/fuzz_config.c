@@ -10,7 +10,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         struct cfg_config *cfg = NULL;
-        struct cfg_error err = {0};
+        struct cfg_error err = { 0 };
         int r = cfg_parse((const char *)data, size, &cfg, &err);
         if (r == 0) {
                 FUZZ_CHECK(cfg);

@@ -55,7 +55,8 @@ static bool id_ok(const char *id) {
         if (n == 0 || n > RES_ID_MAX)
                 return false;
         for (const char *c = id; *c; c++)
-                if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-", *c))
+                if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-",
+                            *c))
                         return false;
         return true;
 }

@@ -30,10 +30,12 @@ static const char config_json[] =
         "\"allocate\":[\"cdi-cri\",\"device-specs\"],\"policy\":\"spread\"}]}";
 
 static void setup(void) {
-        static char *ids[] = {"ttyUSB0", "ttyUSB1", "ttyUSB2", "renderD128"};
-        static char *nodes[][3] = {{"/dev/ttyUSB0", NULL}, {"/dev/ttyUSB1", NULL},
-                                   {"/dev/ttyUSB2", NULL}, {"/dev/dri/renderD128", "/dev/dri/card0", NULL}};
-        struct cfg_error err = {0};
+        static char *ids[] = { "ttyUSB0", "ttyUSB1", "ttyUSB2", "renderD128" };
+        static char *nodes[][3] = { { "/dev/ttyUSB0", NULL },
+                                    { "/dev/ttyUSB1", NULL },
+                                    { "/dev/ttyUSB2", NULL },
+                                    { "/dev/dri/renderD128", "/dev/dri/card0", NULL } };
+        struct cfg_error err = { 0 };
         struct res_device devs[4];
         bool changed;
 
@@ -69,7 +71,8 @@ static void check_repack(const ProtobufCMessage *msg) {
         FUZZ_CHECK(buf);
         ProtobufCMessage *back = NULL;
         FUZZ_CHECK(dp_unpack(buf, msg->descriptor, &back) == 0);
-        FUZZ_CHECK(protobuf_c_message_get_packed_size(back) == protobuf_c_message_get_packed_size(msg));
+        FUZZ_CHECK(protobuf_c_message_get_packed_size(back) ==
+                   protobuf_c_message_get_packed_size(msg));
         protobuf_c_message_free_unpacked(back, NULL);
         grpc_byte_buffer_destroy(buf);
 }

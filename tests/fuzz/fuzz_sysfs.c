@@ -68,11 +68,13 @@ static void create(int rootfd, char *path, const char *value, int kind) {
                 if (!next) {
                         if (kind == 1) {
                                 (void)!symlinkat(value, dfd, comp);
-                        } else if (!value && mknodat(dfd, comp, S_IFCHR | 0644, makedev(1, 3)) == 0) {
+                        } else if (!value &&
+                                   mknodat(dfd, comp, S_IFCHR | 0644, makedev(1, 3)) == 0) {
                                 /* created the node */
                         } else {
-                                int fd = openat(dfd, comp,
-                                                O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+                                int fd = openat(
+                                        dfd, comp,
+                                        O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
                                 if (fd >= 0) {
                                         if (value)
                                                 (void)!dprintf(fd, "%s\n", value);
@@ -135,7 +137,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         close(rootfd);
         free(text);
 
-        struct res_devlist list = {0};
+        struct res_devlist list = { 0 };
         r = res_discover(tree, &sel, 1, &list);
         if (r == 0) {
                 for (size_t i = 0; i < list.n; i++) {

@@ -8,7 +8,8 @@
 
 #include "rpc.h"
 
-grpc_status_code call_allocate(grpc_channel *ch, V1beta1__AllocateResponse **ret, char **ret_msg, ...) {
+grpc_status_code call_allocate(grpc_channel *ch, V1beta1__AllocateResponse **ret, char **ret_msg,
+                               ...) {
         V1beta1__AllocateRequest req = V1BETA1__ALLOCATE_REQUEST__INIT;
         V1beta1__ContainerAllocateRequest *creqs[16];
         const char *id;
@@ -30,8 +31,9 @@ grpc_status_code call_allocate(grpc_channel *ch, V1beta1__AllocateResponse **ret
         va_end(ap);
         req.container_requests = creqs;
         ProtobufCMessage *resp = NULL;
-        grpc_status_code st = dp_call_unary(ch, DP_METHOD_ALLOCATE, &req.base,
-                                            &v1beta1__allocate_response__descriptor, &resp, ret_msg, 5000);
+        grpc_status_code st =
+                dp_call_unary(ch, DP_METHOD_ALLOCATE, &req.base,
+                              &v1beta1__allocate_response__descriptor, &resp, ret_msg, 5000);
         for (size_t i = 0; i < req.n_container_requests; i++) {
                 free(creqs[i]->devices_ids);
                 free(creqs[i]);
@@ -53,8 +55,9 @@ static size_t split(char *s, char **out, size_t max) {
 grpc_status_code call_preferred(grpc_channel *ch, const char *available, const char *must, int size,
                                 V1beta1__PreferredAllocationResponse **ret, char **ret_msg) {
         V1beta1__PreferredAllocationRequest req = V1BETA1__PREFERRED_ALLOCATION_REQUEST__INIT;
-        V1beta1__ContainerPreferredAllocationRequest c = V1BETA1__CONTAINER_PREFERRED_ALLOCATION_REQUEST__INIT;
-        V1beta1__ContainerPreferredAllocationRequest *cs[] = {&c};
+        V1beta1__ContainerPreferredAllocationRequest c =
+                V1BETA1__CONTAINER_PREFERRED_ALLOCATION_REQUEST__INIT;
+        V1beta1__ContainerPreferredAllocationRequest *cs[] = { &c };
         char *a = strdup(available), *m = strdup(must), *av[256], *mv[256];
 
         c.n_available_deviceids = split(a, av, 256);
@@ -66,8 +69,8 @@ grpc_status_code call_preferred(grpc_channel *ch, const char *available, const c
         req.container_requests = cs;
         ProtobufCMessage *resp = NULL;
         grpc_status_code st = dp_call_unary(ch, DP_METHOD_PREFERRED, &req.base,
-                                            &v1beta1__preferred_allocation_response__descriptor, &resp,
-                                            ret_msg, 5000);
+                                            &v1beta1__preferred_allocation_response__descriptor,
+                                            &resp, ret_msg, 5000);
         free(a);
         free(m);
         *ret = (V1beta1__PreferredAllocationResponse *)resp;
@@ -79,7 +82,7 @@ struct lw_stream {
         grpc_call *call;
         grpc_byte_buffer *send;
         grpc_metadata_array md;
-        bool pending;   /* a RECV_MESSAGE batch whose tag has not come back */
+        bool pending; /* a RECV_MESSAGE batch whose tag has not come back */
         grpc_byte_buffer *recv;
 };
 
@@ -90,8 +93,8 @@ struct lw_stream *lw_open(grpc_channel *ch) {
 
         s->cq = grpc_completion_queue_create_for_next(NULL);
         s->call = grpc_channel_create_call(ch, NULL, GRPC_PROPAGATE_DEFAULTS, s->cq,
-                                           grpc_slice_from_static_string(DP_METHOD_LIST_AND_WATCH), NULL,
-                                           gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+                                           grpc_slice_from_static_string(DP_METHOD_LIST_AND_WATCH),
+                                           NULL, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
         s->send = dp_pack(&empty.base);
         grpc_metadata_array_init(&s->md);
         dp_stream_start(s->call, s->send, &s->md, &tag);

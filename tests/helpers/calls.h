@@ -8,7 +8,8 @@
 
 /* Allocate with one container per NULL-separated group of IDs, the list
  * ending with two NULLs: allocate(ch, &resp, &msg, "a", "b", NULL, "c", NULL, NULL). */
-grpc_status_code call_allocate(grpc_channel *ch, V1beta1__AllocateResponse **ret, char **ret_msg, ...);
+grpc_status_code call_allocate(grpc_channel *ch, V1beta1__AllocateResponse **ret, char **ret_msg,
+                               ...);
 
 /* GetPreferredAllocation for one container; available and must are
  * comma-separated ID lists ("" for none). */

@@ -6,8 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool letter(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); }
-static bool alnum(char c) { return letter(c) || (c >= '0' && c <= '9'); }
+static bool letter(char c) {
+        return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z');
+}
+static bool alnum(char c) {
+        return letter(c) || (c >= '0' && c <= '9');
+}
 
 /* validateVendorOrClassName: the first byte must be a letter, then the
  * slice name[1:len-1] is ranged over (Go panics when len is 1: [1:0]),
@@ -29,7 +33,9 @@ static const char *vendor_or_class(const char *s, const char *extra) {
         return NULL;
 }
 
-const char *cdig_vendor(const char *s) { return vendor_or_class(s, "_-."); }
+const char *cdig_vendor(const char *s) {
+        return vendor_or_class(s, "_-.");
+}
 
 const char *cdig_class(const char *s, enum cdig_lib lib) {
         return vendor_or_class(s, lib == CDIG_LIB_05 ? "_-" : "_-.");
@@ -73,7 +79,8 @@ const char *cdig_annotation_name(const char *s) {
 static int minor_of(const char *v) {
         int major, minor, patch, n = 0;
 
-        if (sscanf(v, "%d.%d.%d%n", &major, &minor, &patch, &n) != 3 || v[n] || major != 0 || patch != 0)
+        if (sscanf(v, "%d.%d.%d%n", &major, &minor, &patch, &n) != 3 || v[n] || major != 0 ||
+            patch != 0)
                 return -1;
         return minor;
 }
@@ -81,9 +88,8 @@ static int minor_of(const char *v) {
 static bool any_host_path(const cJSON *edits) {
         const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(edits, "deviceNodes"), *n;
 
-        cJSON_ArrayForEach(n, nodes)
-                if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(n, "hostPath")))
-                        return true;
+        cJSON_ArrayForEach(n, nodes) if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(
+                                                 n, "hostPath"))) return true;
         return false;
 }
 
@@ -108,7 +114,8 @@ unsigned cdig_spec_readers(const char *json, const char **ret_why) {
         /* ParseQualifier: split at the first '/'. */
         slash = strchr(kind->valuestring, '/');
         if (!slash || slash == kind->valuestring || !slash[1] ||
-            (size_t)(slash - kind->valuestring) >= sizeof(vendor) || strlen(slash + 1) >= sizeof(class_)) {
+            (size_t)(slash - kind->valuestring) >= sizeof(vendor) ||
+            strlen(slash + 1) >= sizeof(class_)) {
                 why = "kind is not vendor/class";
                 readers = 0;
                 goto out;
@@ -134,7 +141,8 @@ unsigned cdig_spec_readers(const char *json, const char **ret_why) {
                 }
                 if (!letter(name->valuestring[0]) && need < 5)
                         need = 5;
-                if (any_host_path(cJSON_GetObjectItemCaseSensitive(d, "containerEdits")) && need < 5)
+                if (any_host_path(cJSON_GetObjectItemCaseSensitive(d, "containerEdits")) &&
+                    need < 5)
                         need = 5;
         }
         if (minor < 3 || minor > 8 || minor < need) {

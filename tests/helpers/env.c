@@ -108,9 +108,19 @@ static void collect(va_list ap, char **argv, int *argc, int max) {
 }
 
 void env_spawn(struct env *e, ...) {
-        char *argv[32] = {(char *)CDIPLUG_BIN, "serve", "--config", e->config, "--kubelet-dir",
-                          e->kubelet_dir, "--cdi-dir", e->cdi_dir, "--host-root", e->host, "--verbose",
-                          "--pod-resources-socket", e->podres};
+        char *argv[32] = { (char *)CDIPLUG_BIN,
+                           "serve",
+                           "--config",
+                           e->config,
+                           "--kubelet-dir",
+                           e->kubelet_dir,
+                           "--cdi-dir",
+                           e->cdi_dir,
+                           "--host-root",
+                           e->host,
+                           "--verbose",
+                           "--pod-resources-socket",
+                           e->podres };
         int argc = 13;
         posix_spawn_file_actions_t fa;
         va_list ap;
@@ -132,7 +142,7 @@ void env_spawn(struct env *e, ...) {
 
 int env_stop(struct env *e, int sig, int timeout_ms) {
         int status;
-        struct timespec ts = {0, 1000000};
+        struct timespec ts = { 0, 1000000 };
 
         if (e->pid <= 0)
                 return -1;
@@ -152,7 +162,7 @@ int env_stop(struct env *e, int sig, int timeout_ms) {
 }
 
 int env_run(const struct env *e, char **out, ...) {
-        char *argv[32] = {(char *)CDIPLUG_BIN};
+        char *argv[32] = { (char *)CDIPLUG_BIN };
         int argc = 1, status;
         char *log = join(e->root, "run.out");
         posix_spawn_file_actions_t fa;
@@ -210,7 +220,7 @@ int env_fd_count(pid_t pid) {
 }
 
 int env_wait_fds(pid_t pid, int max, int timeout_ms) {
-        struct timespec ts = {0, 10000000};
+        struct timespec ts = { 0, 10000000 };
         int n = env_fd_count(pid);
         for (int waited = 0; n > max && waited < timeout_ms; waited += 10) {
                 nanosleep(&ts, NULL); /* /proc has no change notification */

@@ -20,7 +20,7 @@ struct env {
 };
 
 void env_init(struct env *e);
-void env_cleanup(struct env *e);               /* stops the daemon, removes the dir */
+void env_cleanup(struct env *e); /* stops the daemon, removes the dir */
 void env_write(const struct env *e, const char *rel, const char *text);
 void env_touch(const struct env *e, const char *host_rel); /* a fake device node */
 void env_rm(const struct env *e, const char *host_rel);

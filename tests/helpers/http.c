@@ -21,7 +21,8 @@ static long long now_ms(void) {
 }
 
 int http_free_port(void) {
-        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        struct sockaddr_in sa = { .sin_family = AF_INET,
+                                  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
         socklen_t len = sizeof(sa);
         int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
@@ -36,8 +37,9 @@ int http_free_port(void) {
 }
 
 int http_connect(int port) {
-        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-                                 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        struct sockaddr_in sa = { .sin_family = AF_INET,
+                                  .sin_port = htons((uint16_t)port),
+                                  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
         int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
         if (fd < 0)
@@ -66,7 +68,7 @@ int http_raw(int port, const char *raw, size_t len, char **ret_body, int timeout
         }
         buf = malloc(cap);
         for (;;) {
-                struct pollfd p = {.fd = fd, .events = POLLIN};
+                struct pollfd p = { .fd = fd, .events = POLLIN };
                 long long left = until - now_ms();
                 if (left <= 0 || poll(&p, 1, (int)left) <= 0) {
                         free(buf);
@@ -93,7 +95,8 @@ int http_raw(int port, const char *raw, size_t len, char **ret_body, int timeout
 
 int http_get(int port, const char *path, char **ret_body) {
         char req[512];
-        int n = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", path);
+        int n = snprintf(req, sizeof(req),
+                         "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", path);
         return http_raw(port, req, (size_t)n, ret_body, 10000);
 }
 
@@ -129,7 +132,7 @@ int file_wait_count(const char *path, const char *needle, int n, int timeout_ms)
                         r = 0;
                         break;
                 }
-                struct pollfd p = {.fd = fd, .events = POLLIN};
+                struct pollfd p = { .fd = fd, .events = POLLIN };
                 long long left = until - now_ms();
                 if (left <= 0 || poll(&p, 1, (int)left) <= 0)
                         break;
@@ -144,7 +147,7 @@ int file_wait_count(const char *path, const char *needle, int n, int timeout_ms)
 int wait_closed(int fd, int timeout_ms) {
         long long until = now_ms() + timeout_ms;
         for (;;) {
-                struct pollfd p = {.fd = fd, .events = POLLIN};
+                struct pollfd p = { .fd = fd, .events = POLLIN };
                 char buf[4096];
                 long long left = until - now_ms();
                 if (left <= 0 || poll(&p, 1, (int)left) <= 0)

@@ -49,7 +49,7 @@ int log_wait(const char *path, const char *needle, int timeout_ms) {
                 long long left = deadline - now_ms();
                 if (left <= 0)
                         break;
-                struct pollfd p = {.fd = fd, .events = POLLIN};
+                struct pollfd p = { .fd = fd, .events = POLLIN };
                 /* Capped, in case the file was created after the watch. */
                 poll(&p, 1, left < 100 ? (int)left : 100);
                 while (read(fd, buf, sizeof(buf)) > 0)
@@ -89,7 +89,7 @@ int log_wait_count(const char *path, const char *needle, unsigned n, int timeout
                 if (count >= n)
                         break;
                 long long left = deadline - now_ms();
-                struct pollfd p = {.fd = fd, .events = POLLIN};
+                struct pollfd p = { .fd = fd, .events = POLLIN };
                 if (left <= 0 || poll(&p, 1, (int)left) <= 0) {
                         count = log_count(path, needle);
                         break;

@@ -12,16 +12,14 @@
 
 #include "proc_status.h"
 
-static int status_path(pid_t pid, pid_t tid, char *buf, size_t size)
-{
+static int status_path(pid_t pid, pid_t tid, char *buf, size_t size) {
         int n = tid > 0 ? snprintf(buf, size, "/proc/%d/task/%d/status", (int)pid, (int)tid)
                         : snprintf(buf, size, "/proc/%d/status", (int)pid);
 
         return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
 }
 
-int proc_status_field(pid_t pid, pid_t tid, const char *field, char **ret_value)
-{
+int proc_status_field(pid_t pid, pid_t tid, const char *field, char **ret_value) {
         char path[64];
         char *line = NULL;
         size_t cap = 0, flen = strlen(field);
@@ -54,9 +52,7 @@ int proc_status_field(pid_t pid, pid_t tid, const char *field, char **ret_value)
         return r;
 }
 
-__attribute__((format(printf, 2, 3)))
-static void set_msg(char **ret_msg, const char *fmt, ...)
-{
+__attribute__((format(printf, 2, 3))) static void set_msg(char **ret_msg, const char *fmt, ...) {
         va_list ap;
         char *m;
 
@@ -82,15 +78,13 @@ static const struct {
         { "Seccomp", "2" },
 };
 
-static int thread_exists(pid_t pid, pid_t tid)
-{
+static int thread_exists(pid_t pid, pid_t tid) {
         char path[64];
 
         return status_path(pid, tid, path, sizeof(path)) == 0 && access(path, F_OK) == 0;
 }
 
-static int check_thread(pid_t pid, pid_t tid, char **ret_msg)
-{
+static int check_thread(pid_t pid, pid_t tid, char **ret_msg) {
         for (size_t i = 0; i < sizeof(confined) / sizeof(confined[0]); i++) {
                 char *v = NULL;
                 int r = proc_status_field(pid, tid, confined[i].field, &v);
@@ -99,14 +93,14 @@ static int check_thread(pid_t pid, pid_t tid, char **ret_msg)
                 if (r == -ENOENT && !thread_exists(pid, tid))
                         return 0;
                 if (r < 0) {
-                        set_msg(ret_msg, "pid %d thread %d: cannot read %s: %s", (int)pid,
-                                (int)tid, confined[i].field, strerror(-r));
+                        set_msg(ret_msg, "pid %d thread %d: cannot read %s: %s", (int)pid, (int)tid,
+                                confined[i].field, strerror(-r));
                         return r;
                 }
                 int ok = strcmp(v, confined[i].want) == 0;
                 if (!ok)
-                        set_msg(ret_msg, "pid %d thread %d: %s is %s, want %s", (int)pid,
-                                (int)tid, confined[i].field, v, confined[i].want);
+                        set_msg(ret_msg, "pid %d thread %d: %s is %s, want %s", (int)pid, (int)tid,
+                                confined[i].field, v, confined[i].want);
                 free(v);
                 if (!ok)
                         return -EPERM;
@@ -114,8 +108,7 @@ static int check_thread(pid_t pid, pid_t tid, char **ret_msg)
         return 0;
 }
 
-int proc_check_confined(pid_t pid, char **ret_msg)
-{
+int proc_check_confined(pid_t pid, char **ret_msg) {
         char path[64];
         struct dirent *de;
         unsigned threads = 0;
@@ -151,8 +144,7 @@ int proc_check_confined(pid_t pid, char **ret_msg)
         return r;
 }
 
-long proc_thread_switches(pid_t pid, const char *const *names, int *ret_threads)
-{
+long proc_thread_switches(pid_t pid, const char *const *names, int *ret_threads) {
         char path[64];
         long total = 0;
         int threads = 0;
@@ -185,7 +177,9 @@ long proc_thread_switches(pid_t pid, const char *const *names, int *ret_threads)
                 for (int vol = 0; vol < 2; vol++) {
                         char *v = NULL;
                         pid_t tid = (pid_t)strtol(de->d_name, NULL, 10);
-                        if (proc_status_field(pid, tid, vol ? "voluntary_ctxt_switches" : "nonvoluntary_ctxt_switches",
+                        if (proc_status_field(pid, tid,
+                                              vol ? "voluntary_ctxt_switches"
+                                                  : "nonvoluntary_ctxt_switches",
                                               &v) == 0)
                                 total += strtol(v, NULL, 10);
                         free(v);

@@ -27,7 +27,8 @@ static const char config[] =
         "  { \"name\": \"example.com/kvm\", \"match\": [ { \"path\": \"/dev/kvm\" } ],\n"
         "    \"allocate\": [ \"cdi-cri\", \"cdi-annotations\", \"device-specs\" ] } ] }\n";
 
-static const char *const resources[] = {"example.com/serial", "example.com/fuse", "example.com/kvm"};
+static const char *const resources[] = { "example.com/serial", "example.com/fuse",
+                                         "example.com/kvm" };
 
 static void start(void) {
         env_init(&e);
@@ -39,7 +40,8 @@ static void start(void) {
         env_spawn(&e, NULL);
         cr_assert_eq(tk_start(e.kubelet_dir, &tk), 0);
         for (size_t i = 0; i < 3; i++)
-                cr_assert_eq(tk_wait_registered(tk, resources[i], 1, 10000), 0, "%s did not register", resources[i]);
+                cr_assert_eq(tk_wait_registered(tk, resources[i], 1, 10000), 0,
+                             "%s did not register", resources[i]);
 }
 
 static void stop(void) {
@@ -64,7 +66,8 @@ Test(daemon, registers_every_resource_with_its_socket_and_options) {
                 cr_assert_not_null(req->options);
                 /* GetDevicePluginOptions answers what Register said. */
                 cr_assert_eq(opts->pre_start_required, req->options->pre_start_required);
-                cr_assert_eq(opts->get_preferred_allocation_available, req->options->get_preferred_allocation_available);
+                cr_assert_eq(opts->get_preferred_allocation_available,
+                             req->options->get_preferred_allocation_available);
                 cr_assert_eq(opts->get_preferred_allocation_available, 1);
                 protobuf_c_message_free_unpacked(&req->base, NULL);
                 protobuf_c_message_free_unpacked(&opts->base, NULL);
@@ -156,9 +159,11 @@ static bool defined_in_cdi_dir(const char *qualified) {
         bool found = false;
         const cJSON *dev;
         if (doc && strcmp(cJSON_GetObjectItem(doc, "kind")->valuestring, kind) == 0)
-                cJSON_ArrayForEach(dev, cJSON_GetObjectItem(doc, "devices"))
-                        if (strcmp(cJSON_GetObjectItem(dev, "name")->valuestring, eq + 1) == 0)
-                                found = true;
+                cJSON_ArrayForEach(
+                        dev, cJSON_GetObjectItem(
+                                     doc, "devices")) if (strcmp(cJSON_GetObjectItem(dev, "name")
+                                                                         ->valuestring,
+                                                                 eq + 1) == 0) found = true;
         cJSON_Delete(doc);
         return found;
 }
@@ -167,22 +172,27 @@ Test(daemon, allocates_with_cdi_names_per_container) {
         grpc_channel *ch = tk_dial(tk, "example.com/serial");
         V1beta1__AllocateResponse *r = NULL;
 
-        cr_assert_eq(call_allocate(ch, &r, NULL, "ttyUSB0", "ttyUSB1", NULL, "ttyUSB1x", NULL, NULL),
-                     GRPC_STATUS_INVALID_ARGUMENT);
+        cr_assert_eq(
+                call_allocate(ch, &r, NULL, "ttyUSB0", "ttyUSB1", NULL, "ttyUSB1x", NULL, NULL),
+                GRPC_STATUS_INVALID_ARGUMENT);
         cr_assert_eq(call_allocate(ch, &r, NULL, "ttyUSB1", "ttyUSB0", NULL, NULL), GRPC_STATUS_OK);
         cr_assert_eq(r->n_container_responses, 1);
         cr_assert_eq(r->container_responses[0]->n_cdi_devices, 2);
-        cr_assert_str_eq(r->container_responses[0]->cdi_devices[0]->name, "example.com/serial=ttyUSB1");
-        cr_assert_str_eq(r->container_responses[0]->cdi_devices[1]->name, "example.com/serial=ttyUSB0");
+        cr_assert_str_eq(r->container_responses[0]->cdi_devices[0]->name,
+                         "example.com/serial=ttyUSB1");
+        cr_assert_str_eq(r->container_responses[0]->cdi_devices[1]->name,
+                         "example.com/serial=ttyUSB0");
         cr_assert_eq(r->container_responses[0]->n_devices, 0, "cdi-cri mode sends no DeviceSpecs");
         for (size_t i = 0; i < 2; i++)
                 cr_assert(defined_in_cdi_dir(r->container_responses[0]->cdi_devices[i]->name));
         v1beta1__allocate_response__free_unpacked(r, NULL);
 
         /* Two containers in one request: one answer each. */
-        cr_assert_eq(call_allocate(ch, &r, NULL, "ttyUSB0", NULL, "ttyUSB1", NULL, NULL), GRPC_STATUS_OK);
+        cr_assert_eq(call_allocate(ch, &r, NULL, "ttyUSB0", NULL, "ttyUSB1", NULL, NULL),
+                     GRPC_STATUS_OK);
         cr_assert_eq(r->n_container_responses, 2);
-        cr_assert_str_eq(r->container_responses[1]->cdi_devices[0]->name, "example.com/serial=ttyUSB1");
+        cr_assert_str_eq(r->container_responses[1]->cdi_devices[0]->name,
+                         "example.com/serial=ttyUSB1");
         v1beta1__allocate_response__free_unpacked(r, NULL);
         grpc_channel_destroy(ch);
 
@@ -220,10 +230,12 @@ Test(daemon, refuses_bad_allocate_and_keeps_serving) {
         V1beta1__AllocateResponse *r = NULL;
         char *msg = NULL;
 
-        cr_assert_eq(call_allocate(ch, &r, &msg, "ttyUSB9", NULL, NULL), GRPC_STATUS_INVALID_ARGUMENT);
+        cr_assert_eq(call_allocate(ch, &r, &msg, "ttyUSB9", NULL, NULL),
+                     GRPC_STATUS_INVALID_ARGUMENT);
         cr_assert_not_null(strstr(msg, "ttyUSB9"), "message names the unknown ID: %s", msg);
         free(msg);
-        cr_assert_eq(call_allocate(ch, &r, &msg, "ttyUSB0", "ttyUSB0", NULL, NULL), GRPC_STATUS_INVALID_ARGUMENT);
+        cr_assert_eq(call_allocate(ch, &r, &msg, "ttyUSB0", "ttyUSB0", NULL, NULL),
+                     GRPC_STATUS_INVALID_ARGUMENT);
         cr_assert_not_null(strstr(msg, "ttyUSB0"), "message names the duplicate ID: %s", msg);
         free(msg);
         cr_assert_eq(call_allocate(ch, &r, &msg, "", NULL, NULL), GRPC_STATUS_INVALID_ARGUMENT);
@@ -232,23 +244,25 @@ Test(daemon, refuses_bad_allocate_and_keeps_serving) {
         cr_assert_eq(call_allocate(ch, &r, &msg, "ttyUSB0", "ttyUSB1", "ttyUSB0", NULL, NULL),
                      GRPC_STATUS_INVALID_ARGUMENT, "more IDs than the resource has");
         free(msg);
-        cr_assert_eq(call_allocate(ch, &r, &msg, NULL, NULL), GRPC_STATUS_INVALID_ARGUMENT, "no containers");
+        cr_assert_eq(call_allocate(ch, &r, &msg, NULL, NULL), GRPC_STATUS_INVALID_ARGUMENT,
+                     "no containers");
         free(msg);
 
         /* A request over 4 MiB is refused by the transport, not a crash. */
         V1beta1__AllocateRequest big = V1BETA1__ALLOCATE_REQUEST__INIT;
         V1beta1__ContainerAllocateRequest c = V1BETA1__CONTAINER_ALLOCATE_REQUEST__INIT;
-        V1beta1__ContainerAllocateRequest *cs[] = {&c};
+        V1beta1__ContainerAllocateRequest *cs[] = { &c };
         char *huge = malloc(5 << 20);
         memset(huge, 'a', (5 << 20) - 1);
         huge[(5 << 20) - 1] = '\0';
-        char *ids[] = {huge};
+        char *ids[] = { huge };
         c.n_devices_ids = 1;
         c.devices_ids = ids;
         big.n_container_requests = 1;
         big.container_requests = cs;
-        grpc_status_code st = dp_call_unary(ch, DP_METHOD_ALLOCATE, &big.base, &v1beta1__allocate_response__descriptor,
-                                            NULL, NULL, 5000);
+        grpc_status_code st =
+                dp_call_unary(ch, DP_METHOD_ALLOCATE, &big.base,
+                              &v1beta1__allocate_response__descriptor, NULL, NULL, 5000);
         cr_assert_eq(st, GRPC_STATUS_RESOURCE_EXHAUSTED, "got status %d", st);
         free(huge);
 
@@ -263,8 +277,8 @@ Test(daemon, refuses_bad_allocate_and_keeps_serving) {
         cr_assert_eq(call_allocate(ch, &r, NULL, "ttyUSB0", NULL, NULL), GRPC_STATUS_OK);
         v1beta1__allocate_response__free_unpacked(r, NULL);
         V1beta1__PreStartContainerRequest ps = V1BETA1__PRE_START_CONTAINER_REQUEST__INIT;
-        st = dp_call_unary(ch, DP_METHOD_PRESTART, &ps.base, &v1beta1__pre_start_container_response__descriptor,
-                           NULL, NULL, 5000);
+        st = dp_call_unary(ch, DP_METHOD_PRESTART, &ps.base,
+                           &v1beta1__pre_start_container_response__descriptor, NULL, NULL, 5000);
         cr_assert_eq(st, GRPC_STATUS_OK);
         grpc_channel_destroy(ch);
 }
@@ -292,7 +306,8 @@ static void expect_preferred(grpc_channel *ch, const char *avail, const char *mu
 Test(daemon, preferred_allocation_keeps_must_include_and_size) {
         grpc_channel *ch = tk_dial(tk, "example.com/fuse");
 
-        expect_preferred(ch, "fuse-0,fuse-1,fuse-2,fuse-3", "fuse-2", 2, GRPC_STATUS_OK, "fuse-2,fuse-0");
+        expect_preferred(ch, "fuse-0,fuse-1,fuse-2,fuse-3", "fuse-2", 2, GRPC_STATUS_OK,
+                         "fuse-2,fuse-0");
         expect_preferred(ch, "fuse-3,fuse-1", "", 1, GRPC_STATUS_OK, "fuse-3");
         expect_preferred(ch, "fuse-0,fuse-1", "fuse-1,fuse-0", 2, GRPC_STATUS_OK, "fuse-1,fuse-0");
         /* Invalid requests. */
@@ -301,7 +316,8 @@ Test(daemon, preferred_allocation_keeps_must_include_and_size) {
         expect_preferred(ch, "fuse-0,fuse-1", "", 0, GRPC_STATUS_INVALID_ARGUMENT, NULL);
         expect_preferred(ch, "fuse-0,nope", "", 1, GRPC_STATUS_INVALID_ARGUMENT, NULL);
         expect_preferred(ch, "fuse-0,fuse-0", "", 1, GRPC_STATUS_INVALID_ARGUMENT, NULL);
-        expect_preferred(ch, "fuse-0,fuse-1,fuse-2", "fuse-0,fuse-1", 1, GRPC_STATUS_INVALID_ARGUMENT, NULL);
+        expect_preferred(ch, "fuse-0,fuse-1,fuse-2", "fuse-0,fuse-1", 1,
+                         GRPC_STATUS_INVALID_ARGUMENT, NULL);
         grpc_channel_destroy(ch);
 }
 
@@ -311,7 +327,8 @@ Test(daemon, stops_cleanly_on_sigterm) {
         int status = env_stop(&e, SIGTERM, 5000);
         clock_gettime(CLOCK_MONOTONIC, &t1);
         long ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
-        cr_assert(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0, "exit status %d", status);
+        cr_assert(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0, "exit status %d",
+                  status);
         cr_assert_leq(ms, 1000, "took %ld ms to stop", ms);
         /* Its sockets are gone; kubelet.sock is not its to remove. */
         for (size_t i = 0; i < 3; i++) {

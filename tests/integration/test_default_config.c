@@ -16,8 +16,12 @@
 
 static struct env e;
 
-static void start(void) { env_init(&e); }
-static void stop(void) { env_cleanup(&e); }
+static void start(void) {
+        env_init(&e);
+}
+static void stop(void) {
+        env_cleanup(&e);
+}
 
 /* The log once it holds text, woken by inotify, within timeout_ms. */
 static char *wait_log(const char *text, int timeout_ms) {
@@ -30,9 +34,10 @@ static char *wait_log(const char *text, int timeout_ms) {
                 log = env_read(e.log);
                 if ((log && strstr(log, text)) || timeout_ms <= 0)
                         break;
-                struct pollfd p = {.fd = fd, .events = POLLIN};
+                struct pollfd p = { .fd = fd, .events = POLLIN };
                 char buf[4096];
-                cr_assert(poll(&p, 1, timeout_ms) > 0, "no \"%s\" in the log: %s", text, log ? log : "");
+                cr_assert(poll(&p, 1, timeout_ms) > 0, "no \"%s\" in the log: %s", text,
+                          log ? log : "");
                 (void)!read(fd, buf, sizeof(buf));
                 timeout_ms -= 10;
         }
@@ -61,7 +66,8 @@ Test(default_config, serves_nothing_and_says_so) {
 
 Test(default_config, example_is_valid) {
         char *out = NULL;
-        int rc = env_run(&e, &out, "check", "--config", CDIPLUG_SRC_DIR "/packaging/config.example.json", NULL);
+        int rc = env_run(&e, &out, "check", "--config",
+                         CDIPLUG_SRC_DIR "/packaging/config.example.json", NULL);
         cr_assert_eq(rc, 0, "%s", out);
         cr_assert_not_null(strstr(out, "valid, 5 resources"), "%s", out);
         free(out);

@@ -14,8 +14,12 @@
 
 static struct env e;
 
-static void start(void) { env_init(&e); }
-static void stop(void) { env_cleanup(&e); }
+static void start(void) {
+        env_init(&e);
+}
+static void stop(void) {
+        env_cleanup(&e);
+}
 
 TestSuite(docs, .init = start, .fini = stop, .timeout = 60);
 
@@ -39,7 +43,8 @@ static char *run(const char *cmd, int *ret_status) {
 
 Test(docs, man_page_renders_without_warnings) {
         int status;
-        char *err = run("LC_ALL=C.UTF-8 groff -ww -man -Tutf8 " MAN_PAGE " 2>&1 >/dev/null", &status);
+        char *err =
+                run("LC_ALL=C.UTF-8 groff -ww -man -Tutf8 " MAN_PAGE " 2>&1 >/dev/null", &status);
         cr_assert_eq(status, 0, "groff failed: %s", err);
         cr_assert_str_empty(err, "groff -ww warns:\n%s", err);
         free(err);
@@ -50,7 +55,8 @@ static void each_word_of_usage(void (*fn)(const char *word, void *ud), void *ud)
         char *usage = NULL;
         cr_assert_eq(env_run(&e, &usage, "--help", NULL), 0);
         bool in_commands = false;
-        for (char *save = NULL, *line = strtok_r(usage, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        for (char *save = NULL, *line = strtok_r(usage, "\n", &save); line;
+             line = strtok_r(NULL, "\n", &save)) {
                 if (strcmp(line, "Commands:") == 0) {
                         in_commands = true;
                         continue;
@@ -99,7 +105,8 @@ static void in_completion(const char *word, void *ud) {
         const char *comp = ud;
         char pattern[80];
         snprintf(pattern, sizeof(pattern), "%s ", word);
-        cr_assert(strstr(comp, pattern) || strstr(comp, word), "the bash completion lacks \"%s\"", word);
+        cr_assert(strstr(comp, pattern) || strstr(comp, word), "the bash completion lacks \"%s\"",
+                  word);
 }
 
 Test(docs, bash_completion_offers_commands_and_their_options) {
@@ -108,18 +115,24 @@ Test(docs, bash_completion_offers_commands_and_their_options) {
         each_word_of_usage(in_completion, comp);
         free(comp);
 
-        char *out = run("bash -c 'source " COMPLETION "; COMP_WORDS=(cdiplug d); COMP_CWORD=1; _cdiplug;"
-                        " printf \"%s\\n\" \"${COMPREPLY[@]}\"' 2>&1", NULL);
+        char *out = run("bash -c 'source " COMPLETION
+                        "; COMP_WORDS=(cdiplug d); COMP_CWORD=1; _cdiplug;"
+                        " printf \"%s\\n\" \"${COMPREPLY[@]}\"' 2>&1",
+                        NULL);
         cr_assert_str_eq(out, "doctor\n");
         free(out);
-        out = run("bash -c 'source " COMPLETION "; COMP_WORDS=(cdiplug doctor --); COMP_CWORD=2; _cdiplug;"
-                  " printf \"%s\\n\" \"${COMPREPLY[@]}\"' 2>&1", NULL);
+        out = run("bash -c 'source " COMPLETION
+                  "; COMP_WORDS=(cdiplug doctor --); COMP_CWORD=2; _cdiplug;"
+                  " printf \"%s\\n\" \"${COMPREPLY[@]}\"' 2>&1",
+                  NULL);
         cr_assert_not_null(strstr(out, "--json\n"), "%s", out);
         cr_assert_not_null(strstr(out, "--host-root\n"), "%s", out);
         cr_assert_null(strstr(out, "--stdout"), "doctor has no --stdout: %s", out);
         free(out);
-        out = run("bash -c 'source " COMPLETION "; COMP_WORDS=(cdiplug serve --kubelet-dir /e); COMP_CWORD=3;"
-                  " _cdiplug; printf \"%s\\n\" \"${COMPREPLY[@]}\"' 2>&1", NULL);
+        out = run("bash -c 'source " COMPLETION
+                  "; COMP_WORDS=(cdiplug serve --kubelet-dir /e); COMP_CWORD=3;"
+                  " _cdiplug; printf \"%s\\n\" \"${COMPREPLY[@]}\"' 2>&1",
+                  NULL);
         cr_assert_str_eq(out, "/etc\n", "directories for a dir option: %s", out);
         free(out);
 }

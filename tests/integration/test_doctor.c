@@ -22,16 +22,20 @@
 
 static struct env e;
 
-static void start(void) { env_init(&e); }
-static void stop(void) { env_cleanup(&e); }
+static void start(void) {
+        env_init(&e);
+}
+static void stop(void) {
+        env_cleanup(&e);
+}
 
 TestSuite(doctor, .init = start, .fini = stop, .timeout = 60);
 
-#define SERIAL_CONFIG \
+#define SERIAL_CONFIG                                                                              \
         "{ \"resources\": [ { \"name\": \"example.com/serial\", \"match\": [ { \"path\": \"/dev/ttyUSB*\" } ] } ] }"
 
-#define CONTAINERD_V2_CDI \
-        "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\"]\n  enable_cdi = true\n" \
+#define CONTAINERD_V2_CDI                                                                          \
+        "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\"]\n  enable_cdi = true\n"              \
         "  cdi_spec_dirs = [\"/etc/cdi\", \"/var/run/cdi\"]\n"
 
 /* A node where everything is in order: devices, containerd with CDI on
@@ -52,8 +56,8 @@ static void healthy_root(const char *config) {
 }
 
 static int doctor(char **out, const char *extra) {
-        return env_run(&e, out, "doctor", "--config", e.config, "--host-root", e.host, "--kubelet-dir",
-                       e.kubelet_dir, "--cdi-dir", e.cdi_dir, extra, NULL);
+        return env_run(&e, out, "doctor", "--config", e.config, "--host-root", e.host,
+                       "--kubelet-dir", e.kubelet_dir, "--cdi-dir", e.cdi_dir, extra, NULL);
 }
 
 static struct tk *serve(const char *resource) {
@@ -70,8 +74,10 @@ static void stop_serving(struct tk *tk) {
         tk_stop(tk);
 }
 
-#define assert_has(out, text) cr_assert_not_null(strstr(out, text), "expected \"%s\" in:\n%s", text, out)
-#define assert_lacks(out, text) cr_assert_null(strstr(out, text), "unexpected \"%s\" in:\n%s", text, out)
+#define assert_has(out, text)                                                                      \
+        cr_assert_not_null(strstr(out, text), "expected \"%s\" in:\n%s", text, out)
+#define assert_lacks(out, text)                                                                    \
+        cr_assert_null(strstr(out, text), "unexpected \"%s\" in:\n%s", text, out)
 
 Test(doctor, quiet_on_a_healthy_node) {
         char *out = NULL;
@@ -111,7 +117,8 @@ Test(doctor, containerd_cdi_switch_in_config_versions_2_and_3) {
         char *out = NULL;
         healthy_root(SERIAL_CONFIG);
 
-        env_write(&e, "host/etc/containerd/config.toml", "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\"]\n");
+        env_write(&e, "host/etc/containerd/config.toml",
+                  "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\"]\n");
         cr_assert_eq(doctor(&out, NULL), 1);
         assert_has(out, "enable_cdi is not set, and containerd 1.7 defaults to off");
         assert_has(out, "fix: set enable_cdi = true under [plugins.\"io.containerd.grpc.v1.cri\"]");
@@ -131,16 +138,18 @@ Test(doctor, containerd_cdi_switch_in_config_versions_2_and_3) {
         free(out);
 
         /* The runtime reads other dirs than the one cdiplug writes. */
-        env_write(&e, "host/etc/containerd/config.toml",
-                  "version = 3\n[plugins.\"io.containerd.cri.v1.runtime\"]\ncdi_spec_dirs = [\"/var/run/cdi\"]\n");
+        env_write(
+                &e, "host/etc/containerd/config.toml",
+                "version = 3\n[plugins.\"io.containerd.cri.v1.runtime\"]\ncdi_spec_dirs = [\"/var/run/cdi\"]\n");
         cr_assert_eq(doctor(&out, NULL), 1);
         assert_has(out, "is not among the dirs the runtime reads (/var/run/cdi)");
         free(out);
 
         /* A drop-in named by "imports" overrides the main file. */
-        env_write(&e, "host/etc/containerd/config.toml",
-                  "version = 2\nimports = [\"conf.d/*.toml\"]\n[plugins.\"io.containerd.grpc.v1.cri\"]\n"
-                  "enable_cdi = false\n");
+        env_write(
+                &e, "host/etc/containerd/config.toml",
+                "version = 2\nimports = [\"conf.d/*.toml\"]\n[plugins.\"io.containerd.grpc.v1.cri\"]\n"
+                "enable_cdi = false\n");
         env_write(&e, "host/etc/containerd/conf.d/50-cdi.toml",
                   "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\"]\nenable_cdi = true\n");
         doctor(&out, NULL);
@@ -160,21 +169,26 @@ Test(doctor, containerd_cdi_switch_in_config_versions_2_and_3) {
 
 Test(doctor, crio_conf_and_drop_ins) {
         char *out = NULL;
-        healthy_root("{ \"resources\": [ { \"name\": \"example.com/serial\", \"allocate\": [\"device-specs\"],"
-                     " \"match\": [ { \"path\": \"/dev/ttyUSB*\" } ] } ] }");
+        healthy_root(
+                "{ \"resources\": [ { \"name\": \"example.com/serial\", \"allocate\": [\"device-specs\"],"
+                " \"match\": [ { \"path\": \"/dev/ttyUSB*\" } ] } ] }");
         env_rm(&e, "etc/containerd/config.toml");
 
-        env_write(&e, "host/etc/crio/crio.conf", "[crio.runtime]\ncdi_spec_dirs = [\"/etc/cdi\"]\n");
+        env_write(&e, "host/etc/crio/crio.conf",
+                  "[crio.runtime]\ncdi_spec_dirs = [\"/etc/cdi\"]\n");
         doctor(&out, NULL);
         assert_has(out, "CRI-O: CDI is always on");
         assert_has(out, "is read by the runtime");
-        assert_has(out, "uses \"device-specs\" and device_ownership_from_security_context is not set");
+        assert_has(out,
+                   "uses \"device-specs\" and device_ownership_from_security_context is not set");
         free(out);
 
         /* Drop-ins apply in name order, the last one wins. */
-        env_write(&e, "host/etc/crio/crio.conf.d/10-cdi.conf", "[crio.runtime]\ncdi_spec_dirs = [\"/opt/cdi\"]\n"
+        env_write(&e, "host/etc/crio/crio.conf.d/10-cdi.conf",
+                  "[crio.runtime]\ncdi_spec_dirs = [\"/opt/cdi\"]\n"
                   "device_ownership_from_security_context = true\n");
-        env_write(&e, "host/etc/crio/crio.conf.d/20-more.conf", "[crio.runtime]\ncdi_spec_dirs = [\"/srv/cdi\"]\n");
+        env_write(&e, "host/etc/crio/crio.conf.d/20-more.conf",
+                  "[crio.runtime]\ncdi_spec_dirs = [\"/srv/cdi\"]\n");
         cr_assert_eq(doctor(&out, NULL), 1);
         assert_has(out, "is not among the dirs the runtime reads (/srv/cdi)");
         assert_has(out, "device_ownership_from_security_context = true: non-root pods own");
@@ -192,16 +206,18 @@ Test(doctor, crio_conf_and_drop_ins) {
 Test(doctor, conflicting_and_broken_specs) {
         char *out = NULL;
         healthy_root(SERIAL_CONFIG);
-        env_write(&e, "cdi/other.json",
-                  "{\"cdiVersion\":\"0.3.0\",\"kind\":\"example.com/serial\",\"devices\":[{\"name\":\"ttyUSB0\","
-                  "\"containerEdits\":{\"deviceNodes\":[{\"path\":\"/dev/ttyUSB0\"}]}}]}");
+        env_write(
+                &e, "cdi/other.json",
+                "{\"cdiVersion\":\"0.3.0\",\"kind\":\"example.com/serial\",\"devices\":[{\"name\":\"ttyUSB0\","
+                "\"containerEdits\":{\"deviceNodes\":[{\"path\":\"/dev/ttyUSB0\"}]}}]}");
         cr_assert_eq(doctor(&out, NULL), 1);
         assert_has(out, "other.json also declares device example.com/serial=ttyUSB0");
         free(out);
         env_rm(&e, "etc/cdi/other.json");
 
         env_write(&e, "cdi/broken.json", "{\"cdiVersion\": \"0.3.0\", \"kind\": ");
-        env_write(&e, "cdi/nodevs.json", "{\"cdiVersion\":\"0.3.0\",\"kind\":\"vendor.com/xy\",\"devices\":[]}");
+        env_write(&e, "cdi/nodevs.json",
+                  "{\"cdiVersion\":\"0.3.0\",\"kind\":\"vendor.com/xy\",\"devices\":[]}");
         env_write(&e, "cdi/badkind.json",
                   "{\"cdiVersion\":\"0.3.0\",\"kind\":\"nokind\",\"devices\":[{\"name\":\"a\","
                   "\"containerEdits\":{\"env\":[\"A=1\"]}}]}");
@@ -218,14 +234,17 @@ Test(doctor, conflicting_and_broken_specs) {
 
 Test(doctor, own_specs_no_resource_owns_any_more) {
         char *out = NULL;
-        healthy_root("{ \"resources\": [ { \"name\": \"example.com/serial\", \"match\": [ { \"path\": \"/dev/ttyUSB*\" } ] },"
-                     " { \"name\": \"example.com/fuse\", \"match\": [ { \"path\": \"/dev/fuse\" } ] } ] }");
+        healthy_root(
+                "{ \"resources\": [ { \"name\": \"example.com/serial\", \"match\": [ { \"path\": \"/dev/ttyUSB*\" } ] },"
+                " { \"name\": \"example.com/fuse\", \"match\": [ { \"path\": \"/dev/fuse\" } ] } ] }");
         env_touch(&e, "dev/fuse");
         stop_serving(serve("example.com/fuse"));
 
         env_write(&e, "config.json", SERIAL_CONFIG);
         doctor(&out, NULL);
-        assert_has(out, "example.com-fuse.json was written by cdiplug, but no configured resource owns it");
+        assert_has(
+                out,
+                "example.com-fuse.json was written by cdiplug, but no configured resource owns it");
         assert_has(out, "if its log says it cannot: once no pod uses its devices, rm ");
         assert_lacks(out, "example.com-serial.json was written");
         free(out);
@@ -265,16 +284,23 @@ Test(doctor, explains_selectors_that_match_nothing) {
         cr_assert_eq(doctor(&out, NULL), 1);
         assert_has(out, "match[0] {\"path\":\"/dev/ttyUSB*\"}: 1 device: ttyUSB0");
         /* The reasons are res_selector_explain()'s; doctor adds where. */
-        assert_has(out, "match[1] {\"path\":\"/dev/serial/by-id/*\"}: finds nothing: path: directory "
-                        "/dev/serial/by-id does not exist");
-        assert_has(out, "match[2] {\"path\":\"/dev/ttyACM*\"}: finds nothing: path: nothing matches \"/dev/ttyACM*\"");
+        assert_has(out,
+                   "match[1] {\"path\":\"/dev/serial/by-id/*\"}: finds nothing: path: directory "
+                   "/dev/serial/by-id does not exist");
+        assert_has(
+                out,
+                "match[2] {\"path\":\"/dev/ttyACM*\"}: finds nothing: path: nothing matches \"/dev/ttyACM*\"");
         assert_has(out, "finds nothing: USB device 1-1 has vendor 046d but product 0826, not 0825");
-        assert_has(out, "finds nothing: PCI function 0000:03:00.0 is bound to nouveau, not vfio-pci");
+        assert_has(out,
+                   "finds nothing: PCI function 0000:03:00.0 is bound to nouveau, not vfio-pci");
         assert_has(out, "{\"paths\":[\"/dev/dri/renderD*\",\"/dev/dri/card*\"]}: finds nothing: ");
-        assert_has(out, "{\"usb\":{\"vendor\":\"1050\"}}: finds nothing: no USB device has vendor 1050");
+        assert_has(out,
+                   "{\"usb\":{\"vendor\":\"1050\"}}: finds nothing: no USB device has vendor 1050");
         assert_has(out, "{\"pci\":{\"vendor\":\"1172\"}}: finds nothing: ");
-        assert_has(out, "info    match    resource \"example.com/opt\" match[0] {\"path\":\"/dev/ttyX*\","
-                        "\"optional\":true}: finds nothing (optional): ");
+        assert_has(
+                out,
+                "info    match    resource \"example.com/opt\" match[0] {\"path\":\"/dev/ttyX*\","
+                "\"optional\":true}: finds nothing (optional): ");
         assert_lacks(out, "resource \"example.com/opt\": no devices");
         assert_has(out, "resource \"example.com/cam\": no devices");
         assert_lacks(out, "resource \"example.com/serial\": no devices");
@@ -283,22 +309,28 @@ Test(doctor, explains_selectors_that_match_nothing) {
 
 Test(doctor, config_kubelet_dir_and_kernel) {
         char *out = NULL;
-        healthy_root("{ \"resources\": [ { \"name\": \"example.com/serial\", \"match\": [ { \"path\": \"/dev/ttyUSB*\" } ],"
-                     " \"shares\": 0 } ] }");
-        cr_assert_eq(doctor(&out, NULL), 1, "an invalid config is a problem found, not a usage error");
+        healthy_root(
+                "{ \"resources\": [ { \"name\": \"example.com/serial\", \"match\": [ { \"path\": \"/dev/ttyUSB*\" } ],"
+                " \"shares\": 0 } ] }");
+        cr_assert_eq(doctor(&out, NULL), 1,
+                     "an invalid config is a problem found, not a usage error");
         assert_has(out, "resources[0].shares: must be a whole number");
         free(out);
 
         /* Valid JSON, but two resources would share a CDI kind. */
-        env_write(&e, "config.json", "{ \"resources\": [ { \"name\": \"example.com/9x\", \"match\": [ { \"path\": \"/dev/ttyUSB*\" } ] },"
-                                     " { \"name\": \"example.com/cdi-9x\", \"match\": [ { \"path\": \"/dev/ttyUSB*\" } ] } ] }");
+        env_write(
+                &e, "config.json",
+                "{ \"resources\": [ { \"name\": \"example.com/9x\", \"match\": [ { \"path\": \"/dev/ttyUSB*\" } ] },"
+                " { \"name\": \"example.com/cdi-9x\", \"match\": [ { \"path\": \"/dev/ttyUSB*\" } ] } ] }");
         cr_assert_eq(doctor(&out, NULL), 1);
         assert_has(out, "the resources' names cannot be served as they are");
         free(out);
 
         /* The serving identity cannot write the root-owned kubelet dir. */
-        env_write(&e, "config.json", "{ \"user\": \"65534:65534\", \"resources\": [ { \"name\": \"example.com/serial\","
-                                     " \"match\": [ { \"path\": \"/dev/ttyUSB*\" } ] } ] }");
+        env_write(
+                &e, "config.json",
+                "{ \"user\": \"65534:65534\", \"resources\": [ { \"name\": \"example.com/serial\","
+                " \"match\": [ { \"path\": \"/dev/ttyUSB*\" } ] } ] }");
         mkdir(e.kubelet_dir, 0755);
         cr_assert_eq(chown(e.kubelet_dir, 0, 0), 0);
         doctor(&out, NULL);
@@ -327,7 +359,7 @@ Test(doctor, config_kubelet_dir_and_kernel) {
 
 /* A unix socket file nobody listens on: bound, then closed. */
 static void stale_socket(const char *dir, const char *name) {
-        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
         snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", dir, name);
         int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
         cr_assert(fd >= 0);
@@ -354,8 +386,10 @@ Test(doctor, stale_and_unwritable_sockets) {
         cr_assert_eq(tk_start(e.kubelet_dir, &tk), 0);
         cr_assert_eq(chmod(sock, 0755), 0);
         cr_assert_eq(chown(e.kubelet_dir, 65534, 65534), 0);
-        env_write(&e, "config.json", "{ \"user\": \"65534:65534\", \"resources\": [ { \"name\": \"example.com/serial\","
-                                     " \"match\": [ { \"path\": \"/dev/ttyUSB*\" } ] } ] }");
+        env_write(
+                &e, "config.json",
+                "{ \"user\": \"65534:65534\", \"resources\": [ { \"name\": \"example.com/serial\","
+                " \"match\": [ { \"path\": \"/dev/ttyUSB*\" } ] } ] }");
         doctor(&out, NULL);
         assert_has(out, "kubelet.sock is not writable by uid 65534: cdiplug cannot register");
         free(out);
@@ -374,9 +408,10 @@ static char *wait_log(const char *text, int timeout_ms) {
                 log = env_read(e.log);
                 if ((log && strstr(log, text)) || timeout_ms <= 0)
                         break;
-                struct pollfd p = {.fd = fd, .events = POLLIN};
+                struct pollfd p = { .fd = fd, .events = POLLIN };
                 char buf[4096];
-                cr_assert(poll(&p, 1, timeout_ms) > 0, "no \"%s\" in the log: %s", text, log ? log : "");
+                cr_assert(poll(&p, 1, timeout_ms) > 0, "no \"%s\" in the log: %s", text,
+                          log ? log : "");
                 (void)!read(fd, buf, sizeof(buf));
                 timeout_ms -= 10;
         }
@@ -388,9 +423,12 @@ Test(doctor, asks_the_daemons_readyz) {
         char *out = NULL, *config = NULL;
         int port = http_free_port();
         cr_assert_gt(port, 0);
-        cr_assert(asprintf(&config, "{ \"metrics\": { \"address\": \"127.0.0.1:%d\" }, \"resources\": ["
-                                    " { \"name\": \"example.com/serial\", \"match\": [ { \"path\": \"/dev/ttyUSB*\" } ] } ] }",
-                           port) > 0);
+        cr_assert(
+                asprintf(
+                        &config,
+                        "{ \"metrics\": { \"address\": \"127.0.0.1:%d\" }, \"resources\": ["
+                        " { \"name\": \"example.com/serial\", \"match\": [ { \"path\": \"/dev/ttyUSB*\" } ] } ] }",
+                        port) > 0);
         healthy_root(config);
         free(config);
         /* No kubelet: the daemon serves its endpoint but is not ready. */

@@ -37,8 +37,8 @@ TestSuite(fdlimit, .fini = stop, .timeout = 90);
 /* A connection that waits up to a second for room in the daemon's
  * backlog (a unix connect honours SO_SNDTIMEO); -1 once there is none. */
 static int dial_raw(const char *path) {
-        struct sockaddr_un sa = {.sun_family = AF_UNIX};
-        struct timeval tv = {.tv_sec = 1};
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        struct timeval tv = { .tv_sec = 1 };
         int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
         cr_assert(fd >= 0, "socket: %s", strerror(errno));
         cr_assert_eq(setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)), 0);
@@ -60,19 +60,21 @@ static void allocate_ok(grpc_channel *ch, const char *when) {
 }
 
 Test(fdlimit, out_of_fds_logs_little_and_keeps_serving) {
-        struct rlimit ours = {HELD + 256, HELD + 256}, theirs = {256, 256};
+        struct rlimit ours = { HELD + 256, HELD + 256 }, theirs = { 256, 256 };
         int held[HELD], n_held = 0;
         char *sock;
 
         env_init(&e);
         env_touch(&e, "dev/ttyS0");
         env_write(&e, "config.json",
-                  "{ \"resources\": [ { \"name\": \"" RESOURCE "\", \"match\": [ { \"path\": \"/dev/ttyS*\" } ] } ] }");
+                  "{ \"resources\": [ { \"name\": \"" RESOURCE
+                  "\", \"match\": [ { \"path\": \"/dev/ttyS*\" } ] } ] }");
         cr_assert_eq(setrlimit(RLIMIT_NOFILE, &ours), 0, "%s", strerror(errno));
         env_spawn(&e, NULL);
         cr_assert_eq(tk_start(e.kubelet_dir, &tk), 0);
         cr_assert_eq(tk_wait_registered(tk, RESOURCE, 1, 10000), 0);
-        cr_assert_eq(prlimit(e.pid, RLIMIT_NOFILE, &theirs, NULL), 0, "prlimit: %s", strerror(errno));
+        cr_assert_eq(prlimit(e.pid, RLIMIT_NOFILE, &theirs, NULL), 0, "prlimit: %s",
+                     strerror(errno));
         grpc_channel *ch = tk_dial(tk, RESOURCE);
         allocate_ok(ch, "before the flood");
 
@@ -84,7 +86,8 @@ Test(fdlimit, out_of_fds_logs_little_and_keeps_serving) {
                 held[n_held++] = fd;
         }
         cr_assert_gt(n_held, 256, "only %d connections got through", n_held);
-        cr_assert_eq(log_wait(e.log, "Too many open files", 10000), 0, "the daemon never ran out of fds");
+        cr_assert_eq(log_wait(e.log, "Too many open files", 10000), 0,
+                     "the daemon never ran out of fds");
 
         /* The connection the daemon already has keeps working. */
         allocate_ok(ch, "while out of fds");
@@ -95,7 +98,8 @@ Test(fdlimit, out_of_fds_logs_little_and_keeps_serving) {
          * taken and a new one is served. A client that connects while the
          * backlog is still full is refused and retries, as the kubelet
          * does; the test waits for the daemon's word instead. */
-        cr_assert_eq(log_wait(e.log, "accepting connections on", 10000), 0, "accepting never resumed");
+        cr_assert_eq(log_wait(e.log, "accepting connections on", 10000), 0,
+                     "accepting never resumed");
         grpc_channel *fresh = tk_dial(tk, RESOURCE);
         allocate_ok(fresh, "on a new connection after the flood");
         grpc_channel_destroy(fresh);

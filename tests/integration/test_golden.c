@@ -14,7 +14,9 @@
 
 static struct env e;
 
-static void stop(void) { env_cleanup(&e); }
+static void stop(void) {
+        env_cleanup(&e);
+}
 
 TestSuite(golden, .init = NULL, .fini = stop, .timeout = 30);
 
@@ -29,8 +31,8 @@ static void link_in_host(const char *target, const char *rel) {
  * other spec was written. */
 static void check(const char *name) {
         char *out = NULL, *gdir;
-        int rc = env_run(&e, &out, "generate", "--config", e.config, "--cdi-dir", e.cdi_dir, "--host-root", e.host,
-                         NULL);
+        int rc = env_run(&e, &out, "generate", "--config", e.config, "--cdi-dir", e.cdi_dir,
+                         "--host-root", e.host, NULL);
         cr_assert_eq(rc, 0, "generate failed: %s", out);
         free(out);
         cr_assert(asprintf(&gdir, "%s/tests/golden/%s", CDIPLUG_SRC_DIR, name) > 0);
@@ -38,7 +40,8 @@ static void check(const char *name) {
          * the diff before committing it. */
         if (getenv("CDIPLUG_GOLDEN_UPDATE")) {
                 char *cmd;
-                cr_assert(asprintf(&cmd, "mkdir -p '%s' && cp '%s'/*.json '%s'/", gdir, e.cdi_dir, gdir) > 0);
+                cr_assert(asprintf(&cmd, "mkdir -p '%s' && cp '%s'/*.json '%s'/", gdir, e.cdi_dir,
+                                   gdir) > 0);
                 cr_assert_eq(system(cmd), 0);
                 free(cmd);
         }
@@ -79,11 +82,12 @@ Test(golden, paths_and_shares) {
         env_touch(&e, "dev/ttyUSB1");
         env_touch(&e, "dev/fuse");
         env_touch(&e, "dev/dri/renderD128");
-        env_write(&e, "config.json",
-                  "{ \"resources\": ["
-                  " { \"name\": \"example.com/serial\", \"match\": [ { \"path\": \"/dev/ttyUSB*\" } ] },"
-                  " { \"name\": \"example.com/fuse\", \"match\": [ { \"path\": \"/dev/fuse\" } ], \"shares\": 8 },"
-                  " { \"name\": \"example.com/render\", \"match\": [ { \"path\": \"/dev/dri/renderD*\" } ] } ] }");
+        env_write(
+                &e, "config.json",
+                "{ \"resources\": ["
+                " { \"name\": \"example.com/serial\", \"match\": [ { \"path\": \"/dev/ttyUSB*\" } ] },"
+                " { \"name\": \"example.com/fuse\", \"match\": [ { \"path\": \"/dev/fuse\" } ], \"shares\": 8 },"
+                " { \"name\": \"example.com/render\", \"match\": [ { \"path\": \"/dev/dri/renderD*\" } ] } ] }");
         check("paths");
 }
 
@@ -94,12 +98,13 @@ Test(golden, usb_with_env_mounts_and_permissions) {
         env_write(&e, "host/sys/bus/usb/devices/1-1.2/busnum", "1\n");
         env_write(&e, "host/sys/bus/usb/devices/1-1.2/devnum", "7\n");
         env_touch(&e, "dev/bus/usb/001/007");
-        env_write(&e, "config.json",
-                  "{ \"resources\": [ { \"name\": \"example.com/webcam\", \"match\": [ {"
-                  " \"usb\": { \"vendor\": \"046d\", \"product\": \"0825\" },"
-                  " \"env\": { \"CAMERA\": \"logitech\" },"
-                  " \"mounts\": [ { \"hostPath\": \"/usr/share/cam\", \"containerPath\": \"/opt/cam\", \"readOnly\": true } ],"
-                  " \"permissions\": \"rw\" } ] } ] }");
+        env_write(
+                &e, "config.json",
+                "{ \"resources\": [ { \"name\": \"example.com/webcam\", \"match\": [ {"
+                " \"usb\": { \"vendor\": \"046d\", \"product\": \"0825\" },"
+                " \"env\": { \"CAMERA\": \"logitech\" },"
+                " \"mounts\": [ { \"hostPath\": \"/usr/share/cam\", \"containerPath\": \"/opt/cam\", \"readOnly\": true } ],"
+                " \"permissions\": \"rw\" } ] } ] }");
         check("usb");
 }
 
@@ -107,16 +112,20 @@ Test(golden, pci_vfio_needs_cdi_0_5_for_an_address_name) {
         env_init(&e);
         const char *dev = "host/sys/bus/pci/devices/0000:3b:00.0";
         char path[256];
-        const char *attrs[][2] = {{"vendor", "0x10de\n"}, {"device", "0x1db6\n"}, {"class", "0x030200\n"},
-                                  {"numa_node", "1\n"}};
+        const char *attrs[][2] = { { "vendor", "0x10de\n" },
+                                   { "device", "0x1db6\n" },
+                                   { "class", "0x030200\n" },
+                                   { "numa_node", "1\n" } };
         for (size_t i = 0; i < 4; i++) {
                 snprintf(path, sizeof(path), "%s/%s", dev, attrs[i][0]);
                 env_write(&e, path, attrs[i][1]);
         }
         env_write(&e, "host/sys/bus/pci/drivers/vfio-pci/.keep", "");
         env_write(&e, "host/sys/kernel/iommu_groups/42/.keep", "");
-        link_in_host("../../../../bus/pci/drivers/vfio-pci", "sys/bus/pci/devices/0000:3b:00.0/driver");
-        link_in_host("../../../../kernel/iommu_groups/42", "sys/bus/pci/devices/0000:3b:00.0/iommu_group");
+        link_in_host("../../../../bus/pci/drivers/vfio-pci",
+                     "sys/bus/pci/devices/0000:3b:00.0/driver");
+        link_in_host("../../../../kernel/iommu_groups/42",
+                     "sys/bus/pci/devices/0000:3b:00.0/iommu_group");
         env_touch(&e, "dev/vfio/42");
         env_touch(&e, "dev/vfio/vfio");
         env_write(&e, "config.json",

@@ -43,7 +43,8 @@ static char *at(const char *base, const char *rel) {
 /* A character device node (as /dev/null), whatever env_touch makes. */
 static void mknode(const char *dir, const char *name) {
         char *p = at(dir, name);
-        cr_assert_eq(mknod(p, S_IFCHR | 0600, makedev(1, 3)), 0, "mknod %s: %s", p, strerror(errno));
+        cr_assert_eq(mknod(p, S_IFCHR | 0600, makedev(1, 3)), 0, "mknod %s: %s", p,
+                     strerror(errno));
         free(p);
 }
 
@@ -98,7 +99,8 @@ static bool watched(ino_t ino) {
 
 static void serve(void) {
         env_write(&e, "config.json",
-                  "{ \"resources\": [ { \"name\": \"" RESOURCE "\", \"match\": [ { \"path\": \"/dev/evil/*\" } ] } ] }");
+                  "{ \"resources\": [ { \"name\": \"" RESOURCE
+                  "\", \"match\": [ { \"path\": \"/dev/evil/*\" } ] } ] }");
         env_spawn(&e, NULL);
         cr_assert_eq(tk_start(e.kubelet_dir, &tk), 0);
         cr_assert_eq(tk_wait_registered(tk, RESOURCE, 1, 10000), 0);
@@ -131,7 +133,8 @@ static void check_confined(const char *outside, const char *inside, struct lw_st
         V1beta1__ListAndWatchResponse *l = next_list(s, 1);
         cr_assert_str_eq(l->devices[0]->id, "evil-ok");
         v1beta1__list_and_watch_response__free_unpacked(l, NULL);
-        cr_assert(watched(ino_of(inside)), "the dir the link leads to inside the host root is not watched");
+        cr_assert(watched(ino_of(inside)),
+                  "the dir the link leads to inside the host root is not watched");
         cr_assert_not(watched(ino_of(outside)), "a dir outside the host root is watched");
         /* The watch is the inside dir's: a node made there is seen. */
         mknode(inside, "ok2");

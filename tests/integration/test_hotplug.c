@@ -74,7 +74,7 @@ Test(hotplug, sees_nodes_in_dirs_created_after_start) {
 
 static void usb_sysfs(const char *port, const char *vendor, const char *product, int bus, int dev) {
         char path[256], val[16];
-        const char *attrs[][2] = {{"idVendor", vendor}, {"idProduct", product}};
+        const char *attrs[][2] = { { "idVendor", vendor }, { "idProduct", product } };
         for (size_t i = 0; i < 2; i++) {
                 snprintf(path, sizeof(path), "host/sys/bus/usb/devices/%s/%s", port, attrs[i][0]);
                 snprintf(val, sizeof(val), "%s\n", attrs[i][1]);
@@ -118,7 +118,8 @@ Test(hotplug, usb_device_plugged_unplugged_and_back) {
         v1beta1__list_and_watch_response__free_unpacked(l, NULL);
         V1beta1__AllocateResponse *r = NULL;
         cr_assert_eq(call_allocate(ch, &r, NULL, "usb-1-1", NULL, NULL), GRPC_STATUS_OK);
-        cr_assert_str_eq(r->container_responses[0]->cdi_devices[0]->name, "example.com/webcam=usb-1-1");
+        cr_assert_str_eq(r->container_responses[0]->cdi_devices[0]->name,
+                         "example.com/webcam=usb-1-1");
         v1beta1__allocate_response__free_unpacked(r, NULL);
         char *path;
         cr_assert(asprintf(&path, "%s/example.com-webcam.json", e.cdi_dir) > 0);
@@ -135,7 +136,7 @@ Test(hotplug, usb_device_plugged_unplugged_and_back) {
  * loop and the watcher); grpc's threads are grpc's (see the README). The
  * metrics endpoint's thread has its test in test_metrics.c. */
 static long own_switches(pid_t pid) {
-        static const char *const own[] = {"cdiplug", "cdiplug-watch", NULL};
+        static const char *const own[] = { "cdiplug", "cdiplug-watch", NULL };
         int threads = 0;
         long n = proc_thread_switches(pid, own, &threads);
         cr_assert_geq(n, 0);
@@ -149,12 +150,13 @@ Test(hotplug, no_wakeups_while_nothing_happens) {
         serve("example.com/serial",
               "{ \"resources\": [ { \"name\": \"example.com/serial\", \"match\": [ { \"path\": \"/dev/ttyUSB*\" } ] } ] }");
         /* Settle: the registration's last completions drain. */
-        struct timespec settle = {0, 300000000}, idle = {2, 0};
+        struct timespec settle = { 0, 300000000 }, idle = { 2, 0 };
         nanosleep(&settle, NULL);
         long before = own_switches(e.pid);
         nanosleep(&idle, NULL); /* the point: two seconds in which nothing happens */
         long after = own_switches(e.pid);
-        cr_assert_eq(after, before, "cdiplug's own threads woke %ld times in 2 s of idleness", after - before);
+        cr_assert_eq(after, before, "cdiplug's own threads woke %ld times in 2 s of idleness",
+                     after - before);
         /* And they do wake for an event. */
         env_touch(&e, "dev/ttyUSB1");
         cr_assert_eq(tk_wait_lists(tk, "example.com/serial", 2, 5000, NULL), 0);

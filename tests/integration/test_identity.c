@@ -18,7 +18,9 @@
 
 static struct env e;
 
-static void stop(void) { env_cleanup(&e); }
+static void stop(void) {
+        env_cleanup(&e);
+}
 
 TestSuite(identity, .fini = stop, .timeout = 60);
 
@@ -91,8 +93,8 @@ Test(identity, refuses_to_serve_half_confined) {
                 dup2(fd, 2);
                 if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
                         _exit(99);
-                execl(CDIPLUG_BIN, CDIPLUG_BIN, "serve", "--config", e.config, "--kubelet-dir", e.kubelet_dir,
-                      "--cdi-dir", "/tmp", "--host-root", e.host, (char *)NULL);
+                execl(CDIPLUG_BIN, CDIPLUG_BIN, "serve", "--config", e.config, "--kubelet-dir",
+                      e.kubelet_dir, "--cdi-dir", "/tmp", "--host-root", e.host, (char *)NULL);
                 _exit(98);
         }
         int status;

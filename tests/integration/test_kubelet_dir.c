@@ -20,7 +20,7 @@ static const char config[] =
         "{ \"resources\": [\n"
         "  { \"name\": \"example.com/serial\", \"match\": [ { \"path\": \"/dev/ttyUSB*\" } ] },\n"
         "  { \"name\": \"example.com/kvm\", \"match\": [ { \"path\": \"/dev/kvm\" } ] } ] }\n";
-static const char *const resources[] = {"example.com/serial", "example.com/kvm"};
+static const char *const resources[] = { "example.com/serial", "example.com/kvm" };
 
 static struct env e;
 static struct tk *tk;
@@ -94,7 +94,8 @@ Test(kubelet_dir, three_hundred_removals_race_nothing_and_leak_no_fd) {
 #ifndef __SANITIZE_ADDRESS__ /* ASan's quarantine keeps what was freed */
         /* 5 kB a round was the leak; the heap's own slack stays far below. */
         long rss = rss_kb();
-        cr_assert_leq(rss, warm_rss + 512, "RSS %ld kB after 300 rounds, %ld kB after 20", rss, warm_rss);
+        cr_assert_leq(rss, warm_rss + 512, "RSS %ld kB after 300 rounds, %ld kB after 20", rss,
+                      warm_rss);
 #else
         (void)warm_rss;
 #endif

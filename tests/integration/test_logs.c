@@ -15,8 +15,9 @@
 #include "kubelet.h"
 #include "logwait.h"
 
-#define CONFIG(extra) \
-        "{ " extra "\"resources\": [ { \"name\": \"example.com/serial\", \"match\": [ { \"path\": \"/dev/ttyS*\" } ] } ] }"
+#define CONFIG(extra)                                                                              \
+        "{ " extra                                                                                 \
+        "\"resources\": [ { \"name\": \"example.com/serial\", \"match\": [ { \"path\": \"/dev/ttyS*\" } ] } ] }"
 
 static struct env e;
 static struct tk *tk;
@@ -58,7 +59,8 @@ static void check_json_lines(void) {
                 const cJSON *time = cJSON_GetObjectItemCaseSensitive(o, "time");
                 const cJSON *level = cJSON_GetObjectItemCaseSensitive(o, "level");
                 const cJSON *msg = cJSON_GetObjectItemCaseSensitive(o, "message");
-                cr_assert(cJSON_IsString(time) && strlen(time->valuestring) == 24 && time->valuestring[23] == 'Z',
+                cr_assert(cJSON_IsString(time) && strlen(time->valuestring) == 24 &&
+                                  time->valuestring[23] == 'Z',
                           "time: %s", line);
                 cr_assert(cJSON_IsString(level) && cJSON_IsString(msg), "%s", line);
                 const cJSON *res = cJSON_GetObjectItemCaseSensitive(o, "resource");
@@ -69,12 +71,14 @@ static void check_json_lines(void) {
                 const cJSON *path = cJSON_GetObjectItemCaseSensitive(o, "path");
                 if (strstr(msg->valuestring, "was removed")) {
                         cr_assert_str_eq(level->valuestring, "warning");
-                        cr_assert(cJSON_IsString(path) && strcmp(path->valuestring, e.config) == 0, "%s", line);
+                        cr_assert(cJSON_IsString(path) && strcmp(path->valuestring, e.config) == 0,
+                                  "%s", line);
                         warnings++;
                 }
                 if (strstr(msg->valuestring, "refused")) {
                         const cJSON *dev = cJSON_GetObjectItemCaseSensitive(o, "device");
-                        cr_assert(cJSON_IsString(dev) && strcmp(dev->valuestring, "ttyS9") == 0, "%s", line);
+                        cr_assert(cJSON_IsString(dev) && strcmp(dev->valuestring, "ttyS9") == 0,
+                                  "%s", line);
                         cr_assert_null(path, "%s", line);
                         refused++;
                 }
@@ -109,7 +113,8 @@ Test(logs, text_by_default_and_bad_format_is_a_usage_error) {
         env_init(&e);
         env_write(&e, "config.json", CONFIG(""));
         char *out = NULL;
-        cr_assert_eq(env_run(&e, &out, "check", "--config", e.config, "--log-format", "yaml", NULL), 2);
+        cr_assert_eq(env_run(&e, &out, "check", "--config", e.config, "--log-format", "yaml", NULL),
+                     2);
         cr_assert_not_null(strstr(out, "--log-format"), "%s", out);
         free(out);
         env_spawn(&e, NULL);

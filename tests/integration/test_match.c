@@ -70,7 +70,9 @@ static void plug(int port, const char *vendor, const char *serial, int n) {
         char *intf = fmt("%s/1-%d:1.0", dev, port);
         char *tty = fmt("%s/ttyUSB%d/tty/ttyUSB%d", intf, n, n);
         const char *files[][2] = {
-                { "uevent", "" }, { "idVendor", vendor }, { "serial", serial },
+                { "uevent", "" },
+                { "idVendor", vendor },
+                { "serial", serial },
         };
         for (size_t i = 0; i < 3; i++) {
                 char *p = fmt("%s/%s", dev, files[i][0]), *v = fmt("%s\n", files[i][1]);
@@ -120,8 +122,8 @@ static size_t count(const char *hay, const char *needle) {
 }
 
 #define FTDI_CONFIG                                                                                \
-        "{ \"resources\": [ { \"name\": \"example.com/ftdi\", \"match\": [ { \"path\": "          \
-        "\"/dev/ttyUSB*\", \"attrs\": { \"idVendor\": \"0403\" }, \"id\": \"serial\", "           \
+        "{ \"resources\": [ { \"name\": \"example.com/ftdi\", \"match\": [ { \"path\": "           \
+        "\"/dev/ttyUSB*\", \"attrs\": { \"idVendor\": \"0403\" }, \"id\": \"serial\", "            \
         "\"mode\": \"0666\" } ] } ] }"
 
 Test(match, attribute_matched_adapter_replugs_under_its_stable_id) {
@@ -166,13 +168,14 @@ Test(match, attribute_matched_adapter_replugs_under_its_stable_id) {
         free(spec);
         V1beta1__AllocateResponse *r = NULL;
         cr_assert_eq(call_allocate(ch, &r, NULL, "A12B-if00", NULL, NULL), GRPC_STATUS_OK);
-        cr_assert_str_eq(r->container_responses[0]->cdi_devices[0]->name, "example.com/ftdi=A12B-if00");
+        cr_assert_str_eq(r->container_responses[0]->cdi_devices[0]->name,
+                         "example.com/ftdi=A12B-if00");
         v1beta1__allocate_response__free_unpacked(r, NULL);
         lw_close(s);
         grpc_channel_destroy(ch);
 }
 
-#define CLASH_CONFIG                                                                               \
+#define CLASH_CONFIG                                                                                      \
         "{ \"resources\": [ { \"name\": \"example.com/clash\", \"match\": [ { \"path\": \"/dev/a/*\" }, " \
         "{ \"path\": \"/dev/a-*\" } ] } ] }"
 
@@ -188,7 +191,9 @@ Test(match, clashing_ids_at_start_are_both_refused) {
         cr_assert_str_eq(l->devices[0]->id, "a-c");
         v1beta1__list_and_watch_response__free_unpacked(l, NULL);
         char *log = env_read(e.log);
-        cr_assert_not_null(strstr(log, "devices /dev/a-b, /dev/a/b all want ID \"a-b\": all refused"), "%s", log);
+        cr_assert_not_null(
+                strstr(log, "devices /dev/a-b, /dev/a/b all want ID \"a-b\": all refused"), "%s",
+                log);
         free(log);
         lw_close(s);
         grpc_channel_destroy(ch);
@@ -221,8 +226,10 @@ Test(match, a_clash_at_hotplug_never_renames_the_served_device) {
         cr_assert_null(strstr(spec, "\"/dev/a/b\""), "%s", spec);
         free(spec);
         char *log = env_read(e.log);
-        cr_assert_not_null(strstr(log, "devices /dev/a-b, /dev/a/b all want ID \"a-b\": the one already served"),
-                           "%s", log);
+        cr_assert_not_null(
+                strstr(log,
+                       "devices /dev/a-b, /dev/a/b all want ID \"a-b\": the one already served"),
+                "%s", log);
         free(log);
 
         /* /dev/a-b unplugged: "a-b" stays its ID, Unhealthy; /dev/a/b,
@@ -236,7 +243,8 @@ Test(match, a_clash_at_hotplug_never_renames_the_served_device) {
         cr_assert_null(strstr(spec, "\"/dev/a/b\""), "%s", spec);
         free(spec);
         log = env_read(e.log);
-        cr_assert_not_null(strstr(log, "device /dev/a/b refused: its ID \"a-b\" names /dev/a-b"), "%s", log);
+        cr_assert_not_null(strstr(log, "device /dev/a/b refused: its ID \"a-b\" names /dev/a-b"),
+                           "%s", log);
         free(log);
         /* Back: Healthy again under its ID. */
         env_touch(&e, "dev/a-b");
@@ -252,8 +260,9 @@ Test(match, regular_files_are_skipped_with_one_log_line) {
         env_init(&e);
         env_touch(&e, "dev/ttyUSB0");
         host_file("dev/ttyUSB9", "not a node");
-        serve("example.com/serial", "{ \"resources\": [ { \"name\": \"example.com/serial\", \"match\": [ "
-                                    "{ \"path\": \"/dev/ttyUSB*\" }, { \"path\": \"/dev/gone*\" } ] } ] }");
+        serve("example.com/serial",
+              "{ \"resources\": [ { \"name\": \"example.com/serial\", \"match\": [ "
+              "{ \"path\": \"/dev/ttyUSB*\" }, { \"path\": \"/dev/gone*\" } ] } ] }");
         grpc_channel *ch = tk_dial(tk, "example.com/serial");
         struct lw_stream *s = lw_open(ch);
         V1beta1__ListAndWatchResponse *l = next_with(s, 1);
@@ -268,9 +277,11 @@ Test(match, regular_files_are_skipped_with_one_log_line) {
                 cr_assert_null(strstr(l->devices[i]->id, "9"), "a file is not a device");
         v1beta1__list_and_watch_response__free_unpacked(l, NULL);
         char *log = env_read(e.log);
-        cr_assert_eq(count(log, "/dev/ttyUSB9 is not a character or block device node; skipped"), 1, "%s", log);
+        cr_assert_eq(count(log, "/dev/ttyUSB9 is not a character or block device node; skipped"), 1,
+                     "%s", log);
         /* And the selector that finds nothing says why, once. */
-        cr_assert_eq(count(log, "match[1]: finds no device: path: nothing matches \"/dev/gone*\""), 1, "%s", log);
+        cr_assert_eq(count(log, "match[1]: finds no device: path: nothing matches \"/dev/gone*\""),
+                     1, "%s", log);
         free(log);
         lw_close(s);
         grpc_channel_destroy(ch);
@@ -288,7 +299,8 @@ Test(match, check_names_the_field_of_bad_match_keys) {
         } bad[] = {
                 { "\"attrs\": [\"idVendor\"]", "resources[0].match[0].attrs" },
                 { "\"attrs\": {\"idVendor\": 403}", "resources[0].match[0].attrs.idVendor" },
-                { "\"attrs\": {\"../idVendor\": \"0403\"}", "resources[0].match[0].attrs.../idVendor" },
+                { "\"attrs\": {\"../idVendor\": \"0403\"}",
+                  "resources[0].match[0].attrs.../idVendor" },
                 { "\"attrs\": {\"serial\": \"A[12\"}", "resources[0].match[0].attrs.serial" },
                 { "\"subsystem\": 1", "resources[0].match[0].subsystem" },
                 { "\"id\": \"uuid\"", "resources[0].match[0].id" },
@@ -301,19 +313,24 @@ Test(match, check_names_the_field_of_bad_match_keys) {
         };
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
                 char *config = NULL, *out = NULL;
-                cr_assert(asprintf(&config, "{ \"resources\": [ { \"name\": \"example.com/x\", \"match\": [ "
-                                            "{ \"path\": \"/dev/x*\", %s } ] } ] }", bad[i].entry) > 0);
+                cr_assert(asprintf(&config,
+                                   "{ \"resources\": [ { \"name\": \"example.com/x\", \"match\": [ "
+                                   "{ \"path\": \"/dev/x*\", %s } ] } ] }",
+                                   bad[i].entry) > 0);
                 int rc = check(config, &out);
                 cr_expect_eq(rc, 2, "%s: exit %d: %s", bad[i].entry, rc, out);
                 char *want = NULL;
                 cr_assert(asprintf(&want, "%s: ", bad[i].field) > 0);
-                cr_expect_not_null(strstr(out, want), "%s: want %s in: %s", bad[i].entry, want, out);
+                cr_expect_not_null(strstr(out, want), "%s: want %s in: %s", bad[i].entry, want,
+                                   out);
                 free(want), free(out), free(config);
         }
         /* "link" needs a glob of links. */
         char *out = NULL;
         cr_expect_eq(check("{ \"resources\": [ { \"name\": \"example.com/x\", \"match\": [ "
-                           "{ \"usb\": { \"vendor\": \"0403\" }, \"id\": \"link\" } ] } ] }", &out), 2);
+                           "{ \"usb\": { \"vendor\": \"0403\" }, \"id\": \"link\" } ] } ] }",
+                           &out),
+                     2);
         cr_expect_not_null(strstr(out, "resources[0].match[0].id: "), "%s", out);
         free(out);
 }
@@ -321,16 +338,18 @@ Test(match, check_names_the_field_of_bad_match_keys) {
 Test(match, check_accepts_the_new_keys_and_warns_about_owner) {
         env_init(&e);
         char *out = NULL;
-        int rc = check("{ \"resources\": [ { \"name\": \"example.com/x\", \"match\": [ "
-                       "{ \"path\": \"/dev/serial/by-id/*\", \"id\": \"link\", \"optional\": true, "
-                       "\"attrs\": { \"idVendor\": \"0403\", \"serial\": \"A12*\" }, \"subsystem\": \"tty\", "
-                       "\"driver\": \"ftdi_sio\", \"kernel\": \"ttyUSB*\", \"mode\": \"0660\", \"group\": 20 } ] } ] }",
-                       &out);
+        int rc = check(
+                "{ \"resources\": [ { \"name\": \"example.com/x\", \"match\": [ "
+                "{ \"path\": \"/dev/serial/by-id/*\", \"id\": \"link\", \"optional\": true, "
+                "\"attrs\": { \"idVendor\": \"0403\", \"serial\": \"A12*\" }, \"subsystem\": \"tty\", "
+                "\"driver\": \"ftdi_sio\", \"kernel\": \"ttyUSB*\", \"mode\": \"0660\", \"group\": 20 } ] } ] }",
+                &out);
         cr_assert_eq(rc, 0, "%s", out);
         cr_expect_not_null(strstr(out, "warning: resources[0].match[0].group: "), "%s", out);
         free(out);
         rc = check("{ \"resources\": [ { \"name\": \"example.com/x\", \"match\": [ "
-                   "{ \"path\": \"/dev/ttyUSB*\", \"mode\": \"0666\" } ] } ] }", &out);
+                   "{ \"path\": \"/dev/ttyUSB*\", \"mode\": \"0666\" } ] } ] }",
+                   &out);
         cr_assert_eq(rc, 0, "%s", out);
         cr_expect_null(strstr(out, "warning"), "mode alone keeps per-container ownership: %s", out);
         free(out);

@@ -89,10 +89,12 @@ static char *scrape(void) {
 /* web-0 (shop) holds a serial port and two shares of fuse in two
  * containers, plus a device of a resource that is not ours. */
 static void set_pods(void) {
-        V1__ContainerDevices serial = V1__CONTAINER_DEVICES__INIT, fuse1 = V1__CONTAINER_DEVICES__INIT,
-                             fuse2 = V1__CONTAINER_DEVICES__INIT, other = V1__CONTAINER_DEVICES__INIT;
-        char *serial_ids[] = {"ttyUSB1"}, *fuse1_ids[] = {"fuse-0", "fuse-3"}, *fuse2_ids[] = {"fuse-1"},
-             *other_ids[] = {"gpu0"};
+        V1__ContainerDevices serial = V1__CONTAINER_DEVICES__INIT,
+                             fuse1 = V1__CONTAINER_DEVICES__INIT,
+                             fuse2 = V1__CONTAINER_DEVICES__INIT,
+                             other = V1__CONTAINER_DEVICES__INIT;
+        char *serial_ids[] = { "ttyUSB1" }, *fuse1_ids[] = { "fuse-0", "fuse-3" },
+             *fuse2_ids[] = { "fuse-1" }, *other_ids[] = { "gpu0" };
         serial.resource_name = "example.com/serial";
         serial.n_device_ids = 1;
         serial.device_ids = serial_ids;
@@ -105,15 +107,16 @@ static void set_pods(void) {
         other.resource_name = "vendor.example/gpu";
         other.n_device_ids = 1;
         other.device_ids = other_ids;
-        V1__ContainerDevices *app_devs[] = {&serial, &fuse1, &other}, *side_devs[] = {&fuse2};
-        V1__ContainerResources app = V1__CONTAINER_RESOURCES__INIT, side = V1__CONTAINER_RESOURCES__INIT;
+        V1__ContainerDevices *app_devs[] = { &serial, &fuse1, &other }, *side_devs[] = { &fuse2 };
+        V1__ContainerResources app = V1__CONTAINER_RESOURCES__INIT,
+                               side = V1__CONTAINER_RESOURCES__INIT;
         app.name = "app";
         app.n_devices = 3;
         app.devices = app_devs;
         side.name = "side\"car";
         side.n_devices = 1;
         side.devices = side_devs;
-        V1__ContainerResources *ctrs[] = {&app, &side};
+        V1__ContainerResources *ctrs[] = { &app, &side };
         V1__PodResources pod = V1__POD_RESOURCES__INIT, idle = V1__POD_RESOURCES__INIT;
         pod.name = "web-0";
         pod.namespace_ = "shop";
@@ -121,7 +124,7 @@ static void set_pods(void) {
         pod.containers = ctrs;
         idle.name = "idle";
         idle.namespace_ = "default";
-        V1__PodResources *pods[] = {&pod, &idle};
+        V1__PodResources *pods[] = { &pod, &idle };
         V1__ListPodResourcesResponse resp = V1__LIST_POD_RESOURCES_RESPONSE__INIT;
         resp.n_pod_resources = 2;
         resp.pod_resources = pods;
@@ -161,12 +164,18 @@ Test(metrics, allocation_series_with_pod_labels) {
         char *body = scrape();
         assert_alloc(body, expected_alloc);
         assert_has(body, "cdiplug_pod_resources_up 1\n");
-        assert_has(body, "cdiplug_device_info{resource=\"example.com/serial\",device=\"ttyUSB0\",health=\"Healthy\"} 1\n");
-        assert_has(body, "cdiplug_device_info{resource=\"example.com/fuse\",device=\"fuse\",health=\"Healthy\"} 1\n");
+        assert_has(
+                body,
+                "cdiplug_device_info{resource=\"example.com/serial\",device=\"ttyUSB0\",health=\"Healthy\"} 1\n");
+        assert_has(
+                body,
+                "cdiplug_device_info{resource=\"example.com/fuse\",device=\"fuse\",health=\"Healthy\"} 1\n");
         assert_has(body, "cdiplug_devices{resource=\"example.com/serial\",health=\"Healthy\"} 2\n");
         assert_has(body, "cdiplug_registrations_total{resource=\"example.com/fuse\"} 1\n");
         assert_has(body, "cdiplug_listandwatch_streams{resource=\"example.com/serial\"} 1\n");
-        assert_has(body, "cdiplug_cdi_spec_writes_total{resource=\"example.com/serial\",result=\"success\"} 1\n");
+        assert_has(
+                body,
+                "cdiplug_cdi_spec_writes_total{resource=\"example.com/serial\",result=\"success\"} 1\n");
         assert_has(body, "cdiplug_build_info{version=\"");
         assert_has(body, "process_resident_memory_bytes ");
         cr_assert_null(strstr(body, "gpu0"), "another resource's device leaked into the scrape");
@@ -176,8 +185,12 @@ Test(metrics, allocation_series_with_pod_labels) {
         env_rm(&e, "dev/ttyUSB0");
         cr_assert_eq(tk_wait_lists(tk, "example.com/serial", 2, 10000, NULL), 0);
         body = scrape();
-        assert_has(body, "cdiplug_device_info{resource=\"example.com/serial\",device=\"ttyUSB0\",health=\"Unhealthy\"} 1\n");
-        assert_has(body, "cdiplug_device_events_total{resource=\"example.com/serial\",event=\"vanished\"} 1\n");
+        assert_has(
+                body,
+                "cdiplug_device_info{resource=\"example.com/serial\",device=\"ttyUSB0\",health=\"Unhealthy\"} 1\n");
+        assert_has(
+                body,
+                "cdiplug_device_events_total{resource=\"example.com/serial\",event=\"vanished\"} 1\n");
         free(body);
 
         char *msg = NULL;
@@ -261,7 +274,7 @@ Test(metrics, readyz_follows_registration) {
 static char *whole_answer(const char *raw) {
         size_t n = 0, cap = 4 << 20;
         char *buf = malloc(cap);
-        struct timeval tv = {.tv_sec = 10};
+        struct timeval tv = { .tv_sec = 10 };
         int fd = http_connect(port);
         ssize_t r;
 
@@ -281,15 +294,18 @@ static char *whole_answer(const char *raw) {
 static void assert_head(const char *path, const char *status, const char *type) {
         char req[128], get_req[128], *head, *get, *get_body;
 
-        snprintf(req, sizeof(req), "HEAD %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", path);
-        snprintf(get_req, sizeof(get_req), "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", path);
+        snprintf(req, sizeof(req), "HEAD %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+                 path);
+        snprintf(get_req, sizeof(get_req),
+                 "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", path);
         head = whole_answer(req);
         get = whole_answer(get_req);
         cr_assert(strncmp(head, status, strlen(status)) == 0, "HEAD %s: %s", path, head);
         cr_assert(strncmp(get, status, strlen(status)) == 0, "GET %s: %s", path, get);
         cr_assert(strcasestr(head, type), "HEAD %s: %s", path, head);
         size_t hlen = strlen(head);
-        cr_assert(hlen >= 4 && strcmp(head + hlen - 4, "\r\n\r\n") == 0, "HEAD %s sent a body: %s", path, head);
+        cr_assert(hlen >= 4 && strcmp(head + hlen - 4, "\r\n\r\n") == 0, "HEAD %s sent a body: %s",
+                  path, head);
         get_body = strstr(get, "\r\n\r\n");
         cr_assert(get_body);
         const char *cl = strcasestr(head, "\r\nContent-Length: ");
@@ -298,7 +314,8 @@ static void assert_head(const char *path, const char *status, const char *type) 
          * its length's order; the others are the same text. */
         size_t len = strtoul(cl + 18, NULL, 10), get_len = strlen(get_body + 4);
         if (strcmp(path, "/metrics") == 0)
-                cr_assert(len > get_len / 2 && len < get_len * 2, "HEAD %s: length %zu, GET %zu", path, len, get_len);
+                cr_assert(len > get_len / 2 && len < get_len * 2, "HEAD %s: length %zu, GET %zu",
+                          path, len, get_len);
         else
                 cr_assert_eq(len, get_len, "HEAD %s: length %zu, GET %zu", path, len, get_len);
         free(head);
@@ -308,7 +325,8 @@ static void assert_head(const char *path, const char *status, const char *type) 
 Test(metrics, methods_and_paths) {
         start(true);
         char *body = NULL;
-        static const char post[] = "POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc";
+        static const char post[] =
+                "POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc";
         cr_assert_eq(http_raw(port, post, sizeof(post) - 1, &body, 10000), 405);
         free(body);
         /* 405 says what is allowed (RFC 9110 15.5.6). */
@@ -337,8 +355,8 @@ Test(metrics, methods_and_paths) {
  * timeout while no connection is open), also after a scrape, which left
  * a PodResources channel open and a connection closed. */
 Test(metrics, no_wakeups_while_nobody_scrapes) {
-        static const char *const threads[] = {"cdiplug", "cdiplug-watch", "MHD-single", NULL};
-        struct timespec settle = {0, 300000000}, idle = {2, 0};
+        static const char *const threads[] = { "cdiplug", "cdiplug-watch", "MHD-single", NULL };
+        struct timespec settle = { 0, 300000000 }, idle = { 2, 0 };
         int n = 0;
 
         start(true);
@@ -348,7 +366,8 @@ Test(metrics, no_wakeups_while_nobody_scrapes) {
         cr_assert_eq(n, 3, "the daemon's threads and the endpoint's: %d of 3 found", n);
         nanosleep(&idle, NULL); /* the point: two seconds in which nothing happens */
         long after = proc_thread_switches(e.pid, threads, NULL);
-        cr_assert_eq(after, before, "the daemon's and the endpoint's threads woke %ld times in 2 s of idleness",
+        cr_assert_eq(after, before,
+                     "the daemon's and the endpoint's threads woke %ld times in 2 s of idleness",
                      after - before);
         /* And the endpoint's thread does wake for a scrape. */
         free(scrape());
@@ -360,7 +379,8 @@ Test(metrics, hostile_clients_leave_it_serving) {
         char *body = NULL;
 
         /* Garbage instead of a request line. */
-        static const char garbage[] = "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03 not http at all\r\n\r\n";
+        static const char garbage[] =
+                "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03 not http at all\r\n\r\n";
         int st = http_raw(port, garbage, sizeof(garbage) - 1, NULL, 10000);
         cr_assert(st == 400 || st == 0, "garbage answered %d", st);
 

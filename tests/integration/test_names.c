@@ -22,7 +22,9 @@
 static struct env e;
 static struct tk *tk;
 
-static void start(void) { env_init(&e); }
+static void start(void) {
+        env_init(&e);
+}
 static void stop(void) {
         if (tk)
                 tk_stop(tk);
@@ -34,8 +36,11 @@ TestSuite(names, .init = start, .fini = stop, .timeout = 120);
 
 static void config1(const char *name, const char *extra) {
         char *json;
-        cr_assert(asprintf(&json, "{ \"resources\": [ { \"name\": \"%s\", \"match\": [ { \"path\": \"/dev/ttyUSB0\" } ]%s } ] }",
-                           name, extra ? extra : "") > 0);
+        cr_assert(
+                asprintf(
+                        &json,
+                        "{ \"resources\": [ { \"name\": \"%s\", \"match\": [ { \"path\": \"/dev/ttyUSB0\" } ]%s } ] }",
+                        name, extra ? extra : "") > 0);
         env_write(&e, "config.json", json);
         free(json);
 }
@@ -81,8 +86,10 @@ Test(names, edge_case_names_through_check_and_the_reference_grammar) {
                 { "example.com/GPU_x-1", 0, NULL },
                 { "example.com/gpu.a100", 0, "needs cdiVersion 0.6.0" },
                 { "example.com/9.x", 0, "needs cdiVersion 0.6.0" },
-                { "very-long-domain-name-for-a-device-vendor.example.com/" "9" "23456789b23456789c23456789d23456789e23456789f23456789g23456789", 0,
-                  "CDI kind is" },
+                { "very-long-domain-name-for-a-device-vendor.example.com/"
+                  "9"
+                  "23456789b23456789c23456789d23456789e23456789f23456789g23456789",
+                  0, "CDI kind is" },
                 { "example.com/-x", 2, "name part must start and end" },
                 { "Example.com/x", 2, "lowercase DNS subdomain" },
                 { "kubernetes.io/x", 2, "reserved" },
@@ -94,8 +101,8 @@ Test(names, edge_case_names_through_check_and_the_reference_grammar) {
         env_touch(&e, "dev/ttyUSB0");
         for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
                 config1(rows[i].name, NULL);
-                int rc = env_run(&e, &out, "check", "--config", e.config, "--host-root", e.host, "--kubelet-dir",
-                                 e.kubelet_dir, NULL);
+                int rc = env_run(&e, &out, "check", "--config", e.config, "--host-root", e.host,
+                                 "--kubelet-dir", e.kubelet_dir, NULL);
                 cr_expect_eq(rc, rows[i].rc, "%s: exit %d: %s", rows[i].name, rc, out);
                 if (rows[i].says)
                         cr_expect_not_null(strstr(out, rows[i].says), "%s: %s", rows[i].name, out);
@@ -104,18 +111,19 @@ Test(names, edge_case_names_through_check_and_the_reference_grammar) {
                 if (rc != 0)
                         continue;
                 /* Accepted: what generate writes must load in the reference. */
-                rc = env_run(&e, &out, "generate", "--config", e.config, "--host-root", e.host, "--cdi-dir",
-                             e.cdi_dir, NULL);
+                rc = env_run(&e, &out, "generate", "--config", e.config, "--host-root", e.host,
+                             "--cdi-dir", e.cdi_dir, NULL);
                 cr_expect_eq(rc, 0, "%s: generate exit %d: %s", rows[i].name, rc, out);
                 free(out);
                 char *spec = only_spec();
                 const char *why = NULL;
                 unsigned readers = cdig_spec_readers(spec, &why);
-                cr_expect(readers & CDIG_LIB_06, "%s: the reference refuses the spec (%s):\n%s", rows[i].name, why,
-                          spec);
-                cr_expect_eq(!(readers & CDIG_LIB_05), warned_06,
-                             "%s: check must warn exactly when CDI 0.5 libraries cannot read the spec:\n%s",
-                             rows[i].name, spec);
+                cr_expect(readers & CDIG_LIB_06, "%s: the reference refuses the spec (%s):\n%s",
+                          rows[i].name, why, spec);
+                cr_expect_eq(
+                        !(readers & CDIG_LIB_05), warned_06,
+                        "%s: check must warn exactly when CDI 0.5 libraries cannot read the spec:\n%s",
+                        rows[i].name, spec);
                 free(spec);
         }
 }
@@ -124,18 +132,24 @@ Test(names, names_that_would_share_a_kind_or_spec_file_are_refused) {
         char *out = NULL;
 
         env_touch(&e, "dev/ttyUSB0");
-        env_write(&e, "config.json",
-                  "{ \"resources\": [ { \"name\": \"example.com/9x\", \"match\": [ { \"path\": \"/dev/ttyUSB0\" } ] },"
-                  " { \"name\": \"example.com/cdi-9x\", \"match\": [ { \"path\": \"/dev/ttyUSB1\" } ] } ] }");
-        cr_expect_eq(env_run(&e, &out, "check", "--config", e.config, "--host-root", e.host, NULL), 2, "%s", out);
-        cr_expect_not_null(strstr(out, "\"example.com/9x\" and \"example.com/cdi-9x\" would share the CDI kind"),
-                           "%s", out);
+        env_write(
+                &e, "config.json",
+                "{ \"resources\": [ { \"name\": \"example.com/9x\", \"match\": [ { \"path\": \"/dev/ttyUSB0\" } ] },"
+                " { \"name\": \"example.com/cdi-9x\", \"match\": [ { \"path\": \"/dev/ttyUSB1\" } ] } ] }");
+        cr_expect_eq(env_run(&e, &out, "check", "--config", e.config, "--host-root", e.host, NULL),
+                     2, "%s", out);
+        cr_expect_not_null(
+                strstr(out,
+                       "\"example.com/9x\" and \"example.com/cdi-9x\" would share the CDI kind"),
+                "%s", out);
         free(out);
-        cr_expect_eq(env_run(&e, &out, "generate", "--config", e.config, "--host-root", e.host, "--cdi-dir",
-                             e.cdi_dir, NULL), 2, "%s", out);
+        cr_expect_eq(env_run(&e, &out, "generate", "--config", e.config, "--host-root", e.host,
+                             "--cdi-dir", e.cdi_dir, NULL),
+                     2, "%s", out);
         free(out);
-        cr_expect_eq(env_run(&e, &out, "serve", "--config", e.config, "--host-root", e.host, "--cdi-dir",
-                             e.cdi_dir, "--kubelet-dir", e.kubelet_dir, NULL), 2, "%s", out);
+        cr_expect_eq(env_run(&e, &out, "serve", "--config", e.config, "--host-root", e.host,
+                             "--cdi-dir", e.cdi_dir, "--kubelet-dir", e.kubelet_dir, NULL),
+                     2, "%s", out);
         cr_expect_not_null(strstr(out, "would share the CDI kind"), "%s", out);
         free(out);
         cr_expect_eq(env_dir_entries(e.cdi_dir), 0, "nothing written");
@@ -149,11 +163,13 @@ Test(names, a_kubelet_dir_too_long_for_any_socket_is_refused_by_check_and_serve)
         memcpy(dir, "/tmp/", 5);
         dir[90] = '\0';
         config1("example.com/serial", NULL);
-        cr_expect_eq(env_run(&e, &out, "check", "--config", e.config, "--kubelet-dir", dir, NULL), 2, "%s", out);
+        cr_expect_eq(env_run(&e, &out, "check", "--config", e.config, "--kubelet-dir", dir, NULL),
+                     2, "%s", out);
         cr_expect_not_null(strstr(out, "too long for any socket"), "%s", out);
         free(out);
-        cr_expect_eq(env_run(&e, &out, "serve", "--config", e.config, "--kubelet-dir", dir, "--cdi-dir", e.cdi_dir,
-                             "--host-root", e.host, NULL), 2, "%s", out);
+        cr_expect_eq(env_run(&e, &out, "serve", "--config", e.config, "--kubelet-dir", dir,
+                             "--cdi-dir", e.cdi_dir, "--host-root", e.host, NULL),
+                     2, "%s", out);
         free(out);
 }
 
@@ -165,7 +181,8 @@ static char *serve_and_register(const char *name) {
 
         env_spawn(&e, NULL);
         cr_assert_eq(tk_start(e.kubelet_dir, &tk), 0);
-        cr_assert_eq(tk_wait_registered(tk, name, 1, 10000), 0, "%s did not register: %s", name, env_read(e.log));
+        cr_assert_eq(tk_wait_registered(tk, name, 1, 10000), 0, "%s did not register: %s", name,
+                     env_read(e.log));
         cr_assert_eq(tk_last_register(tk, name, &req, &opts), 0);
         endpoint = strdup(req->endpoint);
         protobuf_c_message_free_unpacked(&req->base, NULL);
@@ -181,9 +198,11 @@ Test(names, a_name_part_starting_with_a_digit_is_served) {
         config1("example.com/9x", NULL);
         free(serve_and_register("example.com/9x"));
         grpc_channel *ch = tk_dial(tk, "example.com/9x");
-        cr_assert_eq(call_allocate(ch, &resp, &msg, "ttyUSB0", NULL, NULL), GRPC_STATUS_OK, "%s", msg);
+        cr_assert_eq(call_allocate(ch, &resp, &msg, "ttyUSB0", NULL, NULL), GRPC_STATUS_OK, "%s",
+                     msg);
         cr_assert_eq(resp->container_responses[0]->n_cdi_devices, 1);
-        cr_expect_str_eq(resp->container_responses[0]->cdi_devices[0]->name, "example.com/cdi-9x=ttyUSB0");
+        cr_expect_str_eq(resp->container_responses[0]->cdi_devices[0]->name,
+                         "example.com/cdi-9x=ttyUSB0");
         protobuf_c_message_free_unpacked(&resp->base, NULL);
         grpc_channel_destroy(ch);
         char *spec, *path;
@@ -203,16 +222,19 @@ Test(names, a_63_character_name_part_is_served_under_a_long_kubelet_dir) {
         /* Make the kubelet dir long: the full socket name would need
          * 8 + 12 + 63 + 5 bytes after it. */
         free(e.kubelet_dir);
-        cr_assert(asprintf(&e.kubelet_dir, "%s/var/lib/kubelet/plugins_registry/device-plugins", e.root) > 0);
-        cr_assert_gt(strlen(e.kubelet_dir) + 1 + strlen("cdiplug-example.com-.sock") + 63, sizeof(sa.sun_path) - 1);
+        cr_assert(asprintf(&e.kubelet_dir, "%s/var/lib/kubelet/plugins_registry/device-plugins",
+                           e.root) > 0);
+        cr_assert_gt(strlen(e.kubelet_dir) + 1 + strlen("cdiplug-example.com-.sock") + 63,
+                     sizeof(sa.sun_path) - 1);
         env_write(&e, "var/lib/kubelet/plugins_registry/device-plugins/.keep", "");
         env_touch(&e, "dev/ttyUSB0");
         snprintf(name, sizeof(name), "example.com/%s", long63);
         config1(name, NULL);
 
         char *out = NULL;
-        cr_expect_eq(env_run(&e, &out, "check", "--config", e.config, "--kubelet-dir", e.kubelet_dir, "--host-root",
-                             e.host, NULL), 0, "%s", out);
+        cr_expect_eq(env_run(&e, &out, "check", "--config", e.config, "--kubelet-dir",
+                             e.kubelet_dir, "--host-root", e.host, NULL),
+                     0, "%s", out);
         cr_expect_not_null(strstr(out, "the full name would not fit"), "%s", out);
         free(out);
 
@@ -248,13 +270,18 @@ Test(names, a_list_over_the_kubelets_limit_is_refused_and_others_keep_serving) {
                 env_touch(&e, rel);
         }
         env_touch(&e, "dev/fuse");
-        env_write(&e, "config.json",
-                  "{ \"resources\": [ { \"name\": \"example.com/big\", \"match\": [ { \"path\": \"/dev/ttyB*\" } ],"
-                  " \"shares\": 1024 }, { \"name\": \"example.com/fuse\", \"match\": [ { \"path\": \"/dev/fuse\" } ] } ] }");
-        cr_expect_eq(env_run(&e, &out, "check", "--config", e.config, "--host-root", e.host, NULL), 0, "%s", out);
-        cr_expect_not_null(strstr(out, "\"example.com/big\": its device list of 204800 IDs (200 devices x 1024 shares)"),
-                           "%s", out);
-        cr_expect_not_null(strstr(out, "over the kubelet's message limit of 4194304 bytes"), "%s", out);
+        env_write(
+                &e, "config.json",
+                "{ \"resources\": [ { \"name\": \"example.com/big\", \"match\": [ { \"path\": \"/dev/ttyB*\" } ],"
+                " \"shares\": 1024 }, { \"name\": \"example.com/fuse\", \"match\": [ { \"path\": \"/dev/fuse\" } ] } ] }");
+        cr_expect_eq(env_run(&e, &out, "check", "--config", e.config, "--host-root", e.host, NULL),
+                     0, "%s", out);
+        cr_expect_not_null(
+                strstr(out,
+                       "\"example.com/big\": its device list of 204800 IDs (200 devices x 1024 shares)"),
+                "%s", out);
+        cr_expect_not_null(strstr(out, "over the kubelet's message limit of 4194304 bytes"), "%s",
+                           out);
         free(out);
 
         env_spawn(&e, NULL);
@@ -262,11 +289,14 @@ Test(names, a_list_over_the_kubelets_limit_is_refused_and_others_keep_serving) {
         /* Both register (the big one too: only its list is refused), in
          * either order; waiting for one says nothing about the other. */
         cr_assert_eq(tk_wait_registered(tk, "example.com/fuse", 1, 10000), 0);
-        cr_assert_eq(log_wait(e.log, "resource \"example.com/big\": registered with the kubelet", 10000), 0);
+        cr_assert_eq(
+                log_wait(e.log, "resource \"example.com/big\": registered with the kubelet", 10000),
+                0);
         cr_assert_eq(tk_wait_lists(tk, "example.com/fuse", 1, 5000, &l), 0);
         cr_expect_eq(l->n_devices, 1);
         v1beta1__list_and_watch_response__free_unpacked(l, NULL);
-        cr_expect_eq(tk_lists(tk, "example.com/big"), 0, "no list of the big resource reached the kubelet");
+        cr_expect_eq(tk_lists(tk, "example.com/big"), 0,
+                     "no list of the big resource reached the kubelet");
 
         /* A stream of our own: ended with a status naming count and limit. */
         grpc_channel *ch = tk_dial(tk, "example.com/big");
@@ -288,7 +318,9 @@ Test(names, a_list_over_the_kubelets_limit_is_refused_and_others_keep_serving) {
                 protobuf_c_message_free_unpacked(&resp->base, NULL);
         grpc_channel_destroy(ch);
         char *log = env_read(e.log);
-        cr_expect_not_null(strstr(log, "resource \"example.com/big\": the device list of 204800 IDs"), "%s", log);
+        cr_expect_not_null(
+                strstr(log, "resource \"example.com/big\": the device list of 204800 IDs"), "%s",
+                log);
         free(log);
 }
 
@@ -297,11 +329,14 @@ Test(names, devices_two_resources_match_are_pointed_out_by_check_and_serve) {
 
         env_touch(&e, "dev/ttyUSB0");
         env_touch(&e, "dev/ttyUSB1");
-        env_write(&e, "config.json",
-                  "{ \"resources\": [ { \"name\": \"example.com/serial\", \"match\": [ { \"path\": \"/dev/ttyUSB*\" } ] },"
-                  " { \"name\": \"example.com/modem\", \"match\": [ { \"path\": \"/dev/ttyUSB1\" } ] } ] }");
-        static const char want[] = "resources \"example.com/serial\" and \"example.com/modem\" both offer device /dev/ttyUSB1";
-        cr_expect_eq(env_run(&e, &out, "check", "--config", e.config, "--host-root", e.host, NULL), 0, "%s", out);
+        env_write(
+                &e, "config.json",
+                "{ \"resources\": [ { \"name\": \"example.com/serial\", \"match\": [ { \"path\": \"/dev/ttyUSB*\" } ] },"
+                " { \"name\": \"example.com/modem\", \"match\": [ { \"path\": \"/dev/ttyUSB1\" } ] } ] }");
+        static const char want[] =
+                "resources \"example.com/serial\" and \"example.com/modem\" both offer device /dev/ttyUSB1";
+        cr_expect_eq(env_run(&e, &out, "check", "--config", e.config, "--host-root", e.host, NULL),
+                     0, "%s", out);
         cr_expect_not_null(strstr(out, want), "%s", out);
         cr_expect_null(strstr(out, "/dev/ttyUSB0 ("), "only the shared device: %s", out);
         free(out);

@@ -98,7 +98,8 @@ static int run_podman(const char *const *args, char **ret_out) {
         if (pid == 0) {
                 dup2(fds[1], 1);
                 dup2(fds[1], 2);
-                if (unshare(CLONE_NEWNS) != 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) {
+                if (unshare(CLONE_NEWNS) != 0 ||
+                    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) {
                         perror("private mount namespace");
                         _exit(126);
                 }
@@ -115,7 +116,7 @@ static int run_podman(const char *const *args, char **ret_out) {
         }
         close(fds[1]);
         for (;;) {
-                struct pollfd p = {.fd = fds[0], .events = POLLIN};
+                struct pollfd p = { .fd = fds[0], .events = POLLIN };
                 char buf[4096];
                 ssize_t n;
 
@@ -154,10 +155,14 @@ Test(podman, uid_1000_opens_a_root_only_node_through_the_allocated_cdi_name) {
          * the null device's numbers so writes succeed, root-only. */
         snprintf(node, sizeof(node), "/dev/cdiplug-test-%d", (int)getpid());
         unlink(node);
-        cr_assert_eq(mknod(node, S_IFCHR | 0600, makedev(1, 3)), 0, "mknod %s: %s", node, strerror(errno));
+        cr_assert_eq(mknod(node, S_IFCHR | 0600, makedev(1, 3)), 0, "mknod %s: %s", node,
+                     strerror(errno));
         cr_assert_eq(chmod(node, 0600), 0);
-        cr_assert_geq(asprintf(&config, "{ \"resources\": [ { \"name\": \"example.com/nonroot\","
-                                        " \"match\": [ { \"path\": \"%s\" } ] } ] }", node), 0);
+        cr_assert_geq(asprintf(&config,
+                               "{ \"resources\": [ { \"name\": \"example.com/nonroot\","
+                               " \"match\": [ { \"path\": \"%s\" } ] } ] }",
+                               node),
+                      0);
         env_write(&e, "config.json", config);
         env_spawn(&e, "--host-root", "/", NULL);
         cr_assert_eq(tk_start(e.kubelet_dir, &tk), 0);
@@ -165,7 +170,8 @@ Test(podman, uid_1000_opens_a_root_only_node_through_the_allocated_cdi_name) {
 
         id = node + strlen("/dev/");
         grpc_channel *ch = tk_dial(tk, "example.com/nonroot");
-        cr_assert_eq(call_allocate(ch, &resp, &msg, id, NULL, NULL), GRPC_STATUS_OK, "%s", msg ? msg : "");
+        cr_assert_eq(call_allocate(ch, &resp, &msg, id, NULL, NULL), GRPC_STATUS_OK, "%s",
+                     msg ? msg : "");
         cr_assert_eq(resp->n_container_responses, 1);
         cr_assert_eq(resp->container_responses[0]->n_cdi_devices, 1);
         const char *cdi_name = resp->container_responses[0]->cdi_devices[0]->name;
@@ -182,15 +188,34 @@ Test(podman, uid_1000_opens_a_root_only_node_through_the_allocated_cdi_name) {
         char cmd[256];
         snprintf(cmd, sizeof(cmd), "id -u; echo data > %s && echo WROTE", node);
         const char *args[] = {
-                PODMAN, "--runtime", RUNC, "run", "--rm", "--network", "none",
+                PODMAN,
+                "--runtime",
+                RUNC,
+                "run",
+                "--rm",
+                "--network",
+                "none",
                 /* This sandbox's root lacks CAP_SYS_RESOURCE: keep the
                  * limits below the inherited hard ones. */
-                "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024",
-                "--user", "1000:1000", "--device", cdi_name, "--rootfs", rootfs,
-                "/bin/busybox", "sh", "-c", cmd, NULL,
+                "--ulimit",
+                "nofile=1024:1024",
+                "--ulimit",
+                "nproc=1024:1024",
+                "--user",
+                "1000:1000",
+                "--device",
+                cdi_name,
+                "--rootfs",
+                rootfs,
+                "/bin/busybox",
+                "sh",
+                "-c",
+                cmd,
+                NULL,
         };
         status = run_podman(args, &out);
-        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "podman failed (%d): %s", status, out);
+        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "podman failed (%d): %s", status,
+                  out);
         cr_assert_not_null(strstr(out, "1000\n"), "container runs as uid 1000: %s", out);
         cr_assert_not_null(strstr(out, "WROTE"), "uid 1000 could not write the node: %s", out);
 
@@ -222,17 +247,21 @@ static int write_as_1000(const char *extra, char **ret_out, char **ret_spec) {
         env_init(&e);
         snprintf(node, sizeof(node), "/dev/cdiplug-test-%d", (int)getpid());
         unlink(node);
-        cr_assert_eq(mknod(node, S_IFCHR | 0600, makedev(1, 3)), 0, "mknod %s: %s", node, strerror(errno));
+        cr_assert_eq(mknod(node, S_IFCHR | 0600, makedev(1, 3)), 0, "mknod %s: %s", node,
+                     strerror(errno));
         cr_assert_eq(chmod(node, 0600), 0);
-        cr_assert_geq(asprintf(&config, "{ \"resources\": [ { \"name\": \"example.com/nonroot\","
-                                        " \"match\": [ { \"path\": \"%s\", %s } ] } ] }", node, extra), 0);
+        cr_assert_geq(asprintf(&config,
+                               "{ \"resources\": [ { \"name\": \"example.com/nonroot\","
+                               " \"match\": [ { \"path\": \"%s\", %s } ] } ] }",
+                               node, extra),
+                      0);
         env_write(&e, "config.json", config);
         env_spawn(&e, "--host-root", "/", NULL);
         cr_assert_eq(tk_start(e.kubelet_dir, &tk), 0);
         cr_assert_eq(tk_wait_registered(tk, "example.com/nonroot", 1, 10000), 0);
         grpc_channel *ch = tk_dial(tk, "example.com/nonroot");
-        cr_assert_eq(call_allocate(ch, &resp, &msg, node + strlen("/dev/"), NULL, NULL), GRPC_STATUS_OK, "%s",
-                     msg ? msg : "");
+        cr_assert_eq(call_allocate(ch, &resp, &msg, node + strlen("/dev/"), NULL, NULL),
+                     GRPC_STATUS_OK, "%s", msg ? msg : "");
         const char *cdi_name = resp->container_responses[0]->cdi_devices[0]->name;
         cr_assert_geq(asprintf(&spec, "%s/example.com-nonroot.json", e.cdi_dir), 0);
         *ret_spec = env_read(spec);
@@ -240,12 +269,31 @@ static int write_as_1000(const char *extra, char **ret_out, char **ret_spec) {
 
         rootfs = make_rootfs();
         char cmd[256];
-        snprintf(cmd, sizeof(cmd), "stat -c 'NODE %%u %%a' %s; echo data > %s && echo WROTE", node, node);
+        snprintf(cmd, sizeof(cmd), "stat -c 'NODE %%u %%a' %s; echo data > %s && echo WROTE", node,
+                 node);
         const char *args[] = {
-                PODMAN, "--runtime", RUNC, "run", "--rm", "--network", "none",
-                "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024",
-                "--user", "1000:1000", "--device", cdi_name, "--rootfs", rootfs,
-                "/bin/busybox", "sh", "-c", cmd, NULL,
+                PODMAN,
+                "--runtime",
+                RUNC,
+                "run",
+                "--rm",
+                "--network",
+                "none",
+                "--ulimit",
+                "nofile=1024:1024",
+                "--ulimit",
+                "nproc=1024:1024",
+                "--user",
+                "1000:1000",
+                "--device",
+                cdi_name,
+                "--rootfs",
+                rootfs,
+                "/bin/busybox",
+                "sh",
+                "-c",
+                cmd,
+                NULL,
         };
         int status = run_podman(args, ret_out);
         free(spec);
@@ -266,8 +314,10 @@ Test(podman, mode_0600_keeps_the_node_the_container_users) {
         /* 0600 is 384; ownership still left to the runtime. */
         cr_assert_not_null(strstr(spec, "\"fileMode\":\t384"), "%s", spec);
         cr_assert_null(strstr(spec, "\"uid\""), "%s", spec);
-        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "podman failed (%d): %s", status, out);
-        cr_assert_not_null(strstr(out, "NODE 1000 600\n"), "the node is uid 1000's, mode 0600: %s", out);
+        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "podman failed (%d): %s", status,
+                  out);
+        cr_assert_not_null(strstr(out, "NODE 1000 600\n"), "the node is uid 1000's, mode 0600: %s",
+                           out);
         cr_assert_not_null(strstr(out, "WROTE"), "uid 1000 could not write the node: %s", out);
         free(out);
         free(spec);
@@ -280,7 +330,8 @@ Test(podman, owner_0_with_mode_0600_locks_uid_1000_out) {
         int status = write_as_1000("\"mode\": \"0600\", \"owner\": 0", &out, &spec);
         cr_assert_not_null(strstr(spec, "\"uid\":\t0"), "%s", spec);
         cr_assert(WIFEXITED(status), "podman failed (%d): %s", status, out);
-        cr_assert_not_null(strstr(out, "NODE 0 600\n"), "the override holds in the container: %s", out);
+        cr_assert_not_null(strstr(out, "NODE 0 600\n"), "the override holds in the container: %s",
+                           out);
         cr_assert_null(strstr(out, "WROTE"), "uid 1000 wrote a root-only node: %s", out);
         free(out);
         free(spec);

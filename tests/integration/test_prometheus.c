@@ -52,9 +52,10 @@ static int start(void) {
         int port = http_free_port();
 
         env_init(&e);
-        env_write(&e, "config.json",
-                  "{ \"resources\": [ { \"name\": \"example.com/fuse\", \"match\": [ { \"path\": \"/dev/fuse\" } ],"
-                  " \"shares\": 4 } ] }");
+        env_write(
+                &e, "config.json",
+                "{ \"resources\": [ { \"name\": \"example.com/fuse\", \"match\": [ { \"path\": \"/dev/fuse\" } ],"
+                " \"shares\": 4 } ] }");
         env_touch(&e, "dev/fuse");
         cr_assert(asprintf(&pr_sock, "%s/pod-resources.sock", e.root) > 0);
         cr_assert_eq(tk_pr_start(pr_sock, &pr), 0);
@@ -66,22 +67,22 @@ static int start(void) {
         cr_assert_eq(file_wait_for(e.log, "metrics: serving", 10000), 0);
 
         V1__ContainerDevices cd = V1__CONTAINER_DEVICES__INIT;
-        char *ids[] = {"fuse-2"};
+        char *ids[] = { "fuse-2" };
         cd.resource_name = "example.com/fuse";
         cd.n_device_ids = 1;
         cd.device_ids = ids;
-        V1__ContainerDevices *cds[] = {&cd};
+        V1__ContainerDevices *cds[] = { &cd };
         V1__ContainerResources ctr = V1__CONTAINER_RESOURCES__INIT;
         ctr.name = "app";
         ctr.n_devices = 1;
         ctr.devices = cds;
-        V1__ContainerResources *ctrs[] = {&ctr};
+        V1__ContainerResources *ctrs[] = { &ctr };
         V1__PodResources pod = V1__POD_RESOURCES__INIT;
         pod.name = "web-0";
         pod.namespace_ = "shop";
         pod.n_containers = 1;
         pod.containers = ctrs;
-        V1__PodResources *pods[] = {&pod};
+        V1__PodResources *pods[] = { &pod };
         V1__ListPodResourcesResponse resp = V1__LIST_POD_RESOURCES_RESPONSE__INIT;
         resp.n_pod_resources = 1;
         resp.pod_resources = pods;
@@ -111,14 +112,15 @@ static int run(char *const argv[], const char *in_path, char **out) {
 
 Test(prometheus, promtool_accepts_a_live_scrape) {
         if (!have("promtool"))
-                cr_skip_test("promtool is missing (Debian package prometheus; tests/deps.sh installs it)");
+                cr_skip_test(
+                        "promtool is missing (Debian package prometheus; tests/deps.sh installs it)");
         int port = start();
         char *body = NULL, *path, *out = NULL;
         cr_assert_eq(http_get(port, "/metrics", &body), 200);
         cr_assert_not_null(strstr(body, "pod=\"web-0\""), "%s", body);
         cr_assert(asprintf(&path, "%s/scrape.txt", e.root) > 0);
         env_write(&e, "scrape.txt", body);
-        char *argv[] = {"/usr/bin/promtool", "check", "metrics", NULL};
+        char *argv[] = { "/usr/bin/promtool", "check", "metrics", NULL };
         int st = run(argv, path, &out);
         cr_assert_eq(st, 0, "promtool check metrics: exit %d:\n%s", st, out);
         cr_assert_str_eq(out, "", "promtool has complaints:\n%s", out);
@@ -146,20 +148,22 @@ static char *query_until(int prom_port, const char *promql_escaped, const char *
 
 Test(prometheus, real_prometheus_scrapes_pod_labels) {
         if (!have("prometheus"))
-                cr_skip_test("prometheus is missing (Debian package prometheus; tests/deps.sh installs it)");
+                cr_skip_test(
+                        "prometheus is missing (Debian package prometheus; tests/deps.sh installs it)");
         int port = start(), prom_port = http_free_port();
         char *yml, *cfg_path, *data, *listen, *log;
 
         cr_assert(asprintf(&yml,
                            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
                            "scrape_configs:\n  - job_name: cdiplug\n    static_configs:\n"
-                           "      - targets: ['127.0.0.1:%d']\n", port) > 0);
+                           "      - targets: ['127.0.0.1:%d']\n",
+                           port) > 0);
         env_write(&e, "prometheus.yml", yml);
         cr_assert(asprintf(&cfg_path, "--config.file=%s/prometheus.yml", e.root) > 0);
         cr_assert(asprintf(&data, "--storage.tsdb.path=%s/prom-data", e.root) > 0);
         cr_assert(asprintf(&listen, "--web.listen-address=127.0.0.1:%d", prom_port) > 0);
         cr_assert(asprintf(&log, "%s/prometheus.log", e.root) > 0);
-        char *argv[] = {"/usr/bin/prometheus", cfg_path, data, listen, NULL};
+        char *argv[] = { "/usr/bin/prometheus", cfg_path, data, listen, NULL };
         posix_spawn_file_actions_t fa;
         posix_spawn_file_actions_init(&fa);
         posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
@@ -167,7 +171,8 @@ Test(prometheus, real_prometheus_scrapes_pod_labels) {
         posix_spawn_file_actions_adddup2(&fa, 1, 2);
         cr_assert_eq(posix_spawn(&prom, argv[0], &fa, NULL, argv, environ), 0);
         posix_spawn_file_actions_destroy(&fa);
-        cr_assert_eq(file_wait_for(log, "Server is ready to receive web requests", 60000), 0, "%s", env_read(log));
+        cr_assert_eq(file_wait_for(log, "Server is ready to receive web requests", 60000), 0, "%s",
+                     env_read(log));
 
         char *body = query_until(prom_port, "cdiplug_device_allocation_info", "\"pod\":\"web-0\"");
         cr_assert_not_null(body, "Prometheus never had the allocation series:\n%s", env_read(log));
@@ -179,10 +184,11 @@ Test(prometheus, real_prometheus_scrapes_pod_labels) {
         /* The README's join: which pod holds which device, and its health.
          *   cdiplug_device_allocation_info
          *     * on(resource, device) group_left(health) cdiplug_device_info */
-        body = query_until(prom_port,
-                           "cdiplug_device_allocation_info%20*%20on(resource,device)%20group_left(health)"
-                           "%20cdiplug_device_info",
-                           "\"health\":\"Healthy\"");
+        body = query_until(
+                prom_port,
+                "cdiplug_device_allocation_info%20*%20on(resource,device)%20group_left(health)"
+                "%20cdiplug_device_info",
+                "\"health\":\"Healthy\"");
         cr_assert_not_null(body, "the join returned nothing");
         cr_assert_not_null(strstr(body, "\"pod\":\"web-0\""), "%s", body);
         free(body);

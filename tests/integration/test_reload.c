@@ -62,7 +62,8 @@ static const char *resource_json(const char *name) {
         static int n;
         char *b = buf[n++ % 4];
         /* example.com/rX matches /dev/rX0 only. */
-        snprintf(b, sizeof(buf[0]), "{ \"name\": \"%s\", \"match\": [ { \"path\": \"/dev/%s0\" } ] }", name,
+        snprintf(b, sizeof(buf[0]),
+                 "{ \"name\": \"%s\", \"match\": [ { \"path\": \"/dev/%s0\" } ] }", name,
                  name + strlen("example.com/"));
         return b;
 }
@@ -91,11 +92,13 @@ static void serve(const char *config, const char *config_path) {
 }
 
 static void registered(const char *res, unsigned n) {
-        cr_assert_eq(tk_wait_registered(tk, res, n, 10000), 0, "%s did not register %u times", res, n);
+        cr_assert_eq(tk_wait_registered(tk, res, n, 10000), 0, "%s did not register %u times", res,
+                     n);
 }
 
 static void wait_summaries(unsigned n) {
-        cr_assert_geq(log_wait_count(e.log, SUMMARY, n, 10000), 0, "no %u reload summaries in the log", n);
+        cr_assert_geq(log_wait_count(e.log, SUMMARY, n, 10000), 0,
+                      "no %u reload summaries in the log", n);
 }
 
 static ino_t inode(const char *path) {
@@ -108,7 +111,8 @@ static void assert_confined(void) {
         if (geteuid() != 0 || getenv("CDIPLUG_TEST_NO_SANDBOX"))
                 return;
         char *msg = NULL;
-        cr_assert_eq(proc_check_confined(e.pid, &msg), 0, "not confined after reloads: %s", msg ? msg : "");
+        cr_assert_eq(proc_check_confined(e.pid, &msg), 0, "not confined after reloads: %s",
+                     msg ? msg : "");
 }
 
 Test(reload, changing_one_of_three_relists_only_that_one) {
@@ -116,7 +120,7 @@ Test(reload, changing_one_of_three_relists_only_that_one) {
         char *cfg = config3(NULL);
         serve(cfg, e.config);
         free(cfg);
-        const char *names[] = {A, B, C};
+        const char *names[] = { A, B, C };
         unsigned regs[3], lists[3];
         for (int i = 0; i < 3; i++)
                 registered(names[i], 1);
@@ -128,13 +132,14 @@ Test(reload, changing_one_of_three_relists_only_that_one) {
         char *sock_c = path_in(e.kubelet_dir, "cdiplug-example.com-rc.sock");
         char *spec_a = path_in(e.cdi_dir, "example.com-ra.json");
         char *spec_b = path_in(e.cdi_dir, "example.com-rb.json");
-        ino_t ino[3] = {inode(sock_a), inode(sock_c), inode(spec_a)};
+        ino_t ino[3] = { inode(sock_a), inode(sock_c), inode(spec_a) };
 
         cfg = config3(B_WIDER);
         rename_into_place(e.config, cfg);
         free(cfg);
         V1beta1__ListAndWatchResponse *l = NULL;
-        cr_assert_eq(tk_wait_lists(tk, B, lists[1] + 1, 10000, &l), 0, "no new list for the changed resource");
+        cr_assert_eq(tk_wait_lists(tk, B, lists[1] + 1, 10000, &l), 0,
+                     "no new list for the changed resource");
         cr_assert_eq(l->n_devices, 2, "new list has %zu devices", l->n_devices);
         v1beta1__list_and_watch_response__free_unpacked(l, NULL);
         /* The spec was written before the list went out. */
@@ -157,10 +162,12 @@ Test(reload, changing_one_of_three_relists_only_that_one) {
         grpc_channel_destroy(ch);
 
         for (int i = 0; i < 3; i++)
-                cr_assert_eq(tk_registrations(tk, names[i]), regs[i], "%s registered again", names[i]);
+                cr_assert_eq(tk_registrations(tk, names[i]), regs[i], "%s registered again",
+                             names[i]);
         cr_assert_eq(tk_lists(tk, A), lists[0], "unchanged %s got a new list", A);
         cr_assert_eq(tk_lists(tk, C), lists[2], "unchanged %s got a new list", C);
-        cr_assert_eq(tk_lists(tk, B), lists[1] + 1, "changed %s got %u lists", B, tk_lists(tk, B) - lists[1]);
+        cr_assert_eq(tk_lists(tk, B), lists[1] + 1, "changed %s got %u lists", B,
+                     tk_lists(tk, B) - lists[1]);
         cr_assert_eq(inode(sock_a), ino[0], "socket of %s was re-created", A);
         cr_assert_eq(inode(sock_c), ino[1], "socket of %s was re-created", C);
         cr_assert_eq(inode(spec_a), ino[2], "spec of %s was rewritten", A);
@@ -174,7 +181,8 @@ Test(reload, changing_one_of_three_relists_only_that_one) {
 Test(reload, adds_and_removes_resources) {
         env_init(&e);
         char *cfg;
-        cr_assert(asprintf(&cfg, "{ \"resources\": [ %s, %s ] }", resource_json(A), resource_json(B)) > 0);
+        cr_assert(asprintf(&cfg, "{ \"resources\": [ %s, %s ] }", resource_json(A),
+                           resource_json(B)) > 0);
         serve(cfg, e.config);
         free(cfg);
         registered(A, 1);
@@ -183,7 +191,8 @@ Test(reload, adds_and_removes_resources) {
         char *spec_b = path_in(e.cdi_dir, "example.com-rb.json");
         inode(sock_b);
 
-        cr_assert(asprintf(&cfg, "{ \"resources\": [ %s, %s ] }", resource_json(A), resource_json(C)) > 0);
+        cr_assert(asprintf(&cfg, "{ \"resources\": [ %s, %s ] }", resource_json(A),
+                           resource_json(C)) > 0);
         rename_into_place(e.config, cfg);
         free(cfg);
         registered(C, 1);
@@ -195,8 +204,12 @@ Test(reload, adds_and_removes_resources) {
         /* No PodResources to ask: the spec stays, and the log says how to
          * remove it by hand. */
         char *hint;
-        cr_assert(asprintf(&hint, "kept: cannot ask the kubelet's PodResources whether a pod holds one of its "
-                                  "devices (no socket at %s)", e.podres) > 0);
+        cr_assert(
+                asprintf(
+                        &hint,
+                        "kept: cannot ask the kubelet's PodResources whether a pod holds one of its "
+                        "devices (no socket at %s)",
+                        e.podres) > 0);
         cr_assert_eq(log_wait(e.log, hint, 10000), 0, "no \"%s\" in the log", hint);
         free(hint);
         cr_assert_eq(stat(spec_b, &st), 0, "the removed resource's spec was deleted");
@@ -208,7 +221,8 @@ Test(reload, adds_and_removes_resources) {
         v1beta1__allocate_response__free_unpacked(r, NULL);
         grpc_channel_destroy(ch);
         int status = env_stop(&e, SIGTERM, 10000);
-        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "daemon did not stop cleanly: %d", status);
+        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "daemon did not stop cleanly: %d",
+                  status);
         free(sock_b);
         free(spec_b);
 }
@@ -220,7 +234,8 @@ Test(reload, removed_resource_spec_stays_while_a_pod_holds_one_of_its_devices) {
         cr_assert_eq(tk_pr_age(pr, 3600), 0);
         tk_pr_hold(pr, "shop", "web-0", B, "rb0");
         char *cfg;
-        cr_assert(asprintf(&cfg, "{ \"resources\": [ %s, %s ] }", resource_json(A), resource_json(B)) > 0);
+        cr_assert(asprintf(&cfg, "{ \"resources\": [ %s, %s ] }", resource_json(A),
+                           resource_json(B)) > 0);
         serve(cfg, e.config);
         free(cfg);
         registered(B, 1);
@@ -230,10 +245,15 @@ Test(reload, removed_resource_spec_stays_while_a_pod_holds_one_of_its_devices) {
         cr_assert(asprintf(&cfg, "{ \"resources\": [ %s ] }", resource_json(A)) > 0);
         rename_into_place(e.config, cfg);
         free(cfg);
-        cr_assert_eq(log_wait(e.log, "(of resource \"" B "\", removed from the config) kept: pod shop/web-0 holds "
-                                     "its device \"rb0\"", 10000), 0);
+        cr_assert_eq(log_wait(e.log,
+                              "(of resource \"" B
+                              "\", removed from the config) kept: pod shop/web-0 holds "
+                              "its device \"rb0\"",
+                              10000),
+                     0);
         struct stat st;
-        cr_assert_eq(stat(spec_b, &st), 0, "the spec was removed while a pod holds one of its devices");
+        cr_assert_eq(stat(spec_b, &st), 0,
+                     "the spec was removed while a pod holds one of its devices");
         char *text = env_read(record);
         cr_assert_not_null(strstr(text, "example.com-rb.json"), "%s", text);
         free(text);
@@ -248,7 +268,8 @@ Test(reload, removed_resource_spec_stays_while_a_pod_holds_one_of_its_devices) {
         cr_assert_gt(tk_pr_calls(pr), 1);
         assert_confined();
         int status = env_stop(&e, SIGTERM, 10000);
-        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "daemon did not stop cleanly: %d", status);
+        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "daemon did not stop cleanly: %d",
+                  status);
         tk_pr_stop(pr);
         free(spec_b);
         free(record);
@@ -283,8 +304,10 @@ Test(reload, changed_resource_keeps_what_each_id_means) {
         env_init(&e);
         env_touch(&e, "dev/rb-0");
         char *cfg;
-        cr_assert(asprintf(&cfg, "{ \"resources\": [ %s, { \"name\": \"" B "\", \"match\": [ { \"path\": "
-                                 "\"/dev/rb-*\" } ] } ] }", resource_json(A)) > 0);
+        cr_assert(asprintf(&cfg,
+                           "{ \"resources\": [ %s, { \"name\": \"" B "\", \"match\": [ { \"path\": "
+                           "\"/dev/rb-*\" } ] } ] }",
+                           resource_json(A)) > 0);
         serve(cfg, e.config);
         free(cfg);
         registered(B, 1);
@@ -297,7 +320,8 @@ Test(reload, changed_resource_keeps_what_each_id_means) {
 
         /* A second node wanting the same ID, and a selector that finds it. */
         env_touch(&e, "dev/rb/0");
-        reload_b("{ \"name\": \"" B "\", \"match\": [ { \"path\": \"/dev/rb-*\" }, { \"path\": \"/dev/rb/*\" } ] }");
+        reload_b("{ \"name\": \"" B
+                 "\", \"match\": [ { \"path\": \"/dev/rb-*\" }, { \"path\": \"/dev/rb/*\" } ] }");
         l = list_after(n);
         n = tk_lists(tk, B);
         const V1beta1__Device *dev = listed(l, "rb-0");
@@ -305,8 +329,13 @@ Test(reload, changed_resource_keeps_what_each_id_means) {
         cr_assert_str_eq(dev->health, "Healthy");
         cr_assert_eq(l->n_devices, 1);
         v1beta1__list_and_watch_response__free_unpacked(l, NULL);
-        cr_assert_eq(log_wait(e.log, "devices /dev/rb-0, /dev/rb/0 all want ID \"rb-0\": the one already served "
-                                     "under it stays", 10000), 0);
+        cr_assert_eq(
+                log_wait(
+                        e.log,
+                        "devices /dev/rb-0, /dev/rb/0 all want ID \"rb-0\": the one already served "
+                        "under it stays",
+                        10000),
+                0);
         char *text = env_read(spec_b);
         cr_assert_not_null(strstr(text, "\"/dev/rb-0\""), "%s", text);
         cr_assert_null(strstr(text, "/dev/rb/0"), "the spec gives rb-0 the newcomer: %s", text);
@@ -329,10 +358,13 @@ Test(reload, changed_resource_keeps_what_each_id_means) {
         l = list_after(n);
         dev = listed(l, "rb-0");
         cr_assert_not_null(dev);
-        cr_assert_str_eq(dev->health, "Unhealthy", "the newcomer took the ID of a device that is gone");
+        cr_assert_str_eq(dev->health, "Unhealthy",
+                         "the newcomer took the ID of a device that is gone");
         cr_assert_eq(l->n_devices, 1);
         v1beta1__list_and_watch_response__free_unpacked(l, NULL);
-        cr_assert_eq(log_wait(e.log, "device /dev/rb/0 refused: its ID \"rb-0\" names /dev/rb-0", 10000), 0);
+        cr_assert_eq(
+                log_wait(e.log, "device /dev/rb/0 refused: its ID \"rb-0\" names /dev/rb-0", 10000),
+                0);
         text = env_read(spec_b);
         cr_assert_not_null(strstr(text, "\"/dev/rb-0\""), "%s", text);
         cr_assert_null(strstr(text, "/dev/rb/0"), "the spec gives rb-0 the newcomer: %s", text);
@@ -351,7 +383,8 @@ Test(reload, zero_resources_and_back) {
         env_touch(&e, "dev/ra0");
         env_touch(&e, "dev/rb0");
         char *two;
-        cr_assert(asprintf(&two, "{ \"resources\": [ %s, %s ] }", resource_json(A), resource_json(B)) > 0);
+        cr_assert(asprintf(&two, "{ \"resources\": [ %s, %s ] }", resource_json(A),
+                           resource_json(B)) > 0);
         write_file(e.config, two);
         int port = http_free_port();
         cr_assert_gt(port, 0);
@@ -370,11 +403,13 @@ Test(reload, zero_resources_and_back) {
         rename_into_place(e.config, "{ \"resources\": [] }");
         wait_summaries(1);
         cr_assert_eq(log_count(e.log, "reload: 0 added, 0 changed, 2 removed, 0 unchanged"), 1);
-        cr_assert_eq(tk_wait_streams(tk, NULL, 0, 10000), 0, "a stream of a removed resource is still open");
+        cr_assert_eq(tk_wait_streams(tk, NULL, 0, 10000), 0,
+                     "a stream of a removed resource is still open");
         struct stat st;
         cr_assert_neq(stat(sock_a, &st), 0, "%s is still there", sock_a);
         cr_assert_neq(stat(sock_b, &st), 0, "%s is still there", sock_b);
-        cr_assert_eq(env_dir_entries(e.kubelet_dir), 1, "more than kubelet.sock left in the kubelet dir");
+        cr_assert_eq(env_dir_entries(e.kubelet_dir), 1,
+                     "more than kubelet.sock left in the kubelet dir");
         cr_assert_eq(kill(e.pid, 0), 0, "the daemon is gone");
         cr_assert_eq(http_get(port, "/healthz", NULL), 200);
         char *body = NULL;
@@ -410,7 +445,8 @@ Test(reload, zero_resources_and_back) {
         inode(spec_b);
         assert_confined();
         int status = env_stop(&e, SIGTERM, 10000);
-        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "daemon did not stop cleanly: %d", status);
+        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "daemon did not stop cleanly: %d",
+                  status);
         free(two);
         free(sock_a);
         free(sock_b);
@@ -424,8 +460,9 @@ static void exactly_file_reloads(unsigned want, unsigned hups) {
         wait_summaries(want + hups - 1);
         kill(e.pid, SIGHUP);
         wait_summaries(want + hups);
-        cr_assert_eq(log_count(e.log, "(the file changed)"), want, "%u file-triggered reloads, want %u",
-                     log_count(e.log, "(the file changed)"), want);
+        cr_assert_eq(log_count(e.log, "(the file changed)"), want,
+                     "%u file-triggered reloads, want %u", log_count(e.log, "(the file changed)"),
+                     want);
 }
 
 Test(reload, configmap_data_swap_reloads_once) {
@@ -466,7 +503,8 @@ Test(reload, configmap_data_swap_reloads_once) {
         cr_assert_eq(unlink(in_ts1), 0);
         cr_assert_eq(rmdir(ts1), 0);
         V1beta1__ListAndWatchResponse *l = NULL;
-        cr_assert_eq(tk_wait_lists(tk, B, lists_b + 1, 10000, &l), 0, "the ..data swap was not applied");
+        cr_assert_eq(tk_wait_lists(tk, B, lists_b + 1, 10000, &l), 0,
+                     "the ..data swap was not applied");
         cr_assert_eq(l->n_devices, 2);
         v1beta1__list_and_watch_response__free_unpacked(l, NULL);
         exactly_file_reloads(1, 1);
@@ -518,11 +556,13 @@ Test(reload, in_place_write_reloads_once_after_close) {
         cr_assert_eq(fclose(f), 0);
         free(cfg);
         V1beta1__ListAndWatchResponse *l = NULL;
-        cr_assert_eq(tk_wait_lists(tk, B, lists_b + 1, 10000, &l), 0, "the in-place write was not applied");
+        cr_assert_eq(tk_wait_lists(tk, B, lists_b + 1, 10000, &l), 0,
+                     "the in-place write was not applied");
         cr_assert_eq(l->n_devices, 2);
         v1beta1__list_and_watch_response__free_unpacked(l, NULL);
         exactly_file_reloads(1, 1);
-        cr_assert_eq(log_count(e.log, "keeping the running configuration"), 0, "half a file was parsed");
+        cr_assert_eq(log_count(e.log, "keeping the running configuration"), 0,
+                     "half a file was parsed");
 }
 
 Test(reload, bad_config_keeps_the_old_one_serving) {
@@ -536,19 +576,24 @@ Test(reload, bad_config_keeps_the_old_one_serving) {
         unsigned lists_b = tk_lists(tk, B);
 
         /* Valid JSON, invalid config: the error names the field. */
-        cfg = config3("{ \"name\": \"" B "\", \"match\": [ { \"path\": \"/dev/rb*\" } ], \"shares\": 0 }");
+        cfg = config3("{ \"name\": \"" B
+                      "\", \"match\": [ { \"path\": \"/dev/rb*\" } ], \"shares\": 0 }");
         rename_into_place(e.config, cfg);
         free(cfg);
-        cr_assert_geq(log_wait_count(e.log, "resources[1].shares", 1, 10000), 0, "no error naming the field");
+        cr_assert_geq(log_wait_count(e.log, "resources[1].shares", 1, 10000), 0,
+                      "no error naming the field");
         cr_assert_eq(log_count(e.log, "keeping the running configuration"), 1);
         cr_assert_eq(log_count(e.log, SUMMARY), 0, "a bad config was applied");
 
         /* Valid to the parser, but two names that would share a CDI kind:
          * refused as `check` and start-up refuse it. */
-        cr_assert(asprintf(&cfg, "{ \"resources\": [ %s, %s, %s, { \"name\": \"example.com/9x\", \"match\": "
-                                 "[ { \"path\": \"/dev/ra0\" } ] }, { \"name\": \"example.com/cdi-9x\", "
-                                 "\"match\": [ { \"path\": \"/dev/ra0\" } ] } ] }",
-                           resource_json(A), B_WIDER, resource_json(C)) > 0);
+        cr_assert(
+                asprintf(
+                        &cfg,
+                        "{ \"resources\": [ %s, %s, %s, { \"name\": \"example.com/9x\", \"match\": "
+                        "[ { \"path\": \"/dev/ra0\" } ] }, { \"name\": \"example.com/cdi-9x\", "
+                        "\"match\": [ { \"path\": \"/dev/ra0\" } ] } ] }",
+                        resource_json(A), B_WIDER, resource_json(C)) > 0);
         rename_into_place(e.config, cfg);
         free(cfg);
         cr_assert_geq(log_wait_count(e.log, "keeping the running configuration", 2, 10000), 0);
@@ -557,7 +602,9 @@ Test(reload, bad_config_keeps_the_old_one_serving) {
 
         /* The file is removed: a warning, the running config stays. */
         cr_assert_eq(unlink(e.config), 0);
-        cr_assert_geq(log_wait_count(e.log, "was removed; keeping the running configuration", 1, 10000), 0);
+        cr_assert_geq(
+                log_wait_count(e.log, "was removed; keeping the running configuration", 1, 10000),
+                0);
         kill(e.pid, SIGHUP);
         cr_assert_geq(log_wait_count(e.log, "keeping the running configuration", 4, 10000), 0);
 
@@ -567,7 +614,8 @@ Test(reload, bad_config_keeps_the_old_one_serving) {
         cr_assert_eq(call_allocate(ch, &r, NULL, "rb0", NULL, NULL), GRPC_STATUS_OK);
         v1beta1__allocate_response__free_unpacked(r, NULL);
         char *msg = NULL;
-        cr_assert_neq(call_allocate(ch, &r, &msg, "rb1", NULL, NULL), GRPC_STATUS_OK, "rb1 was never valid");
+        cr_assert_neq(call_allocate(ch, &r, &msg, "rb1", NULL, NULL), GRPC_STATUS_OK,
+                      "rb1 was never valid");
         free(msg);
         grpc_channel_destroy(ch);
         cr_assert_eq(tk_lists(tk, B), lists_b);
@@ -601,8 +649,9 @@ Test(reload, two_hundred_reloads_keep_fds_and_memory_flat, .timeout = 300) {
         env_init(&e);
         char *v1 = config3(NULL), *v2;
         /* v2: b changed, c removed, d added; back and forth. */
-        cr_assert(asprintf(&v2, "{ \"resources\": [ %s, %s, { \"name\": \"example.com/rd\", "
-                                "\"match\": [ { \"path\": \"/dev/rc0\" } ] } ] }",
+        cr_assert(asprintf(&v2,
+                           "{ \"resources\": [ %s, %s, { \"name\": \"example.com/rd\", "
+                           "\"match\": [ { \"path\": \"/dev/rc0\" } ] } ] }",
                            resource_json(A), B_WIDER) > 0);
         serve(v1, e.config);
         registered(C, 1);
@@ -624,20 +673,22 @@ Test(reload, two_hundred_reloads_keep_fds_and_memory_flat, .timeout = 300) {
         }
         cr_assert_eq(log_count(e.log, "reload: 1 added, 1 changed, 1 removed, 1 unchanged"), 200);
         int fds_late = env_wait_fds(e.pid, fds_early, 10000);
-        cr_assert_leq(fds_late, fds_early, "open fds grew from %d to %d over 180 reloads", fds_early, fds_late);
+        cr_assert_leq(fds_late, fds_early, "open fds grew from %d to %d over 180 reloads",
+                      fds_early, fds_late);
         long rss_late = rss_anon_kb(e.pid);
-        cr_log_info("fds %d -> %d, RssAnon %ld kB -> %ld kB over 180 reloads", fds_early, fds_late, rss_early,
-                    rss_late);
+        cr_log_info("fds %d -> %d, RssAnon %ld kB -> %ld kB over 180 reloads", fds_early, fds_late,
+                    rss_early, rss_late);
 #ifndef UNDER_ASAN
         /* 30-50 kB of malloc noise here; removed resources never freed
          * (plugin, settings, paths) add about 240 kB over 180 reloads, a
          * leaked grpc server per reload MBs. */
-        cr_assert_leq(rss_late, rss_early + 128, "RssAnon grew from %ld kB to %ld kB over 180 reloads",
-                      rss_early, rss_late);
+        cr_assert_leq(rss_late, rss_early + 128,
+                      "RssAnon grew from %ld kB to %ld kB over 180 reloads", rss_early, rss_late);
 #endif
         assert_confined();
         int status = env_stop(&e, SIGTERM, 10000);
-        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "daemon did not stop cleanly: %d", status);
+        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "daemon did not stop cleanly: %d",
+                  status);
         free(v1);
         free(v2);
 }
@@ -653,14 +704,19 @@ Test(reload, user_needs_a_restart_and_log_format_applies_at_once) {
                 cr_assert_eq(proc_status_field(e.pid, 0, "Uid", &uid), 0);
 
         /* A new identity and JSON logs, the resources as they were. */
-        cr_assert(asprintf(&cfg, "{ \"user\": \"65534\", \"log_format\": \"json\", \"resources\": [ %s, %s, %s ] }",
-                           resource_json(A), resource_json(B), resource_json(C)) > 0);
+        cr_assert(
+                asprintf(
+                        &cfg,
+                        "{ \"user\": \"65534\", \"log_format\": \"json\", \"resources\": [ %s, %s, %s ] }",
+                        resource_json(A), resource_json(B), resource_json(C)) > 0);
         rename_into_place(e.config, cfg);
         free(cfg);
         wait_summaries(1);
         cr_assert_eq(log_count(e.log, "user\" changed (unset to 65534): needs a restart"), 1);
-        cr_assert_eq(log_count(e.log, "\"message\":\"reload: 0 added, 0 changed, 0 removed, 3 unchanged\""), 1,
-                     "the summary is not a JSON line");
+        cr_assert_eq(
+                log_count(e.log,
+                          "\"message\":\"reload: 0 added, 0 changed, 0 removed, 3 unchanged\""),
+                1, "the summary is not a JSON line");
         if (uid) {
                 char *now = NULL;
                 cr_assert_eq(proc_status_field(e.pid, 0, "Uid", &now), 0);
@@ -693,7 +749,9 @@ Test(reload, changed_resource_keeps_its_list_while_its_spec_cannot_be_written) {
         rename_into_place(e.config, cfg);
         free(cfg);
         wait_summaries(1);
-        cr_assert_eq(log_count(e.log, "reload: 0 added, 0 changed, 0 removed, 2 unchanged, 1 failed"), 1);
+        cr_assert_eq(
+                log_count(e.log, "reload: 0 added, 0 changed, 0 removed, 2 unchanged, 1 failed"),
+                1);
         cr_assert_eq(log_count(e.log, "keeping its previous devices"), 1);
         cr_assert_eq(tk_lists(tk, B), lists_b, "a list went out without its spec");
 
@@ -728,6 +786,7 @@ Test(reload, config_dir_shared_with_a_kubelet_dir_that_appears_later) {
         cfg = config3(B_WIDER);
         rename_into_place(e.config, cfg);
         free(cfg);
-        cr_assert_eq(tk_wait_lists(tk, B, lists_b + 1, 10000, NULL), 0, "the config change was not seen");
+        cr_assert_eq(tk_wait_lists(tk, B, lists_b + 1, 10000, NULL), 0,
+                     "the config change was not seen");
         cr_assert_eq(log_count(e.log, "only SIGHUP reloads"), 0);
 }

@@ -20,7 +20,8 @@ static const char config[] =
         "  { \"name\": \"example.com/fuse\", \"match\": [ { \"path\": \"/dev/fuse\" } ], \"shares\": 8 },\n"
         "  { \"name\": \"example.com/kvm\", \"match\": [ { \"path\": \"/dev/kvm\" } ] } ] }\n";
 
-static const char *const resources[] = {"example.com/serial", "example.com/fuse", "example.com/kvm"};
+static const char *const resources[] = { "example.com/serial", "example.com/fuse",
+                                         "example.com/kvm" };
 
 static void setup(struct env *e) {
         env_init(e);
@@ -62,7 +63,8 @@ Test(restart, fifty_kubelet_restarts_reregister_every_resource, .timeout = 240) 
          * fd per restart would stay 50 above the count before them forever. */
         cr_assert_gt(fds_early, 0);
         int fds_late = env_wait_fds(e.pid, fds_early, 10000);
-        cr_assert_leq(fds_late, fds_early, "open fds grew from %d to %d over 50 restarts", fds_early, fds_late);
+        cr_assert_leq(fds_late, fds_early, "open fds grew from %d to %d over 50 restarts",
+                      fds_early, fds_late);
         int status = env_stop(&e, SIGTERM, 5000);
         cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
         tk_stop(tk);
@@ -75,8 +77,9 @@ static void no_more_registrations(struct tk *tk, const unsigned *want, const cha
          * the daemon still made them; 300 ms is ample to see one. */
         usleep(300000);
         for (size_t i = 0; i < 3; i++)
-                cr_assert_eq(tk_registrations(tk, resources[i]), want[i], "%s: %s registered %u times, want %u",
-                             why, resources[i], tk_registrations(tk, resources[i]), want[i]);
+                cr_assert_eq(tk_registrations(tk, resources[i]), want[i],
+                             "%s: %s registered %u times, want %u", why, resources[i],
+                             tk_registrations(tk, resources[i]), want[i]);
 }
 
 /* The kubelet deletes in name order, so our sockets go while the dead

@@ -62,8 +62,8 @@ static void assert_spec_defines(const V1beta1__ListAndWatchResponse *l) {
         for (size_t i = 0; i < l->n_devices; i++) {
                 char quoted[96];
                 snprintf(quoted, sizeof(quoted), "\"%s\"", l->devices[i]->id);
-                cr_assert(strstr(spec, quoted),
-                          "device %s is listed but the spec lacks it:\n%s", l->devices[i]->id, spec);
+                cr_assert(strstr(spec, quoted), "device %s is listed but the spec lacks it:\n%s",
+                          l->devices[i]->id, spec);
         }
         free(spec);
 }
@@ -80,7 +80,8 @@ static void assert_no_temp_files(void) {
         struct dirent *de;
         cr_assert_not_null(dir);
         while ((de = readdir(dir)))
-                cr_assert_null(strstr(de->d_name, "tmp"), "temp file %s left in %s", de->d_name, e.cdi_dir);
+                cr_assert_null(strstr(de->d_name, "tmp"), "temp file %s left in %s", de->d_name,
+                               e.cdi_dir);
         closedir(dir);
 }
 
@@ -111,7 +112,8 @@ static void hold_then_catch_up(void (*breaks)(void), void (*undo)(void), const c
         private_tmpfs_cdi_dir();
         env_touch(&e, "dev/ttyS0");
         env_write(&e, "config.json",
-                  "{ \"resources\": [ { \"name\": \"" RESOURCE "\", \"match\": [ { \"path\": \"/dev/ttyS*\" } ] } ] }");
+                  "{ \"resources\": [ { \"name\": \"" RESOURCE
+                  "\", \"match\": [ { \"path\": \"/dev/ttyS*\" } ] } ] }");
         env_spawn(&e, NULL);
         cr_assert_eq(tk_start(e.kubelet_dir, &tk), 0);
         cr_assert_eq(tk_wait_registered(tk, RESOURCE, 1, 10000), 0);
@@ -125,7 +127,8 @@ static void hold_then_catch_up(void (*breaks)(void), void (*undo)(void), const c
         unsigned before = tk_lists(tk, RESOURCE);
         breaks();
         env_touch(&e, "dev/ttyS1");
-        cr_assert_eq(log_wait(e.log, "cannot write CDI spec", 10000), 0, "the failed write is not logged");
+        cr_assert_eq(log_wait(e.log, "cannot write CDI spec", 10000), 0,
+                     "the failed write is not logged");
         cr_assert_eq(log_wait(e.log, errtext, 1000), 0, "the log does not say %s", errtext);
         cr_assert_eq(log_wait(e.log, e.cdi_dir, 1000), 0, "the log does not name the CDI dir");
         char *spec = spec_text();
@@ -153,13 +156,19 @@ static void hold_then_catch_up(void (*breaks)(void), void (*undo)(void), const c
 }
 
 static char *filler;
-static void fill(void) { filler = fill_cdi_dir(); }
+static void fill(void) {
+        filler = fill_cdi_dir();
+}
 static void unfill(void) {
         cr_assert_eq(unlink(filler), 0);
         free(filler);
 }
-static void ro(void) { set_read_only(true); }
-static void rw(void) { set_read_only(false); }
+static void ro(void) {
+        set_read_only(true);
+}
+static void rw(void) {
+        set_read_only(false);
+}
 
 Test(specfull, a_full_cdi_dir_holds_the_list_until_the_spec_is_written) {
         hold_then_catch_up(fill, unfill, "No space left on device");

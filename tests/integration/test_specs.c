@@ -27,10 +27,11 @@ static void stop(void) {
 
 TestSuite(specs, .fini = stop, .timeout = 60);
 
-#define SERIAL_AND_FUSE                                                                                   \
+#define SERIAL_AND_FUSE                                                                                           \
         "{ \"resources\": [ { \"name\": \"example.com/serial\", \"match\": [ { \"path\": \"/dev/ttyUSB*\" } ] }," \
         " { \"name\": \"example.com/fuse\", \"match\": [ { \"path\": \"/dev/fuse\" } ] } ] }"
-#define FUSE_ONLY "{ \"resources\": [ { \"name\": \"example.com/fuse\", \"match\": [ { \"path\": \"/dev/fuse\" } ] } ] }"
+#define FUSE_ONLY                                                                                  \
+        "{ \"resources\": [ { \"name\": \"example.com/fuse\", \"match\": [ { \"path\": \"/dev/fuse\" } ] } ] }"
 
 /* Serve config until resource registered; wait_for (may be NULL) is a
  * log line to see before stopping. */
@@ -82,20 +83,26 @@ Test(specs, removes_only_its_own_specs_no_pod_holds) {
         env_init(&e);
         serve_both_once();
         /* Another tool's spec, for a kind we no longer serve. */
-        env_write(&e, "cdi/vendor.com-tool.json",
-                  "{\"cdiVersion\":\"0.3.0\",\"kind\":\"vendor.com/tool\",\"devices\":[{\"name\":\"x\","
-                  "\"containerEdits\":{\"deviceNodes\":[{\"path\":\"/dev/x\"}]}}]}");
+        env_write(
+                &e, "cdi/vendor.com-tool.json",
+                "{\"cdiVersion\":\"0.3.0\",\"kind\":\"vendor.com/tool\",\"devices\":[{\"name\":\"x\","
+                "\"containerEdits\":{\"deviceNodes\":[{\"path\":\"/dev/x\"}]}}]}");
         podresources();
         /* A pod holding another resource's device changes nothing. */
         tk_pr_hold(pr, "default", "web", "example.com/fuse", "fuse");
 
         run_once(FUSE_ONLY, "example.com/fuse", "removed CDI spec");
         cr_assert_not(exists("example.com-serial.json"), "stale own spec must go");
-        cr_assert_not(claimed("example.com-serial.json"), "the record still claims the removed spec");
+        cr_assert_not(claimed("example.com-serial.json"),
+                      "the record still claims the removed spec");
         cr_assert(exists("example.com-fuse.json"));
         cr_assert(exists("vendor.com-tool.json"), "a spec cdiplug did not write is never removed");
-        cr_assert_eq(log_count(e.log, "example.com-serial.json (of a resource no longer configured): no pod holds one of "
-                                      "its devices"), 1);
+        cr_assert_eq(
+                log_count(
+                        e.log,
+                        "example.com-serial.json (of a resource no longer configured): no pod holds one of "
+                        "its devices"),
+                1);
 }
 
 Test(specs, keeps_a_stale_spec_while_a_pod_holds_one_of_its_devices) {
@@ -106,12 +113,14 @@ Test(specs, keeps_a_stale_spec_while_a_pod_holds_one_of_its_devices) {
 
         env_write(&e, "config.json", FUSE_ONLY);
         env_spawn(&e, NULL);
-        cr_assert_eq(log_wait(e.log, "kept: pod shop/web-0 holds its device \"ttyUSB0\"", 20000), 0);
+        cr_assert_eq(log_wait(e.log, "kept: pod shop/web-0 holds its device \"ttyUSB0\"", 20000),
+                     0);
         cr_assert(exists("example.com-serial.json"), "a spec a pod may still need was removed");
         cr_assert(claimed("example.com-serial.json"));
         /* The pod goes: the next check, on the timer, removes the spec. */
         tk_pr_hold(pr, NULL, NULL, NULL, NULL);
-        cr_assert_eq(log_wait(e.log, "removed CDI spec", 20000), 0, "the spec was not removed once no pod held it");
+        cr_assert_eq(log_wait(e.log, "removed CDI spec", 20000), 0,
+                     "the spec was not removed once no pod held it");
         cr_assert_not(exists("example.com-serial.json"));
         cr_assert_not(claimed("example.com-serial.json"));
         cr_assert(exists("example.com-fuse.json"));
@@ -120,8 +129,8 @@ Test(specs, keeps_a_stale_spec_while_a_pod_holds_one_of_its_devices) {
 
 static char *doctor(void) {
         char *out = NULL;
-        env_run(&e, &out, "doctor", "--config", e.config, "--host-root", e.host, "--kubelet-dir", e.kubelet_dir,
-                "--cdi-dir", e.cdi_dir, NULL);
+        env_run(&e, &out, "doctor", "--config", e.config, "--host-root", e.host, "--kubelet-dir",
+                e.kubelet_dir, "--cdi-dir", e.cdi_dir, NULL);
         return out;
 }
 
@@ -139,8 +148,11 @@ Test(specs, keeps_a_stale_spec_when_podresources_cannot_be_asked) {
         cr_assert_eq(log_count(e.log, want), 1, "the log does not say how to remove it by hand");
         /* doctor lists it, with the command. */
         char *out = doctor();
-        cr_assert_not_null(strstr(out, "example.com-serial.json was written by cdiplug, but no configured resource "
-                                       "owns it"), "%s", out);
+        cr_assert_not_null(
+                strstr(out,
+                       "example.com-serial.json was written by cdiplug, but no configured resource "
+                       "owns it"),
+                "%s", out);
         cr_assert_not_null(strstr(out, want), "%s", out);
         free(out);
 
@@ -148,7 +160,11 @@ Test(specs, keeps_a_stale_spec_when_podresources_cannot_be_asked) {
         cr_assert_eq(unlink(want + strlen("rm ")), 0);
         free(want);
         kill(e.pid, SIGHUP);
-        cr_assert_eq(log_wait(e.log, "example.com-serial.json (of a resource no longer configured) is gone", 20000), 0);
+        cr_assert_eq(
+                log_wait(e.log,
+                         "example.com-serial.json (of a resource no longer configured) is gone",
+                         20000),
+                0);
         cr_assert_not(claimed("example.com-serial.json"));
         out = doctor();
         cr_assert_null(strstr(out, "example.com-serial.json was written by cdiplug"), "%s", out);
@@ -176,13 +192,17 @@ Test(specs, does_not_trust_a_kubelet_that_just_started) {
 Test(specs, warns_about_specs_that_clash_with_its_own) {
         env_init(&e);
         env_touch(&e, "dev/ttyUSB0");
-        env_write(&e, "cdi/other.json",
-                  "{\"cdiVersion\":\"0.3.0\",\"kind\":\"example.com/serial\",\"devices\":[{\"name\":\"ttyUSB0\","
-                  "\"containerEdits\":{\"deviceNodes\":[{\"path\":\"/dev/ttyUSB9\"}]}}]}");
-        run_once("{ \"resources\": [ { \"name\": \"example.com/serial\", \"match\": [ { \"path\": \"/dev/ttyUSB*\" } ] } ] }",
-                 "example.com/serial", NULL);
+        env_write(
+                &e, "cdi/other.json",
+                "{\"cdiVersion\":\"0.3.0\",\"kind\":\"example.com/serial\",\"devices\":[{\"name\":\"ttyUSB0\","
+                "\"containerEdits\":{\"deviceNodes\":[{\"path\":\"/dev/ttyUSB9\"}]}}]}");
+        run_once(
+                "{ \"resources\": [ { \"name\": \"example.com/serial\", \"match\": [ { \"path\": \"/dev/ttyUSB*\" } ] } ] }",
+                "example.com/serial", NULL);
         char *log = env_read(e.log);
-        cr_assert_not_null(strstr(log, "other.json also defines device \"example.com/serial=ttyUSB0\""), "%s", log);
+        cr_assert_not_null(
+                strstr(log, "other.json also defines device \"example.com/serial=ttyUSB0\""), "%s",
+                log);
         free(log);
         cr_assert(exists("other.json"), "and leaves it alone");
 }

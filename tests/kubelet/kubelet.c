@@ -32,7 +32,7 @@ struct tk_op {
         void (*fn)(struct tk *tk, struct tk_op *op, bool ok);
 };
 
-#define OP_OWNER(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
+#define OP_OWNER(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
 /* One ListAndWatch stream, on the connection dialled for its Register. */
 struct tk_stream {
@@ -51,8 +51,8 @@ struct tk_stream {
 /* One call on kubelet.sock, from the slot offered to the server to the
  * answer, with the dial-back in between. */
 struct tk_reg {
-        struct tk_op op;       /* the server call's batches */
-        struct tk_op dial_op;  /* GetDevicePluginOptions on the dialled channel */
+        struct tk_op op;      /* the server call's batches */
+        struct tk_op dial_op; /* GetDevicePluginOptions on the dialled channel */
         enum { RG_NEW, RG_RECV, RG_DIAL, RG_FINISH } phase;
         grpc_call *call;
         grpc_call_details details;
@@ -71,13 +71,13 @@ struct tk_reg {
 
 struct tk_plugin {
         char *resource;
-        char *endpoint;           /* full socket path */
+        char *endpoint; /* full socket path */
         unsigned registrations;
         unsigned lists;
         unsigned lists_at_register;
-        uint64_t registered_at_ns;  /* CLOCK_MONOTONIC of the latest Register */
-        uint64_t arrived_at_ns;     /* when that Register's request arrived */
-        uint64_t list_at_ns;        /* when the newest list arrived */
+        uint64_t registered_at_ns; /* CLOCK_MONOTONIC of the latest Register */
+        uint64_t arrived_at_ns;    /* when that Register's request arrived */
+        uint64_t list_at_ns;       /* when the newest list arrived */
         V1beta1__ListAndWatchResponse *latest;
         V1beta1__RegisterRequest *last_req;
         V1beta1__DevicePluginOptions *last_opts;
@@ -86,20 +86,20 @@ struct tk_plugin {
 struct tk {
         char *dir;
         char *sock;
-        pthread_mutex_t lock;       /* everything below; held by the loop while it runs an op */
-        pthread_cond_t cond;        /* broadcast after every op */
-        grpc_completion_queue *cq;  /* the only one */
+        pthread_mutex_t lock;      /* everything below; held by the loop while it runs an op */
+        pthread_cond_t cond;       /* broadcast after every op */
+        grpc_completion_queue *cq; /* the only one */
         pthread_t thread;
         grpc_server *server;
-        bool serving;               /* offering slots, dialling back */
-        bool server_down;           /* its shutdown completed */
+        bool serving;     /* offering slots, dialling back */
+        bool server_down; /* its shutdown completed */
         struct tk_op shutdown_op;
-        struct tk_reg *regs;        /* calls on kubelet.sock not yet freed */
-        struct tk_stream *streams;  /* streams not yet freed */
+        struct tk_reg *regs;       /* calls on kubelet.sock not yet freed */
+        struct tk_stream *streams; /* streams not yet freed */
         struct tk_plugin plugins[TK_MAX_PLUGINS];
         size_t n_plugins;
-        uint64_t restarted_at_ns;   /* when the last restart deleted the sockets */
-        bool changed;               /* something a waiter looks at: wake them */
+        uint64_t restarted_at_ns; /* when the last restart deleted the sockets */
+        bool changed;             /* something a waiter looks at: wake them */
 };
 
 /* Enough slots that 64 plugins registering at once never wait for one. */
@@ -127,7 +127,8 @@ static void *loop_main(void *arg) {
         struct tk *tk = arg;
 
         for (;;) {
-                grpc_event ev = grpc_completion_queue_next(tk->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+                grpc_event ev = grpc_completion_queue_next(
+                        tk->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
                 if (ev.type == GRPC_QUEUE_SHUTDOWN)
                         return NULL;
                 if (ev.type != GRPC_OP_COMPLETE)
@@ -228,8 +229,8 @@ static void stream_open(struct tk *tk, struct tk_plugin *p, grpc_channel *ch) {
         grpc_metadata_array_init(&s->trailing);
         s->send = dp_pack(&empty.base);
         s->call = grpc_channel_create_call(ch, NULL, GRPC_PROPAGATE_DEFAULTS, tk->cq,
-                                           grpc_slice_from_static_string(DP_METHOD_LIST_AND_WATCH), NULL,
-                                           gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+                                           grpc_slice_from_static_string(DP_METHOD_LIST_AND_WATCH),
+                                           NULL, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
         s->next = tk->streams;
         tk->streams = s;
         tk->changed = true;
@@ -331,11 +332,13 @@ static void on_dialled(struct tk *tk, struct tk_op *op, bool ok) {
  * test kubelet more CPU per registration than the daemon spends on one,
  * and the benchmark measured mostly that. */
 static grpc_channel *dial_back(const char *path) {
-        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
         grpc_arg args[] = {
-                {.type = GRPC_ARG_INTEGER, .key = (char *)GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, .value.integer = DP_MAX_MESSAGE},
+                { .type = GRPC_ARG_INTEGER,
+                  .key = (char *)GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
+                  .value.integer = DP_MAX_MESSAGE },
         };
-        grpc_channel_args cargs = {.num_args = ELEMENTSOF(args), .args = args};
+        grpc_channel_args cargs = { .num_args = ELEMENTSOF(args), .args = args };
         grpc_channel_credentials *creds;
         grpc_channel *ch;
         int fd;
@@ -377,8 +380,8 @@ static void reg_received(struct tk *tk, struct tk_reg *g) {
         g->req = (V1beta1__RegisterRequest *)msg;
         if (strcmp(g->req->version, "v1beta1") != 0 || strchr(g->req->endpoint, '/') ||
             !*g->req->resource_name) {
-                xasprintf(&why, "bad RegisterRequest (version \"%s\", endpoint \"%s\")", g->req->version,
-                          g->req->endpoint);
+                xasprintf(&why, "bad RegisterRequest (version \"%s\", endpoint \"%s\")",
+                          g->req->version, g->req->endpoint);
                 reg_finish(tk, g, GRPC_STATUS_INVALID_ARGUMENT, why);
                 return;
         }
@@ -447,8 +450,8 @@ static void reg_offer(struct tk *tk) {
         grpc_call_details_init(&g->details);
         grpc_metadata_array_init(&g->md);
         dp_unary_init(&g->u, NULL);
-        if (grpc_server_request_call(tk->server, &g->call, &g->details, &g->md, tk->cq, tk->cq, &g->op) !=
-            GRPC_CALL_OK) {
+        if (grpc_server_request_call(tk->server, &g->call, &g->details, &g->md, tk->cq, tk->cq,
+                                     &g->op) != GRPC_CALL_OK) {
                 reg_free(tk, g);
                 return;
         }
@@ -527,7 +530,8 @@ static void delete_sockets(struct tk *tk, bool keep_kubelet_sock) {
                 struct stat st;
                 if (keep_kubelet_sock && strcmp(de->d_name, "kubelet.sock") == 0)
                         continue;
-                if (fstatat(dirfd(dir), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISSOCK(st.st_mode))
+                if (fstatat(dirfd(dir), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                    S_ISSOCK(st.st_mode))
                         unlinkat(dirfd(dir), de->d_name, 0);
         }
         closedir(dir);
@@ -612,7 +616,8 @@ void tk_stop(struct tk *tk) {
 }
 
 /* Wait on the condition until pred holds or the timeout passes. */
-static int wait_until(struct tk *tk, int timeout_ms, bool (*pred)(struct tk *, const void *), const void *arg) {
+static int wait_until(struct tk *tk, int timeout_ms, bool (*pred)(struct tk *, const void *),
+                      const void *arg) {
         struct timespec until;
         int r = 0;
 
@@ -674,7 +679,7 @@ unsigned tk_lists(struct tk *tk, const char *resource) {
 }
 
 int tk_wait_registered(struct tk *tk, const char *resource, unsigned count, int timeout_ms) {
-        struct want w = {resource, count};
+        struct want w = { resource, count };
         pthread_mutex_lock(&tk->lock);
         int r = wait_until(tk, timeout_ms, registered_pred, &w);
         pthread_mutex_unlock(&tk->lock);
@@ -694,7 +699,7 @@ static bool streams_pred(struct tk *tk, const void *arg) {
 }
 
 int tk_wait_streams(struct tk *tk, const char *resource, unsigned n, int timeout_ms) {
-        struct want w = {resource, n};
+        struct want w = { resource, n };
         pthread_mutex_lock(&tk->lock);
         int r = wait_until(tk, timeout_ms, streams_pred, &w);
         pthread_mutex_unlock(&tk->lock);
@@ -703,7 +708,7 @@ int tk_wait_streams(struct tk *tk, const char *resource, unsigned n, int timeout
 
 int tk_wait_lists(struct tk *tk, const char *resource, unsigned n, int timeout_ms,
                   V1beta1__ListAndWatchResponse **ret) {
-        struct want w = {resource, n};
+        struct want w = { resource, n };
         pthread_mutex_lock(&tk->lock);
         int r = wait_until(tk, timeout_ms, lists_pred, &w);
         if (r == 0 && ret) {

@@ -78,7 +78,8 @@ void tk_pr_mode(struct tk_pr *pr, enum tk_pr_mode mode);
 unsigned tk_pr_calls(struct tk_pr *pr);
 /* Answer one pod ns/pod whose container holds device id of resource; with
  * resource NULL, no pod at all. */
-void tk_pr_hold(struct tk_pr *pr, const char *ns, const char *pod, const char *resource, const char *id);
+void tk_pr_hold(struct tk_pr *pr, const char *ns, const char *pod, const char *resource,
+                const char *id);
 /* Date the socket back (its mtime), as a kubelet that started that many
  * seconds ago: cdiplug trusts the pod list of a settled kubelet only. */
 int tk_pr_age(struct tk_pr *pr, int seconds);

@@ -41,7 +41,7 @@ static void hold(const char *resource, const char *id) {
 static int print_metrics(const char *addr) {
         char host[64], req[] = "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
         const char *colon = strrchr(addr, ':');
-        struct sockaddr_in sa = {.sin_family = AF_INET};
+        struct sockaddr_in sa = { .sin_family = AF_INET };
         size_t cap = 1 << 16, n = 0;
         char *buf = malloc(cap);
         int fd;
@@ -53,7 +53,8 @@ static int print_metrics(const char *addr) {
         sa.sin_port = htons((uint16_t)atoi(colon + 1));
         fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (inet_pton(AF_INET, host, &sa.sin_addr) != 1 || fd < 0 ||
-            connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || write(fd, req, strlen(req)) < 0) {
+            connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+            write(fd, req, strlen(req)) < 0) {
                 fprintf(stderr, "test-kubelet: cannot scrape %s\n", addr);
                 free(buf);
                 return -1;
@@ -66,7 +67,8 @@ static int print_metrics(const char *addr) {
         printf("\nGET http://%s/metrics (a sample):\n", addr);
         for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n"))
                 if (strncmp(line, "cdiplug_device_allocation_info{", 31) == 0 ||
-                    strncmp(line, "cdiplug_device_info{", 20) == 0 || strncmp(line, "cdiplug_devices{", 16) == 0 ||
+                    strncmp(line, "cdiplug_device_info{", 20) == 0 ||
+                    strncmp(line, "cdiplug_devices{", 16) == 0 ||
                     strncmp(line, "cdiplug_pod_resources_up", 24) == 0 ||
                     strncmp(line, "cdiplug_allocate_requests_total{", 32) == 0)
                         printf("  %s\n", line);
@@ -77,8 +79,8 @@ static int print_metrics(const char *addr) {
 static void print_allocate(struct tk *tk, const char *resource, const char *id) {
         V1beta1__AllocateRequest req = V1BETA1__ALLOCATE_REQUEST__INIT;
         V1beta1__ContainerAllocateRequest creq = V1BETA1__CONTAINER_ALLOCATE_REQUEST__INIT;
-        V1beta1__ContainerAllocateRequest *creqs[] = {&creq};
-        char *ids[] = {(char *)id};
+        V1beta1__ContainerAllocateRequest *creqs[] = { &creq };
+        char *ids[] = { (char *)id };
         ProtobufCMessage *resp = NULL;
         char *details = NULL;
         grpc_channel *ch = tk_dial(tk, resource);
@@ -87,8 +89,9 @@ static void print_allocate(struct tk *tk, const char *resource, const char *id) 
         creq.devices_ids = ids;
         req.n_container_requests = 1;
         req.container_requests = creqs;
-        grpc_status_code st = dp_call_unary(ch, DP_METHOD_ALLOCATE, &req.base,
-                                            &v1beta1__allocate_response__descriptor, &resp, &details, 5000);
+        grpc_status_code st =
+                dp_call_unary(ch, DP_METHOD_ALLOCATE, &req.base,
+                              &v1beta1__allocate_response__descriptor, &resp, &details, 5000);
         printf("  Allocate([\"%s\"]) -> status %d %s\n", id, st, details ? details : "");
         if (st == GRPC_STATUS_OK)
                 hold(resource, id);
@@ -99,7 +102,8 @@ static void print_allocate(struct tk *tk, const char *resource, const char *id) 
                         for (size_t j = 0; j < c->n_cdi_devices; j++)
                                 printf("    cdi_devices: %s\n", c->cdi_devices[j]->name);
                         for (size_t j = 0; j < c->n_annotations; j++)
-                                printf("    annotation:  %s=%s\n", c->annotations[j]->key, c->annotations[j]->value);
+                                printf("    annotation:  %s=%s\n", c->annotations[j]->key,
+                                       c->annotations[j]->value);
                         for (size_t j = 0; j < c->n_devices; j++)
                                 printf("    device:      %s -> %s (%s)\n", c->devices[j]->host_path,
                                        c->devices[j]->container_path, c->devices[j]->permissions);
@@ -127,7 +131,8 @@ int main(int argc, char **argv) {
                 argc -= 2;
         }
         if (argc < 3) {
-                fprintf(stderr, "usage: test-kubelet [--pod-resources SOCK [--scrape HOST:PORT]] DIR RESOURCE...\n");
+                fprintf(stderr,
+                        "usage: test-kubelet [--pod-resources SOCK [--scrape HOST:PORT]] DIR RESOURCE...\n");
                 return 2;
         }
         if (pr_sock && tk_pr_start(pr_sock, &pr) < 0) {
@@ -167,9 +172,9 @@ int main(int argc, char **argv) {
         }
         if (pr) {
                 V1__ContainerResources ctr = V1__CONTAINER_RESOURCES__INIT;
-                V1__ContainerResources *ctrs[] = {&ctr};
+                V1__ContainerResources *ctrs[] = { &ctr };
                 V1__PodResources pod = V1__POD_RESOURCES__INIT;
-                V1__PodResources *pods[] = {&pod};
+                V1__PodResources *pods[] = { &pod };
                 V1__ListPodResourcesResponse resp = V1__LIST_POD_RESOURCES_RESPONSE__INIT;
                 ctr.name = "app";
                 ctr.n_devices = n_held;
@@ -181,7 +186,8 @@ int main(int argc, char **argv) {
                 resp.n_pod_resources = 1;
                 resp.pod_resources = pods;
                 tk_pr_set(pr, &resp);
-                printf("\nPodResources: pod default/demo, container app holds %zu device IDs\n", n_held);
+                printf("\nPodResources: pod default/demo, container app holds %zu device IDs\n",
+                       n_held);
                 if (scrape && print_metrics(scrape) < 0)
                         failed++;
                 tk_pr_stop(pr);

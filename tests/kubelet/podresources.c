@@ -39,10 +39,10 @@ struct tk_pr {
         grpc_completion_queue *cq;
         pthread_t thread;
         pthread_mutex_t lock;
-        pthread_cond_t cond;       /* a call freed, the server down */
+        pthread_cond_t cond; /* a call freed, the server down */
         bool serving, down;
         enum tk_pr_mode mode;
-        uint8_t *answer;           /* packed ListPodResourcesResponse */
+        uint8_t *answer; /* packed ListPodResourcesResponse */
         size_t answer_len;
         unsigned calls;
         struct tk_pr_call *live;
@@ -77,7 +77,8 @@ static void offer(struct tk_pr *pr) {
         c->status_details = grpc_empty_slice();
         grpc_call_details_init(&c->details);
         grpc_metadata_array_init(&c->md);
-        if (grpc_server_request_call(pr->server, &c->call, &c->details, &c->md, pr->cq, pr->cq, c) != GRPC_CALL_OK) {
+        if (grpc_server_request_call(pr->server, &c->call, &c->details, &c->md, pr->cq, pr->cq,
+                                     c) != GRPC_CALL_OK) {
                 call_free(pr, c);
                 return;
         }
@@ -86,7 +87,7 @@ static void offer(struct tk_pr *pr) {
 }
 
 static void answer(struct tk_pr *pr, struct tk_pr_call *c) {
-        static const uint8_t garbage[] = {0xff, 0xff, 0xff, 0xff, 0x0f, 0x0a, 0x7f};
+        static const uint8_t garbage[] = { 0xff, 0xff, 0xff, 0xff, 0x0f, 0x0a, 0x7f };
         grpc_status_code st = GRPC_STATUS_OK;
         grpc_op ops[3];
         size_t n = 0;
@@ -105,8 +106,10 @@ static void answer(struct tk_pr *pr, struct tk_pr_call *c) {
                 return;
         } else {
                 grpc_slice s = pr->mode == TK_PR_GARBAGE
-                                       ? grpc_slice_from_copied_buffer((const char *)garbage, sizeof(garbage))
-                                       : grpc_slice_from_copied_buffer((const char *)pr->answer, pr->answer_len);
+                                       ? grpc_slice_from_copied_buffer((const char *)garbage,
+                                                                       sizeof(garbage))
+                                       : grpc_slice_from_copied_buffer((const char *)pr->answer,
+                                                                       pr->answer_len);
                 c->send = grpc_raw_byte_buffer_create(&s, 1);
                 grpc_slice_unref(s);
                 ops[n].op = GRPC_OP_SEND_MESSAGE;
@@ -158,7 +161,8 @@ static void *loop(void *arg) {
         struct tk_pr *pr = arg;
 
         for (;;) {
-                grpc_event ev = grpc_completion_queue_next(pr->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+                grpc_event ev = grpc_completion_queue_next(
+                        pr->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
                 if (ev.type == GRPC_QUEUE_SHUTDOWN)
                         return NULL;
                 if (ev.type != GRPC_OP_COMPLETE)
@@ -263,12 +267,13 @@ unsigned tk_pr_calls(struct tk_pr *pr) {
         return n;
 }
 
-void tk_pr_hold(struct tk_pr *pr, const char *ns, const char *pod, const char *resource, const char *id) {
+void tk_pr_hold(struct tk_pr *pr, const char *ns, const char *pod, const char *resource,
+                const char *id) {
         V1__ListPodResourcesResponse resp = V1__LIST_POD_RESOURCES_RESPONSE__INIT;
-        V1__PodResources p = V1__POD_RESOURCES__INIT, *pods[] = {&p};
-        V1__ContainerResources c = V1__CONTAINER_RESOURCES__INIT, *ctrs[] = {&c};
-        V1__ContainerDevices dev = V1__CONTAINER_DEVICES__INIT, *devs[] = {&dev};
-        char *ids[] = {(char *)id};
+        V1__PodResources p = V1__POD_RESOURCES__INIT, *pods[] = { &p };
+        V1__ContainerResources c = V1__CONTAINER_RESOURCES__INIT, *ctrs[] = { &c };
+        V1__ContainerDevices dev = V1__CONTAINER_DEVICES__INIT, *devs[] = { &dev };
+        char *ids[] = { (char *)id };
 
         if (resource) {
                 dev.resource_name = (char *)resource;
@@ -291,6 +296,6 @@ int tk_pr_age(struct tk_pr *pr, int seconds) {
         struct timespec now, ts[2];
 
         clock_gettime(CLOCK_REALTIME, &now);
-        ts[0] = ts[1] = (struct timespec){.tv_sec = now.tv_sec - seconds};
+        ts[0] = ts[1] = (struct timespec){ .tv_sec = now.tv_sec - seconds };
         return utimensat(AT_FDCWD, pr->path, ts, 0) < 0 ? -errno : 0;
 }

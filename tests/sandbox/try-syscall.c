@@ -39,8 +39,7 @@
 #define EXIT_USAGE 126
 
 /* Report a raw call's outcome and turn it into the exit status. */
-static int report(const char *what, long ret)
-{
+static int report(const char *what, long ret) {
         int e = ret < 0 ? errno : 0;
 
         printf("%s: ret=%ld errno=%d (%s)\n", what, ret, e, e ? strerror(e) : "ok");
@@ -51,21 +50,42 @@ static int report(const char *what, long ret)
 /* The denylist, callable by name. All arguments are -1: if the filter ever
  * let one through, the kernel rejects it (EINVAL, EFAULT, EBADF or a
  * no-change query), so a broken filter fails the test, not the machine. */
-#define SC(n) { #n, SYS_##n }
+#define SC(n)                                                                                      \
+        { #n, SYS_##n }
 static const struct {
         const char *name;
         long nr;
 } calls[] = {
-        SC(execve), SC(execveat), SC(ptrace), SC(mount), SC(umount2),
-        SC(pivot_root), SC(init_module), SC(finit_module), SC(bpf),
-        SC(kexec_load), SC(setuid), SC(setgid), SC(setreuid), SC(setregid),
-        SC(setresuid), SC(setresgid), SC(setgroups), SC(setfsuid),
-        SC(setfsgid), SC(unshare), SC(setns), SC(keyctl),
-        SC(process_vm_writev), SC(getsid), SC(syslog), SC(acct), SC(clone3),
+        SC(execve),
+        SC(execveat),
+        SC(ptrace),
+        SC(mount),
+        SC(umount2),
+        SC(pivot_root),
+        SC(init_module),
+        SC(finit_module),
+        SC(bpf),
+        SC(kexec_load),
+        SC(setuid),
+        SC(setgid),
+        SC(setreuid),
+        SC(setregid),
+        SC(setresuid),
+        SC(setresgid),
+        SC(setgroups),
+        SC(setfsuid),
+        SC(setfsgid),
+        SC(unshare),
+        SC(setns),
+        SC(keyctl),
+        SC(process_vm_writev),
+        SC(getsid),
+        SC(syslog),
+        SC(acct),
+        SC(clone3),
 };
 
-static int do_call(const char *name)
-{
+static int do_call(const char *name) {
         const long m1 = -1;
 
         for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++)
@@ -75,11 +95,10 @@ static int do_call(const char *name)
         return EXIT_USAGE;
 }
 
-static void print_status(const char *tid)
-{
+static void print_status(const char *tid) {
         static const char *const keys[] = {
-                "Uid:", "Gid:", "Groups:", "CapInh:", "CapPrm:", "CapEff:",
-                "CapBnd:", "CapAmb:", "NoNewPrivs:", "Seccomp:",
+                "Uid:",    "Gid:",    "Groups:", "CapInh:",     "CapPrm:",
+                "CapEff:", "CapBnd:", "CapAmb:", "NoNewPrivs:", "Seccomp:",
         };
         char path[64], line[256];
         FILE *f;
@@ -96,8 +115,7 @@ static void print_status(const char *tid)
         fclose(f);
 }
 
-static void *wait_on_pipe(void *arg)
-{
+static void *wait_on_pipe(void *arg) {
         char c;
 
         while (read(*(int *)arg, &c, 1) > 0)
@@ -106,8 +124,7 @@ static void *wait_on_pipe(void *arg)
 }
 
 /* A thread started after the lock-down, to show it inherits everything. */
-static int with_thread(int (*fn)(void))
-{
+static int with_thread(int (*fn)(void)) {
         int p[2], r;
         pthread_t t;
 
@@ -125,8 +142,7 @@ static int with_thread(int (*fn)(void))
         return r;
 }
 
-static int status_all(void)
-{
+static int status_all(void) {
         DIR *d = opendir("/proc/self/task");
         struct dirent *de;
 
@@ -141,8 +157,7 @@ static int status_all(void)
 }
 
 /* Stay alive, with a second thread, until the test closes our stdin. */
-static int hold(void)
-{
+static int hold(void) {
         char c;
 
         printf("ready\n");
@@ -152,8 +167,7 @@ static int hold(void)
         return 0;
 }
 
-static int x32(void)
-{
+static int x32(void) {
 #if defined(__x86_64__)
         /* Bit 30 selects the x32 ABI; same audit arch as x86_64. */
         return report("x32 getpid", syscall(0x40000000L | SYS_getpid));
@@ -163,8 +177,7 @@ static int x32(void)
 #endif
 }
 
-static int i386(void)
-{
+static int i386(void) {
 #if defined(__x86_64__)
         long ret = 20; /* getpid in the i386 table */
 
@@ -181,8 +194,7 @@ static int i386(void)
 #endif
 }
 
-static int do_fork(void)
-{
+static int do_fork(void) {
         pid_t pid = fork();
 
         if (pid == 0)
@@ -192,15 +204,14 @@ static int do_fork(void)
         return report("fork", pid);
 }
 
-#define CHECK(what, call)                               \
-        do {                                            \
-                if ((call) < 0)                         \
-                        return report(what, -1);        \
+#define CHECK(what, call)                                                                          \
+        do {                                                                                       \
+                if ((call) < 0)                                                                    \
+                        return report(what, -1);                                                   \
         } while (0)
 
 /* What the daemon does while serving, in a directory the test owns. */
-static int allowed_fs(int dfd)
-{
+static int allowed_fs(int dfd) {
         char buf[16];
         int fd;
 
@@ -227,8 +238,7 @@ static int allowed_fs(int dfd)
         return 0;
 }
 
-static int allowed_ipc(const char *dir)
-{
+static int allowed_ipc(const char *dir) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         struct itimerspec its = { .it_value = { .tv_nsec = 1000 } };
         struct epoll_event ev = { .events = EPOLLIN };
@@ -262,8 +272,7 @@ static int allowed_ipc(const char *dir)
 
 static const char *allowed_dir;
 
-static int allowed(void)
-{
+static int allowed(void) {
         int dfd = open(allowed_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         int r;
 
@@ -277,8 +286,7 @@ static int allowed(void)
         return r;
 }
 
-static int asan_report(void)
-{
+static int asan_report(void) {
         /* Use after free: under ASan the report must come out whole (and
          * the process exit 1), not die of SIGSYS half-way through. UBSan
          * cannot see this one, so ASan is the one reporting. */
@@ -288,8 +296,7 @@ static int asan_report(void)
         return p[0];
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
         struct sbx_options opts = { 0 };
         struct sbx_error err = { 0 };
         bool sandbox = true, thread_first = false;
@@ -304,7 +311,8 @@ int main(int argc, char **argv)
                 else if (strcmp(argv[i], "--user") == 0 && i + 1 < argc) {
                         r = sbx_parse_user(argv[++i], &opts);
                         if (r < 0) {
-                                fprintf(stderr, "sbx-try: --user '%s': %s\n", argv[i], strerror(-r));
+                                fprintf(stderr, "sbx-try: --user '%s': %s\n", argv[i],
+                                        strerror(-r));
                                 return EXIT_USAGE;
                         }
                 } else
@@ -324,7 +332,8 @@ int main(int argc, char **argv)
         if (sandbox) {
                 r = sbx_lockdown(&opts, &err);
                 if (r < 0) {
-                        printf("lockdown failed at \"%s\": %s\n", err.step ? err.step : "?", strerror(-r));
+                        printf("lockdown failed at \"%s\": %s\n", err.step ? err.step : "?",
+                               strerror(-r));
                         fflush(stdout);
                         if (thread_first) {
                                 close(p[1]);

@@ -31,13 +31,11 @@
 
 static char dir[4096];
 
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
-{
+static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw) {
         return remove(p);
 }
 
-static char *slurp(int dfd, const char *name)
-{
+static char *slurp(int dfd, const char *name) {
         int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC);
         char *buf = NULL;
         size_t len = 0, cap = 0;
@@ -61,14 +59,15 @@ static char *slurp(int dfd, const char *name)
 
 /* A complete spec of ours: parses, right kind, and as many devices as the
  * generation recorded in its env says. */
-static void assert_complete(int dfd, const char *name, unsigned round)
-{
+static void assert_complete(int dfd, const char *name, unsigned round) {
         char *text = slurp(dfd, name);
         cJSON *root = cJSON_Parse(text), *env, *it;
         long want = -1;
 
-        cr_assert_not_null(root, "round %u: %s does not parse (%zu bytes)", round, name, strlen(text));
-        cr_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(root, "kind")), KIND, "round %u", round);
+        cr_assert_not_null(root, "round %u: %s does not parse (%zu bytes)", round, name,
+                           strlen(text));
+        cr_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(root, "kind")), KIND, "round %u",
+                         round);
         env = cJSON_GetObjectItem(cJSON_GetObjectItem(root, "containerEdits"), "env");
         cJSON_ArrayForEach(it, env) {
                 const char *s = cJSON_GetStringValue(it);
@@ -82,8 +81,7 @@ static void assert_complete(int dfd, const char *name, unsigned round)
         free(text);
 }
 
-static void check_dir(unsigned round, bool must_exist)
-{
+static void check_dir(unsigned round, bool must_exist) {
         DIR *d = opendir(dir);
         struct dirent *de;
         bool seen = false;
@@ -103,8 +101,7 @@ static void check_dir(unsigned round, bool must_exist)
                 cr_assert(seen, "round %u: spec vanished after a completed write", round);
 }
 
-static pid_t spawn_writer(int *ret_fd)
-{
+static pid_t spawn_writer(int *ret_fd) {
         int p[2];
         pid_t pid;
 
@@ -122,8 +119,7 @@ static pid_t spawn_writer(int *ret_fd)
         return pid;
 }
 
-Test(cdi_crash, sigkill_mid_write_never_leaves_partial_spec, .timeout = 120)
-{
+Test(cdi_crash, sigkill_mid_write_never_leaves_partial_spec, .timeout = 120) {
         const char *base = getenv("TMPDIR");
         const char *keep[] = { KIND, NULL };
         bool written = false;
@@ -132,7 +128,8 @@ Test(cdi_crash, sigkill_mid_write_never_leaves_partial_spec, .timeout = 120)
         DIR *d;
         struct dirent *de;
 
-        cr_assert(snprintf(dir, sizeof(dir), "%s/cdi-crash-XXXXXX", base && *base ? base : "/tmp") > 0);
+        cr_assert(snprintf(dir, sizeof(dir), "%s/cdi-crash-XXXXXX", base && *base ? base : "/tmp") >
+                  0);
         cr_assert_not_null(mkdtemp(dir));
         cr_assert_eq(getrandom(&seed, sizeof(seed), 0), (ssize_t)sizeof(seed));
         cr_log_info("seed %u", seed);
@@ -175,7 +172,8 @@ Test(cdi_crash, sigkill_mid_write_never_leaves_partial_spec, .timeout = 120)
         d = opendir(dir);
         cr_assert_not_null(d);
         while ((de = readdir(d)))
-                cr_expect(strncmp(de->d_name, ".cdiplug-tmp.", 13) != 0, "left over: %s", de->d_name);
+                cr_expect(strncmp(de->d_name, ".cdiplug-tmp.", 13) != 0, "left over: %s",
+                          de->d_name);
         closedir(d);
         check_dir(ROUNDS, true);
         nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);

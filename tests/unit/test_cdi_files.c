@@ -18,37 +18,33 @@
 
 static char tmpdir[4096];
 
-static void setup(void)
-{
+static void setup(void) {
         const char *base = getenv("TMPDIR");
-        int n = snprintf(tmpdir, sizeof(tmpdir), "%s/cdi-files-XXXXXX", base && *base ? base : "/tmp");
+        int n = snprintf(tmpdir, sizeof(tmpdir), "%s/cdi-files-XXXXXX",
+                         base && *base ? base : "/tmp");
 
         cr_assert(n > 0 && (size_t)n < sizeof(tmpdir));
         cr_assert_not_null(mkdtemp(tmpdir));
 }
 
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
-{
+static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw) {
         return remove(p);
 }
 
-static void teardown(void)
-{
+static void teardown(void) {
         nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 TestSuite(cdi_files, .init = setup, .fini = teardown);
 
-static char *path_in(const char *name)
-{
+static char *path_in(const char *name) {
         char *p = NULL;
 
         cr_assert(asprintf(&p, "%s/%s", tmpdir, name) > 0);
         return p;
 }
 
-static void put_file(const char *name, const char *content)
-{
+static void put_file(const char *name, const char *content) {
         char *p = path_in(name);
         FILE *f = fopen(p, "we");
 
@@ -58,8 +54,7 @@ static void put_file(const char *name, const char *content)
         free(p);
 }
 
-static char *get_file(const char *name)
-{
+static char *get_file(const char *name) {
         char *p = path_in(name), *buf = NULL;
         size_t len = 0;
         FILE *f = fopen(p, "re"), *m = open_memstream(&buf, &len);
@@ -75,8 +70,7 @@ static char *get_file(const char *name)
         return buf;
 }
 
-static bool exists(const char *name)
-{
+static bool exists(const char *name) {
         char *p = path_in(name);
         struct stat st;
         bool r = lstat(p, &st) == 0;
@@ -86,8 +80,7 @@ static bool exists(const char *name)
 }
 
 /* Every entry of the directory, sorted, joined by spaces. */
-static char *listing(void)
-{
+static char *listing(void) {
         struct dirent **ents;
         char *buf = NULL;
         size_t len = 0;
@@ -114,13 +107,11 @@ static struct cdi_device devs[] = {
         { .name = "ttyUSB1", .edits = { .nodes = &node, .n_nodes = 1 } },
 };
 
-static struct cdi_spec spec_for(const char *kind, size_t n_devices)
-{
+static struct cdi_spec spec_for(const char *kind, size_t n_devices) {
         return (struct cdi_spec){ .kind = (char *)kind, .devices = devs, .n_devices = n_devices };
 }
 
-Test(cdi_files, write_creates_complete_world_readable_spec)
-{
+Test(cdi_files, write_creates_complete_world_readable_spec) {
         struct cdi_spec s = spec_for("example.com/serial", 2);
         char *p = path_in("example.com-serial.json"), *text, *list;
         struct stat st;
@@ -144,8 +135,7 @@ Test(cdi_files, write_creates_complete_world_readable_spec)
         free(p);
 }
 
-Test(cdi_files, rewrite_replaces_content)
-{
+Test(cdi_files, rewrite_replaces_content) {
         struct cdi_spec s = spec_for("example.com/serial", 2);
         char *text, *list;
         cJSON *j;
@@ -164,8 +154,7 @@ Test(cdi_files, rewrite_replaces_content)
         free(list);
 }
 
-Test(cdi_files, unchanged_spec_is_not_rewritten)
-{
+Test(cdi_files, unchanged_spec_is_not_rewritten) {
         struct cdi_spec s = spec_for("example.com/serial", 2);
         char *p = path_in("example.com-serial.json");
         struct stat a, b, c;
@@ -185,8 +174,7 @@ Test(cdi_files, unchanged_spec_is_not_rewritten)
         free(p);
 }
 
-Test(cdi_files, foreign_file_is_never_overwritten)
-{
+Test(cdi_files, foreign_file_is_never_overwritten) {
         struct cdi_spec s = spec_for("example.com/serial", 1);
         bool owned = true;
         char *text;
@@ -204,8 +192,7 @@ Test(cdi_files, foreign_file_is_never_overwritten)
         close(dfd);
 }
 
-Test(cdi_files, write_creates_missing_dir)
-{
+Test(cdi_files, write_creates_missing_dir) {
         struct cdi_spec s = spec_for("example.com/serial", 1);
         char *sub = path_in("cdi");
 
@@ -214,8 +201,7 @@ Test(cdi_files, write_creates_missing_dir)
         free(sub);
 }
 
-Test(cdi_files, invalid_spec_touches_nothing)
-{
+Test(cdi_files, invalid_spec_touches_nothing) {
         struct cdi_spec s = spec_for("not-a-kind", 1);
         char *list;
 
@@ -225,8 +211,7 @@ Test(cdi_files, invalid_spec_touches_nothing)
         free(list);
 }
 
-Test(cdi_files, failed_rename_leaves_no_temp)
-{
+Test(cdi_files, failed_rename_leaves_no_temp) {
         struct cdi_spec s = spec_for("example.com/serial", 1);
         char *p = path_in("example.com-serial.json"), *list;
 
@@ -241,15 +226,14 @@ Test(cdi_files, failed_rename_leaves_no_temp)
         free(p);
 }
 
-Test(cdi_files, stale_removal_takes_only_our_unconfigured_specs)
-{
+Test(cdi_files, stale_removal_takes_only_our_unconfigured_specs) {
         struct cdi_spec a = spec_for("example.com/serial", 1), b = spec_for("example.com/gpio", 1);
         const char *keep[] = { "example.com/serial", NULL };
         char **removed = NULL, *list, *record;
 
         cr_assert_eq(cdi_spec_write(tmpdir, &a), 0);
         cr_assert_eq(cdi_spec_write(tmpdir, &b), 0);
-        put_file("example.com-usb.json", "{}\n");  /* someone else's */
+        put_file("example.com-usb.json", "{}\n");       /* someone else's */
         put_file(".cdiplug-tmp.0123456789abcdef", "{"); /* crash leftover */
         put_file(".other-tmp", "x");
 
@@ -259,7 +243,8 @@ Test(cdi_files, stale_removal_takes_only_our_unconfigured_specs)
         cr_expect_null(removed[1]);
         base_strv_free(removed);
         list = listing();
-        cr_expect_str_eq(list, ".cdiplug-owned .other-tmp example.com-serial.json example.com-usb.json");
+        cr_expect_str_eq(list,
+                         ".cdiplug-owned .other-tmp example.com-serial.json example.com-usb.json");
         free(list);
         record = get_file(".cdiplug-owned");
         cr_expect_null(strstr(record, "gpio"), "record still claims the removed file");
@@ -272,8 +257,7 @@ Test(cdi_files, stale_removal_takes_only_our_unconfigured_specs)
         free(list);
 }
 
-Test(cdi_files, sweep_lists_stale_specs_and_keeps_them_claimed)
-{
+Test(cdi_files, sweep_lists_stale_specs_and_keeps_them_claimed) {
         struct cdi_spec a = spec_for("example.com/serial", 1), b = spec_for("example.com/gpio", 1),
                         c = spec_for("example.com/spi", 1);
         const char *keep[] = { "example.com/serial", NULL };
@@ -292,7 +276,9 @@ Test(cdi_files, sweep_lists_stale_specs_and_keeps_them_claimed)
         cr_expect_null(stale[1]);
         base_strv_free(stale);
         list = listing();
-        cr_expect_str_eq(list, ".cdiplug-owned example.com-gpio.json example.com-serial.json example.com-usb.json");
+        cr_expect_str_eq(
+                list,
+                ".cdiplug-owned example.com-gpio.json example.com-serial.json example.com-usb.json");
         free(list);
         record = get_file(".cdiplug-owned");
         cr_expect_not_null(strstr(record, "example.com-gpio.json"), "the stale spec is still ours");
@@ -321,8 +307,7 @@ Test(cdi_files, sweep_lists_stale_specs_and_keeps_them_claimed)
         free(gone);
 }
 
-Test(cdi_files, sweep_and_remove_on_a_missing_dir)
-{
+Test(cdi_files, sweep_and_remove_on_a_missing_dir) {
         char *missing = path_in("nope"), **stale = NULL;
         bool removed = true;
 
@@ -335,8 +320,7 @@ Test(cdi_files, sweep_and_remove_on_a_missing_dir)
         free(missing);
 }
 
-Test(cdi_files, stale_removal_ignores_forged_record_lines)
-{
+Test(cdi_files, stale_removal_ignores_forged_record_lines) {
         char *outside = NULL, *list, *link = path_in("link.json");
         struct stat st;
 
@@ -358,8 +342,7 @@ Test(cdi_files, stale_removal_ignores_forged_record_lines)
         free(link);
 }
 
-Test(cdi_files, stale_removal_of_missing_dir_is_fine)
-{
+Test(cdi_files, stale_removal_of_missing_dir_is_fine) {
         char *sub = path_in("nope"), **removed = NULL;
 
         cr_expect_eq(cdi_remove_stale(sub, NULL, &removed), 0);
@@ -369,8 +352,7 @@ Test(cdi_files, stale_removal_of_missing_dir_is_fine)
         free(sub);
 }
 
-Test(cdi_files, stale_removal_refuses_invalid_kind)
-{
+Test(cdi_files, stale_removal_refuses_invalid_kind) {
         const char *keep[] = { "bogus", NULL };
 
         cr_expect_eq(cdi_remove_stale(tmpdir, keep, NULL), -EINVAL);
@@ -378,9 +360,9 @@ Test(cdi_files, stale_removal_refuses_invalid_kind)
 
 /* ---- conflicts -------------------------------------------------------------- */
 
-static const struct cdi_conflict *find(const struct cdi_conflict *c, size_t n, enum cdi_conflict_type t,
-                                       const char *file, const char *device)
-{
+static const struct cdi_conflict *find(const struct cdi_conflict *c, size_t n,
+                                       enum cdi_conflict_type t, const char *file,
+                                       const char *device) {
         char *p = path_in(file);
         const struct cdi_conflict *hit = NULL;
 
@@ -392,8 +374,7 @@ static const struct cdi_conflict *find(const struct cdi_conflict *c, size_t n, e
         return hit;
 }
 
-Test(cdi_files, conflicts_found_in_json_and_yaml)
-{
+Test(cdi_files, conflicts_found_in_json_and_yaml) {
         struct cdi_spec ours[] = { spec_for("example.com/serial", 2) };
         char *missing = path_in("missing");
         const char *dirs[] = { tmpdir, missing, NULL };
@@ -404,14 +385,18 @@ Test(cdi_files, conflicts_found_in_json_and_yaml)
         int fd;
 
         cr_assert_eq(cdi_spec_write(tmpdir, &ours[0]), 0); /* our own: not a clash */
-        put_file("other.json", "{\"cdiVersion\":\"0.3.0\",\"kind\":\"example.com/serial\",\"devices\":["
-                               "{\"name\":\"ttyUSB1\",\"containerEdits\":{}},{\"name\":\"ttyS9\"}]}");
-        put_file("unrelated.json", "{\"cdiVersion\":\"0.3.0\",\"kind\":\"example.com/gpu\",\"devices\":["
-                                   "{\"name\":\"ttyUSB0\"}]}");
-        put_file("quoted.yaml", "cdiVersion: 0.5.0\nkind: \"example.com/serial\" # ours?\ndevices: []\n");
+        put_file("other.json",
+                 "{\"cdiVersion\":\"0.3.0\",\"kind\":\"example.com/serial\",\"devices\":["
+                 "{\"name\":\"ttyUSB1\",\"containerEdits\":{}},{\"name\":\"ttyS9\"}]}");
+        put_file("unrelated.json",
+                 "{\"cdiVersion\":\"0.3.0\",\"kind\":\"example.com/gpu\",\"devices\":["
+                 "{\"name\":\"ttyUSB0\"}]}");
+        put_file("quoted.yaml",
+                 "cdiVersion: 0.5.0\nkind: \"example.com/serial\" # ours?\ndevices: []\n");
         put_file("plain.yaml", "---\nkind: example.com/serial\n");
         put_file("nested.yaml", "foo:\n  kind: example.com/serial\nkind: example.com/gpu\n");
-        put_file("flow.yaml", "{\"kind\": \"example.com/serial\", \"devices\": [{\"name\": \"ttyUSB0\"}]}");
+        put_file("flow.yaml",
+                 "{\"kind\": \"example.com/serial\", \"devices\": [{\"name\": \"ttyUSB0\"}]}");
         put_file("broken.json", "{\"kind\": \"example.com/ser");
         put_file("ignored.txt", "{\"kind\": \"example.com/serial\"}");
         cr_assert_eq(mkdir(sub, 0755), 0);
@@ -422,14 +407,17 @@ Test(cdi_files, conflicts_found_in_json_and_yaml)
 
         cr_assert_eq(cdi_find_conflicts(dirs, ours, 1, &c, &n), 0);
         for (size_t i = 0; i < n; i++)
-                cr_log_info("%d %s %s %s %d", c[i].type, c[i].path, c[i].kind, c[i].device, c[i].error);
+                cr_log_info("%d %s %s %s %d", c[i].type, c[i].path, c[i].kind, c[i].device,
+                            c[i].error);
 
         cr_expect_not_null(find(c, n, CDI_CONFLICT_KIND, "other.json", NULL));
-        cr_expect_not_null(find(c, n, CDI_CONFLICT_DEVICE, "other.json", "example.com/serial=ttyUSB1"));
+        cr_expect_not_null(
+                find(c, n, CDI_CONFLICT_DEVICE, "other.json", "example.com/serial=ttyUSB1"));
         cr_expect_not_null(find(c, n, CDI_CONFLICT_KIND, "quoted.yaml", NULL));
         cr_expect_not_null(find(c, n, CDI_CONFLICT_KIND, "plain.yaml", NULL));
         cr_expect_not_null(find(c, n, CDI_CONFLICT_KIND, "flow.yaml", NULL));
-        cr_expect_not_null(find(c, n, CDI_CONFLICT_DEVICE, "flow.yaml", "example.com/serial=ttyUSB0"));
+        cr_expect_not_null(
+                find(c, n, CDI_CONFLICT_DEVICE, "flow.yaml", "example.com/serial=ttyUSB0"));
         hit = find(c, n, CDI_CONFLICT_UNCHECKED, "broken.json", NULL);
         cr_expect(hit && hit->error == -EBADMSG);
         hit = find(c, n, CDI_CONFLICT_UNCHECKED, "huge.json", NULL);
@@ -444,8 +432,7 @@ Test(cdi_files, conflicts_found_in_json_and_yaml)
         free(huge);
 }
 
-Test(cdi_files, no_conflicts_gives_empty_list)
-{
+Test(cdi_files, no_conflicts_gives_empty_list) {
         struct cdi_spec ours[] = { spec_for("example.com/serial", 1) };
         const char *dirs[] = { tmpdir, NULL };
         struct cdi_conflict *c = (void *)0x1;
@@ -457,9 +444,9 @@ Test(cdi_files, no_conflicts_gives_empty_list)
         cdi_conflicts_free(c, n);
 }
 
-Test(cdi_files, writing_no_devices_removes_only_our_spec)
-{
-        struct cdi_spec s = spec_for("example.com/serial", 1), none = spec_for("example.com/serial", 0);
+Test(cdi_files, writing_no_devices_removes_only_our_spec) {
+        struct cdi_spec s = spec_for("example.com/serial", 1),
+                        none = spec_for("example.com/serial", 0);
         struct cdi_spec foreign = spec_for("example.com/usb", 0);
         char *list;
 

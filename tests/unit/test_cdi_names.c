@@ -28,14 +28,17 @@ static char *names_of(const char *resource) {
         char vendor[512], class_[512], *kind = NULL, *file = NULL, *key = NULL;
         const char *why;
 
-        cr_assert_null(cfg_resource_name_problem(resource), "test bug: \"%s\" is no kubelet name", resource);
+        cr_assert_null(cfg_resource_name_problem(resource), "test bug: \"%s\" is no kubelet name",
+                       resource);
         cr_assert_eq(cdi_kind_from_resource(resource, &kind), 0, "\"%s\"", resource);
         split(kind, vendor, class_);
-        cr_expect_null(why = cdig_vendor(vendor), "\"%s\" -> vendor \"%s\": %s", resource, vendor, why);
-        cr_expect_null(why = cdig_class(class_, CDIG_LIB_06), "\"%s\" -> class \"%s\": %s", resource, class_, why);
+        cr_expect_null(why = cdig_vendor(vendor), "\"%s\" -> vendor \"%s\": %s", resource, vendor,
+                       why);
+        cr_expect_null(why = cdig_class(class_, CDIG_LIB_06), "\"%s\" -> class \"%s\": %s",
+                       resource, class_, why);
         if (!strchr(resource + strcspn(resource, "/"), '.'))
-                cr_expect_null(why = cdig_class(class_, CDIG_LIB_05), "\"%s\" -> class \"%s\" (0.5 library): %s",
-                               resource, class_, why);
+                cr_expect_null(why = cdig_class(class_, CDIG_LIB_05),
+                               "\"%s\" -> class \"%s\" (0.5 library): %s", resource, class_, why);
         cr_expect(cdi_kind_is_valid(kind));
 
         cr_assert_eq(cdi_spec_file_name(kind, &file), 0, "\"%s\"", kind);
@@ -54,8 +57,8 @@ static char *names_of(const char *resource) {
 
 Test(cdi_names, valid_kinds_are_kept) {
         static const char *const keep[] = {
-                "example.com/serial", "example.com/GPU", "a.b.c.d/x_y-z", "vendor.io/n1", "ab/cd",
-                "example.com/gpu.a100",
+                "example.com/serial", "example.com/GPU", "a.b.c.d/x_y-z",
+                "vendor.io/n1",       "ab/cd",           "example.com/gpu.a100",
         };
         for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++) {
                 char *kind = names_of(keep[i]);
@@ -65,12 +68,14 @@ Test(cdi_names, valid_kinds_are_kept) {
 }
 
 Test(cdi_names, names_without_a_valid_kind_are_derived_by_the_documented_rule) {
-        static const struct { const char *resource, *kind; } rows[] = {
-                { "example.com/9x", "example.com/cdi-9x" },       /* class starts with a digit */
-                { "example.com/x", "example.com/cdi-x" },         /* one character: panics the parser */
+        static const struct {
+                const char *resource, *kind;
+        } rows[] = {
+                { "example.com/9x", "example.com/cdi-9x" }, /* class starts with a digit */
+                { "example.com/x", "example.com/cdi-x" },   /* one character: panics the parser */
                 { "example.com/7", "example.com/cdi-7" },
-                { "3com.com/serial", "cdi-3com.com/serial" },     /* vendor starts with a digit */
-                { "a/bc", "cdi-a/bc" },                           /* one-character vendor */
+                { "3com.com/serial", "cdi-3com.com/serial" }, /* vendor starts with a digit */
+                { "a/bc", "cdi-a/bc" },                       /* one-character vendor */
                 { "1/2", "cdi-1/cdi-2" },
                 { "x.io/0.a_b", "x.io/cdi-0.a_b" },
         };
@@ -123,8 +128,10 @@ Test(cdi_names, one_character_vendor_or_class_is_never_valid) {
 }
 
 Test(cdi_names, not_resource_names_are_refused) {
-        static const char *const bad[] = { "serial", "a/b/c", "/x", "x/", "ex ample.com/x", "example.com/x-",
-                                           "example.com/a:b", "" };
+        static const char *const bad[] = {
+                "serial",         "a/b/c",           "/x", "x/", "ex ample.com/x",
+                "example.com/x-", "example.com/a:b", ""
+        };
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
                 char *kind = (char *)0x1;
                 cr_expect_eq(cdi_kind_from_resource(bad[i], &kind), -EINVAL, "\"%s\"", bad[i]);
@@ -168,12 +175,15 @@ Test(cdi_names, random_kubelet_names_all_get_valid_names) {
                 for (size_t l = 0; l < labels; l++) {
                         size_t llen = 1 + next(l == 0 ? 63 : 8);
                         for (size_t i = 0; i < llen; i++)
-                                res[n++] = (i == 0 || i + 1 == llen) ? dns[next(36)]
-                                                                       : (next(5) ? dns[next(36)] : '-');
+                                res[n++] = (i == 0 || i + 1 == llen)
+                                                   ? dns[next(36)]
+                                                   : (next(5) ? dns[next(36)] : '-');
                         res[n++] = l + 1 < labels ? '.' : '/';
                 }
                 for (size_t i = 0; i < nlen; i++)
-                        res[n++] = (i == 0 || i + 1 == nlen) ? dns[next(36)] : name_chars[next(sizeof(name_chars) - 1)];
+                        res[n++] = (i == 0 || i + 1 == nlen)
+                                           ? dns[next(36)]
+                                           : name_chars[next(sizeof(name_chars) - 1)];
                 res[n] = '\0';
                 if (cfg_resource_name_problem(res))
                         continue;

@@ -10,7 +10,7 @@
 
 static struct cfg_config *parse_ok(const char *json) {
         struct cfg_config *cfg = NULL;
-        struct cfg_error err = {0};
+        struct cfg_error err = { 0 };
         int r = cfg_parse(json, strlen(json), &cfg, &err);
         cr_assert_eq(r, 0, "%s: %s", err.field, err.msg);
         return cfg;
@@ -37,7 +37,8 @@ Test(config, parses_resources_with_defaults) {
         cr_assert_eq(cfg->resources[1].shares, 8);
         cr_assert_eq(cfg->resources[0].policy, CFG_POLICY_PACKED, "packed is the default");
         cr_assert_eq(cfg->resources[1].policy, CFG_POLICY_SPREAD);
-        cr_assert_eq(cfg->resources[1].alloc_modes, CFG_ALLOC_CDI_ANNOTATIONS | CFG_ALLOC_DEVICE_SPECS);
+        cr_assert_eq(cfg->resources[1].alloc_modes,
+                     CFG_ALLOC_CDI_ANNOTATIONS | CFG_ALLOC_DEVICE_SPECS);
         cr_assert_str_eq(cfg->user, "65534");
         cfg_free(cfg);
 }
@@ -49,63 +50,72 @@ struct bad {
 };
 
 static const struct bad cases[] = {
-        {"{\"resources\": [", "", "line 1"},
-                {"[]", "", "object"},
-                {"{}", "resources", "required"},
-                {"{\"resources\": {}}", "resources", "must be an array"},
-                {"{\"resources\": [], \"extra\": 1}", "extra", "unknown key"},
-        {"{\"user\": \"a\", \"user\": \"b\", \"resources\": []}", "user", "duplicate key"},
-        {"{\"resources\": [{\"name\": \"example.com/a\", \"name\": \"example.com/b\", \"match\": [{\"path\": \"/dev/a\"}]}]}",
-         "resources[0].name", "duplicate key"},
-                {"{\"resources\": [{\"name\": \"example.com/a\", \"match\": [{\"path\": \"/dev/a\"}], \"colour\": 1}]}",
-                 "resources[0].colour", "unknown key"},
-                {"{\"resources\": [{\"match\": [{\"path\": \"/dev/a\"}]}]}", "resources[0].name", "required"},
-                {"{\"resources\": [{\"name\": 7, \"match\": [{\"path\": \"/dev/a\"}]}]}", "resources[0].name", "string"},
-                {"{\"resources\": [{\"name\": \"serial\", \"match\": [{\"path\": \"/dev/a\"}]}]}", "resources[0].name", "domain"},
-                {"{\"resources\": [{\"name\": \"kubernetes.io/serial\", \"match\": [{\"path\": \"/dev/a\"}]}]}",
-                 "resources[0].name", "kubernetes.io"},
-                {"{\"resources\": [{\"name\": \"x.kubernetes.io/serial\", \"match\": [{\"path\": \"/dev/a\"}]}]}",
-                 "resources[0].name", "kubernetes.io"},
-                {"{\"resources\": [{\"name\": \"Example.com/serial\", \"match\": [{\"path\": \"/dev/a\"}]}]}",
-                 "resources[0].name", "lowercase"},
-                {"{\"resources\": [{\"name\": \"example.com/-serial\", \"match\": [{\"path\": \"/dev/a\"}]}]}",
-                 "resources[0].name", "start and end"},
-                {"{\"resources\": [{\"name\": \"example.com/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\", "
-                 "\"match\": [{\"path\": \"/dev/a\"}]}]}", "resources[0].name", "63"},
-                {"{\"resources\": [{\"name\": \"example.com/a\"}]}", "resources[0].match", "required"},
-                {"{\"resources\": [{\"name\": \"example.com/a\", \"match\": []}]}", "resources[0].match", "non-empty"},
-                {"{\"resources\": [{\"name\": \"example.com/a\", \"match\": [{\"bogus\": 1}]}]}",
-                 "resources[0].match[0].bogus", ""},
-                {"{\"resources\": [{\"name\": \"example.com/a\", \"match\": [{\"path\": \"/dev/a\"}], \"shares\": 0}]}",
-                 "resources[0].shares", "1 to"},
-                {"{\"resources\": [{\"name\": \"example.com/a\", \"match\": [{\"path\": \"/dev/a\"}], \"shares\": 1.5}]}",
-                 "resources[0].shares", "whole"},
-                {"{\"resources\": [{\"name\": \"example.com/a\", \"match\": [{\"path\": \"/dev/a\"}], \"shares\": \"2\"}]}",
-                 "resources[0].shares", "whole"},
-                {"{\"resources\": [{\"name\": \"example.com/a\", \"match\": [{\"path\": \"/dev/a\"}], \"allocate\": [\"magic\"]}]}",
-                 "resources[0].allocate[0]", "unknown allocate mode"},
-                {"{\"resources\": [{\"name\": \"example.com/a\", \"match\": [{\"path\": \"/dev/a\"}]},"
-                 "{\"name\": \"example.com/a\", \"match\": [{\"path\": \"/dev/b\"}]}]}", "resources[1].name", "duplicates"},
-                {"{\"resources\": [{\"name\": \"a.com/b-c\", \"match\": [{\"path\": \"/dev/a\"}]},"
-                 "{\"name\": \"a.com-b/c\", \"match\": [{\"path\": \"/dev/b\"}]}]}", "resources[1].name", "duplicates"},
-                {"{\"resources\": [{\"name\": \"example.com/a\", \"match\": [{\"path\": \"/dev/a\"}], \"policy\": \"tight\"}]}",
-         "resources[0].policy", "packed"},
-        {"{\"resources\": [{\"name\": \"example.com/a\", \"match\": [{\"path\": \"/dev/a\"}]}], \"user\": 5}",
-                 "user", "user"},
-        {"{\"resources\": [{\"name\": \"example.com/a\", \"match\": [{\"path\": \"/dev/a\"}]}], \"log_format\": \"xml\"}",
-                 "log_format", "\"json\""},
+        { "{\"resources\": [", "", "line 1" },
+        { "[]", "", "object" },
+        { "{}", "resources", "required" },
+        { "{\"resources\": {}}", "resources", "must be an array" },
+        { "{\"resources\": [], \"extra\": 1}", "extra", "unknown key" },
+        { "{\"user\": \"a\", \"user\": \"b\", \"resources\": []}", "user", "duplicate key" },
+        { "{\"resources\": [{\"name\": \"example.com/a\", \"name\": \"example.com/b\", \"match\": [{\"path\": \"/dev/a\"}]}]}",
+          "resources[0].name", "duplicate key" },
+        { "{\"resources\": [{\"name\": \"example.com/a\", \"match\": [{\"path\": \"/dev/a\"}], \"colour\": 1}]}",
+          "resources[0].colour", "unknown key" },
+        { "{\"resources\": [{\"match\": [{\"path\": \"/dev/a\"}]}]}", "resources[0].name",
+          "required" },
+        { "{\"resources\": [{\"name\": 7, \"match\": [{\"path\": \"/dev/a\"}]}]}",
+          "resources[0].name", "string" },
+        { "{\"resources\": [{\"name\": \"serial\", \"match\": [{\"path\": \"/dev/a\"}]}]}",
+          "resources[0].name", "domain" },
+        { "{\"resources\": [{\"name\": \"kubernetes.io/serial\", \"match\": [{\"path\": \"/dev/a\"}]}]}",
+          "resources[0].name", "kubernetes.io" },
+        { "{\"resources\": [{\"name\": \"x.kubernetes.io/serial\", \"match\": [{\"path\": \"/dev/a\"}]}]}",
+          "resources[0].name", "kubernetes.io" },
+        { "{\"resources\": [{\"name\": \"Example.com/serial\", \"match\": [{\"path\": \"/dev/a\"}]}]}",
+          "resources[0].name", "lowercase" },
+        { "{\"resources\": [{\"name\": \"example.com/-serial\", \"match\": [{\"path\": \"/dev/a\"}]}]}",
+          "resources[0].name", "start and end" },
+        { "{\"resources\": [{\"name\": \"example.com/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\", "
+          "\"match\": [{\"path\": \"/dev/a\"}]}]}",
+          "resources[0].name", "63" },
+        { "{\"resources\": [{\"name\": \"example.com/a\"}]}", "resources[0].match", "required" },
+        { "{\"resources\": [{\"name\": \"example.com/a\", \"match\": []}]}", "resources[0].match",
+          "non-empty" },
+        { "{\"resources\": [{\"name\": \"example.com/a\", \"match\": [{\"bogus\": 1}]}]}",
+          "resources[0].match[0].bogus", "" },
+        { "{\"resources\": [{\"name\": \"example.com/a\", \"match\": [{\"path\": \"/dev/a\"}], \"shares\": 0}]}",
+          "resources[0].shares", "1 to" },
+        { "{\"resources\": [{\"name\": \"example.com/a\", \"match\": [{\"path\": \"/dev/a\"}], \"shares\": 1.5}]}",
+          "resources[0].shares", "whole" },
+        { "{\"resources\": [{\"name\": \"example.com/a\", \"match\": [{\"path\": \"/dev/a\"}], \"shares\": \"2\"}]}",
+          "resources[0].shares", "whole" },
+        { "{\"resources\": [{\"name\": \"example.com/a\", \"match\": [{\"path\": \"/dev/a\"}], \"allocate\": [\"magic\"]}]}",
+          "resources[0].allocate[0]", "unknown allocate mode" },
+        { "{\"resources\": [{\"name\": \"example.com/a\", \"match\": [{\"path\": \"/dev/a\"}]},"
+          "{\"name\": \"example.com/a\", \"match\": [{\"path\": \"/dev/b\"}]}]}",
+          "resources[1].name", "duplicates" },
+        { "{\"resources\": [{\"name\": \"a.com/b-c\", \"match\": [{\"path\": \"/dev/a\"}]},"
+          "{\"name\": \"a.com-b/c\", \"match\": [{\"path\": \"/dev/b\"}]}]}",
+          "resources[1].name", "duplicates" },
+        { "{\"resources\": [{\"name\": \"example.com/a\", \"match\": [{\"path\": \"/dev/a\"}], \"policy\": \"tight\"}]}",
+          "resources[0].policy", "packed" },
+        { "{\"resources\": [{\"name\": \"example.com/a\", \"match\": [{\"path\": \"/dev/a\"}]}], \"user\": 5}",
+          "user", "user" },
+        { "{\"resources\": [{\"name\": \"example.com/a\", \"match\": [{\"path\": \"/dev/a\"}]}], \"log_format\": \"xml\"}",
+          "log_format", "\"json\"" },
 };
 
 Test(config, reports_the_field_of_every_mistake) {
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
                 const struct bad *c = &cases[i];
                 struct cfg_config *cfg = NULL;
-                struct cfg_error err = {0};
+                struct cfg_error err = { 0 };
                 int r = cfg_parse(c->json, strlen(c->json), &cfg, &err);
                 cr_assert_eq(r, -EINVAL, "accepted: %s", c->json);
                 cr_assert_null(cfg);
-                cr_assert_str_eq(err.field, c->field, "for %s: field \"%s\" (%s)", c->json, err.field, err.msg);
-                cr_assert_not_null(strstr(err.msg, c->msg_has), "for %s: message \"%s\"", c->json, err.msg);
+                cr_assert_str_eq(err.field, c->field, "for %s: field \"%s\" (%s)", c->json,
+                                 err.field, err.msg);
+                cr_assert_not_null(strstr(err.msg, c->msg_has), "for %s: message \"%s\"", c->json,
+                                   err.msg);
                 cfg_error_clear(&err);
         }
 }
@@ -114,30 +124,34 @@ Test(config, reports_the_field_of_every_mistake) {
  * undefined behaviour, which clang's UBSan (float-cast-overflow) catches in
  * tests/run-all.sh's clang build. 1e400 parses as infinity. */
 Test(config, shares_out_of_int_range_are_refused) {
-        static const char *const values[] = { "1e300", "-1e300", "1e400", "-1e400", "2147483648",
-                                              "4294967297", "1e10", "1025", "-1", "1024.5" };
+        static const char *const values[] = { "1e300",      "-1e300",     "1e400", "-1e400",
+                                              "2147483648", "4294967297", "1e10",  "1025",
+                                              "-1",         "1024.5" };
         for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
                 char json[256];
                 struct cfg_config *cfg = NULL;
-                struct cfg_error err = {0};
+                struct cfg_error err = { 0 };
                 snprintf(json, sizeof(json),
                          "{\"resources\": [{\"name\": \"example.com/a\", \"match\": "
-                         "[{\"path\": \"/dev/a\"}], \"shares\": %s}]}", values[i]);
-                cr_assert_eq(cfg_parse(json, strlen(json), &cfg, &err), -EINVAL, "accepted: %s", json);
+                         "[{\"path\": \"/dev/a\"}], \"shares\": %s}]}",
+                         values[i]);
+                cr_assert_eq(cfg_parse(json, strlen(json), &cfg, &err), -EINVAL, "accepted: %s",
+                             json);
                 cr_assert_null(cfg);
                 cr_assert_str_eq(err.field, "resources[0].shares", "for %s", values[i]);
                 cr_assert_not_null(strstr(err.msg, "1 to 1024"), "for %s: %s", values[i], err.msg);
                 cfg_error_clear(&err);
         }
-        struct cfg_config *cfg = parse_ok("{\"resources\": [{\"name\": \"example.com/a\", \"match\": "
-                                          "[{\"path\": \"/dev/a\"}], \"shares\": 1024.0}]}");
+        struct cfg_config *cfg =
+                parse_ok("{\"resources\": [{\"name\": \"example.com/a\", \"match\": "
+                         "[{\"path\": \"/dev/a\"}], \"shares\": 1024.0}]}");
         cr_assert_eq(cfg->resources[0].shares, 1024);
         cfg_free(cfg);
 }
 
 Test(config, refuses_oversized_and_nul) {
         struct cfg_config *cfg = NULL;
-        struct cfg_error err = {0};
+        struct cfg_error err = { 0 };
         char nul[] = "{\"resources\":\0[]}";
         cr_assert_eq(cfg_parse(nul, sizeof(nul) - 1, &cfg, &err), -EINVAL);
         cfg_error_clear(&err);
@@ -162,7 +176,7 @@ Test(config, resource_name_rule) {
 
 Test(config, load_says_what_the_file_problem_is) {
         struct cfg_config *cfg = NULL;
-        struct cfg_error err = {0};
+        struct cfg_error err = { 0 };
 
         /* A missing file is not a malformed config: callers (reload, doctor)
          * tell the two apart by the errno. */
@@ -177,10 +191,12 @@ Test(config, load_says_what_the_file_problem_is) {
 }
 
 Test(config, log_format_key) {
-        struct cfg_config *cfg = parse_ok("{\"resources\": [{\"name\": \"example.com/a\", \"match\": [{\"path\": \"/dev/a\"}]}]}");
+        struct cfg_config *cfg = parse_ok(
+                "{\"resources\": [{\"name\": \"example.com/a\", \"match\": [{\"path\": \"/dev/a\"}]}]}");
         cr_assert_eq(cfg->log_format, CFG_LOG_UNSET);
         cfg_free(cfg);
-        cfg = parse_ok("{\"log_format\": \"json\", \"resources\": [{\"name\": \"example.com/a\", \"match\": [{\"path\": \"/dev/a\"}]}]}");
+        cfg = parse_ok(
+                "{\"log_format\": \"json\", \"resources\": [{\"name\": \"example.com/a\", \"match\": [{\"path\": \"/dev/a\"}]}]}");
         cr_assert_eq(cfg->log_format, CFG_LOG_JSON);
         cfg_free(cfg);
 }
@@ -188,12 +204,17 @@ Test(config, log_format_key) {
 /* A reload compares these: what decides a resource's devices differs
  * exactly when its selectors, shares or edits do. */
 Test(config, settings_json_tells_device_settings_from_answers) {
-        const char *base = "{\"resources\": [{\"name\": \"example.com/a\", \"match\": [{\"path\": \"/dev/a\"}]}]}";
-        const char *answers = "{\"allocate\": [\"device-specs\"], \"resources\": [{\"name\": \"example.com/a\", "
-                              "\"match\": [{\"path\": \"/dev/a\"}], \"policy\": \"spread\", \"allocate\": [\"cdi-cri\"]}]}";
-        const char *shares = "{\"resources\": [{\"name\": \"example.com/a\", \"match\": [{\"path\": \"/dev/a\"}], \"shares\": 2}]}";
-        const char *glob = "{\"resources\": [{\"name\": \"example.com/a\", \"match\": [{\"path\": \"/dev/a*\"}]}]}";
-        struct cfg_config *a = parse_ok(base), *b = parse_ok(answers), *c = parse_ok(shares), *d = parse_ok(glob);
+        const char *base =
+                "{\"resources\": [{\"name\": \"example.com/a\", \"match\": [{\"path\": \"/dev/a\"}]}]}";
+        const char *answers =
+                "{\"allocate\": [\"device-specs\"], \"resources\": [{\"name\": \"example.com/a\", "
+                "\"match\": [{\"path\": \"/dev/a\"}], \"policy\": \"spread\", \"allocate\": [\"cdi-cri\"]}]}";
+        const char *shares =
+                "{\"resources\": [{\"name\": \"example.com/a\", \"match\": [{\"path\": \"/dev/a\"}], \"shares\": 2}]}";
+        const char *glob =
+                "{\"resources\": [{\"name\": \"example.com/a\", \"match\": [{\"path\": \"/dev/a*\"}]}]}";
+        struct cfg_config *a = parse_ok(base), *b = parse_ok(answers), *c = parse_ok(shares),
+                          *d = parse_ok(glob);
         cr_assert_str_eq(a->resources[0].settings_json, b->resources[0].settings_json);
         cr_assert_str_neq(a->resources[0].settings_json, c->resources[0].settings_json);
         cr_assert_str_neq(a->resources[0].settings_json, d->resources[0].settings_json);

@@ -46,7 +46,8 @@ static void *serve_one(void *arg) {
 }
 
 static void start(struct server *s, const char *answer, char *hostport, size_t max) {
-        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        struct sockaddr_in sa = { .sin_family = AF_INET,
+                                  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
         socklen_t len = sizeof(sa);
         memset(s, 0, sizeof(*s));
         s->answer = answer;
@@ -68,7 +69,8 @@ Test(doctor_http, reads_status_and_body) {
         struct server s;
         char hp[64], *body = NULL;
         int status = 0;
-        start(&s, "HTTP/1.0 503 Service Unavailable\r\nContent-Type: text/plain\r\n\r\nexample.com/serial: not registered\n",
+        start(&s,
+              "HTTP/1.0 503 Service Unavailable\r\nContent-Type: text/plain\r\n\r\nexample.com/serial: not registered\n",
               hp, sizeof(hp));
         cr_assert_eq(doc_http_get(hp, "/readyz", 5000, &status, &body), 0);
         finish(&s);
@@ -98,7 +100,8 @@ Test(doctor_http, garbage_and_bad_addresses) {
         /* A port nobody listens on: the listener above is closed now. */
         cr_assert_eq(doc_http_get(hp, "/readyz", 5000, &status, NULL), -ECONNREFUSED);
         cr_assert_eq(doc_http_get("127.0.0.1", "/readyz", 100, &status, NULL), -EINVAL);
-        cr_assert_eq(doc_http_get("::1:9100", "/readyz", 100, &status, NULL), -EINVAL, "IPv6 needs brackets");
+        cr_assert_eq(doc_http_get("::1:9100", "/readyz", 100, &status, NULL), -EINVAL,
+                     "IPv6 needs brackets");
         cr_assert_eq(doc_http_get("127.0.0.1:http", "/readyz", 100, &status, NULL), -EINVAL);
 }
 
@@ -118,12 +121,13 @@ static void ctx_free(struct doc_ctx *c) {
 }
 
 Test(doctor_http, readyz_answers_become_findings) {
-        struct doc_options o = {.host_root = "/"};
-        struct doc_ctx c = {.o = &o};
+        struct doc_options o = { .host_root = "/" };
+        struct doc_ctx c = { .o = &o };
         struct server s;
         char hp[64];
 
-        start(&s, "HTTP/1.0 503 Service Unavailable\r\n\r\nexample.com/serial: registered\nexample.com/fuse: not registered\n",
+        start(&s,
+              "HTTP/1.0 503 Service Unavailable\r\n\r\nexample.com/serial: registered\nexample.com/fuse: not registered\n",
               hp, sizeof(hp));
         doc_check_readyz(&c, hp);
         finish(&s);
@@ -132,7 +136,7 @@ Test(doctor_http, readyz_answers_become_findings) {
         cr_assert_str_eq(c.v[1].msg, "daemon /readyz: example.com/fuse: not registered");
         ctx_free(&c);
 
-        c = (struct doc_ctx){.o = &o};
+        c = (struct doc_ctx){ .o = &o };
         start(&s, "HTTP/1.0 200 OK\r\n\r\nexample.com/serial: registered\n", hp, sizeof(hp));
         doc_check_readyz(&c, hp);
         finish(&s);
@@ -140,7 +144,7 @@ Test(doctor_http, readyz_answers_become_findings) {
         ctx_free(&c);
 
         /* Nobody listens any more: said, as a warning. */
-        c = (struct doc_ctx){.o = &o};
+        c = (struct doc_ctx){ .o = &o };
         doc_check_readyz(&c, hp);
         cr_assert_eq(count_level(&c, DOC_WARN), 1);
         cr_assert_not_null(strstr(c.v[0].msg, "registration not checked"));

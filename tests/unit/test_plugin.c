@@ -12,7 +12,7 @@
 #include "resources.h"
 
 static struct res_device dev(const char *id, const char *node, int numa) {
-        struct res_device d = {0};
+        struct res_device d = { 0 };
         d.id = (char *)id;
         d.nodes = calloc(2, sizeof(char *));
         d.nodes[0] = (char *)node;
@@ -23,7 +23,7 @@ static struct res_device dev(const char *id, const char *node, int numa) {
 
 static struct dp_plugin *plugin(struct cfg_resource *cfg, struct res_device *devs, size_t n) {
         struct dp_plugin *p;
-        struct res_devlist list = {.devs = devs, .n = n};
+        struct res_devlist list = { .devs = devs, .n = n };
         bool changed;
         cr_assert_eq(dp_plugin_new(cfg, &p), 0);
         cr_assert_eq(dp_plugin_update(p, &list, &changed), 0);
@@ -41,9 +41,12 @@ static V1beta1__ListAndWatchResponse *list_of(struct dp_plugin *p) {
 }
 
 Test(plugin, merges_discoveries_keeping_vanished_devices_unhealthy) {
-        struct cfg_resource cfg = {.name = "example.com/serial", .socket_name = "cdiplug-example.com-serial.sock",
-                                   .shares = 1, .alloc_modes = CFG_ALLOC_CDI_CRI};
-        struct res_device a[] = {dev("ttyUSB0", "/dev/ttyUSB0", -1), dev("ttyUSB1", "/dev/ttyUSB1", 1)};
+        struct cfg_resource cfg = { .name = "example.com/serial",
+                                    .socket_name = "cdiplug-example.com-serial.sock",
+                                    .shares = 1,
+                                    .alloc_modes = CFG_ALLOC_CDI_CRI };
+        struct res_device a[] = { dev("ttyUSB0", "/dev/ttyUSB0", -1),
+                                  dev("ttyUSB1", "/dev/ttyUSB1", 1) };
         struct dp_plugin *p = plugin(&cfg, a, 2);
         uint64_t gen = p->generation;
         V1beta1__ListAndWatchResponse *l = list_of(p);
@@ -54,7 +57,7 @@ Test(plugin, merges_discoveries_keeping_vanished_devices_unhealthy) {
         v1beta1__list_and_watch_response__free_unpacked(l, NULL);
 
         /* ttyUSB0 vanishes: still listed, Unhealthy; the same list again is no change. */
-        struct res_devlist one = {.devs = &a[1], .n = 1};
+        struct res_devlist one = { .devs = &a[1], .n = 1 };
         bool changed;
         cr_assert_eq(dp_plugin_update(p, &one, &changed), 0);
         cr_assert(changed);
@@ -70,7 +73,7 @@ Test(plugin, merges_discoveries_keeping_vanished_devices_unhealthy) {
         cr_assert_eq(p->generation, gen);
 
         /* It returns under the same ID; the spec kept it all along. */
-        struct res_devlist both = {.devs = a, .n = 2};
+        struct res_devlist both = { .devs = a, .n = 2 };
         cr_assert_eq(dp_plugin_update(p, &both, &changed), 0);
         cr_assert(changed);
         l = list_of(p);
@@ -87,9 +90,11 @@ Test(plugin, merges_discoveries_keeping_vanished_devices_unhealthy) {
 }
 
 Test(plugin, shares_expose_ids_per_device) {
-        struct cfg_resource cfg = {.name = "example.com/fuse", .socket_name = "cdiplug-example.com-fuse.sock",
-                                   .shares = 3, .alloc_modes = CFG_ALLOC_CDI_CRI};
-        struct res_device a[] = {dev("fuse", "/dev/fuse", -1)};
+        struct cfg_resource cfg = { .name = "example.com/fuse",
+                                    .socket_name = "cdiplug-example.com-fuse.sock",
+                                    .shares = 3,
+                                    .alloc_modes = CFG_ALLOC_CDI_CRI };
+        struct res_device a[] = { dev("fuse", "/dev/fuse", -1) };
         struct dp_plugin *p = plugin(&cfg, a, 1);
         cr_assert_eq(p->n_ids, 3);
         cr_assert_str_eq(dp_plugin_id(p, 0), "fuse-0");
@@ -98,11 +103,12 @@ Test(plugin, shares_expose_ids_per_device) {
         free(a[0].nodes);
 }
 
-static V1beta1__PreferredAllocationResponse *prefer(struct dp_plugin *p, char **avail, size_t n, char **must,
-                                                    size_t n_must, int size) {
+static V1beta1__PreferredAllocationResponse *prefer(struct dp_plugin *p, char **avail, size_t n,
+                                                    char **must, size_t n_must, int size) {
         V1beta1__PreferredAllocationRequest req = V1BETA1__PREFERRED_ALLOCATION_REQUEST__INIT;
-        V1beta1__ContainerPreferredAllocationRequest c = V1BETA1__CONTAINER_PREFERRED_ALLOCATION_REQUEST__INIT;
-        V1beta1__ContainerPreferredAllocationRequest *cs[] = {&c};
+        V1beta1__ContainerPreferredAllocationRequest c =
+                V1BETA1__CONTAINER_PREFERRED_ALLOCATION_REQUEST__INIT;
+        V1beta1__ContainerPreferredAllocationRequest *cs[] = { &c };
         V1beta1__PreferredAllocationResponse *resp = NULL;
         char *msg = NULL;
         c.available_deviceids = avail;
@@ -119,7 +125,8 @@ static V1beta1__PreferredAllocationResponse *prefer(struct dp_plugin *p, char **
 static void expect(V1beta1__PreferredAllocationResponse *r, const char *want) {
         char got[256] = "";
         for (size_t i = 0; i < r->container_responses[0]->n_deviceids; i++) {
-                strncat(got, r->container_responses[0]->deviceids[i], sizeof(got) - strlen(got) - 2);
+                strncat(got, r->container_responses[0]->deviceids[i],
+                        sizeof(got) - strlen(got) - 2);
                 if (i + 1 < r->container_responses[0]->n_deviceids)
                         strcat(got, ",");
         }
@@ -129,9 +136,13 @@ static void expect(V1beta1__PreferredAllocationResponse *r, const char *want) {
 
 /* Four devices on two NUMA nodes, two shares each:
  * a (node 0), b (node 1), c (node 0), d (node 1). */
-static struct dp_plugin *numa_plugin(struct cfg_resource *cfg, enum cfg_policy policy, struct res_device *a) {
-        *cfg = (struct cfg_resource){.name = "example.com/acc", .socket_name = "cdiplug-example.com-acc.sock",
-                                     .shares = 2, .alloc_modes = CFG_ALLOC_CDI_CRI, .policy = policy};
+static struct dp_plugin *numa_plugin(struct cfg_resource *cfg, enum cfg_policy policy,
+                                     struct res_device *a) {
+        *cfg = (struct cfg_resource){ .name = "example.com/acc",
+                                      .socket_name = "cdiplug-example.com-acc.sock",
+                                      .shares = 2,
+                                      .alloc_modes = CFG_ALLOC_CDI_CRI,
+                                      .policy = policy };
         a[0] = dev("a", "/dev/a", 0);
         a[1] = dev("b", "/dev/b", 1);
         a[2] = dev("c", "/dev/c", 0);
@@ -139,18 +150,18 @@ static struct dp_plugin *numa_plugin(struct cfg_resource *cfg, enum cfg_policy p
         return plugin(cfg, a, 4);
 }
 
-static char *all[] = {"a-0", "b-0", "c-0", "d-0", "a-1", "b-1", "c-1", "d-1"};
+static char *all[] = { "a-0", "b-0", "c-0", "d-0", "a-1", "b-1", "c-1", "d-1" };
 
 Test(plugin, packed_fills_a_numa_node_then_a_device) {
         struct cfg_resource cfg;
         struct res_device a[4];
         struct dp_plugin *p = numa_plugin(&cfg, CFG_POLICY_PACKED, a);
-        char *must[] = {"b-0"};
+        char *must[] = { "b-0" };
         /* With b-0 required: its node 1 first, its own second share next. */
         expect(prefer(p, all, 8, must, 1, 3), "b-0,b-1,d-0");
         expect(prefer(p, all, 8, NULL, 0, 4), "a-0,a-1,c-0,c-1");
         /* Node 1 has more room among these: start there. */
-        char *some[] = {"a-0", "b-0", "d-0", "d-1"};
+        char *some[] = { "a-0", "b-0", "d-0", "d-1" };
         expect(prefer(p, some, 4, NULL, 0, 2), "b-0,d-0");
         dp_plugin_free(p);
         for (int i = 0; i < 4; i++)
@@ -163,9 +174,9 @@ Test(plugin, spread_balances_numa_nodes_and_devices) {
         struct dp_plugin *p = numa_plugin(&cfg, CFG_POLICY_SPREAD, a);
         /* Offered node by node and share by share, where "none" would
          * answer a-0,a-1,c-0,c-1: spread alternates the nodes. */
-        char *grouped[] = {"a-0", "a-1", "c-0", "c-1", "b-0", "b-1", "d-0", "d-1"};
+        char *grouped[] = { "a-0", "a-1", "c-0", "c-1", "b-0", "b-1", "d-0", "d-1" };
         expect(prefer(p, grouped, 8, NULL, 0, 4), "a-0,b-0,c-0,d-0");
-        char *must[] = {"a-0"};
+        char *must[] = { "a-0" };
         expect(prefer(p, grouped, 8, must, 1, 2), "a-0,b-0");
         /* One node only: one share of each physical device first. */
         expect(prefer(p, grouped, 4, NULL, 0, 2), "a-0,c-0");
@@ -178,7 +189,7 @@ Test(plugin, none_keeps_the_kubelet_order) {
         struct cfg_resource cfg;
         struct res_device a[4];
         struct dp_plugin *p = numa_plugin(&cfg, CFG_POLICY_NONE, a);
-        char *must[] = {"d-1"};
+        char *must[] = { "d-1" };
         expect(prefer(p, all, 8, must, 1, 3), "d-1,a-0,b-0");
         dp_plugin_free(p);
         for (int i = 0; i < 4; i++)
@@ -186,11 +197,16 @@ Test(plugin, none_keeps_the_kubelet_order) {
 }
 
 Test(plugin, device_specs_carry_selector_env_mounts_and_permissions) {
-        struct cfg_resource cfg = {.name = "example.com/cam", .socket_name = "cdiplug-example.com-cam.sock",
-                                   .shares = 1, .alloc_modes = CFG_ALLOC_DEVICE_SPECS | CFG_ALLOC_CDI_ANNOTATIONS};
+        struct cfg_resource cfg = { .name = "example.com/cam",
+                                    .socket_name = "cdiplug-example.com-cam.sock",
+                                    .shares = 1,
+                                    .alloc_modes =
+                                            CFG_ALLOC_DEVICE_SPECS | CFG_ALLOC_CDI_ANNOTATIONS };
         struct res_device a = dev("video0", "/dev/video0", -1);
-        char *env[] = {"CAMERA=1", "LANG=C.UTF-8", NULL};
-        struct base_mount m = {.host_path = "/usr/lib/cam", .container_path = "/opt/cam", .read_only = true};
+        char *env[] = { "CAMERA=1", "LANG=C.UTF-8", NULL };
+        struct base_mount m = { .host_path = "/usr/lib/cam",
+                                .container_path = "/opt/cam",
+                                .read_only = true };
         a.edits.env = env;
         a.edits.mounts = &m;
         a.edits.n_mounts = 1;
@@ -198,8 +214,8 @@ Test(plugin, device_specs_carry_selector_env_mounts_and_permissions) {
         struct dp_plugin *p = plugin(&cfg, &a, 1);
         V1beta1__AllocateRequest req = V1BETA1__ALLOCATE_REQUEST__INIT;
         V1beta1__ContainerAllocateRequest c = V1BETA1__CONTAINER_ALLOCATE_REQUEST__INIT;
-        V1beta1__ContainerAllocateRequest *cs[] = {&c};
-        char *ids[] = {"video0"};
+        V1beta1__ContainerAllocateRequest *cs[] = { &c };
+        char *ids[] = { "video0" };
         c.devices_ids = ids;
         c.n_devices_ids = 1;
         req.container_requests = cs;
@@ -238,9 +254,10 @@ Test(plugin, device_specs_carry_selector_env_mounts_and_permissions) {
 
 Test(plugin, annotation_keys_fit_the_cdi_limit) {
         char name[300];
-        snprintf(name, sizeof(name), "%s.example.com/%s", "a-very-long-subdomain-label-that-goes-on-and-on",
+        snprintf(name, sizeof(name), "%s.example.com/%s",
+                 "a-very-long-subdomain-label-that-goes-on-and-on",
                  "a-name-part-that-is-sixty-three-characters-long-xxxxxxxxxxxxxxx");
-        struct cfg_resource cfg = {.name = name, .socket_name = "x.sock", .shares = 1};
+        struct cfg_resource cfg = { .name = name, .socket_name = "x.sock", .shares = 1 };
         struct dp_plugin *p;
         cr_assert_eq(dp_plugin_new(&cfg, &p), 0);
         const char *key = p->annotation_key + strlen("cdi.k8s.io/");
@@ -258,7 +275,9 @@ Test(plugin, annotation_keys_fit_the_cdi_limit) {
         free(first);
         dp_plugin_free(p);
 
-        struct cfg_resource shortc = {.name = "example.com/serial", .socket_name = "x.sock", .shares = 1};
+        struct cfg_resource shortc = { .name = "example.com/serial",
+                                       .socket_name = "x.sock",
+                                       .shares = 1 };
         cr_assert_eq(dp_plugin_new(&shortc, &p), 0);
         cr_assert_str_eq(p->annotation_key, "cdi.k8s.io/cdiplug_example.com-serial");
         dp_plugin_free(p);
@@ -267,9 +286,9 @@ Test(plugin, annotation_keys_fit_the_cdi_limit) {
 static char *allocate_one(struct dp_plugin *p, char *id) {
         V1beta1__AllocateRequest req = V1BETA1__ALLOCATE_REQUEST__INIT;
         V1beta1__ContainerAllocateRequest c = V1BETA1__CONTAINER_ALLOCATE_REQUEST__INIT;
-        V1beta1__ContainerAllocateRequest *cs[] = {&c};
+        V1beta1__ContainerAllocateRequest *cs[] = { &c };
         V1beta1__AllocateResponse *r = NULL;
-        char *ids[] = {id}, *msg = NULL, *name;
+        char *ids[] = { id }, *msg = NULL, *name;
         c.devices_ids = ids;
         c.n_devices_ids = 1;
         req.container_requests = cs;
@@ -282,23 +301,27 @@ static char *allocate_one(struct dp_plugin *p, char *id) {
 }
 
 Test(plugin, a_device_appearing_between_others_keeps_every_id_on_its_device) {
-        struct cfg_resource cfg = {.name = "example.com/acc", .socket_name = "cdiplug-example.com-acc.sock",
-                                   .shares = 2, .alloc_modes = CFG_ALLOC_CDI_CRI};
-        struct res_device a[] = {dev("a", "/dev/a", -1), dev("b", "/dev/b", -1), dev("c", "/dev/c", -1)};
-        struct res_device ac[] = {a[0], a[2]};
+        struct cfg_resource cfg = { .name = "example.com/acc",
+                                    .socket_name = "cdiplug-example.com-acc.sock",
+                                    .shares = 2,
+                                    .alloc_modes = CFG_ALLOC_CDI_CRI };
+        struct res_device a[] = { dev("a", "/dev/a", -1), dev("b", "/dev/b", -1),
+                                  dev("c", "/dev/c", -1) };
+        struct res_device ac[] = { a[0], a[2] };
         struct dp_plugin *p = plugin(&cfg, ac, 2);
         char *name = allocate_one(p, "c-1");
         cr_assert_str_eq(name, "example.com/acc=c");
         free(name);
 
-        struct res_devlist all3 = {.devs = a, .n = 3};
+        struct res_devlist all3 = { .devs = a, .n = 3 };
         bool changed;
         cr_assert_eq(dp_plugin_update(p, &all3, &changed), 0);
         cr_assert(changed);
         cr_assert_eq(p->n_ids, 6);
-        const char *want[] = {"a", "a", "b", "b", "c", "c"};
+        const char *want[] = { "a", "a", "b", "b", "c", "c" };
         for (size_t i = 0; i < 6; i++)
-                cr_assert_str_eq(dp_device_id(p, dp_plugin_id_dev(p, i)), want[i], "ID %s", dp_plugin_id(p, i));
+                cr_assert_str_eq(dp_device_id(p, dp_plugin_id_dev(p, i)), want[i], "ID %s",
+                                 dp_plugin_id(p, i));
         name = allocate_one(p, "c-1");
         cr_assert_str_eq(name, "example.com/acc=c");
         free(name);
@@ -311,12 +334,14 @@ Test(plugin, a_device_appearing_between_others_keeps_every_id_on_its_device) {
 }
 
 Test(plugin, a_device_whose_node_changes_is_listed_with_the_new_node) {
-        struct cfg_resource cfg = {.name = "example.com/serial", .socket_name = "cdiplug-example.com-serial.sock",
-                                   .shares = 1, .alloc_modes = CFG_ALLOC_DEVICE_SPECS};
-        struct res_device a[] = {dev("s0", "/dev/ttyS0", -1), dev("s1", "/dev/ttyS1", -1)};
+        struct cfg_resource cfg = { .name = "example.com/serial",
+                                    .socket_name = "cdiplug-example.com-serial.sock",
+                                    .shares = 1,
+                                    .alloc_modes = CFG_ALLOC_DEVICE_SPECS };
+        struct res_device a[] = { dev("s0", "/dev/ttyS0", -1), dev("s1", "/dev/ttyS1", -1) };
         struct dp_plugin *p = plugin(&cfg, a, 2);
-        struct res_device moved[] = {a[0], dev("s1", "/dev/ttyS9", 3)};
-        struct res_devlist l = {.devs = moved, .n = 2};
+        struct res_device moved[] = { a[0], dev("s1", "/dev/ttyS9", 3) };
+        struct res_devlist l = { .devs = moved, .n = 2 };
         bool changed;
         uint64_t gen = p->generation;
 
@@ -326,7 +351,8 @@ Test(plugin, a_device_whose_node_changes_is_listed_with_the_new_node) {
         cr_assert_eq(p->n_devs, 2);
         cr_assert_str_eq(dp_str_next(dp_device_id(p, 1)), "/dev/ttyS9");
         cr_assert_eq(p->devs[1].numa_node, 3);
-        cr_assert_str_eq(dp_str_next(dp_device_id(p, 0)), "/dev/ttyS0", "the other device is untouched");
+        cr_assert_str_eq(dp_str_next(dp_device_id(p, 0)), "/dev/ttyS0",
+                         "the other device is untouched");
         struct cdi_spec spec;
         cr_assert_eq(dp_plugin_spec(p, &spec), 0);
         cr_assert_str_eq(spec.devices[1].edits.nodes[0].path, "/dev/ttyS9");
@@ -338,11 +364,13 @@ Test(plugin, a_device_whose_node_changes_is_listed_with_the_new_node) {
 }
 
 Test(plugin, devices_of_different_selectors_keep_their_own_extras) {
-        struct cfg_resource cfg = {.name = "example.com/cam", .socket_name = "cdiplug-example.com-cam.sock",
-                                   .shares = 1, .alloc_modes = CFG_ALLOC_DEVICE_SPECS};
-        struct res_device a[] = {dev("v0", "/dev/video0", -1), dev("v1", "/dev/video1", -1),
-                                 dev("v2", "/dev/video2", -1)};
-        char *env_a[] = {"CAM=a", NULL}, *env_b[] = {"CAM=b", NULL};
+        struct cfg_resource cfg = { .name = "example.com/cam",
+                                    .socket_name = "cdiplug-example.com-cam.sock",
+                                    .shares = 1,
+                                    .alloc_modes = CFG_ALLOC_DEVICE_SPECS };
+        struct res_device a[] = { dev("v0", "/dev/video0", -1), dev("v1", "/dev/video1", -1),
+                                  dev("v2", "/dev/video2", -1) };
+        char *env_a[] = { "CAM=a", NULL }, *env_b[] = { "CAM=b", NULL };
         a[0].edits.env = env_a;
         a[1].edits.env = env_b;
         a[1].edits.node.permissions = "r";
@@ -363,10 +391,12 @@ Test(plugin, devices_of_different_selectors_keep_their_own_extras) {
  * devices: what each ID means survives, new shares give new share IDs,
  * and changed edits leave no unused extras behind in the next clone. */
 Test(plugin, a_clone_keeps_ids_and_takes_the_new_settings) {
-        struct cfg_resource cfg = {.name = "example.com/cam", .socket_name = "cdiplug-example.com-cam.sock",
-                                   .shares = 1, .alloc_modes = CFG_ALLOC_CDI_CRI};
-        struct res_device a[] = {dev("v-0", "/dev/v-0", -1), dev("v1", "/dev/v1", 0)};
-        char *env_a[] = {"CAM=a", NULL}, *env_b[] = {"CAM=b", NULL};
+        struct cfg_resource cfg = { .name = "example.com/cam",
+                                    .socket_name = "cdiplug-example.com-cam.sock",
+                                    .shares = 1,
+                                    .alloc_modes = CFG_ALLOC_CDI_CRI };
+        struct res_device a[] = { dev("v-0", "/dev/v-0", -1), dev("v1", "/dev/v1", 0) };
+        char *env_a[] = { "CAM=a", NULL }, *env_b[] = { "CAM=b", NULL };
         a[0].edits.env = env_a;
         a[0].id_is_path = true;
         a[1].edits.env = env_a;
@@ -377,10 +407,10 @@ Test(plugin, a_clone_keeps_ids_and_takes_the_new_settings) {
         cfg2.shares = 2;
         struct dp_plugin *c;
         cr_assert_eq(dp_plugin_clone(p, &cfg2, &c), 0);
-        struct res_device b[] = {dev("v-0", "/dev/v/0", -1), dev("v1", "/dev/v1", 0)};
+        struct res_device b[] = { dev("v-0", "/dev/v/0", -1), dev("v1", "/dev/v1", 0) };
         b[0].id_is_path = true;
         b[1].edits.env = env_b;
-        struct res_devlist found = {.devs = b, .n = 2};
+        struct res_devlist found = { .devs = b, .n = 2 };
         bool changed;
         cr_assert_eq(dp_plugin_update(c, &found, &changed), 0);
         cr_assert(changed);
@@ -405,9 +435,9 @@ Test(plugin, a_clone_keeps_ids_and_takes_the_new_settings) {
         struct cfg_resource cfg3 = cfg2;
         struct dp_plugin *c2;
         cr_assert_eq(dp_plugin_clone(c, &cfg3, &c2), 0);
-        struct res_device only[] = {dev("v1", "/dev/v1", 0)};
+        struct res_device only[] = { dev("v1", "/dev/v1", 0) };
         only[0].edits.env = env_b;
-        found = (struct res_devlist){.devs = only, .n = 1};
+        found = (struct res_devlist){ .devs = only, .n = 1 };
         cr_assert_eq(dp_plugin_update(c2, &found, &changed), 0);
         cr_assert_eq(c2->n_devs, 2);
         cr_assert_eq(c2->n_ids, 4);
@@ -428,7 +458,7 @@ Test(plugin, a_clone_keeps_ids_and_takes_the_new_settings) {
         dp_plugin_free(c3);
 
         /* Edits changed twice: the first set, used by nothing, is not copied on. */
-        struct res_device v1a[] = {dev("v1", "/dev/v1", 0)};
+        struct res_device v1a[] = { dev("v1", "/dev/v1", 0) };
         v1a[0].edits.env = env_a;
         struct dp_plugin *q = plugin(&cfg, v1a, 1), *q2, *q3;
         cr_assert_eq(dp_plugin_clone(q, &cfg, &q2), 0);

@@ -11,7 +11,7 @@
 #include "resources.h"
 
 static struct res_device dev(const char *id, const char *node) {
-        struct res_device d = {0};
+        struct res_device d = { 0 };
         d.id = (char *)id;
         d.nodes = calloc(2, sizeof(char *));
         d.nodes[0] = (char *)node;
@@ -30,12 +30,13 @@ static V1beta1__ListAndWatchResponse *list_of(struct dp_plugin *p) {
 }
 
 static void update(struct dp_plugin *p, struct res_device *devs, size_t n) {
-        struct res_devlist list = {.devs = devs, .n = n};
+        struct res_devlist list = { .devs = devs, .n = n };
         bool changed;
         cr_assert_eq(dp_plugin_update(p, &list, &changed), 0);
 }
 
-static void expect(struct dp_plugin *p, const char *const *ids, const char *const *health, size_t n) {
+static void expect(struct dp_plugin *p, const char *const *ids, const char *const *health,
+                   size_t n) {
         V1beta1__ListAndWatchResponse *l = list_of(p);
         cr_assert_eq(l->n_devices, n, "%zu devices listed, want %zu", l->n_devices, n);
         for (size_t i = 0; i < n; i++) {
@@ -51,10 +52,12 @@ static void free_nodes(struct res_device *d, size_t n) {
 }
 
 Test(plugin_hold, lists_only_what_the_written_spec_defines) {
-        struct cfg_resource cfg = {.name = "example.com/serial", .socket_name = "cdiplug-example.com-serial.sock",
-                                   .shares = 1, .alloc_modes = CFG_ALLOC_CDI_CRI};
-        struct res_device a[] = {dev("ttyS0", "/dev/ttyS0"), dev("ttyS1", "/dev/ttyS1"),
-                                 dev("ttyS2", "/dev/ttyS2")};
+        struct cfg_resource cfg = { .name = "example.com/serial",
+                                    .socket_name = "cdiplug-example.com-serial.sock",
+                                    .shares = 1,
+                                    .alloc_modes = CFG_ALLOC_CDI_CRI };
+        struct res_device a[] = { dev("ttyS0", "/dev/ttyS0"), dev("ttyS1", "/dev/ttyS1"),
+                                  dev("ttyS2", "/dev/ttyS2") };
         struct res_device moved = dev("ttyS0", "/dev/other");
         struct dp_plugin *p;
         cr_assert_eq(dp_plugin_new(&cfg, &p), 0);
@@ -62,33 +65,37 @@ Test(plugin_hold, lists_only_what_the_written_spec_defines) {
         dp_plugin_spec_written(p);
 
         /* ttyS2 appears and ttyS0 changes node; the write fails. */
-        struct res_device b[] = {moved, a[1], a[2]};
+        struct res_device b[] = { moved, a[1], a[2] };
         update(p, b, 3);
         uint64_t gen = p->generation;
         dp_plugin_hold(p);
         cr_assert_gt(p->generation, gen, "holding changed the list (ttyS0 turns Unhealthy)");
-        expect(p, (const char *[]){"ttyS0", "ttyS1"}, (const char *[]){"Unhealthy", "Healthy"}, 2);
+        expect(p, (const char *[]){ "ttyS0", "ttyS1" }, (const char *[]){ "Unhealthy", "Healthy" },
+               2);
 
         /* Still held, another hotplug: ttyS1 goes; nothing new appears. */
-        struct res_device c[] = {moved, a[2]};
+        struct res_device c[] = { moved, a[2] };
         update(p, c, 2);
-        expect(p, (const char *[]){"ttyS0", "ttyS1"}, (const char *[]){"Unhealthy", "Unhealthy"}, 2);
+        expect(p, (const char *[]){ "ttyS0", "ttyS1" },
+               (const char *[]){ "Unhealthy", "Unhealthy" }, 2);
 
         /* Written at last: everything, as it is. */
         gen = p->generation;
         dp_plugin_spec_written(p);
         cr_assert_gt(p->generation, gen);
-        expect(p, (const char *[]){"ttyS0", "ttyS1", "ttyS2"},
-               (const char *[]){"Healthy", "Unhealthy", "Healthy"}, 3);
+        expect(p, (const char *[]){ "ttyS0", "ttyS1", "ttyS2" },
+               (const char *[]){ "Healthy", "Unhealthy", "Healthy" }, 3);
         dp_plugin_free(p);
         free_nodes(a, 3);
         free_nodes(&moved, 1);
 }
 
 Test(plugin_hold, holds_back_every_share_of_a_new_device) {
-        struct cfg_resource cfg = {.name = "example.com/fuse", .socket_name = "cdiplug-example.com-fuse.sock",
-                                   .shares = 2, .alloc_modes = CFG_ALLOC_CDI_CRI};
-        struct res_device a[] = {dev("fuse", "/dev/fuse"), dev("kvm", "/dev/kvm")};
+        struct cfg_resource cfg = { .name = "example.com/fuse",
+                                    .socket_name = "cdiplug-example.com-fuse.sock",
+                                    .shares = 2,
+                                    .alloc_modes = CFG_ALLOC_CDI_CRI };
+        struct res_device a[] = { dev("fuse", "/dev/fuse"), dev("kvm", "/dev/kvm") };
         struct dp_plugin *p;
         cr_assert_eq(dp_plugin_new(&cfg, &p), 0);
         update(p, a, 1);
@@ -102,7 +109,8 @@ Test(plugin_hold, holds_back_every_share_of_a_new_device) {
         l = list_of(p);
         cr_assert_eq(l->n_devices, before);
         for (size_t i = 0; i < l->n_devices; i++)
-                cr_expect_null(strstr(l->devices[i]->id, "kvm"), "%s listed before its spec", l->devices[i]->id);
+                cr_expect_null(strstr(l->devices[i]->id, "kvm"), "%s listed before its spec",
+                               l->devices[i]->id);
         v1beta1__list_and_watch_response__free_unpacked(l, NULL);
         dp_plugin_spec_written(p);
         l = list_of(p);

@@ -15,39 +15,43 @@ static void same(const ProtobufCMessage *m, const uint8_t *want, size_t len) {
         cr_assert_eq(n, len, "%s packs to %zu bytes, want %zu", m->descriptor->name, n, len);
         cr_assert_eq(protobuf_c_message_pack(m, buf), len);
         for (size_t i = 0; i < len; i++)
-                cr_assert_eq(buf[i], want[i], "%s byte %zu: %02x, want %02x", m->descriptor->name, i, buf[i], want[i]);
+                cr_assert_eq(buf[i], want[i], "%s byte %zu: %02x, want %02x", m->descriptor->name,
+                             i, buf[i], want[i]);
 }
 
 /* ContainerDevices{resource_name "a/b", device_ids ["x", "y-1"], topology{nodes [{ID 1}]}} */
-#define CONTAINER_DEVICES 0x0a, 0x03, 'a', '/', 'b', 0x12, 0x01, 'x', 0x12, 0x03, 'y', '-', '1', \
-                          0x1a, 0x04, 0x0a, 0x02, 0x08, 0x01
+#define CONTAINER_DEVICES                                                                          \
+        0x0a, 0x03, 'a', '/', 'b', 0x12, 0x01, 'x', 0x12, 0x03, 'y', '-', '1', 0x1a, 0x04, 0x0a,   \
+                0x02, 0x08, 0x01
 /* DynamicResource{class "k", claim "c", namespace "n", claim_resources [{cdi_devices [{name "v/d=x"}]}]} */
-#define DYNAMIC 0x0a, 0x01, 'k', 0x12, 0x01, 'c', 0x1a, 0x01, 'n', 0x22, 0x09, 0x0a, 0x07, 0x0a, 0x05, \
+#define DYNAMIC                                                                                    \
+        0x0a, 0x01, 'k', 0x12, 0x01, 'c', 0x1a, 0x01, 'n', 0x22, 0x09, 0x0a, 0x07, 0x0a, 0x05,     \
                 'v', '/', 'd', '=', 'x'
 /* ContainerResources{name "c", devices [CONTAINER_DEVICES], cpu_ids [2, 3], dynamic [DYNAMIC]} */
-#define CONTAINER 0x0a, 0x01, 'c', 0x12, 0x13, CONTAINER_DEVICES, 0x1a, 0x02, 0x02, 0x03, 0x2a, 0x14, DYNAMIC
+#define CONTAINER                                                                                  \
+        0x0a, 0x01, 'c', 0x12, 0x13, CONTAINER_DEVICES, 0x1a, 0x02, 0x02, 0x03, 0x2a, 0x14, DYNAMIC
 /* PodResources{name "p", namespace "n", containers [CONTAINER]} */
 #define POD 0x0a, 0x01, 'p', 0x12, 0x01, 'n', 0x1a, 0x32, CONTAINER
 
-static const uint8_t list_resp[] = {0x0a, 0x3a, POD};
+static const uint8_t list_resp[] = { 0x0a, 0x3a, POD };
 
 static V1__NUMANode numa = V1__NUMANODE__INIT;
-static V1__NUMANode *numas[] = {&numa};
+static V1__NUMANode *numas[] = { &numa };
 static V1__TopologyInfo topo = V1__TOPOLOGY_INFO__INIT;
 static V1__ContainerDevices cdev = V1__CONTAINER_DEVICES__INIT;
-static V1__ContainerDevices *cdevs[] = {&cdev};
-static char *ids[] = {"x", "y-1"};
+static V1__ContainerDevices *cdevs[] = { &cdev };
+static char *ids[] = { "x", "y-1" };
 static V1__CDIDevice cdi = V1__CDIDEVICE__INIT;
-static V1__CDIDevice *cdis[] = {&cdi};
+static V1__CDIDevice *cdis[] = { &cdi };
 static V1__ClaimResource claim = V1__CLAIM_RESOURCE__INIT;
-static V1__ClaimResource *claims[] = {&claim};
+static V1__ClaimResource *claims[] = { &claim };
 static V1__DynamicResource dyn = V1__DYNAMIC_RESOURCE__INIT;
-static V1__DynamicResource *dyns[] = {&dyn};
-static int64_t cpus[] = {2, 3};
+static V1__DynamicResource *dyns[] = { &dyn };
+static int64_t cpus[] = { 2, 3 };
 static V1__ContainerResources ctr = V1__CONTAINER_RESOURCES__INIT;
-static V1__ContainerResources *ctrs[] = {&ctr};
+static V1__ContainerResources *ctrs[] = { &ctr };
 static V1__PodResources pod = V1__POD_RESOURCES__INIT;
-static V1__PodResources *pods[] = {&pod};
+static V1__PodResources *pods[] = { &pod };
 
 static void build(void) {
         numa.id = 1;
@@ -95,7 +99,8 @@ Test(podresources_proto, list_response_encodes) {
 }
 
 Test(podresources_proto, list_response_decodes) {
-        V1__ListPodResourcesResponse *m = v1__list_pod_resources_response__unpack(NULL, sizeof(list_resp), list_resp);
+        V1__ListPodResourcesResponse *m =
+                v1__list_pod_resources_response__unpack(NULL, sizeof(list_resp), list_resp);
         cr_assert_not_null(m);
         cr_assert_eq(m->n_pod_resources, 1);
         V1__PodResources *p = m->pod_resources[0];
@@ -112,15 +117,18 @@ Test(podresources_proto, list_response_decodes) {
         cr_assert_eq(c->n_cpu_ids, 2);
         cr_assert_eq(c->cpu_ids[1], 3);
         cr_assert_eq(c->n_dynamic_resources, 1);
-        cr_assert_str_eq(c->dynamic_resources[0]->claim_resources[0]->cdi_devices[0]->name, "v/d=x");
+        cr_assert_str_eq(c->dynamic_resources[0]->claim_resources[0]->cdi_devices[0]->name,
+                         "v/d=x");
         v1__list_pod_resources_response__free_unpacked(m, NULL);
 }
 
 Test(podresources_proto, unpacked_cpu_ids_and_unknown_fields_decode) {
         /* An older encoder's unpacked repeated int64 (tag 0x18 per value)
          * and a field added after our copy (99, varint) are both fine. */
-        static const uint8_t ctr_bytes[] = {0x0a, 0x01, 'c', 0x18, 0x02, 0x18, 0x03, 0x98, 0x06, 0x01};
-        V1__ContainerResources *c = v1__container_resources__unpack(NULL, sizeof(ctr_bytes), ctr_bytes);
+        static const uint8_t ctr_bytes[] = { 0x0a, 0x01, 'c',  0x18, 0x02,
+                                             0x18, 0x03, 0x98, 0x06, 0x01 };
+        V1__ContainerResources *c =
+                v1__container_resources__unpack(NULL, sizeof(ctr_bytes), ctr_bytes);
         cr_assert_not_null(c);
         cr_assert_eq(c->n_cpu_ids, 2);
         cr_assert_eq(c->cpu_ids[0], 2);
@@ -128,12 +136,12 @@ Test(podresources_proto, unpacked_cpu_ids_and_unknown_fields_decode) {
 }
 
 Test(podresources_proto, get_request_and_response) {
-        static const uint8_t get_req[] = {0x0a, 0x01, 'p', 0x12, 0x01, 'n'};
+        static const uint8_t get_req[] = { 0x0a, 0x01, 'p', 0x12, 0x01, 'n' };
         V1__GetPodResourcesRequest req = V1__GET_POD_RESOURCES_REQUEST__INIT;
         req.pod_name = "p";
         req.pod_namespace = "n";
         same(&req.base, get_req, sizeof(get_req));
-        static const uint8_t get_resp[] = {0x0a, 0x3a, POD};
+        static const uint8_t get_resp[] = { 0x0a, 0x3a, POD };
         V1__GetPodResourcesResponse resp = V1__GET_POD_RESOURCES_RESPONSE__INIT;
         resp.pod_resources = &pod;
         same(&resp.base, get_resp, sizeof(get_resp));
@@ -141,10 +149,15 @@ Test(podresources_proto, get_request_and_response) {
 
 Test(podresources_proto, allocatable_response) {
         /* ContainerMemory{memory_type "m", size 256, topology{nodes [{ID 1}]}} */
-        static const uint8_t want[] = {0x0a, 0x13, CONTAINER_DEVICES, 0x12, 0x02, 0x02, 0x03,
-                                       0x1a, 0x0c, 0x0a, 0x01, 'm', 0x10, 0x80, 0x02, 0x1a, 0x04, 0x0a, 0x02, 0x08, 0x01};
+        static const uint8_t want[] = { 0x0a, 0x13, CONTAINER_DEVICES,
+                                        0x12, 0x02, 0x02,
+                                        0x03, 0x1a, 0x0c,
+                                        0x0a, 0x01, 'm',
+                                        0x10, 0x80, 0x02,
+                                        0x1a, 0x04, 0x0a,
+                                        0x02, 0x08, 0x01 };
         V1__ContainerMemory mem = V1__CONTAINER_MEMORY__INIT;
-        V1__ContainerMemory *mems[] = {&mem};
+        V1__ContainerMemory *mems[] = { &mem };
         mem.memory_type = "m";
         mem.size = 256;
         mem.topology = &topo;
@@ -156,13 +169,14 @@ Test(podresources_proto, allocatable_response) {
         resp.n_memory = 1;
         resp.memory = mems;
         same(&resp.base, want, sizeof(want));
-        V1__AllocatableResourcesResponse *m = v1__allocatable_resources_response__unpack(NULL, sizeof(want), want);
+        V1__AllocatableResourcesResponse *m =
+                v1__allocatable_resources_response__unpack(NULL, sizeof(want), want);
         cr_assert_not_null(m);
         cr_assert_eq(m->memory[0]->size, 256);
         v1__allocatable_resources_response__free_unpacked(m, NULL);
 }
 
 Test(podresources_proto, garbage_is_refused) {
-        static const uint8_t bad[] = {0x0a, 0x7f, 0x0a};
+        static const uint8_t bad[] = { 0x0a, 0x7f, 0x0a };
         cr_assert_null(v1__list_pod_resources_response__unpack(NULL, sizeof(bad), bad));
 }

@@ -112,7 +112,8 @@ Test(proto, allocate_request_from_a_newer_kubelet) {
         protobuf_c_message_free_unpacked(&m->base, NULL);
 }
 
-static const char *map_get(size_t n, V1beta1__ContainerAllocateResponse__EnvsEntry **e, const char *key) {
+static const char *map_get(size_t n, V1beta1__ContainerAllocateResponse__EnvsEntry **e,
+                           const char *key) {
         for (size_t i = 0; i < n; i++)
                 if (strcmp(e[i]->key, key) == 0)
                         return e[i]->value;
@@ -137,7 +138,8 @@ Test(proto, allocate_response) {
         cr_assert_str_eq(c->devices[0]->permissions, "rw");
         cr_assert_eq(c->n_annotations, 1);
         cr_assert_str_eq(c->annotations[0]->key, "cdi.k8s.io/cdiplug_example.com-serial");
-        cr_assert_str_eq(c->annotations[0]->value, "example.com/serial=ttyUSB0,example.com/serial=ttyUSB1");
+        cr_assert_str_eq(c->annotations[0]->value,
+                         "example.com/serial=ttyUSB0,example.com/serial=ttyUSB1");
         cr_assert_eq(c->n_cdi_devices, 2);
         cr_assert_str_eq(c->cdi_devices[0]->name, "example.com/serial=ttyUSB0");
         cr_assert_str_eq(c->cdi_devices[1]->name, "example.com/serial=ttyUSB1");
@@ -151,8 +153,10 @@ Test(proto, allocate_response) {
         v1beta1__allocate_response__pack(m, buf);
         V1beta1__AllocateResponse *again = v1beta1__allocate_response__unpack(NULL, len, buf);
         cr_assert_not_null(again);
-        cr_assert_str_eq(again->container_responses[0]->cdi_devices[1]->name, "example.com/serial=ttyUSB1");
-        cr_assert_str_eq(map_get(again->container_responses[0]->n_envs, again->container_responses[0]->envs, "LANG"),
+        cr_assert_str_eq(again->container_responses[0]->cdi_devices[1]->name,
+                         "example.com/serial=ttyUSB1");
+        cr_assert_str_eq(map_get(again->container_responses[0]->n_envs,
+                                 again->container_responses[0]->envs, "LANG"),
                          "C.UTF-8");
         free(buf);
         v1beta1__allocate_response__free_unpacked(again, NULL);
@@ -161,7 +165,8 @@ Test(proto, allocate_response) {
 
 Test(proto, preferred_allocation) {
         V1beta1__PreferredAllocationRequest *m = (V1beta1__PreferredAllocationRequest *)decode(
-                "preferred_allocation_request.bin", &v1beta1__preferred_allocation_request__descriptor);
+                "preferred_allocation_request.bin",
+                &v1beta1__preferred_allocation_request__descriptor);
         cr_assert_eq(m->n_container_requests, 1);
         V1beta1__ContainerPreferredAllocationRequest *c = m->container_requests[0];
         cr_assert_eq(c->n_available_deviceids, 4);
@@ -177,7 +182,8 @@ Test(proto, preferred_allocation) {
         protobuf_c_message_free_unpacked(&m->base, NULL);
 
         V1beta1__PreferredAllocationResponse *r = (V1beta1__PreferredAllocationResponse *)decode(
-                "preferred_allocation_response.bin", &v1beta1__preferred_allocation_response__descriptor);
+                "preferred_allocation_response.bin",
+                &v1beta1__preferred_allocation_response__descriptor);
         cr_assert_eq(r->n_container_responses, 1);
         cr_assert_eq(r->container_responses[0]->n_deviceids, 2);
         cr_assert_str_eq(r->container_responses[0]->deviceids[0], "dev2");

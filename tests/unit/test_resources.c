@@ -61,8 +61,10 @@ Test(resources, id_long_is_shortened_stably_and_uniquely) {
         cr_expect_str_neq(ia, ib, "paths differing past the cut must not share an ID");
         cr_expect(strncmp(ia, "disk-by-id-nvme-SAMSUNG", 23) == 0, "prefix kept: %s", ia);
         /* The hash covers the raw path: these sanitise to the same text. */
-        char *x = id_of("/dev/xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx:1");
-        char *y = id_of("/dev/xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx;1");
+        char *x =
+                id_of("/dev/xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx:1");
+        char *y =
+                id_of("/dev/xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx;1");
         cr_expect_str_neq(x, y);
         free(ia), free(ia2), free(ib), free(x), free(y);
 }
@@ -194,10 +196,11 @@ Test(resources, missing_host_root_fails) {
 Test(resources, selector_edits_are_copied) {
         mk(root, "dev/ttyUSB0", NULL);
         struct res_devlist l = discover(
-                root, "[{\"path\": \"/dev/ttyUSB*\", \"env\": {\"BAUD\": \"9600\", \"E\": \"\"},"
-                      " \"mounts\": [{\"hostPath\": \"/etc/x\", \"containerPath\": \"/x\","
-                      " \"readOnly\": true}, {\"hostPath\": \"/var/y\", \"containerPath\": \"/y\"}],"
-                      " \"permissions\": \"rw\"}]");
+                root,
+                "[{\"path\": \"/dev/ttyUSB*\", \"env\": {\"BAUD\": \"9600\", \"E\": \"\"},"
+                " \"mounts\": [{\"hostPath\": \"/etc/x\", \"containerPath\": \"/x\","
+                " \"readOnly\": true}, {\"hostPath\": \"/var/y\", \"containerPath\": \"/y\"}],"
+                " \"permissions\": \"rw\"}]");
         cr_assert_eq(l.n, 1);
         const struct res_device *d = &l.devs[0];
         cr_assert_not_null(d->edits.env);
@@ -217,9 +220,9 @@ Test(resources, selectors_union_and_duplicates_keep_first) {
         mk(root, "dev/ttyUSB0", NULL);
         mk(root, "dev/ttyUSB1", NULL);
         mk(root, "dev/ttyACM0", NULL);
-        struct res_devlist l = discover(
-                root, "[{\"path\": \"/dev/ttyUSB0\", \"env\": {\"WHO\": \"first\"}},"
-                      " {\"path\": \"/dev/tty*\", \"env\": {\"WHO\": \"second\"}}]");
+        struct res_devlist l =
+                discover(root, "[{\"path\": \"/dev/ttyUSB0\", \"env\": {\"WHO\": \"first\"}},"
+                               " {\"path\": \"/dev/tty*\", \"env\": {\"WHO\": \"second\"}}]");
         cr_assert_eq(l.n, 3, "ttyUSB0 listed once");
         cr_expect_str_eq(l.devs[0].id, "ttyACM0");
         cr_expect_str_eq(l.devs[0].edits.env[0], "WHO=second");
@@ -303,9 +306,9 @@ Test(resources, watch_nested_glob_lists_each_level) {
         mk(root, "dev/bus/usb/001/001", NULL);
         mk(root, "dev/bus/usb/002/001", NULL);
         mk(root, "dev/bus/usb/notadir", NULL);
-        expect_dirs(watch(root, "[{\"path\": \"/dev/bus/usb/*/*\"}]"),
-                    (const char *[]){ "/dev/bus/usb", "/dev/bus/usb/001", "/dev/bus/usb/002",
-                                      NULL });
+        expect_dirs(
+                watch(root, "[{\"path\": \"/dev/bus/usb/*/*\"}]"),
+                (const char *[]){ "/dev/bus/usb", "/dev/bus/usb/001", "/dev/bus/usb/002", NULL });
 }
 
 Test(resources, watch_missing_dir_falls_back_to_ancestor) {
@@ -318,9 +321,10 @@ Test(resources, watch_missing_dir_falls_back_to_ancestor) {
 Test(resources, watch_usb_and_pci) {
         mkd(root, "dev/bus/usb/003");
         mkd(root, "dev/vfio");
-        expect_dirs(watch(root, "[{\"usb\": {\"vendor\": \"046d\"}}, {\"pci\": {\"vendor\": \"10de\"}}]"),
-                    (const char *[]){ "/dev", "/dev/bus/usb", "/dev/bus/usb/003", "/dev/vfio",
-                                      NULL });
+        expect_dirs(
+                watch(root,
+                      "[{\"usb\": {\"vendor\": \"046d\"}}, {\"pci\": {\"vendor\": \"10de\"}}]"),
+                (const char *[]){ "/dev", "/dev/bus/usb", "/dev/bus/usb/003", "/dev/vfio", NULL });
 }
 
 Test(resources, watch_real_root_has_no_prefix) {

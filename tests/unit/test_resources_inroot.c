@@ -26,7 +26,9 @@ static void setup(void) {
         cr_assert_eq(ft_file(outside, "secret", "out"), 0);
         cr_assert_eq(ft_symlink(root, "dev/serial/by-id/rel", "../../ttyUSB0"), 0);
         cr_assert_eq(ft_symlink(root, "dev/serial/by-id/abs", "/dev/ttyUSB0"), 0);
-        cr_assert_eq(ft_symlink(root, "dev/serial/by-id/dotdot", "../../../../../../../../etc/passwd"), 0);
+        cr_assert_eq(
+                ft_symlink(root, "dev/serial/by-id/dotdot", "../../../../../../../../etc/passwd"),
+                0);
         cr_assert_eq(ft_symlink(root, "dev/serial/by-id/dangling", "../../ttyUSB7"), 0);
         cr_assert_eq(ft_symlink(root, "dev/loop", "loop"), 0);
         cr_assert_eq(ft_symlink(root, "dev/chain1", "chain2"), 0);
@@ -65,7 +67,8 @@ static void same(const char *path, int flags) {
                 struct stat sa, sb;
                 cr_assert_eq(fstat(a, &sa), 0);
                 cr_assert_eq(fstat(b, &sb), 0);
-                cr_expect(sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino, "%s: different files", path);
+                cr_expect(sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino, "%s: different files",
+                          path);
         }
         if (a >= 0)
                 close(a);
@@ -75,11 +78,26 @@ static void same(const char *path, int flags) {
 
 Test(inroot, resolves_like_resolve_in_root) {
         const char *paths[] = {
-                "/dev/ttyUSB0", "dev/ttyUSB0", "/dev/serial/by-id/rel", "/dev/serial/by-id/abs",
-                "/dev/serial/by-id/dotdot", "/dev/serial/by-id/dangling", "/dev/loop", "/dev/chain1",
-                "/dev/dirabs/by-id/rel", "/dev/dirrel/by-id/abs", "/dev/dirabs/../ttyUSB0",
-                "/../../../etc/passwd", "/dev/out-abs", "/dev/out-rel", "/dev/out-abs/secret",
-                "/dev/out-rel/secret", "/", "", "/dev/", "/dev//serial///by-id/rel",
+                "/dev/ttyUSB0",
+                "dev/ttyUSB0",
+                "/dev/serial/by-id/rel",
+                "/dev/serial/by-id/abs",
+                "/dev/serial/by-id/dotdot",
+                "/dev/serial/by-id/dangling",
+                "/dev/loop",
+                "/dev/chain1",
+                "/dev/dirabs/by-id/rel",
+                "/dev/dirrel/by-id/abs",
+                "/dev/dirabs/../ttyUSB0",
+                "/../../../etc/passwd",
+                "/dev/out-abs",
+                "/dev/out-rel",
+                "/dev/out-abs/secret",
+                "/dev/out-rel/secret",
+                "/",
+                "",
+                "/dev/",
+                "/dev//serial///by-id/rel",
         };
         for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
                 same(paths[i], O_PATH);
@@ -90,8 +108,9 @@ Test(inroot, resolves_like_resolve_in_root) {
 }
 
 Test(inroot, never_opens_a_file_outside_the_root) {
-        char buf[8] = {0};
-        const char *paths[] = {"/dev/out-abs/secret", "/dev/out-rel/secret", "/dev/serial/by-id/dotdot"};
+        char buf[8] = { 0 };
+        const char *paths[] = { "/dev/out-abs/secret", "/dev/out-rel/secret",
+                                "/dev/serial/by-id/dotdot" };
         for (size_t i = 0; i < 3; i++) {
                 int fd = res_open_in_root_compat(rootfd, paths[i], O_RDONLY);
                 if (fd < 0)

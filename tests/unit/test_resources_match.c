@@ -109,8 +109,9 @@ static void usb_serial_tree(void) {
 
 Test(resources_match, attrs_select_by_vendor_and_serial_glob) {
         usb_serial_tree();
-        struct res_devlist l = discover(root, "[{\"path\": \"/dev/ttyUSB*\", "
-                                              "\"attrs\": {\"idVendor\": \"0403\", \"serial\": \"A1*\"}}]");
+        struct res_devlist l =
+                discover(root, "[{\"path\": \"/dev/ttyUSB*\", "
+                               "\"attrs\": {\"idVendor\": \"0403\", \"serial\": \"A1*\"}}]");
         cr_assert_eq(l.n, 1);
         cr_expect_str_eq(l.devs[0].id, "ttyUSB0");
         assert_nodes(&l.devs[0], (const char *[]){ "/dev/ttyUSB0", NULL });
@@ -123,8 +124,9 @@ Test(resources_match, attrs_must_all_match_on_one_device) {
         usb_serial_tree();
         /* idVendor is on the USB device, bInterfaceNumber on the interface:
          * like udev's ATTRS{}, they never match together. */
-        struct res_devlist l = discover(root, "[{\"path\": \"/dev/ttyUSB*\", \"optional\": true, "
-                                              "\"attrs\": {\"idVendor\": \"0403\", \"bInterfaceNumber\": \"00\"}}]");
+        struct res_devlist l = discover(
+                root, "[{\"path\": \"/dev/ttyUSB*\", \"optional\": true, "
+                      "\"attrs\": {\"idVendor\": \"0403\", \"bInterfaceNumber\": \"00\"}}]");
         cr_expect_eq(l.n, 0);
         cr_expect_null(l.notes, "optional: silent");
         res_devlist_free(&l);
@@ -132,8 +134,9 @@ Test(resources_match, attrs_must_all_match_on_one_device) {
 
 Test(resources_match, subsystem_driver_kernel_match_self_or_parents) {
         usb_serial_tree();
-        struct res_devlist l = discover(root, "[{\"path\": \"/dev/ttyUSB*\", \"subsystem\": \"tty\", "
-                                              "\"driver\": \"pl2303\", \"kernel\": \"1-2\"}]");
+        struct res_devlist l =
+                discover(root, "[{\"path\": \"/dev/ttyUSB*\", \"subsystem\": \"tty\", "
+                               "\"driver\": \"pl2303\", \"kernel\": \"1-2\"}]");
         cr_assert_eq(l.n, 1);
         cr_expect_str_eq(l.devs[0].id, "ttyUSB1");
         res_devlist_free(&l);
@@ -169,8 +172,9 @@ Test(resources_match, by_id_links_inject_the_node_and_name_the_id) {
         usb_serial_tree();
         link_to("dev/serial/by-id/usb-FTDI_FT232R_A12B-if00-port0", "../../ttyUSB0");
         link_to("dev/serial/by-id/usb-Prolific_P77-if00-port0", "../../ttyUSB1");
-        struct res_devlist l = discover(root, "[{\"path\": \"/dev/serial/by-id/*\", \"id\": \"link\", "
-                                              "\"attrs\": {\"idVendor\": \"0403\"}}]");
+        struct res_devlist l =
+                discover(root, "[{\"path\": \"/dev/serial/by-id/*\", \"id\": \"link\", "
+                               "\"attrs\": {\"idVendor\": \"0403\"}}]");
         cr_assert_eq(l.n, 1);
         cr_expect_str_eq(l.devs[0].id, "usb-FTDI_FT232R_A12B-if00-port0");
         assert_nodes(&l.devs[0], (const char *[]){ "/dev/ttyUSB0", NULL });
@@ -199,8 +203,9 @@ static void drm_tree(void) {
 
 Test(resources_match, drm_render_node_of_one_vendor_with_numa_and_pci_id) {
         drm_tree();
-        struct res_devlist l = discover(root, "[{\"path\": \"/dev/dri/renderD*\", "
-                                              "\"attrs\": {\"vendor\": \"0x8086\"}, \"id\": \"serial\"}]");
+        struct res_devlist l =
+                discover(root, "[{\"path\": \"/dev/dri/renderD*\", "
+                               "\"attrs\": {\"vendor\": \"0x8086\"}, \"id\": \"serial\"}]");
         cr_assert_eq(l.n, 1);
         cr_expect_str_eq(l.devs[0].id, "0000:3b:00.0");
         assert_nodes(&l.devs[0], (const char *[]){ "/dev/dri/renderD129", NULL });
@@ -221,7 +226,8 @@ Test(resources_match, regular_files_are_no_devices) {
         cr_assert_eq(l.n, 1);
         cr_expect_str_eq(l.devs[0].id, "ttyUSB0");
         cr_assert_not_null(l.notes);
-        cr_expect_str_eq(l.notes[0], "match[0]: /dev/ttyUSB1 is not a character or block device node; skipped");
+        cr_expect_str_eq(l.notes[0],
+                         "match[0]: /dev/ttyUSB1 is not a character or block device node; skipped");
         cr_expect_null(l.notes[1], "one note, nothing about the directory");
         res_devlist_free(&l);
 }
@@ -231,7 +237,9 @@ Test(resources_match, empty_selector_notes_why_unless_optional) {
                                               "{\"path\": \"/dev/nothing*\", \"optional\": true}]");
         cr_expect_eq(l.n, 0);
         cr_assert_not_null(l.notes);
-        cr_expect_str_eq(l.notes[0], "match[0]: finds no device: path: directory /dev/serial/by-id does not exist");
+        cr_expect_str_eq(
+                l.notes[0],
+                "match[0]: finds no device: path: directory /dev/serial/by-id does not exist");
         cr_expect_null(l.notes[1]);
         res_devlist_free(&l);
 }
@@ -268,12 +276,14 @@ Test(resources_match, explain_says_why_nothing_matches) {
         expect_explain("[{\"path\": \"/dev/ttyACM*\"}]", "path: nothing matches \"/dev/ttyACM*\"");
         expect_explain("[{\"path\": \"/dev/ttyS*\"}]",
                        "/dev/ttyS0 is not a character or block device node; skipped");
-        expect_explain("[{\"path\": \"/dev/ttyUSB*\", \"attrs\": {\"idVendor\": \"10c4\"}}]",
-                       "/dev/ttyUSB0 (and others) matches \"/dev/ttyUSB*\" but idVendor is \"0403\" "
-                       "on 1-1, not \"10c4\"");
-        expect_explain("[{\"path\": \"/dev/ttyUSB*\", \"driver\": \"cp210x\"}]",
-                       "/dev/ttyUSB0 (and others) matches \"/dev/ttyUSB*\" but no device in its sysfs "
-                       "path has driver \"cp210x\"");
+        expect_explain(
+                "[{\"path\": \"/dev/ttyUSB*\", \"attrs\": {\"idVendor\": \"10c4\"}}]",
+                "/dev/ttyUSB0 (and others) matches \"/dev/ttyUSB*\" but idVendor is \"0403\" "
+                "on 1-1, not \"10c4\"");
+        expect_explain(
+                "[{\"path\": \"/dev/ttyUSB*\", \"driver\": \"cp210x\"}]",
+                "/dev/ttyUSB0 (and others) matches \"/dev/ttyUSB*\" but no device in its sysfs "
+                "path has driver \"cp210x\"");
 }
 
 Test(resources_match, explain_usb_and_pci) {
@@ -282,33 +292,38 @@ Test(resources_match, explain_usb_and_pci) {
         /* bus links for the usb and pci selectors */
         link_to("sys/bus/usb/devices/1-1", "../../../devices/pci0000:00/0000:00:14.0/usb1/1-1");
         link_to("sys/bus/usb/devices/1-2", "../../../devices/pci0000:00/0000:00:14.0/usb1/1-2");
-        link_to("sys/bus/pci/devices/0000:3b:00.0", "../../../devices/pci0000:3a/0000:3a:00.0/0000:3b:00.0");
+        link_to("sys/bus/pci/devices/0000:3b:00.0",
+                "../../../devices/pci0000:3a/0000:3a:00.0/0000:3b:00.0");
         attr(XHCI "/usb1/1-1", "busnum", "1\n");
         attr(XHCI "/usb1/1-1", "devnum", "4\n");
         expect_explain("[{\"usb\": {\"vendor\": \"0403\", \"product\": \"6015\"}}]",
                        "USB device 1-1 has vendor 0403 but product 6001, not 6015");
         expect_explain("[{\"usb\": {\"vendor\": \"0403\", \"serial\": \"XYZ\"}}]",
                        "USB device 1-1 (vendor 0403) has serial \"A12B\", not \"XYZ\"");
-        expect_explain("[{\"usb\": {\"vendor\": \"0403\"}}]",
-                       "USB device 1-1 matches but its node /dev/bus/usb/1/4 is missing or not a device node");
-        expect_explain("[{\"usb\": {\"vendor\": \"1234\"}}]", "no USB device has vendor 1234 (2 USB devices present)");
+        expect_explain(
+                "[{\"usb\": {\"vendor\": \"0403\"}}]",
+                "USB device 1-1 matches but its node /dev/bus/usb/1/4 is missing or not a device node");
+        expect_explain("[{\"usb\": {\"vendor\": \"1234\"}}]",
+                       "no USB device has vendor 1234 (2 USB devices present)");
         expect_explain("[{\"pci\": {\"vendor\": \"8086\", \"driver\": \"vfio-pci\"}}]",
                        "PCI function 0000:3b:00.0 is bound to i915, not vfio-pci");
 }
 
 Test(resources_match, explain_paths_and_missing_serial) {
         drm_tree();
-        expect_explain("[{\"paths\": [\"/dev/dri/card*\", \"/dev/dri/renderD*\"], \"driver\": \"nvidia\"}]",
-                       "/dev/dri/card1 matches \"/dev/dri/card*\" but no device in its sysfs path has driver "
-                       "\"nvidia\"");
+        expect_explain(
+                "[{\"paths\": [\"/dev/dri/card*\", \"/dev/dri/renderD*\"], \"driver\": \"nvidia\"}]",
+                "/dev/dri/card1 matches \"/dev/dri/card*\" but no device in its sysfs path has driver "
+                "\"nvidia\"");
         expect_explain("[{\"paths\": [\"/dev/dri/renderD*\", \"/dev/nvidiactl\"]}]",
                        "paths[1]: nothing matches \"/dev/nvidiactl\"");
         /* A DRM node has a PCI parent but no USB serial: with "serial" it
          * still gets the PCI address; a node without sysfs gets nothing. */
         mk(root, "dev/fuse", NULL);
-        expect_explain("[{\"path\": \"/dev/fuse\", \"id\": \"serial\"}]",
-                       "/dev/fuse has no USB serial or PCI address in its sysfs path, so no \"id\": "
-                       "\"serial\"; skipped");
+        expect_explain(
+                "[{\"path\": \"/dev/fuse\", \"id\": \"serial\"}]",
+                "/dev/fuse has no USB serial or PCI address in its sysfs path, so no \"id\": "
+                "\"serial\"; skipped");
 }
 
 Test(resources_match, usb_and_pci_selectors_take_filters_and_serial_ids) {
@@ -316,22 +331,27 @@ Test(resources_match, usb_and_pci_selectors_take_filters_and_serial_ids) {
         drm_tree();
         link_to("sys/bus/usb/devices/1-1", "../../../devices/pci0000:00/0000:00:14.0/usb1/1-1");
         link_to("sys/bus/usb/devices/1-2", "../../../devices/pci0000:00/0000:00:14.0/usb1/1-2");
-        link_to("sys/bus/pci/devices/0000:3b:00.0", "../../../devices/pci0000:3a/0000:3a:00.0/0000:3b:00.0");
+        link_to("sys/bus/pci/devices/0000:3b:00.0",
+                "../../../devices/pci0000:3a/0000:3a:00.0/0000:3b:00.0");
         for (int i = 1; i <= 2; i++) {
-                char *dir = fmt(XHCI "/usb1/1-%d", i), *dev = fmt("%d\n", i + 3), *node = fmt("dev/bus/usb/001/%03d", i + 3);
+                char *dir = fmt(XHCI "/usb1/1-%d", i), *dev = fmt("%d\n", i + 3),
+                     *node = fmt("dev/bus/usb/001/%03d", i + 3);
                 attr(dir, "busnum", "1\n");
                 attr(dir, "devnum", dev);
                 mk(root, node, NULL);
                 free(dir), free(dev), free(node);
         }
         /* Both adapters have product 6001; the serial glob picks one. */
-        struct res_devlist l = discover(root, "[{\"usb\": {\"vendor\": \"0403\"}, \"id\": \"serial\", "
-                                              "\"attrs\": {\"serial\": \"A1*\"}}]");
+        struct res_devlist l =
+                discover(root, "[{\"usb\": {\"vendor\": \"0403\"}, \"id\": \"serial\", "
+                               "\"attrs\": {\"serial\": \"A1*\"}}]");
         cr_assert_eq(l.n, 1);
         cr_expect_str_eq(l.devs[0].id, "A12B");
         cr_expect_eq(l.devs[0].numa_node, 1);
         res_devlist_free(&l);
-        l = discover(root, "[{\"usb\": {\"vendor\": \"067b\"}, \"attrs\": {\"serial\": \"A1*\"}, \"optional\": true}]");
+        l = discover(
+                root,
+                "[{\"usb\": {\"vendor\": \"067b\"}, \"attrs\": {\"serial\": \"A1*\"}, \"optional\": true}]");
         cr_expect_eq(l.n, 0);
         res_devlist_free(&l);
         /* The GPU's parent bridge is bound to pcieport. */

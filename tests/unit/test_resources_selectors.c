@@ -86,8 +86,7 @@ Test(resources_selectors, each_error_names_its_field) {
                 char *field = NULL, *msg = NULL;
                 int r = res_selector_parse(j, &sel, &field, &msg);
                 cr_expect_eq(r, -EINVAL, "%s: want -EINVAL, got %d", b->json, r);
-                cr_expect(sel == (struct res_selector *)(uintptr_t)0x1, "%s: ret written",
-                          b->json);
+                cr_expect(sel == (struct res_selector *)(uintptr_t)0x1, "%s: ret written", b->json);
                 if (r == -EINVAL) {
                         cr_assert_not_null(field, "%s", b->json);
                         cr_assert_not_null(msg, "%s", b->json);
@@ -118,8 +117,7 @@ Test(resources_selectors, valid_entries_parse) {
                 struct res_selector *sel = NULL;
                 char *field = NULL, *msg = NULL;
                 int r = res_selector_parse(j, &sel, &field, &msg);
-                cr_expect_eq(r, 0, "%s: %d %s: %s", good[i], r, field ? field : "",
-                             msg ? msg : "");
+                cr_expect_eq(r, 0, "%s: %d %s: %s", good[i], r, field ? field : "", msg ? msg : "");
                 cr_expect_not_null(sel);
                 res_selector_free(sel);
                 cJSON_Delete(j);

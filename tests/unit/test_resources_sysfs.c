@@ -73,8 +73,8 @@ static void pci_dev(const char *bridge, const char *addr, const char *vendor, co
 }
 
 /* A USB device at sys/devices/<path>, linked as sys/bus/usb/devices/<name>. */
-static void usb_dev(const char *path, const char *vendor, const char *product,
-                    const char *serial, int bus, int devnum) {
+static void usb_dev(const char *path, const char *vendor, const char *product, const char *serial,
+                    int bus, int devnum) {
         char *dir = fmt("sys/devices/%s", path);
         const char *name = strrchr(path, '/') + 1;
         char *val;
@@ -116,7 +116,8 @@ static void usb_tree(void) {
 
 Test(resources_sysfs, usb_by_vendor_and_product) {
         usb_tree();
-        struct res_devlist l = discover(root, "[{\"usb\": {\"vendor\": \"046d\", \"product\": \"0825\"}}]");
+        struct res_devlist l =
+                discover(root, "[{\"usb\": {\"vendor\": \"046d\", \"product\": \"0825\"}}]");
         cr_assert_eq(l.n, 1);
         cr_expect_str_eq(l.devs[0].id, "usb-1-1.2");
         assert_nodes(&l.devs[0], (const char *[]){ "/dev/bus/usb/001/005", NULL });
@@ -140,8 +141,10 @@ Test(resources_sysfs, usb_vendor_only_and_numa_without_pci) {
 
 Test(resources_sysfs, usb_serial) {
         usb_tree();
-        struct res_devlist l = discover(root, "[{\"usb\": {\"vendor\": \"046d\", \"serial\": \"ABC123\"}}]");
-        cr_assert_eq(l.n, 1, "only the device with that serial; ones without a serial file don't match");
+        struct res_devlist l =
+                discover(root, "[{\"usb\": {\"vendor\": \"046d\", \"serial\": \"ABC123\"}}]");
+        cr_assert_eq(l.n, 1,
+                     "only the device with that serial; ones without a serial file don't match");
         cr_expect_str_eq(l.devs[0].id, "usb-1-1.2");
         res_devlist_free(&l);
         l = discover(root, "[{\"usb\": {\"vendor\": \"046d\", \"serial\": \"ABC12\"}}]");
@@ -189,7 +192,8 @@ static void pci_tree(void) {
 
 Test(resources_sysfs, pci_vfio_function) {
         pci_tree();
-        struct res_devlist l = discover(root, "[{\"pci\": {\"vendor\": \"10de\", \"device\": \"1db6\"}}]");
+        struct res_devlist l =
+                discover(root, "[{\"pci\": {\"vendor\": \"10de\", \"device\": \"1db6\"}}]");
         cr_assert_eq(l.n, 1);
         cr_expect_str_eq(l.devs[0].id, "0000:3b:00.0");
         assert_nodes(&l.devs[0], (const char *[]){ "/dev/vfio/42", "/dev/vfio/vfio", NULL });
@@ -201,7 +205,8 @@ Test(resources_sysfs, pci_drm_nodes_and_unexposable_functions) {
         pci_tree();
         /* 10de matches the vfio GPU and the nvidia one; the latter has no
          * node we know how to hand out, so it is not listed. */
-        struct res_devlist l = discover(root, "[{\"pci\": {\"class\": \"030000\", \"class_mask\": \"ff0000\"}}]");
+        struct res_devlist l =
+                discover(root, "[{\"pci\": {\"class\": \"030000\", \"class_mask\": \"ff0000\"}}]");
         cr_assert_eq(l.n, 2);
         cr_expect_str_eq(l.devs[0].id, "0000:01:00.0");
         assert_nodes(&l.devs[0], (const char *[]){ "/dev/dri/card1", "/dev/dri/renderD129", NULL });
@@ -255,11 +260,14 @@ Test(resources_sysfs, paths_share_a_control_node) {
         mk(root, "dev/nvidiactl", NULL);
         mk(root, "dev/nvidia-uvm", NULL);
         struct res_devlist l = discover(
-                root, "[{\"paths\": [\"/dev/nvidia[0-9]*\", \"/dev/nvidiactl\", \"/dev/nvidia-uvm\"]}]");
+                root,
+                "[{\"paths\": [\"/dev/nvidia[0-9]*\", \"/dev/nvidiactl\", \"/dev/nvidia-uvm\"]}]");
         cr_assert_eq(l.n, 2);
         cr_expect_str_eq(l.devs[0].id, "nvidia0");
-        assert_nodes(&l.devs[0], (const char *[]){ "/dev/nvidia0", "/dev/nvidiactl", "/dev/nvidia-uvm", NULL });
-        assert_nodes(&l.devs[1], (const char *[]){ "/dev/nvidia1", "/dev/nvidiactl", "/dev/nvidia-uvm", NULL });
+        assert_nodes(&l.devs[0],
+                     (const char *[]){ "/dev/nvidia0", "/dev/nvidiactl", "/dev/nvidia-uvm", NULL });
+        assert_nodes(&l.devs[1],
+                     (const char *[]){ "/dev/nvidia1", "/dev/nvidiactl", "/dev/nvidia-uvm", NULL });
         res_devlist_free(&l);
 }
 
@@ -268,7 +276,8 @@ Test(resources_sysfs, paths_without_partner_list_nothing) {
         mk(root, "dev/x1", NULL);
         mk(root, "dev/x2", NULL);
         /* No match for the second glob. */
-        struct res_devlist l = discover(root, "[{\"paths\": [\"/dev/nvidia*\", \"/dev/nvidiactl\"]}]");
+        struct res_devlist l =
+                discover(root, "[{\"paths\": [\"/dev/nvidia*\", \"/dev/nvidiactl\"]}]");
         cr_expect_eq(l.n, 0);
         res_devlist_free(&l);
         /* Two candidates without a sysfs parent: no way to tell which. */
@@ -307,7 +316,8 @@ Test(resources_sysfs, paths_pair_by_sysfs_parent) {
         drm_node("renderD128", 128, "pci0000:00/0000:01:00.0");
         drm_node("renderD129", 129, "pci0000:80/0000:81:00.0");
 
-        struct res_devlist l = discover(root, "[{\"paths\": [\"/dev/dri/card*\", \"/dev/dri/renderD*\"]}]");
+        struct res_devlist l =
+                discover(root, "[{\"paths\": [\"/dev/dri/card*\", \"/dev/dri/renderD*\"]}]");
         cr_assert_eq(l.n, 2, "card1 has no render node and is left out");
         cr_expect_str_eq(l.devs[0].id, "dri-card0");
         assert_nodes(&l.devs[0], (const char *[]){ "/dev/dri/card0", "/dev/dri/renderD129", NULL });
@@ -330,9 +340,10 @@ Test(resources_sysfs, all_selector_kinds_together) {
         usb_tree();
         pci_tree();
         mk(root, "dev/ttyUSB0", NULL);
-        struct res_devlist l = discover(root, "[{\"path\": \"/dev/ttyUSB*\", \"permissions\": \"rw\"},"
-                                              " {\"usb\": {\"vendor\": \"0403\"}},"
-                                              " {\"pci\": {\"driver\": \"vfio-pci\"}, \"env\": {\"V\": \"1\"}}]");
+        struct res_devlist l =
+                discover(root, "[{\"path\": \"/dev/ttyUSB*\", \"permissions\": \"rw\"},"
+                               " {\"usb\": {\"vendor\": \"0403\"}},"
+                               " {\"pci\": {\"driver\": \"vfio-pci\"}, \"env\": {\"V\": \"1\"}}]");
         cr_assert_eq(l.n, 3);
         cr_expect_str_eq(l.devs[0].id, "0000:3b:00.0");
         cr_expect_str_eq(l.devs[0].edits.env[0], "V=1");

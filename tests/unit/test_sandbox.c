@@ -25,18 +25,16 @@
 #define EXIT_SKIP 77
 
 struct run {
-        int status;     /* from waitpid() */
-        char *out;      /* stdout and stderr together */
+        int status; /* from waitpid() */
+        char *out;  /* stdout and stderr together */
 };
 
-static void run_free(struct run *r)
-{
+static void run_free(struct run *r) {
         free(r->out);
         r->out = NULL;
 }
 
-static char *read_all(int fd)
-{
+static char *read_all(int fd) {
         size_t len = 0, cap = 4096;
         char *buf = malloc(cap);
         ssize_t n;
@@ -58,8 +56,7 @@ static char *read_all(int fd)
 }
 
 /* Run sbx-try with args (NULL-terminated), collect output and status. */
-static struct run try_run(const char *const *args)
-{
+static struct run try_run(const char *const *args) {
         const char *argv[16] = { SBX_TRY };
         struct run r = { 0 };
         int out[2];
@@ -90,36 +87,29 @@ static struct run try_run(const char *const *args)
 
 #define TRY(...) try_run((const char *const[]){ __VA_ARGS__, NULL })
 
-static void assert_exit(struct run *r, int code, const char *what)
-{
+static void assert_exit(struct run *r, int code, const char *what) {
         cr_assert(WIFEXITED(r->status) && WEXITSTATUS(r->status) == code,
                   "%s: want exit %d (%s), got %s %d; output:\n%s", what, code,
-                  code ? strerror(code) : "success",
-                  WIFSIGNALED(r->status) ? "signal" : "exit",
-                  WIFSIGNALED(r->status) ? WTERMSIG(r->status) : WEXITSTATUS(r->status),
-                  r->out);
+                  code ? strerror(code) : "success", WIFSIGNALED(r->status) ? "signal" : "exit",
+                  WIFSIGNALED(r->status) ? WTERMSIG(r->status) : WEXITSTATUS(r->status), r->out);
 }
 
-static void assert_sigsys(struct run *r, const char *what)
-{
+static void assert_sigsys(struct run *r, const char *what) {
         cr_assert(WIFSIGNALED(r->status) && WTERMSIG(r->status) == SIGSYS,
                   "%s: want death by SIGSYS, got %s %d; output:\n%s", what,
                   WIFSIGNALED(r->status) ? "signal" : "exit",
-                  WIFSIGNALED(r->status) ? WTERMSIG(r->status) : WEXITSTATUS(r->status),
-                  r->out);
+                  WIFSIGNALED(r->status) ? WTERMSIG(r->status) : WEXITSTATUS(r->status), r->out);
 }
 
 /* The lock-down needs CAP_SETPCAP and friends, i.e. root (as in CI). */
-static void need_root(void)
-{
+static void need_root(void) {
         if (geteuid() != 0)
                 cr_skip_test("sbx_lockdown() needs root; running as uid %u", geteuid());
 }
 
 /* Every "tid N Field:\tvalue" line of sbx-try's status output for field
  * must have value want; returns how many threads were seen. */
-static unsigned count_field(const char *out, const char *field, const char *want)
-{
+static unsigned count_field(const char *out, const char *field, const char *want) {
         char key[64];
         unsigned n = 0;
         int k = snprintf(key, sizeof(key), " %s:\t", field);
@@ -136,8 +126,7 @@ static unsigned count_field(const char *out, const char *field, const char *want
         return n;
 }
 
-static void assert_confined_status(const char *out)
-{
+static void assert_confined_status(const char *out) {
         static const char *const zero[] = { "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb" };
         unsigned threads = count_field(out, "Seccomp", "2");
 
@@ -148,8 +137,7 @@ static void assert_confined_status(const char *out)
                 cr_assert_eq(count_field(out, zero[i], "0000000000000000"), threads, "%s", zero[i]);
 }
 
-Test(sandbox, every_thread_has_no_caps_nnp_and_seccomp, .init = need_root)
-{
+Test(sandbox, every_thread_has_no_caps_nnp_and_seccomp, .init = need_root) {
         struct run r = TRY("status");
 
         assert_exit(&r, 0, "status");
@@ -159,8 +147,7 @@ Test(sandbox, every_thread_has_no_caps_nnp_and_seccomp, .init = need_root)
 
 /* The same seen through proc_check_confined(), as the daemon's
  * integration tests use it on the real daemon. */
-Test(sandbox, proc_check_confined_sees_a_held_child, .init = need_root)
-{
+Test(sandbox, proc_check_confined_sees_a_held_child, .init = need_root) {
         int in[2], out[2];
         char buf[16] = { 0 }, *msg = NULL;
         pid_t pid;
@@ -191,8 +178,7 @@ Test(sandbox, proc_check_confined_sees_a_held_child, .init = need_root)
 }
 
 /* And it must say no, naming thread and field, for an unconfined process. */
-Test(sandbox, proc_check_confined_refuses_the_test_itself)
-{
+Test(sandbox, proc_check_confined_refuses_the_test_itself) {
         char *msg = NULL;
         int r = proc_check_confined(getpid(), &msg);
 
@@ -203,8 +189,7 @@ Test(sandbox, proc_check_confined_refuses_the_test_itself)
         free(msg);
 }
 
-Test(sandbox, unlisted_syscall_fails_with_eperm, .init = need_root)
-{
+Test(sandbox, unlisted_syscall_fails_with_eperm, .init = need_root) {
         struct run base = TRY("--no-sandbox", "denied");
         struct run r = TRY("denied");
 
@@ -216,8 +201,7 @@ Test(sandbox, unlisted_syscall_fails_with_eperm, .init = need_root)
 }
 
 /* Every SBX_KILL entry of the table, called for real. */
-Test(sandbox, denylist_kills_with_sigsys, .init = need_root)
-{
+Test(sandbox, denylist_kills_with_sigsys, .init = need_root) {
         size_t n, killed = 0;
         const struct sbx_syscall_group *g = sbx_syscall_groups(&n);
 
@@ -241,8 +225,7 @@ Test(sandbox, denylist_kills_with_sigsys, .init = need_root)
 
 /* A kernel built without IA32 emulation answers int 0x80 with SIGSEGV
  * before seccomp ever sees the call: nothing to test there. */
-static void need_abi(const char *abi)
-{
+static void need_abi(const char *abi) {
         struct run r = TRY("--no-sandbox", abi);
         bool works = WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0;
         int sig = WIFSIGNALED(r.status) ? WTERMSIG(r.status) : 0;
@@ -254,8 +237,7 @@ static void need_abi(const char *abi)
                              sig ? "signal" : "exit", sig ? sig : code);
 }
 
-Test(sandbox, x32_abi_is_killed, .init = need_root)
-{
+Test(sandbox, x32_abi_is_killed, .init = need_root) {
         struct run r = TRY("x32");
 
         /* seccomp sees x32 calls (bit 30) before the kernel decides whether
@@ -266,8 +248,7 @@ Test(sandbox, x32_abi_is_killed, .init = need_root)
         run_free(&r);
 }
 
-Test(sandbox, i386_abi_is_killed, .init = need_root)
-{
+Test(sandbox, i386_abi_is_killed, .init = need_root) {
         struct run r;
 
         need_abi("i386");
@@ -276,8 +257,7 @@ Test(sandbox, i386_abi_is_killed, .init = need_root)
         run_free(&r);
 }
 
-Test(sandbox, clone3_looks_absent, .init = need_root)
-{
+Test(sandbox, clone3_looks_absent, .init = need_root) {
         struct run r = TRY("call", "clone3");
 
         assert_exit(&r, ENOSYS, "clone3");
@@ -285,8 +265,7 @@ Test(sandbox, clone3_looks_absent, .init = need_root)
 }
 
 /* Argument checks: each works unconfined and fails confined. */
-Test(sandbox, argument_checks_refuse, .init = need_root)
-{
+Test(sandbox, argument_checks_refuse, .init = need_root) {
         static const char *const actions[] = { "fork", "inet", "kill-init", "setrlimit" };
 
         for (size_t i = 0; i < sizeof(actions) / sizeof(actions[0]); i++) {
@@ -300,8 +279,7 @@ Test(sandbox, argument_checks_refuse, .init = need_root)
         }
 }
 
-static char *make_tmpdir(void)
-{
+static char *make_tmpdir(void) {
         char *dir = strdup("/tmp/sbx-test-XXXXXX");
 
         cr_assert_not_null(dir);
@@ -309,8 +287,7 @@ static char *make_tmpdir(void)
         return dir;
 }
 
-Test(sandbox, daemon_work_is_allowed, .init = need_root)
-{
+Test(sandbox, daemon_work_is_allowed, .init = need_root) {
         char *dir = make_tmpdir();
         struct run r = TRY("allowed", dir);
 
@@ -321,8 +298,7 @@ Test(sandbox, daemon_work_is_allowed, .init = need_root)
         free(dir);
 }
 
-Test(sandbox, thread_before_lockdown_is_refused, .init = need_root)
-{
+Test(sandbox, thread_before_lockdown_is_refused, .init = need_root) {
         struct run r = TRY("thread-first");
 
         assert_exit(&r, EBUSY, "lock-down with a second thread");
@@ -330,8 +306,7 @@ Test(sandbox, thread_before_lockdown_is_refused, .init = need_root)
         run_free(&r);
 }
 
-Test(sandbox, user_switch_is_real, .init = need_root)
-{
+Test(sandbox, user_switch_is_real, .init = need_root) {
         struct run r = TRY("--user", "65534:65534", "status");
 
         assert_exit(&r, 0, "status as 65534:65534");
@@ -339,12 +314,12 @@ Test(sandbox, user_switch_is_real, .init = need_root)
         unsigned threads = count_field(r.out, "Uid", "65534\t65534\t65534\t65534");
         cr_assert_geq(threads, 2);
         cr_assert_eq(count_field(r.out, "Gid", "65534\t65534\t65534\t65534"), threads);
-        cr_assert_eq(count_field(r.out, "Groups", " "), threads, "supplementary groups left:\n%s", r.out);
+        cr_assert_eq(count_field(r.out, "Groups", " "), threads, "supplementary groups left:\n%s",
+                     r.out);
         run_free(&r);
 }
 
-Test(sandbox, user_can_still_do_daemon_work, .init = need_root)
-{
+Test(sandbox, user_can_still_do_daemon_work, .init = need_root) {
         char *dir = make_tmpdir();
 
         cr_assert_eq(chown(dir, 65534, 65534), 0);
@@ -357,8 +332,7 @@ Test(sandbox, user_can_still_do_daemon_work, .init = need_root)
 }
 
 /* The allowlist must let a sanitizer report come out whole. */
-Test(sandbox, asan_report_survives_the_filter, .init = need_root)
-{
+Test(sandbox, asan_report_survives_the_filter, .init = need_root) {
 #if defined(__SANITIZE_ADDRESS__)
         struct run r = TRY("asan");
 

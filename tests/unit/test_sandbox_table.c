@@ -13,11 +13,12 @@
 #endif
 
 static const char *const action_word[] = {
-        [SBX_ALLOW] = "allow", [SBX_ENOSYS] = "ENOSYS", [SBX_KILL] = "kill",
+        [SBX_ALLOW] = "allow",
+        [SBX_ENOSYS] = "ENOSYS",
+        [SBX_KILL] = "kill",
 };
 
-static const struct sbx_syscall_group *find_call(const char *name, size_t *ret_count)
-{
+static const struct sbx_syscall_group *find_call(const char *name, size_t *ret_count) {
         size_t n, count = 0;
         const struct sbx_syscall_group *g = sbx_syscall_groups(&n), *found = NULL;
 
@@ -36,13 +37,31 @@ static const struct sbx_syscall_group *find_call(const char *name, size_t *ret_c
         return found;
 }
 
-Test(sbx_table, denylist_is_complete_and_kills)
-{
+Test(sbx_table, denylist_is_complete_and_kills) {
         static const char *const deny[] = {
-                "execve", "execveat", "ptrace", "mount", "umount2", "pivot_root",
-                "init_module", "finit_module", "bpf", "kexec_load", "setuid", "setgid",
-                "setreuid", "setregid", "setresuid", "setresgid", "setgroups", "setfsuid",
-                "setfsgid", "unshare", "setns", "keyctl", "process_vm_writev",
+                "execve",
+                "execveat",
+                "ptrace",
+                "mount",
+                "umount2",
+                "pivot_root",
+                "init_module",
+                "finit_module",
+                "bpf",
+                "kexec_load",
+                "setuid",
+                "setgid",
+                "setreuid",
+                "setregid",
+                "setresuid",
+                "setresgid",
+                "setgroups",
+                "setfsuid",
+                "setfsgid",
+                "unshare",
+                "setns",
+                "keyctl",
+                "process_vm_writev",
         };
 
         for (size_t i = 0; i < sizeof(deny) / sizeof(deny[0]); i++) {
@@ -57,8 +76,7 @@ Test(sbx_table, denylist_is_complete_and_kills)
 
 /* libseccomp refuses two rules for one call with different actions; and a
  * call listed twice is a table nobody can read. */
-Test(sbx_table, no_call_is_listed_twice)
-{
+Test(sbx_table, no_call_is_listed_twice) {
         size_t n;
         const struct sbx_syscall_group *g = sbx_syscall_groups(&n);
 
@@ -78,8 +96,7 @@ Test(sbx_table, no_call_is_listed_twice)
 }
 
 /* Split "| a | b | c |" into trimmed cells, in place. */
-static size_t cells(char *line, char **out, size_t max)
-{
+static size_t cells(char *line, char **out, size_t max) {
         size_t n = 0;
         char *p = strchr(line, '|');
 
@@ -99,8 +116,7 @@ static size_t cells(char *line, char **out, size_t max)
         return n;
 }
 
-Test(sbx_table, security_md_matches)
-{
+Test(sbx_table, security_md_matches) {
         FILE *f = fopen(CDIPLUG_SRC_DIR "/SECURITY.md", "re");
         char *line = NULL;
         size_t cap = 0, n, rows = 0;

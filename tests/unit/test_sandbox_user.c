@@ -15,8 +15,7 @@
 /* Outputs are written only on success: start from a marker. */
 static const struct sbx_options marker = { .set_ids = false, .uid = 4242, .gid = 4343 };
 
-static void assert_parses(const char *spec, uid_t uid, gid_t gid)
-{
+static void assert_parses(const char *spec, uid_t uid, gid_t gid) {
         struct sbx_options o = marker;
         int r = sbx_parse_user(spec, &o);
 
@@ -26,8 +25,7 @@ static void assert_parses(const char *spec, uid_t uid, gid_t gid)
         cr_assert_eq(o.gid, gid, "'%s': gid %u, want %u", spec, o.gid, gid);
 }
 
-static void assert_refused(const char *spec, int want)
-{
+static void assert_refused(const char *spec, int want) {
         struct sbx_options o = marker;
         int r = sbx_parse_user(spec, &o);
 
@@ -37,8 +35,7 @@ static void assert_refused(const char *spec, int want)
                   "'%s': output written on failure", spec);
 }
 
-Test(sbx_parse_user, names_use_their_primary_group)
-{
+Test(sbx_parse_user, names_use_their_primary_group) {
         struct passwd *pw = getpwnam("nobody");
 
         /* getpwnam() reuses its buffer: take the values out first. */
@@ -49,8 +46,7 @@ Test(sbx_parse_user, names_use_their_primary_group)
         assert_parses("nobody", uid, gid);
 }
 
-Test(sbx_parse_user, numbers)
-{
+Test(sbx_parse_user, numbers) {
         assert_parses("0", 0, 0);
         assert_parses("1000:2000", 1000, 2000);
         assert_parses("65534:65534", 65534, 65534);
@@ -60,8 +56,7 @@ Test(sbx_parse_user, numbers)
 
 /* A bare uid with a passwd entry takes that entry's group; without one,
  * the same number (ids from a container image often have no entry). */
-Test(sbx_parse_user, bare_uid_group)
-{
+Test(sbx_parse_user, bare_uid_group) {
         struct passwd *pw = getpwnam("nobody");
         uid_t unused = 3999999;
 
@@ -77,8 +72,7 @@ Test(sbx_parse_user, bare_uid_group)
         assert_parses(spec, unused, unused);
 }
 
-Test(sbx_parse_user, names_with_groups)
-{
+Test(sbx_parse_user, names_with_groups) {
         struct group *gr = getgrgid(0);
 
         cr_assert_not_null(gr);
@@ -90,12 +84,11 @@ Test(sbx_parse_user, names_with_groups)
         assert_parses(spec, 0, 0);
 }
 
-Test(sbx_parse_user, malformed_input)
-{
+Test(sbx_parse_user, malformed_input) {
         static const char *const bad[] = {
-                "", ":", "1:", ":1", "1:2:3", "root:", ":root", "-1", "+1", " 1", "1 ",
-                "root ", "ro ot", "r\too", "-root", "1:-1", "1:+2",
-                "nobody:no group", "a/b",
+                "",    ":",  "1:",    ":1",    "1:2:3", "root:", ":root", "-1",   "+1",
+                " 1",  "1 ", "root ", "ro ot", "r\too", "-root", "1:-1",  "1:+2", "nobody:no group",
+                "a/b",
         };
 
         assert_refused(NULL, -EINVAL);
@@ -103,8 +96,7 @@ Test(sbx_parse_user, malformed_input)
                 assert_refused(bad[i], -EINVAL);
 }
 
-Test(sbx_parse_user, out_of_range)
-{
+Test(sbx_parse_user, out_of_range) {
         /* (id_t)-1 means "unchanged" to setresuid(): never a real id. */
         assert_refused("4294967295", -ERANGE);
         assert_refused("99999999999", -EINVAL);
@@ -112,8 +104,7 @@ Test(sbx_parse_user, out_of_range)
         assert_refused("4294967296", -ERANGE);
 }
 
-Test(sbx_parse_user, unknown_names)
-{
+Test(sbx_parse_user, unknown_names) {
         assert_refused("no-such-user-cdiplug", -ENOENT);
         /* Not numbers, so names: just ones nobody has. */
         assert_refused("0x10", -ENOENT);

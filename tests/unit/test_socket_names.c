@@ -9,7 +9,8 @@
 
 #include "names.h"
 
-static const char name63[] = "example.com/a23456789b23456789c23456789d23456789e23456789f23456789g23456789";
+static const char name63[] =
+        "example.com/a23456789b23456789c23456789d23456789e23456789f23456789g23456789";
 
 static void expect_fits(const char *dir, const char *name) {
         struct sockaddr_un sa;
@@ -24,7 +25,8 @@ static void expect_fits(const char *dir, const char *name) {
 
 Test(socket_names, short_names_keep_the_full_form) {
         char *sock = NULL;
-        cr_assert_eq(dp_socket_name("/var/lib/kubelet/device-plugins", "example.com/serial", &sock), 0);
+        cr_assert_eq(dp_socket_name("/var/lib/kubelet/device-plugins", "example.com/serial", &sock),
+                     0);
         cr_expect_str_eq(sock, "cdiplug-example.com-serial.sock");
         free(sock);
 }
