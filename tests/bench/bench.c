@@ -755,26 +755,30 @@ static void bench_hotplug(void) {
 
 /* SIGHUP → the new list of the one changed resource of 64 on its stream.
  * config.json is a symlink into a dir the daemon does not watch, so only
- * the signal starts each reload; resource 7 alternates between one device
- * and two. */
+ * the signal starts each reload; resource 7's selector alternates between
+ * two env edits, so each reload rewrites its spec (durably) before the
+ * list goes out, as a real edit of a selector does. */
+static char *with_env(const char *cfg, const char *value) {
+        const char *at = strstr(cfg, "/dev/d07\"");
+        char *out = NULL;
+
+        if (!at || asprintf(&out, "%.*s/dev/d07\", \"env\": { \"BENCH\": \"%s\" }%s",
+                            (int)(at - cfg), cfg, value, at + strlen("/dev/d07\"")) < 0)
+                die("building the config");
+        return out;
+}
+
 static void bench_reload(void) {
         static uint64_t lat[RELOADS];
         char *dir = make_env("reload", MANY), *kdir = path_join(dir, "kubelet");
         char *cfg = path_join(dir, "config.json"), *real_dir = path_join(dir, "real");
         char *real = path_join(real_dir, "config.json"),
              *tmp = path_join(real_dir, "config.json.tmp");
-        char *extra = path_join(dir, "host/dev/d07x");
-        char *one = resources_config(MANY, "d", ""), *two = resources_config(MANY, "d", "");
-        char *at = strstr(two, "/dev/d07\"");
+        char *plain = resources_config(MANY, "d", "");
+        char *one = with_env(plain, "a"), *wide = with_env(plain, "b");
         struct tk *tk;
         unsigned regs = 0, lists = 0;
 
-        /* "/dev/d07" becomes "/dev/d07*": same length plus one. */
-        char *wide = NULL;
-        if (!at ||
-            asprintf(&wide, "%.*s/dev/d07*%s", (int)(at - two), two, at + strlen("/dev/d07")) < 0)
-                die("building the config");
-        touch(extra);
         mkdir(real_dir, 0755);
         write_file(real, one);
         unlink(cfg);
@@ -820,9 +824,8 @@ static void bench_reload(void) {
         free(real_dir);
         free(real);
         free(tmp);
-        free(extra);
+        free(plain);
         free(one);
-        free(two);
         free(wide);
 }
 
