@@ -5,7 +5,6 @@
  * clash at start-up and at hotplug; matches that are no device node;
  * check's errors and warnings for the new keys. */
 #include <criterion/criterion.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +14,7 @@
 #include "env.h"
 #include "faketree.h"
 #include "kubelet.h"
+#include "tfmt.h"
 
 static struct env e;
 static struct tk *tk;
@@ -41,17 +41,6 @@ static V1beta1__ListAndWatchResponse *next_with(struct lw_stream *s, size_t n) {
         return l;
 }
 
-static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
-static char *fmt(const char *f, ...) {
-        va_list ap;
-        char *s = NULL;
-        va_start(ap, f);
-        int r = vasprintf(&s, f, ap);
-        va_end(ap);
-        cr_assert_geq(r, 0);
-        return s;
-}
-
 static void host_file(const char *path, const char *content) {
         cr_assert_eq(ft_file(e.host, path, content), 0, "%s", path);
 }
@@ -66,30 +55,30 @@ static void host_link(const char *path, const char *target) {
  * interface 1-<port>:1.0, and tty ttyUSB<n> (188:<n>) below it, sysfs
  * first, then the node, as the kernel and devtmpfs do. */
 static void plug(int port, const char *vendor, const char *serial, int n) {
-        char *dev = fmt(XHCI "/usb1/1-%d", port);
-        char *intf = fmt("%s/1-%d:1.0", dev, port);
-        char *tty = fmt("%s/ttyUSB%d/tty/ttyUSB%d", intf, n, n);
+        char *dev = tfmt(XHCI "/usb1/1-%d", port);
+        char *intf = tfmt("%s/1-%d:1.0", dev, port);
+        char *tty = tfmt("%s/ttyUSB%d/tty/ttyUSB%d", intf, n, n);
         const char *files[][2] = {
                 { "uevent", "" },
                 { "idVendor", vendor },
                 { "serial", serial },
         };
         for (size_t i = 0; i < 3; i++) {
-                char *p = fmt("%s/%s", dev, files[i][0]), *v = fmt("%s\n", files[i][1]);
+                char *p = tfmt("%s/%s", dev, files[i][0]), *v = tfmt("%s\n", files[i][1]);
                 host_file(p, *files[i][1] ? v : "");
                 free(p), free(v);
         }
-        char *p = fmt("%s/subsystem", dev);
+        char *p = tfmt("%s/subsystem", dev);
         host_link(p, "/sys/bus/usb");
         free(p);
-        host_file(p = fmt("%s/bInterfaceNumber", intf), "00\n"), free(p);
-        host_link(p = fmt("%s/subsystem", intf), "/sys/bus/usb"), free(p);
-        host_file(p = fmt("%s/uevent", tty), ""), free(p);
-        char *t = fmt("../../%s", tty + 4);
-        host_link(p = fmt("sys/dev/char/188:%d", n), t), free(p), free(t);
+        host_file(p = tfmt("%s/bInterfaceNumber", intf), "00\n"), free(p);
+        host_link(p = tfmt("%s/subsystem", intf), "/sys/bus/usb"), free(p);
+        host_file(p = tfmt("%s/uevent", tty), ""), free(p);
+        char *t = tfmt("../../%s", tty + 4);
+        host_link(p = tfmt("sys/dev/char/188:%d", n), t), free(p), free(t);
         if (geteuid() != 0)
                 cr_skip_test("making fake device nodes (mknod) needs root");
-        cr_assert_eq(ft_chrdev(e.host, p = fmt("dev/ttyUSB%d", n), 188, (unsigned)n), 0);
+        cr_assert_eq(ft_chrdev(e.host, p = tfmt("dev/ttyUSB%d", n), 188, (unsigned)n), 0);
         free(p), free(tty), free(intf), free(dev);
 }
 

@@ -5,11 +5,11 @@
  * kernel's: a USB serial adapter with its interface and device parents, a
  * DRM card under a PCI GPU, a /dev/serial/by-id link farm. */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <unistd.h>
 
 #include "../resources/res_test.h"
+#include "tfmt.h"
 
 static char *root;
 
@@ -25,19 +25,8 @@ static void teardown(void) {
 
 TestSuite(resources_match, .init = setup, .fini = teardown);
 
-static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
-static char *fmt(const char *f, ...) {
-        va_list ap;
-        char *s = NULL;
-        va_start(ap, f);
-        int r = vasprintf(&s, f, ap);
-        va_end(ap);
-        cr_assert_geq(r, 0);
-        return s;
-}
-
 static void attr(const char *dir, const char *name, const char *value) {
-        char *p = fmt("%s/%s", dir, name);
+        char *p = tfmt("%s/%s", dir, name);
         mk(root, p, value);
         free(p);
 }
@@ -50,12 +39,12 @@ static void link_to(const char *path, const char *target) {
 static void sysdev(const char *dir, const char *subsystem, const char *driver) {
         mkd(root, dir);
         attr(dir, "uevent", "");
-        char *l = fmt("%s/subsystem", dir), *t = fmt("/sys/bus/%s", subsystem);
+        char *l = tfmt("%s/subsystem", dir), *t = tfmt("/sys/bus/%s", subsystem);
         link_to(l, t);
         free(l), free(t);
         if (driver) {
-                l = fmt("%s/driver", dir);
-                t = fmt("/sys/bus/%s/drivers/%s", subsystem, driver);
+                l = tfmt("%s/driver", dir);
+                t = tfmt("/sys/bus/%s/drivers/%s", subsystem, driver);
                 link_to(l, t);
                 free(l), free(t);
         }
@@ -65,14 +54,14 @@ static void sysdev(const char *dir, const char *subsystem, const char *driver) {
 static void node(const char *name, unsigned maj, unsigned min, const char *dir) {
         if (geteuid() != 0)
                 cr_skip_test("making fake device nodes (mknod) needs root");
-        char *p = fmt("dev/%s", name);
+        char *p = tfmt("dev/%s", name);
         cr_assert_eq(ft_chrdev(root, p, maj, min), 0);
         free(p);
         if (!dir)
                 return;
-        char *l = fmt("sys/dev/char/%u:%u", maj, min);
+        char *l = tfmt("sys/dev/char/%u:%u", maj, min);
         /* Relative, as the kernel makes it: sys/dev/char -> ../../ */
-        char *t = fmt("../..%s", dir + 4);
+        char *t = tfmt("../..%s", dir + 4);
         link_to(l, t);
         free(l), free(t);
 }
@@ -89,19 +78,19 @@ static void usb_serial_tree(void) {
         const char *vendors[] = { "0403", "067b" };
         const char *serials[] = { "A12B", "P77" };
         for (int i = 0; i < 2; i++) {
-                char *dev = fmt(XHCI "/usb1/%s", ports[i]);
+                char *dev = tfmt(XHCI "/usb1/%s", ports[i]);
                 sysdev(dev, "usb", "usb");
-                char *v = fmt("%s\n", vendors[i]), *s = fmt("%s\n", serials[i]);
+                char *v = tfmt("%s\n", vendors[i]), *s = tfmt("%s\n", serials[i]);
                 attr(dev, "idVendor", v);
                 attr(dev, "idProduct", "6001\n");
                 attr(dev, "serial", s);
                 free(v), free(s);
-                char *intf = fmt("%s/%s:1.0", dev, ports[i]);
+                char *intf = tfmt("%s/%s:1.0", dev, ports[i]);
                 sysdev(intf, "usb", i == 0 ? "ftdi_sio" : "pl2303");
                 attr(intf, "bInterfaceNumber", "00\n");
-                char *tty = fmt("%s/ttyUSB%d/tty/ttyUSB%d", intf, i, i);
+                char *tty = tfmt("%s/ttyUSB%d/tty/ttyUSB%d", intf, i, i);
                 sysdev(tty, "tty", NULL);
-                char *name = fmt("ttyUSB%d", i);
+                char *name = tfmt("ttyUSB%d", i);
                 node(name, 188, (unsigned)i, tty);
                 free(name), free(tty), free(intf), free(dev);
         }
@@ -334,8 +323,8 @@ Test(resources_match, usb_and_pci_selectors_take_filters_and_serial_ids) {
         link_to("sys/bus/pci/devices/0000:3b:00.0",
                 "../../../devices/pci0000:3a/0000:3a:00.0/0000:3b:00.0");
         for (int i = 1; i <= 2; i++) {
-                char *dir = fmt(XHCI "/usb1/1-%d", i), *dev = fmt("%d\n", i + 3),
-                     *node = fmt("dev/bus/usb/001/%03d", i + 3);
+                char *dir = tfmt(XHCI "/usb1/1-%d", i), *dev = tfmt("%d\n", i + 3),
+                     *node = tfmt("dev/bus/usb/001/%03d", i + 3);
                 attr(dir, "busnum", "1\n");
                 attr(dir, "devnum", dev);
                 mk(root, node, NULL);

@@ -2,11 +2,11 @@
 /* resources: USB and PCI selectors, NUMA nodes and multi-node ("paths")
  * devices on fake /sys trees shaped like the kernel's. */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <unistd.h>
 
 #include "../resources/res_test.h"
+#include "tfmt.h"
 
 static char *root;
 
@@ -22,19 +22,8 @@ static void teardown(void) {
 
 TestSuite(resources_sysfs, .init = setup, .fini = teardown);
 
-static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
-static char *fmt(const char *f, ...) {
-        va_list ap;
-        char *s = NULL;
-        va_start(ap, f);
-        int r = vasprintf(&s, f, ap);
-        va_end(ap);
-        cr_assert_geq(r, 0);
-        return s;
-}
-
 static void mkf(const char *dir, const char *attr, const char *content) {
-        char *p = fmt("%s/%s", dir, attr);
+        char *p = tfmt("%s/%s", dir, attr);
         mk(root, p, content);
         free(p);
 }
@@ -43,31 +32,31 @@ static void mkf(const char *dir, const char *attr, const char *content) {
  * sys/bus/pci/devices. NULL numa: no numa_node file; NULL driver: unbound. */
 static void pci_dev(const char *bridge, const char *addr, const char *vendor, const char *device,
                     const char *class, const char *numa, const char *driver, const char *group) {
-        char *dir = fmt("sys/devices/%s/%s", bridge, addr);
+        char *dir = tfmt("sys/devices/%s/%s", bridge, addr);
         char *val;
         mkd(root, dir);
-        mkf(dir, "vendor", val = fmt("0x%s\n", vendor)), free(val);
-        mkf(dir, "device", val = fmt("0x%s\n", device)), free(val);
-        mkf(dir, "class", val = fmt("0x%s\n", class)), free(val);
+        mkf(dir, "vendor", val = tfmt("0x%s\n", vendor)), free(val);
+        mkf(dir, "device", val = tfmt("0x%s\n", device)), free(val);
+        mkf(dir, "class", val = tfmt("0x%s\n", class)), free(val);
         if (numa)
-                mkf(dir, "numa_node", val = fmt("%s\n", numa)), free(val);
-        char *l = fmt("%s/subsystem", dir);
+                mkf(dir, "numa_node", val = tfmt("%s\n", numa)), free(val);
+        char *l = tfmt("%s/subsystem", dir);
         mkln(root, l, "../../../bus/pci");
         free(l);
         if (driver) {
-                l = fmt("%s/driver", dir);
-                val = fmt("../../../bus/pci/drivers/%s", driver);
+                l = tfmt("%s/driver", dir);
+                val = tfmt("../../../bus/pci/drivers/%s", driver);
                 mkln(root, l, val);
                 free(l), free(val);
         }
         if (group) {
-                l = fmt("%s/iommu_group", dir);
-                val = fmt("../../../kernel/iommu_groups/%s", group);
+                l = tfmt("%s/iommu_group", dir);
+                val = tfmt("../../../kernel/iommu_groups/%s", group);
                 mkln(root, l, val);
                 free(l), free(val);
         }
-        l = fmt("sys/bus/pci/devices/%s", addr);
-        val = fmt("../../../devices/%s/%s", bridge, addr);
+        l = tfmt("sys/bus/pci/devices/%s", addr);
+        val = tfmt("../../../devices/%s/%s", bridge, addr);
         mkln(root, l, val);
         free(l), free(val), free(dir);
 }
@@ -75,31 +64,31 @@ static void pci_dev(const char *bridge, const char *addr, const char *vendor, co
 /* A USB device at sys/devices/<path>, linked as sys/bus/usb/devices/<name>. */
 static void usb_dev(const char *path, const char *vendor, const char *product, const char *serial,
                     int bus, int devnum) {
-        char *dir = fmt("sys/devices/%s", path);
+        char *dir = tfmt("sys/devices/%s", path);
         const char *name = strrchr(path, '/') + 1;
         char *val;
         mkd(root, dir);
-        mkf(dir, "idVendor", val = fmt("%s\n", vendor)), free(val);
-        mkf(dir, "idProduct", val = fmt("%s\n", product)), free(val);
+        mkf(dir, "idVendor", val = tfmt("%s\n", vendor)), free(val);
+        mkf(dir, "idProduct", val = tfmt("%s\n", product)), free(val);
         if (serial)
-                mkf(dir, "serial", val = fmt("%s\n", serial)), free(val);
-        mkf(dir, "busnum", val = fmt("%d\n", bus)), free(val);
-        mkf(dir, "devnum", val = fmt("%d\n", devnum)), free(val);
-        char *l = fmt("%s/subsystem", dir);
+                mkf(dir, "serial", val = tfmt("%s\n", serial)), free(val);
+        mkf(dir, "busnum", val = tfmt("%d\n", bus)), free(val);
+        mkf(dir, "devnum", val = tfmt("%d\n", devnum)), free(val);
+        char *l = tfmt("%s/subsystem", dir);
         mkln(root, l, "/sys/bus/usb");
         free(l);
         /* Interfaces sit next to devices and must not be mistaken for them. */
-        char *intf = fmt("%s/%s:1.0", dir, name);
+        char *intf = tfmt("%s/%s:1.0", dir, name);
         mkf(intf, "bInterfaceClass", "ff\n");
-        l = fmt("sys/bus/usb/devices/%s:1.0", name);
-        val = fmt("../../../devices/%s/%s:1.0", path, name);
+        l = tfmt("sys/bus/usb/devices/%s:1.0", name);
+        val = tfmt("../../../devices/%s/%s:1.0", path, name);
         mkln(root, l, val);
         free(l), free(val), free(intf);
-        l = fmt("sys/bus/usb/devices/%s", name);
-        val = fmt("../../../devices/%s", path);
+        l = tfmt("sys/bus/usb/devices/%s", name);
+        val = tfmt("../../../devices/%s", path);
         mkln(root, l, val);
         free(l), free(val);
-        char *node = fmt("dev/bus/usb/%03d/%03d", bus, devnum);
+        char *node = tfmt("dev/bus/usb/%03d/%03d", bus, devnum);
         mk(root, node, NULL);
         free(node);
         free(dir);
@@ -289,18 +278,18 @@ Test(resources_sysfs, paths_without_partner_list_nothing) {
 /* A DRM node as the kernel shows it: /sys/dev/char/226:N -> the class
  * device under its parent, whose "device" link is the parent. */
 static void drm_node(const char *name, unsigned minor, const char *parent) {
-        char *dev = fmt("dev/dri/%s", name);
+        char *dev = tfmt("dev/dri/%s", name);
         int r = ft_chrdev(root, dev, 226, minor);
         free(dev);
         if (r == -EPERM)
                 cr_skip_test("mknod not permitted here");
         cr_assert_eq(r, 0, "mknod: %s", strerror(-r));
-        char *cls = fmt("sys/devices/%s/drm/%s", parent, name);
-        char *link = fmt("%s/device", cls);
+        char *cls = tfmt("sys/devices/%s/drm/%s", parent, name);
+        char *link = tfmt("%s/device", cls);
         mkd(root, cls);
         mkln(root, link, "../..");
-        char *sysdev = fmt("sys/dev/char/226:%u", minor);
-        char *target = fmt("../../devices/%s/drm/%s", parent, name);
+        char *sysdev = tfmt("sys/dev/char/226:%u", minor);
+        char *target = tfmt("../../devices/%s/drm/%s", parent, name);
         mkln(root, sysdev, target);
         free(cls), free(link), free(sysdev), free(target);
 }
