@@ -576,15 +576,31 @@ static void render_calls(struct dp_mbuf *b, struct dp_daemon *d) {
         }
 }
 
+double dp_boot_time(const char *stat_path) {
+        _cleanup_free_ char *buf = NULL;
+        size_t len;
+        const char *p;
+
+        /* btime follows a line per CPU and one count per interrupt: on a
+         * big node it lies far into the file, which is read whole. */
+        if (base_read_file_at(AT_FDCWD, stat_path, 0, 4 << 20, &buf, &len) < 0)
+                return 0;
+        p = strstr(buf, "\nbtime ");
+        return p ? strtod(p + 7, NULL) : 0;
+}
+
 /* The process_* metrics every Prometheus client library exports, from
- * /proc/self: CPU time, resident memory, open fds, start time. */
+ * /proc/self: CPU time, resident memory, open fds, start time. Only the
+ * endpoint's one thread renders, so the boot time, which never changes,
+ * is read once. */
 static void render_process(struct dp_mbuf *b) {
+        static double btime;
         char buf[1024], *p;
         unsigned long long utime = 0, stime = 0, start = 0, vsize = 0;
         long long rss = 0;
         ssize_t n;
         int fd;
-        double btime = 0, ticks = (double)sysconf(_SC_CLK_TCK);
+        double ticks = (double)sysconf(_SC_CLK_TCK);
         uint64_t fds = 0;
         struct rlimit rl;
 
@@ -603,18 +619,8 @@ static void render_process(struct dp_mbuf *b) {
                            &utime, &stime, &start, &vsize, &rss) != 5)
                         utime = stime = start = vsize = 0, rss = 0;
         }
-        fd = open("/proc/stat", O_RDONLY | O_CLOEXEC);
-        if (fd >= 0) {
-                char sbuf[8192];
-                n = read(fd, sbuf, sizeof(sbuf) - 1);
-                close(fd);
-                if (n > 0) {
-                        sbuf[n] = '\0';
-                        p = strstr(sbuf, "\nbtime ");
-                        if (p)
-                                btime = strtod(p + 7, NULL);
-                }
-        }
+        if (btime == 0)
+                btime = dp_boot_time("/proc/stat");
         DIR *dir = opendir("/proc/self/fd");
         if (dir) {
                 struct dirent *de;

@@ -81,6 +81,9 @@ struct dp_res_stats {
 void dp_stats_allocate(struct dp_resource *res, int grpc_status, double seconds);
 void dp_stats_spec_write(struct dp_resource *res, int r);
 double dp_wall_seconds(void);
+/* The boot time (unix seconds) from a /proc/stat-format file; 0 when it
+ * cannot be read or has none. */
+double dp_boot_time(const char *stat_path);
 double dp_mono_seconds(void);
 
 /* Readiness of one resource: 1 when it is registered with the kubelet and

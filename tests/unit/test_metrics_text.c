@@ -5,7 +5,9 @@
 #include <errno.h>
 #include <stdio.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/socket.h>
 
 #include "config.h"
@@ -214,4 +216,27 @@ Test(metrics_text, config_key) {
         cr_assert_eq(cfg_parse(json, strlen(json), &cfg, &err), 0);
         cr_assert_str_eq(cfg->metrics_address, "");
         cfg_free(cfg);
+}
+
+/* On a node with many CPUs and interrupts, btime lies past the first
+ * kilobytes of /proc/stat: process_start_time_seconds must still find it. */
+Test(metrics_text, boot_time_far_into_proc_stat) {
+        char path[] = "/tmp/cdiplug-stat-XXXXXX";
+        int fd = mkstemp(path);
+        cr_assert_geq(fd, 0);
+        FILE *f = fdopen(fd, "w");
+        cr_assert_not_null(f);
+        fputs("cpu  1 2 3 4 5 6 7 0 0 0\n", f);
+        for (int c = 0; c < 256; c++)
+                fprintf(f, "cpu%d 1 2 3 4 5 6 7 0 0 0\n", c);
+        fputs("intr 12345", f);
+        for (int i = 0; i < 8000; i++)
+                fputs(" 0", f);
+        fputs("\nctxt 99\nbtime 1763900000\nprocesses 7\n", f);
+        long size = ftell(f);
+        fclose(f);
+        cr_assert_gt(size, 16384, "the test file must be bigger than any small buffer");
+        cr_assert_float_eq(dp_boot_time(path), 1763900000.0, 0.5);
+        cr_assert_float_eq(dp_boot_time("/nonexistent/stat"), 0.0, 0.5);
+        unlink(path);
 }
