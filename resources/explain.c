@@ -258,6 +258,7 @@ static int explain_pci(int rootfd, const struct res_selector *sel, char **ret) {
                 return set(ret, res_strdup_printf("/sys/bus/pci/devices cannot be read (%s)",
                                                   strerror(-r)));
         char *msg = NULL, *near = NULL;
+        size_t present;
         for (size_t i = 0; i < names.n && !msg; i++) {
                 const char *name = names.v[i];
                 _cleanup_free_ char *dir = res_strdup_printf("/sys/bus/pci/devices/%s", name);
@@ -314,6 +315,7 @@ static int explain_pci(int rootfd, const struct res_selector *sel, char **ret) {
                                         "its drm/ dir and is not bound to vfio-pci (driver %s)",
                                         name, driver ? driver : "none");
         }
+        present = names.n;
         base_strvec_clear(&names);
         if (r == -ENOMEM) {
                 free(msg);
@@ -324,7 +326,7 @@ static int explain_pci(int rootfd, const struct res_selector *sel, char **ret) {
                 msg = TAKE_PTR(near);
         free(near);
         if (!msg)
-                msg = res_strdup_printf("no PCI function matches (%zu present)", names.n);
+                msg = res_strdup_printf("no PCI function matches (%zu present)", present);
         return set(ret, msg);
 }
 

@@ -296,6 +296,8 @@ Test(resources_match, explain_usb_and_pci) {
                        "no USB device has vendor 1234 (2 USB devices present)");
         expect_explain("[{\"pci\": {\"vendor\": \"8086\", \"driver\": \"vfio-pci\"}}]",
                        "PCI function 0000:3b:00.0 is bound to i915, not vfio-pci");
+        expect_explain("[{\"pci\": {\"vendor\": \"1234\"}}]",
+                       "no PCI function matches (1 present)");
 }
 
 Test(resources_match, explain_paths_and_missing_serial) {
