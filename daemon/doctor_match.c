@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "notes.h"
 #include "resources.h"
 #include "util.h"
 
@@ -59,6 +60,24 @@ static void explain(struct doc_ctx *c, const char *where, const struct res_selec
                         "%s: finds nothing: %s", where, why);
 }
 
+/* Discovery's notes and ID clashes, as the daemon logs them; a selector
+ * that serves nothing because of them has a problem. */
+static void report_notes(struct doc_ctx *c, const char *where, const struct res_devlist *found) {
+        _cleanup_strvec_ struct base_strvec lines = { 0 };
+        const char *prefix = "match[0]: "; /* one selector at a time */
+
+        if (dp_notes_lines(found, NULL, &lines) < 0) {
+                doc_add(c, "match", DOC_PROBLEM, NULL, "%s: out of memory", where);
+                return;
+        }
+        for (char **l = lines.v; l && *l; l++) {
+                const char *text = *l;
+                if (strncmp(text, prefix, strlen(prefix)) == 0)
+                        text += strlen(prefix);
+                doc_add(c, "match", found->n ? DOC_WARN : DOC_PROBLEM, NULL, "%s: %s", where, text);
+        }
+}
+
 static void list_ids(const struct res_devlist *l, char *buf, size_t max) {
         struct names n = { 0 };
         for (size_t i = 0; i < l->n; i++)
@@ -95,7 +114,12 @@ void doc_check_match(struct doc_ctx *c) {
                                 list_ids(&found, ids, sizeof(ids));
                                 doc_add(c, "match", DOC_INFO, NULL, "%s: %zu device%s: %s", where,
                                         found.n, found.n == 1 ? "" : "s", ids);
-                        } else
+                        }
+                        /* Devices found but refused (clashing IDs) are no
+                         * "finds nothing": say what the daemon would log. */
+                        if (found.n || found.n_clashes)
+                                report_notes(c, where, &found);
+                        else
                                 explain(c, where, rc->selectors[j], entry);
                         res_devlist_free(&found);
                 }

@@ -63,21 +63,28 @@ static int taken_lines(const struct dp_plugin *p, const struct res_devlist *foun
         return 0;
 }
 
-int dp_notes_log(char ***logged, const char *resource, const struct res_devlist *found,
-                 const struct dp_plugin *p) {
-        struct base_strvec now = { 0 };
+int dp_notes_lines(const struct res_devlist *found, const struct dp_plugin *p,
+                   struct base_strvec *lines) {
         int r = 0;
 
         for (char **s = found->notes; s && *s && r >= 0; s++)
-                r = base_strvec_push_dup(&now, *s);
+                r = base_strvec_push_dup(lines, *s);
         if (r >= 0)
-                r = clash_lines(p, found, &now);
+                r = clash_lines(p, found, lines);
         if (r >= 0)
-                r = taken_lines(p, found, &now);
-        if (r < 0) {
-                base_strvec_clear(&now);
+                r = taken_lines(p, found, lines);
+        if (r < 0)
+                base_strvec_clear(lines);
+        return r;
+}
+
+int dp_notes_log(char ***logged, const char *resource, const struct res_devlist *found,
+                 const struct dp_plugin *p) {
+        struct base_strvec now = { 0 };
+        int r = dp_notes_lines(found, p, &now);
+
+        if (r < 0)
                 return r;
-        }
         for (char **s = now.v; s && *s; s++)
                 if (!base_strv_contains(*logged, *s))
                         log_warn("resource \"%s\": %s", resource, *s);

@@ -265,7 +265,11 @@ Test(doctor, explains_selectors_that_match_nothing) {
                 " { \"name\": \"example.com/key\", \"match\": [ { \"usb\": { \"vendor\": \"1050\" } } ] },"
                 " { \"name\": \"example.com/fpga\", \"match\": [ { \"pci\": { \"vendor\": \"1172\" } } ] },"
                 " { \"name\": \"example.com/opt\", \"match\": [ { \"path\": \"/dev/ttyX*\", \"optional\": true },"
-                " { \"path\": \"/dev/ttyUSB*\" } ] } ] }");
+                " { \"path\": \"/dev/ttyUSB*\" } ] },"
+                " { \"name\": \"example.com/clash\", \"match\": [ { \"path\": \"/dev/x*/*\" } ] } ] }");
+        /* Both want ID "x-y-z": found, then refused, which is no "finds nothing". */
+        env_touch(&e, "dev/x-y/z");
+        env_touch(&e, "dev/x/y-z");
         env_touch(&e, "dev/dri/renderD128");
         env_touch(&e, "dev/dri/card0");
         env_touch(&e, "dev/dri/card1");
@@ -304,6 +308,9 @@ Test(doctor, explains_selectors_that_match_nothing) {
         assert_lacks(out, "resource \"example.com/opt\": no devices");
         assert_has(out, "resource \"example.com/cam\": no devices");
         assert_lacks(out, "resource \"example.com/serial\": no devices");
+        assert_has(out, "resource \"example.com/clash\" match[0] {\"path\":\"/dev/x*/*\"}: devices "
+                        "/dev/x-y/z, /dev/x/y-z all want ID \"x-y-z\": all refused");
+        assert_lacks(out, "{\"path\":\"/dev/x*/*\"}: finds nothing");
         free(out);
 }
 
