@@ -22,14 +22,14 @@
 #define SPEC_RETRY_MIN_MS 100
 #define SPEC_RETRY_MAX_MS 5000
 
-static int write_spec(struct dp_resource *res) {
+int dp_spec_write(struct dp_resource *res, const struct dp_plugin *plugin) {
         struct cdi_spec spec = { 0 };
-        int r = dp_plugin_spec(res->plugin, &spec);
+        int r = dp_plugin_spec(plugin, &spec);
 
-        if (r < 0)
-                return r;
-        r = cdi_spec_write(res->d->opts->cdi_dir, &spec);
+        if (r >= 0)
+                r = cdi_spec_write(res->d->opts->cdi_dir, &spec);
         cdi_spec_free(&spec);
+        dp_stats_spec_write(res, r);
         return r;
 }
 
@@ -59,9 +59,8 @@ static void failed(struct dp_resource *res, int r) {
 }
 
 int dp_spec_publish(struct dp_resource *res) {
-        int r = write_spec(res);
+        int r = dp_spec_write(res, res->plugin);
 
-        dp_stats_spec_write(res, r);
         if (r < 0) {
                 failed(res, r);
                 return r;

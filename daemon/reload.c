@@ -39,6 +39,7 @@
 #include "notes.h"
 #include "options.h"
 #include "plugin.h"
+#include "publish.h"
 #include "reload.h"
 #include "retained.h"
 #include "resources.h"
@@ -292,16 +293,12 @@ static void retire(struct dp_daemon *d, struct dp_resource *res, struct cfg_reso
         dp_resource_maybe_free(res);
 }
 
-static int write_spec(struct dp_daemon *d, const struct dp_plugin *plugin) {
-        struct cdi_spec spec = { 0 };
-        int r = dp_plugin_spec(plugin, &spec);
+static int write_spec(struct dp_resource *res, const struct dp_plugin *plugin) {
+        int r = dp_spec_write(res, plugin);
 
-        if (r >= 0)
-                r = cdi_spec_write(d->opts->cdi_dir, &spec);
-        cdi_spec_free(&spec);
         if (r < 0)
                 log_error("resource \"%s\": cannot write CDI spec into %s: %s", plugin->cfg->name,
-                          d->opts->cdi_dir, strerror(-r));
+                          res->d->opts->cdi_dir, strerror(-r));
         return r;
 }
 
@@ -319,7 +316,7 @@ static bool apply_devices(struct dp_daemon *d, struct step *s, const struct cfg_
         struct dp_resource *res = s->res;
         struct dp_plugin *old = res->plugin;
 
-        if (write_spec(d, s->plugin) < 0) {
+        if (write_spec(res, s->plugin) < 0) {
                 /* The running list stays, so its settings must too: the
                  * next reload sees the difference and tries again. */
                 log_warn("resource \"%s\": keeping its previous devices until a reload succeeds",
@@ -349,7 +346,7 @@ static bool apply_added(struct dp_daemon *d, struct step *s) {
 
         /* Its IDs must resolve before the kubelet sees them. Not served
          * now, it counts as added again on the next reload. */
-        if (write_spec(d, res->plugin) < 0) {
+        if (write_spec(res, res->plugin) < 0) {
                 log_error("resource \"%s\": not served; the next reload tries again",
                           res->cfg->name);
                 return false;

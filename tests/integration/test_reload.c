@@ -439,6 +439,13 @@ Test(reload, zero_resources_and_back) {
         cr_assert_geq(log_wait_count(e.log, "registered with the kubelet", 4, 10000), 0);
         cr_assert_eq(http_get(port, "/readyz", &body), 200, "%s", body);
         free(body);
+        /* A reload's spec writes count like any other. */
+        cr_assert_eq(http_get(port, "/metrics", &body), 200);
+        cr_assert_not_null(
+                strstr(body,
+                       "cdiplug_cdi_spec_writes_total{resource=\"example.com/rb\",result=\"success\"} 1\n"),
+                "%s", body);
+        free(body);
         /* Their specs were kept meanwhile (nobody to ask), and are theirs again. */
         cr_assert_eq(log_count(e.log, "removed CDI spec"), 0);
         char *spec_b = path_in(e.cdi_dir, "example.com-rb.json");
