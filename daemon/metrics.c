@@ -225,17 +225,22 @@ static void end_labels(struct dp_mbuf *b) {
         b->in_labels = false;
 }
 
-void dp_metric_u64(struct dp_mbuf *b, uint64_t v) {
-        char num[24];
-        size_t i = sizeof(num);
-
-        end_labels(b);
-        num[--i] = '\n';
+/* v's decimal digits, ending at buf + 24. */
+static char *u64_digits(char buf[24], uint64_t v) {
+        char *p = buf + 24;
         do {
-                num[--i] = (char)('0' + v % 10);
+                *--p = (char)('0' + v % 10);
                 v /= 10;
         } while (v);
-        dp_mbuf_put(b, num + i, sizeof(num) - i);
+        return p;
+}
+
+void dp_metric_u64(struct dp_mbuf *b, uint64_t v) {
+        char num[24], *p = u64_digits(num, v);
+
+        end_labels(b);
+        dp_mbuf_put(b, p, (size_t)(num + sizeof(num) - p));
+        dp_mbuf_put(b, "\n", 1);
 }
 
 void dp_metric_double(struct dp_mbuf *b, double v) {
@@ -359,15 +364,6 @@ static uint64_t get_streams(const struct dp_resource *res) {
 }
 
 /* Decimal digits of v at the end of buf[24]; returns where they start. */
-static char *u64_digits(char buf[24], uint64_t v) {
-        char *p = buf + 24;
-        do {
-                *--p = (char)('0' + v % 10);
-                v /= 10;
-        } while (v);
-        return p;
-}
-
 /* The rest is written in place, one capacity check a line: this is the
  * bulk of a scrape (10,000 lines for 10,000 devices). */
 void dp_metric_device_line(struct dp_mbuf *b, const struct dp_mbuf *pre, const char *id,

@@ -32,8 +32,6 @@
 #include "rpc.h"
 #include "util.h"
 
-#define DP_METHOD_PODRES_LIST "/v1.PodResourcesLister/List"
-
 /* The first chunk holds an answer of about 1,000 IDs; each next one is
  * twice the last, so a big answer takes a few mappings, not hundreds. */
 #define CHUNK_MIN (64 * 1024)

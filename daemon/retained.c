@@ -44,8 +44,6 @@
 #define LIST_DEADLINE_MS 2000
 #define SETTLE_S 60
 
-#define METHOD_LIST "/v1.PodResourcesLister/List"
-
 /* What the log last said about a spec, so each news is said once. */
 enum said { SAID_NOTHING, SAID_HELD, SAID_UNKNOWN };
 
@@ -80,10 +78,6 @@ static void drop(struct dp_retained *rt, size_t i) {
         kept_clear(&rt->v[i]);
         memmove(&rt->v[i], &rt->v[i + 1], (rt->n - i - 1) * sizeof(*rt->v));
         rt->n--;
-}
-
-static const char *about(const struct kept *k) {
-        return k->label;
 }
 
 int dp_retained_add(struct dp_daemon *d, const char *file, const char *resource) {
@@ -163,7 +157,7 @@ static void prune(struct dp_daemon *d) {
                         &(struct log_fields){ .resource = k->resource ? k->resource : "",
                                               .path = path },
                         "CDI spec %s (%s) is gone (removed by hand, or it had no devices): nothing to keep",
-                        path, about(k));
+                        path, k->label);
                 drop(rt, i);
         }
 }
@@ -204,7 +198,7 @@ static void unknown(struct dp_daemon *d, const char *why, bool retry) {
                         "CDI spec %s/%s (%s) kept: cannot ask the kubelet's PodResources whether a pod holds "
                         "one of its devices (%s); %s. To remove it by hand once no pod on this node holds one: "
                         "rm %s/%s",
-                        dir, k->file, about(k), why, when ? when : "", dir, k->file);
+                        dir, k->file, k->label, why, when ? when : "", dir, k->file);
         }
         if (retry)
                 schedule(d);
@@ -218,8 +212,8 @@ static int start_list(struct dp_daemon *d, const char *socket) {
         if (!rt->ch)
                 return -ENOMEM;
         rt->call = grpc_channel_create_call(rt->ch, NULL, GRPC_PROPAGATE_DEFAULTS, d->cq,
-                                            grpc_slice_from_static_string(METHOD_LIST), NULL,
-                                            dp_deadline_ms(LIST_DEADLINE_MS), NULL);
+                                            grpc_slice_from_static_string(DP_METHOD_PODRES_LIST),
+                                            NULL, dp_deadline_ms(LIST_DEADLINE_MS), NULL);
         dp_unary_init(&rt->u, dp_pack(&req.base));
         if (!rt->call || dp_unary_start(rt->call, &rt->u, &rt->tag) != GRPC_CALL_OK) {
                 if (rt->call)
@@ -339,7 +333,7 @@ static void judge(struct dp_daemon *d, const V1__ListPodResourcesResponse *resp,
                                         LOG_INFO, &f,
                                         "CDI spec %s/%s (%s) kept: pod %s/%s holds its device \"%s\"; cdiplug "
                                         "asks PodResources again in %llu s and removes it once no pod holds one",
-                                        dir, k->file, about(k), pod->namespace_, pod->name, device,
+                                        dir, k->file, k->label, pod->namespace_, pod->name, device,
                                         s);
                         k->said = SAID_HELD;
                         i++;
@@ -351,14 +345,14 @@ static void judge(struct dp_daemon *d, const V1__ListPodResourcesResponse *resp,
                         again = true;
                         log_with(LOG_ERR, &f,
                                  "cannot remove CDI spec %s/%s (%s): %s; trying again in %llu s",
-                                 dir, k->file, about(k), strerror(-r), s);
+                                 dir, k->file, k->label, strerror(-r), s);
                         i++;
                         continue;
                 }
                 log_with(
                         LOG_INFO, &f,
                         "removed CDI spec %s/%s (%s): no pod holds one of its devices (PodResources on %s)",
-                        dir, k->file, about(k), socket);
+                        dir, k->file, k->label, socket);
                 drop(rt, i);
         }
         if (again)

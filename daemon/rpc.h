@@ -20,6 +20,7 @@
 #define DP_METHOD_PREFERRED "/v1beta1.DevicePlugin/GetPreferredAllocation"
 #define DP_METHOD_ALLOCATE "/v1beta1.DevicePlugin/Allocate"
 #define DP_METHOD_PRESTART "/v1beta1.DevicePlugin/PreStartContainer"
+#define DP_METHOD_PODRES_LIST "/v1.PodResourcesLister/List"
 
 /* One unary client call sent as a single batch: grpc writes into these
  * until the batch's tag completes, so they live as long as the call. */

@@ -162,13 +162,6 @@ static size_t find_parent(const struct glob_matches *g, uint64_t dev, uint64_t i
         return g->n;
 }
 
-static bool has_node(const struct base_strvec *sv, const char *path) {
-        for (size_t i = 0; i < sv->n; i++)
-                if (strcmp(sv->v[i], path) == 0)
-                        return true;
-        return false;
-}
-
 /* Adds glob g's nodes for first match m0; 0 if none fit (not a device). */
 static int pair(const struct match *m0, const struct glob_matches *g, struct base_strvec *nodes) {
         size_t added = 0;
@@ -176,7 +169,7 @@ static int pair(const struct match *m0, const struct glob_matches *g, struct bas
                 for (size_t i = find_parent(g, m0->dev, m0->ino);
                      i < g->n && g->m[i].owned && g->m[i].dev == m0->dev && g->m[i].ino == m0->ino;
                      i++) {
-                        if (has_node(nodes, g->m[i].path))
+                        if (base_strv_contains(nodes->v, g->m[i].path))
                                 continue;
                         int r = base_strvec_push_dup(nodes, g->m[i].path);
                         if (r < 0)
@@ -187,7 +180,7 @@ static int pair(const struct match *m0, const struct glob_matches *g, struct bas
                         return 1;
         }
         if (g->n == 1 && !g->m[0].owned) {
-                if (has_node(nodes, g->m[0].path))
+                if (base_strv_contains(nodes->v, g->m[0].path))
                         return 1;
                 int r = base_strvec_push_dup(nodes, g->m[0].path);
                 return r < 0 ? r : 1;
