@@ -462,22 +462,16 @@ int dp_plugin_update(struct dp_plugin *p, const struct res_devlist *found, bool 
                 struct dp_device *d = &devs[n++];
                 uint16_t extras;
 
-                if (c < 0) { /* listed before, gone now: stays, Unhealthy */
+                /* Listed before and gone now, or its ID wanted by another
+                 * device (refused: the ID keeps its device): it stays,
+                 * Unhealthy. */
+                if (c < 0 || (c == 0 && dp_plugin_id_taken(p, i, src))) {
                         r = keep_device(p, i, d, &b);
                         changed |= d->healthy;
                         vanished += d->healthy;
                         d->healthy = false;
                         i++;
-                        continue;
-                }
-                if (c == 0 &&
-                    dp_plugin_id_taken(p, i, src)) { /* refused; the ID keeps its device */
-                        r = keep_device(p, i, d, &b);
-                        changed |= d->healthy;
-                        vanished += d->healthy;
-                        d->healthy = false;
-                        i++;
-                        j++;
+                        j += c == 0;
                         continue;
                 }
                 r = intern_extras(p, src, &extras);

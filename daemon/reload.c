@@ -134,6 +134,7 @@ struct plan {
         struct cfg_config *next;
         size_t n_steps;
         struct step *steps;           /* one per resource of next */
+        size_t n_old;                 /* running resources when the plan was made */
         bool *kept;                   /* per running resource: still configured */
         struct cfg_resource **retire; /* per running resource: room for its settings once removed */
         struct dp_resource **res;     /* the new d->res */
@@ -141,7 +142,7 @@ struct plan {
         size_t added, changed, removed, unchanged, failed;
 };
 
-static void plan_free(struct dp_daemon *d, struct plan *p) {
+static void plan_free(struct plan *p) {
         for (size_t j = 0; p->steps && j < p->n_steps; j++) {
                 struct step *s = &p->steps[j];
                 if (s->change == ADDED)
@@ -151,7 +152,7 @@ static void plan_free(struct dp_daemon *d, struct plan *p) {
                 base_strv_free(s->watch_dirs);
                 free(s->keep);
         }
-        for (size_t i = 0; p->retire && i < d->n_res; i++)
+        for (size_t i = 0; p->retire && i < p->n_old; i++)
                 free(p->retire[i]);
         free(p->steps);
         free(p->kept);
@@ -236,6 +237,7 @@ static int prepare(struct dp_daemon *d, struct plan *p) {
         p->n_steps = n;
         p->steps = calloc(n, sizeof(*p->steps));
         p->res = calloc(n, sizeof(*p->res));
+        p->n_old = d->n_res;
         p->kept = calloc(d->n_res + 1, sizeof(*p->kept));
         p->retire = calloc(d->n_res + 1, sizeof(*p->retire));
         if (!p->steps || !p->res || !p->kept || !p->retire)
@@ -479,7 +481,7 @@ void dp_reload(struct dp_daemon *d, const char *why) {
         if (r < 0) {
                 log_error("config: %s: cannot apply it: %s; keeping the running configuration",
                           path, strerror(-r));
-                plan_free(d, &p);
+                plan_free(&p);
                 return;
         }
         commit(d, &p);
@@ -489,10 +491,7 @@ void dp_reload(struct dp_daemon *d, const char *why) {
         else
                 log_info("reload: %zu added, %zu changed, %zu removed, %zu unchanged", p.added,
                          p.changed, p.removed, p.unchanged);
-        /* Every slot was taken; plan_free would index it by the new count. */
-        free(p.retire);
-        p.retire = NULL;
-        plan_free(d, &p);
+        plan_free(&p);
         /* Old plugins and configs leave the heap holed, as a kubelet restart does. */
         malloc_trim(0);
 }
