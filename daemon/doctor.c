@@ -120,17 +120,6 @@ static void check_config(struct doc_ctx *c) {
                         "in cdiplug's doc dir)",
                         "%s configures no resources: cdiplug serves nothing", path);
 
-        /* cfg_load accepted the file, so it is JSON of bounded size; the
-         * selectors' own text makes the explanations concrete. */
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-        _cleanup_free_ char *text = fd >= 0 ? malloc(CFG_MAX_BYTES + 1) : NULL;
-        size_t n = 0;
-        ssize_t k = 0;
-        while (text && n < CFG_MAX_BYTES && (k = read(fd, text + n, CFG_MAX_BYTES - n)) > 0)
-                n += (size_t)k;
-        if (text && k >= 0)
-                c->raw = cJSON_ParseWithLength(text, n);
-
         if (c->cfg->user) {
                 struct sbx_options ids = { 0 };
                 r = sbx_parse_user(c->cfg->user, &ids);
@@ -447,7 +436,6 @@ int doc_run(const struct doc_options *o) {
         }
         free(c.v);
         base_strv_free(c.runtime_dirs);
-        cJSON_Delete(c.raw);
         cfg_free(c.cfg);
         return problems ? 1 : 0;
 }

@@ -16,7 +16,6 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-struct cJSON;
 struct cfg_config;
 
 struct doc_options {
@@ -45,7 +44,6 @@ struct doc_finding {
 struct doc_ctx {
         const struct doc_options *o;
         struct cfg_config *cfg; /* NULL when the config is invalid */
-        struct cJSON *raw;      /* the config as JSON, for the selectors' text */
         uid_t uid;              /* the serving identity */
         gid_t gid;
         /* What the runtimes read, from their configs (host paths). */

@@ -86,12 +86,12 @@ static void list_ids(const struct res_devlist *l, char *buf, size_t max) {
 }
 
 void doc_check_match(struct doc_ctx *c) {
-        const cJSON *resources = cJSON_GetObjectItemCaseSensitive(c->raw, "resources");
-
         for (size_t i = 0; i < c->cfg->n_resources; i++) {
                 const struct cfg_resource *rc = &c->cfg->resources[i];
-                const cJSON *match = cJSON_GetObjectItemCaseSensitive(
-                        cJSON_GetArrayItem(resources, (int)i), "match");
+                /* The resource's own JSON, as the config loader kept it:
+                 * the selectors' text makes the explanations concrete. */
+                cJSON *settings = cJSON_Parse(rc->settings_json);
+                const cJSON *match = cJSON_GetObjectItemCaseSensitive(settings, "match");
                 size_t total = 0;
 
                 for (size_t j = 0; j < rc->n_selectors; j++) {
@@ -127,5 +127,6 @@ void doc_check_match(struct doc_ctx *c) {
                         doc_add(c, "match", DOC_PROBLEM, NULL,
                                 "resource \"%s\": no devices: the kubelet sees a capacity of 0",
                                 rc->name);
+                cJSON_Delete(settings);
         }
 }
