@@ -154,6 +154,12 @@ static int parse_match(const cJSON *match, const char *field, struct cfg_resourc
         return 0;
 }
 
+enum cfg_log_format cfg_log_format_parse(const char *s) {
+        return strcmp(s, "text") == 0   ? CFG_LOG_TEXT
+               : strcmp(s, "json") == 0 ? CFG_LOG_JSON
+                                        : CFG_LOG_UNSET;
+}
+
 /* Printed in document order: a reordered resource counts as changed,
  * which costs a re-discovery, never a wrong answer. */
 static int settings_json(const cJSON *obj, char **ret) {
@@ -337,11 +343,10 @@ static int parse_doc(const cJSON *doc, struct cfg_config *cfg, struct cfg_error 
                         return fail(err, it->string, "unknown key");
         }
         if (log_format) {
-                if (cJSON_IsString(log_format) && strcmp(log_format->valuestring, "text") == 0)
-                        cfg->log_format = CFG_LOG_TEXT;
-                else if (cJSON_IsString(log_format) && strcmp(log_format->valuestring, "json") == 0)
-                        cfg->log_format = CFG_LOG_JSON;
-                else
+                cfg->log_format = cJSON_IsString(log_format)
+                                          ? cfg_log_format_parse(log_format->valuestring)
+                                          : CFG_LOG_UNSET;
+                if (cfg->log_format == CFG_LOG_UNSET)
                         return fail(err, "log_format", "must be \"text\" or \"json\"");
         }
         if (modes) {

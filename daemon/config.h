@@ -36,6 +36,8 @@ struct cfg_resource {
 };
 
 enum cfg_log_format { CFG_LOG_UNSET, CFG_LOG_TEXT, CFG_LOG_JSON };
+/* "text" or "json"; CFG_LOG_UNSET for anything else. */
+enum cfg_log_format cfg_log_format_parse(const char *s);
 
 struct cfg_config {
         struct cfg_resource *resources;

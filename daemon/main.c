@@ -245,11 +245,8 @@ int main(int argc, char **argv) {
                         json = true;
                         break;
                 case OPT_LOG_FORMAT:
-                        if (strcmp(optarg, "text") == 0)
-                                o.log_format = CFG_LOG_TEXT;
-                        else if (strcmp(optarg, "json") == 0)
-                                o.log_format = CFG_LOG_JSON;
-                        else {
+                        o.log_format = cfg_log_format_parse(optarg);
+                        if (o.log_format == CFG_LOG_UNSET) {
                                 fprintf(stderr,
                                         "cdiplug: error: --log-format must be \"text\" or \"json\"\n");
                                 return 2;
