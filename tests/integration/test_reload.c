@@ -369,6 +369,7 @@ Test(reload, changed_resource_keeps_what_each_id_means) {
         cr_assert_not_null(strstr(text, "\"/dev/rb-0\""), "%s", text);
         cr_assert_null(strstr(text, "/dev/rb/0"), "the spec gives rb-0 the newcomer: %s", text);
         free(text);
+        wait_summaries(2); /* the list may arrive before the line is written */
         cr_assert_eq(log_count(e.log, "reload: 0 added, 1 changed, 0 removed, 1 unchanged"), 2);
         cr_assert_eq(tk_registrations(tk, B), 1);
         assert_confined();
