@@ -2,7 +2,7 @@
 /* Monitoring: Prometheus text exposition (format 0.0.4), the daemon's own
  * counters, the kubelet's PodResources client and the HTTP endpoint that
  * serves /metrics, /healthz and /readyz. The endpoint runs on one
- * libmicrohttpd thread; it reads the daemon's state under d->lock, like
+ * libevent thread of its own; it reads the daemon's state under d->lock, like
  * the two loops, and nothing here runs unless someone asks. */
 #pragma once
 

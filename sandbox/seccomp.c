@@ -45,7 +45,7 @@ static const struct sbx_syscall_group groups[] = {
           SBX_ALLOW, SBX_ARG_ANY },
         /* grpc core's pollers (epoll1, falling back to poll) and wake-ups. */
         { "event-loop",
-          "grpc core's epoll/poll engines and wakeup fds, the watcher's poll, libmicrohttpd's epoll",
+          "grpc core's epoll/poll engines and wakeup fds, the watcher's poll, the metrics endpoint's libevent loop",
           "epoll_create1 epoll_ctl epoll_wait epoll_pwait epoll_pwait2 "
           "eventfd2 pipe2 poll ppoll",
           SBX_ALLOW, SBX_ARG_ANY },
