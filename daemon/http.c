@@ -223,7 +223,8 @@ int dp_http_open(struct dp_daemon *d, const char *address, const char *podres_pa
 /* Listens unless resting after an accept error or full: then further
  * clients wait in the kernel's backlog, holding no fd of ours. */
 static void resume(struct dp_http *h) {
-        if (!h->resting && h->n_live + h->n_waiting + h->n_fresh < HTTP_MAX_CONNECTIONS)
+        if (h->listener && !h->resting &&
+            h->n_live + h->n_waiting + h->n_fresh < HTTP_MAX_CONNECTIONS)
                 evconnlistener_enable(h->listener);
 }
 
@@ -319,6 +320,7 @@ static void on_rest_over(evutil_socket_t fd, short what, void *arg) {
         h->resting = false;
         resume(h);
 }
+
 struct body {
         struct dp_mbuf b;
         bool trim;
@@ -359,13 +361,17 @@ static void reply(struct evhttp_request *req, int status, const char *type, stru
         body->trim = trim;
         *b = (struct dp_mbuf){ 0 };
         snprintf(length, sizeof(length), "%zu", body->b.len);
+        if (evhttp_request_get_command(req) == EVHTTP_REQ_HEAD || body->b.len == 0) {
+                body_free(NULL, 0, body);
+        } else if (evbuffer_add_reference(out, body->b.s, body->b.len, body_free, body) < 0) {
+                body_free(NULL, 0, body);
+                evhttp_send_error(req, HTTP_INTERNAL, NULL);
+                return;
+        }
         evhttp_add_header(headers, "Content-Type", type);
         evhttp_add_header(headers, "Content-Length", length);
         if (status == 405)
                 evhttp_add_header(headers, "Allow", "GET, HEAD");
-        if (evhttp_request_get_command(req) == EVHTTP_REQ_HEAD || body->b.len == 0 ||
-            evbuffer_add_reference(out, body->b.s, body->b.len, body_free, body) < 0)
-                body_free(NULL, 0, body);
         evhttp_send_reply(req, status, NULL, NULL);
 }
 
@@ -511,6 +517,9 @@ void dp_http_stop(struct dp_http *h) {
                 else
                         pthread_join(h->thread, NULL);
         }
+        /* evhttp_free frees the listener and each connection; on_close
+         * must not wake a listener that may be gone. */
+        h->listener = NULL;
         if (h->http)
                 evhttp_free(h->http);
         for (size_t i = 0; i < h->n_fresh; i++)
