@@ -215,8 +215,9 @@ static void check_daemon_sockets(struct doc_ctx *c, const char *dir) {
         if (serving == c->cfg->n_resources && serving > 0)
                 doc_add(c, "kubelet", DOC_OK, NULL, "the daemon serves all %zu resources", serving);
         /* Registration is only known to the daemon (and the kubelet): ask
-         * its /readyz at the config's metrics address. */
-        const char *addr = c->cfg->metrics_address;
+         * its /readyz at its metrics address, which doctor takes like serve
+         * does (--metrics-address, else the config's). */
+        const char *addr = c->o->metrics_address ? c->o->metrics_address : c->cfg->metrics_address;
         _cleanup_free_ char *local = NULL;
         if (addr && addr[0] == ':' && xasprintf(&local, "127.0.0.1%s", addr) >= 0)
                 addr = local; /* ":port" listens on every IPv4 address */
@@ -224,8 +225,9 @@ static void check_daemon_sockets(struct doc_ctx *c, const char *dir) {
                 doc_check_readyz(c, addr);
         else
                 doc_add(c, "kubelet", DOC_INFO, NULL,
-                        "registration with the kubelet not checked: the config sets no metrics.address whose "
-                        "/readyz could be asked (a --metrics-address given to the daemon is not seen here)");
+                        "registration with the kubelet not checked: no metrics address whose /readyz could be "
+                        "asked; give doctor the daemon's --metrics-address (the packaged unit's is "
+                        "127.0.0.1:10391) or set metrics.address in the config");
 }
 
 static void check_kubelet(struct doc_ctx *c) {

@@ -23,6 +23,7 @@ struct doc_options {
         const char *host_root;
         const char *kubelet_dir;
         const char *cdi_dir;
+        const char *metrics_address; /* NULL: the config's */
         bool json;
 };
 

@@ -43,7 +43,8 @@ static const char usage[] =
         "  --host-root DIR      read /dev and /sys under DIR (default /)\n"
         "  --user NAME|UID[:GID]  serve as this identity (default: uid 0, no capabilities)\n"
         "  --metrics-address HOST:PORT  serve /metrics, /healthz, /readyz there (\"\": off;\n"
-        "                       default: the config's metrics.address, else off)\n"
+        "                       default: the config's metrics.address, else off;\n"
+        "                       doctor: ask the daemon's /readyz there)\n"
         "  --pod-resources-socket PATH  kubelet PodResources socket, for pod labels and\n"
         "                       to tell when a spec no resource owns may go (\"\": off)\n"
         "                       (default " DP_DEFAULT_PODRES_SOCKET ")\n"
@@ -289,6 +290,7 @@ int main(int argc, char **argv) {
                                                       .host_root = o.host_root,
                                                       .kubelet_dir = o.kubelet_dir,
                                                       .cdi_dir = o.cdi_dir,
+                                                      .metrics_address = o.metrics_address,
                                                       .json = json });
         if (load_config(&o, &cfg) < 0)
                 return 2;

@@ -455,6 +455,31 @@ Test(doctor, asks_the_daemons_readyz) {
         free(out);
 }
 
+/* The packaged unit gives the address on serve's command line, not in
+ * the config: doctor takes it the same way. */
+Test(doctor, asks_readyz_at_the_address_it_is_given) {
+        char *out = NULL, addr[64], *flag = NULL;
+        int port = http_free_port();
+        cr_assert_gt(port, 0);
+        snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+        healthy_root("{ \"resources\": [ { \"name\": \"example.com/serial\", \"match\": [ { "
+                     "\"path\": \"/dev/ttyUSB*\" } ] } ] }");
+        mkdir(e.kubelet_dir, 0755);
+        env_spawn(&e, "--metrics-address", addr, NULL);
+        free(wait_log("before serving", 10000));
+        doctor(&out, NULL);
+        assert_has(out, "registration with the kubelet not checked");
+        assert_has(out, "give doctor the daemon's --metrics-address");
+        free(out);
+        cr_assert(asprintf(&flag, "--metrics-address=%s", addr) > 0);
+        cr_assert_eq(doctor(&out, flag), 1);
+        assert_has(out, "daemon /readyz: example.com/serial: not ready");
+        free(out);
+        free(flag);
+        int status = env_stop(&e, SIGTERM, 5000);
+        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
 Test(doctor, usage_errors_exit_2) {
         char *out = NULL;
         cr_assert_eq(env_run(&e, &out, "doctor", "--bogus", NULL), 2);
