@@ -373,17 +373,32 @@ static bool streq_null(const char *a, const char *b) {
         return a == b || (a && b && strcmp(a, b) == 0);
 }
 
-/* What the sandbox fixed at start cannot change while it runs. The
- * host root, kubelet dir and CDI dir are command-line options, which a
- * reload does not re-read. The running config keeps the identity in
- * effect, so every reload says so until a restart applies the file's. */
+static const char *shown(const char *v) {
+        return !v ? "unset" : *v ? v : "\"\"";
+}
+
+/* Keeps the running value of a setting fixed at start; every reload
+ * whose file differs says so until a restart applies the file's. A
+ * setting the command line gives is not the file's to change. */
+static void keep_running(const char *key, bool on_command_line, char **running, char **next) {
+        if (!on_command_line && !streq_null(*running, *next))
+                log_warn("config: \"%s\" changed (%s to %s): needs a restart; the rest is applied",
+                         key, shown(*running), shown(*next));
+        free(*next);
+        *next = TAKE_PTR(*running);
+}
+
+/* What start-up fixed cannot change while the daemon runs: the identity
+ * (the sandbox sets it), the metrics endpoint's socket (bound before the
+ * lock-down, which allows no new network socket) and the PodResources
+ * socket it was given. The host root, kubelet dir and CDI dir are
+ * command-line options, which a reload does not re-read. */
 static void restart_only(struct dp_daemon *d, struct cfg_config *next) {
-        if (!d->opts->user && !streq_null(d->cfg->user, next->user))
-                log_warn(
-                        "config: \"user\" changed (%s to %s): needs a restart; the rest is applied",
-                        d->cfg->user ? d->cfg->user : "unset", next->user ? next->user : "unset");
-        free(next->user);
-        next->user = TAKE_PTR(d->cfg->user);
+        keep_running("user", d->opts->user, &d->cfg->user, &next->user);
+        keep_running("metrics.address", d->opts->metrics_address, &d->cfg->metrics_address,
+                     &next->metrics_address);
+        keep_running("metrics.pod_resources_socket", d->opts->pod_resources_socket,
+                     &d->cfg->pod_resources_socket, &next->pod_resources_socket);
 }
 
 static void apply_log_format(const struct dp_daemon *d) {

@@ -701,7 +701,7 @@ Test(reload, two_hundred_reloads_keep_fds_and_memory_flat, .timeout = 300) {
         free(v2);
 }
 
-Test(reload, user_needs_a_restart_and_log_format_applies_at_once) {
+Test(reload, user_and_metrics_need_a_restart_and_log_format_applies_at_once) {
         env_init(&e);
         char *cfg = config3(NULL);
         serve(cfg, e.config);
@@ -711,16 +711,19 @@ Test(reload, user_needs_a_restart_and_log_format_applies_at_once) {
         if (geteuid() == 0 && !getenv("CDIPLUG_TEST_NO_SANDBOX"))
                 cr_assert_eq(proc_status_field(e.pid, 0, "Uid", &uid), 0);
 
-        /* A new identity and JSON logs, the resources as they were. */
-        cr_assert(
-                asprintf(
-                        &cfg,
-                        "{ \"user\": \"65534\", \"log_format\": \"json\", \"resources\": [ %s, %s, %s ] }",
-                        resource_json(A), resource_json(B), resource_json(C)) > 0);
+        /* A new identity, a metrics endpoint and JSON logs, the resources
+         * as they were. */
+        cr_assert(asprintf(&cfg,
+                           "{ \"user\": \"65534\", \"log_format\": \"json\", \"metrics\": { "
+                           "\"address\": \"127.0.0.1:1\" }, \"resources\": [ %s, %s, %s ] }",
+                           resource_json(A), resource_json(B), resource_json(C)) > 0);
         rename_into_place(e.config, cfg);
         free(cfg);
         wait_summaries(1);
         cr_assert_eq(log_count(e.log, "user\" changed (unset to 65534): needs a restart"), 1);
+        cr_assert_eq(log_count(e.log,
+                               "metrics.address\" changed (unset to 127.0.0.1:1): needs a restart"),
+                     1);
         cr_assert_eq(
                 log_count(e.log,
                           "\"message\":\"reload: 0 added, 0 changed, 0 removed, 3 unchanged\""),
@@ -735,7 +738,7 @@ Test(reload, user_needs_a_restart_and_log_format_applies_at_once) {
         /* Every reload says so until a restart. */
         kill(e.pid, SIGHUP);
         wait_summaries(2);
-        cr_assert_eq(log_count(e.log, "needs a restart"), 2);
+        cr_assert_eq(log_count(e.log, "needs a restart"), 4);
         cr_assert_eq(tk_registrations(tk, A), 1);
         assert_confined();
 }
