@@ -43,6 +43,13 @@ uint64_t dp_now_ms(void) {
         return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+uint64_t dp_backoff_ms(uint64_t min_ms, uint64_t max_ms, unsigned failures) {
+        uint64_t delay = min_ms;
+        for (unsigned i = 0; i < failures && delay < max_ms; i++)
+                delay *= 2;
+        return delay < max_ms ? delay : max_ms;
+}
+
 bool dp_kubelet_present(const struct dp_daemon *d) {
         struct stat st;
         return stat(d->kubelet_sock, &st) == 0 && S_ISSOCK(st.st_mode);
@@ -151,10 +158,8 @@ static void on_registered(struct dp_daemon *d, struct dp_tag *tag, bool ok) {
         } else if (!d->stopping && !res->reg_again && !res->retired) {
                 char *why = grpc_slice_to_c_string(g->u.details);
                 bool refused = connect_failed(d, g);
-                uint64_t delay = (refused ? RETRY_CONNECT_MIN_MS : RETRY_MIN_MS)
-                                 << (res->reg_failures < 13 ? res->reg_failures : 13);
-                if (delay > RETRY_MAX_MS)
-                        delay = RETRY_MAX_MS;
+                uint64_t delay = dp_backoff_ms(refused ? RETRY_CONNECT_MIN_MS : RETRY_MIN_MS,
+                                               RETRY_MAX_MS, res->reg_failures);
                 res->reg_failures++;
                 if (dp_kubelet_present(d)) {
                         res->retry_at_ms = dp_now_ms() + delay;

@@ -36,11 +36,8 @@ int dp_spec_write(struct dp_resource *res, const struct dp_plugin *plugin) {
 static void failed(struct dp_resource *res, int r) {
         struct dp_daemon *d = res->d;
         _cleanup_free_ char *name = NULL;
-        uint64_t delay = (uint64_t)SPEC_RETRY_MIN_MS
-                         << (res->spec_failures < 6 ? res->spec_failures : 6);
+        uint64_t delay = dp_backoff_ms(SPEC_RETRY_MIN_MS, SPEC_RETRY_MAX_MS, res->spec_failures);
 
-        if (delay > SPEC_RETRY_MAX_MS)
-                delay = SPEC_RETRY_MAX_MS;
         /* Logged on the first failure and then once per maximal back-off,
          * not on every attempt of a disk that stays full. */
         if (res->spec_failures == 0 || delay == SPEC_RETRY_MAX_MS) {

@@ -163,8 +163,7 @@ static void prune(struct dp_daemon *d) {
 }
 
 static uint64_t next_delay(const struct dp_retained *rt) {
-        uint64_t delay = (uint64_t)CHECK_MIN_MS << (rt->rounds < 10 ? rt->rounds : 10);
-        return delay > CHECK_MAX_MS ? CHECK_MAX_MS : delay;
+        return dp_backoff_ms(CHECK_MIN_MS, CHECK_MAX_MS, rt->rounds);
 }
 
 static void schedule(struct dp_daemon *d) {

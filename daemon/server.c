@@ -468,11 +468,9 @@ void dp_server_unlisten(struct dp_resource *res, bool unlink_path) {
 
 static void accept_failed(struct dp_resource *res, int err) {
         uint64_t now = dp_now_ms();
-        uint64_t pause = (uint64_t)ACCEPT_PAUSE_MIN_MS
-                         << (res->accept_failures < 7 ? res->accept_failures : 7);
+        uint64_t pause =
+                dp_backoff_ms(ACCEPT_PAUSE_MIN_MS, ACCEPT_PAUSE_MAX_MS, res->accept_failures);
 
-        if (pause > ACCEPT_PAUSE_MAX_MS)
-                pause = ACCEPT_PAUSE_MAX_MS;
         res->accept_failures++;
         res->accept_unlogged++;
         if (!res->accept_logged_ms || now - res->accept_logged_ms >= ACCEPT_LOG_EVERY_MS) {
