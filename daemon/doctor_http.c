@@ -4,27 +4,22 @@
  * chunked encoding can come back; every wait is bounded by one deadline. */
 #include "doctor.h"
 
-#include <netdb.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
 
+#include "kubelet.h"
+#include "metrics.h"
 #include "util.h"
 
 #define HTTP_MAX_ANSWER (64 * 1024)
 
-static long long now_ms(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Wait for events on fd until the deadline: 0, -ETIMEDOUT or -errno. */
 static int wait_fd(int fd, short events, long long deadline) {
         for (;;) {
-                long long left = deadline - now_ms();
+                long long left = deadline - (long long)dp_now_ms();
                 struct pollfd p = { .fd = fd, .events = events };
                 if (left <= 0)
                         return -ETIMEDOUT;
@@ -38,80 +33,41 @@ static int wait_fd(int fd, short events, long long deadline) {
         }
 }
 
-static int split_hostport(const char *hostport, char **ret_host, char **ret_port) {
-        const char *colon;
-        char *host;
+/* The address is numeric, as serve takes it: nothing is resolved. */
+static int connect_to(const char *hostport, long long deadline, int *ret_fd) {
+        struct sockaddr_storage ss;
+        unsigned len;
+        const char *msg = NULL;
+        int err = 0, r = dp_http_parse_address(hostport, &ss, &len, &msg);
+        socklen_t err_len = sizeof(err);
 
-        if (hostport[0] == '[') {
-                const char *close_br = strchr(hostport, ']');
-                if (!close_br || close_br[1] != ':')
-                        return -EINVAL;
-                host = strndup(hostport + 1, (size_t)(close_br - hostport - 1));
-                colon = close_br + 1;
-        } else {
-                colon = strrchr(hostport, ':');
-                if (!colon || strchr(hostport, ':') != colon)
-                        return -EINVAL;
-                host = strndup(hostport, (size_t)(colon - hostport));
-        }
-        if (!host)
-                return -ENOMEM;
-        char *port = strdup(colon + 1);
-        if (!port || !*host || !*port || strspn(port, "0123456789") != strlen(port) ||
-            strlen(port) > 5) {
-                free(host);
-                free(port);
-                return port ? -EINVAL : -ENOMEM;
-        }
-        *ret_host = host;
-        *ret_port = port;
+        if (r < 0)
+                return r;
+        _cleanup_close_ int fd =
+                socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0)
+                return -errno;
+        if (connect(fd, (struct sockaddr *)&ss, len) < 0 && errno != EINPROGRESS)
+                return -errno;
+        if ((r = wait_fd(fd, POLLOUT, deadline)) < 0)
+                return r;
+        if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &err_len) < 0)
+                return -errno;
+        if (err)
+                return -err;
+        *ret_fd = TAKE_FD(fd);
         return 0;
-}
-
-static int connect_to(const char *host, const char *port, long long deadline, int *ret_fd) {
-        struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV },
-                        *res = NULL;
-        int r = getaddrinfo(host, port, &hints, &res);
-        if (r != 0)
-                return r == EAI_SYSTEM ? -errno : -EHOSTUNREACH;
-        r = -ECONNREFUSED;
-        for (struct addrinfo *a = res; a; a = a->ai_next) {
-                int fd = socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-                int err = 0;
-                socklen_t len = sizeof(err);
-                if (fd < 0) {
-                        r = -errno;
-                        continue;
-                }
-                if (connect(fd, a->ai_addr, a->ai_addrlen) < 0 && errno != EINPROGRESS)
-                        r = -errno;
-                else if ((r = wait_fd(fd, POLLOUT, deadline)) >= 0 &&
-                         getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) >= 0 && err == 0) {
-                        freeaddrinfo(res);
-                        *ret_fd = fd;
-                        return 0;
-                } else if (r >= 0)
-                        r = err ? -err : -errno;
-                close(fd);
-                if (r == -ETIMEDOUT)
-                        break;
-        }
-        freeaddrinfo(res);
-        return r;
 }
 
 int doc_http_get(const char *hostport, const char *path, int timeout_ms, int *ret_status,
                  char **ret_body) {
-        long long deadline = now_ms() + timeout_ms;
-        _cleanup_free_ char *host = NULL, *port = NULL, *req = NULL, *buf = NULL;
+        long long deadline = (long long)dp_now_ms() + timeout_ms;
+        _cleanup_free_ char *req = NULL, *buf = NULL;
         _cleanup_close_ int fd = -1;
         size_t n = 0, sent = 0;
         int r, status;
 
-        r = split_hostport(hostport, &host, &port);
-        if (r < 0)
-                return r;
-        r = connect_to(host, port, deadline, &fd);
+        r = connect_to(hostport, deadline, &fd);
         if (r < 0)
                 return r;
         if (xasprintf(&req, "GET %s HTTP/1.0\r\nHost: %s\r\nConnection: close\r\n\r\n", path,
