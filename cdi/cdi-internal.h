@@ -48,4 +48,3 @@ bool cdi_class_is_valid(const char *class_, size_t len);
 
 /* file.c */
 int cdi_read_file_at(int dfd, const char *name, bool nofollow, char **ret_buf, size_t *ret_len);
-int cdi_owned_load(int dfd, struct base_strvec *ret_names);

@@ -165,6 +165,10 @@ int cdi_spec_write_at(int dir_fd, const struct cdi_spec *spec);
  * component with mode 0755 if missing. */
 int cdi_dir_open(const char *path, int *ret_fd);
 
+/* The spec file names the directory's record says cdiplug wrote (none
+ * without a record); read-only. Clear with base_strvec_clear. */
+int cdi_owned_load(int dir_fd, struct base_strvec *ret_names);
+
 /* Whether file_name in the directory is recorded as written by cdiplug. */
 int cdi_spec_is_owned_at(int dir_fd, const char *file_name, bool *ret_owned);
 

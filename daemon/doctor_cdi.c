@@ -26,7 +26,6 @@
 #include "util.h"
 
 #define CDI_MAX_SPEC_BYTES (4 * 1024 * 1024)
-#define OWNED_RECORD ".cdiplug-owned" /* see cdi.h: one file name a line */
 #define MAX_DROPINS 256
 
 static const char *const default_dirs[] = { "/etc/cdi", "/var/run/cdi", NULL };
@@ -433,32 +432,21 @@ static bool is_owned(const char *dir, const char *name) {
 
 static void check_spec_file(struct doc_ctx *c, const char *dir, const char *name) {
         _cleanup_free_ char *path = NULL, *text = NULL;
-        _cleanup_close_ int fd = -1;
-        struct stat st;
-        size_t len = strlen(name);
-        ssize_t n;
+        size_t len = strlen(name), n;
+        int r;
 
         if (xasprintf(&path, "%s/%s", dir, name) < 0) {
                 c->oom = true;
                 return;
         }
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
-                return;
-        if (st.st_size > CDI_MAX_SPEC_BYTES) {
+        r = base_read_file_at(AT_FDCWD, path, 0, CDI_MAX_SPEC_BYTES, &text, &n);
+        if (r == -EFBIG)
                 doc_add(c, "cdi", DOC_WARN, NULL, "%s: larger than %d bytes, not checked", path,
                         CDI_MAX_SPEC_BYTES);
-                return;
-        }
-        text = malloc((size_t)st.st_size + 1);
-        if (!text) {
+        if (r == -ENOMEM)
                 c->oom = true;
+        if (r < 0)
                 return;
-        }
-        n = read(fd, text, (size_t)st.st_size);
-        if (n < 0)
-                return;
-        text[n] = '\0';
         if (strcmp(name + len - 5, ".yaml") == 0) {
                 /* YAML is only line-scanned: both keys must be top-level. */
                 bool kind = strncmp(text, "kind:", 5) == 0 || strstr(text, "\nkind:");
@@ -470,7 +458,7 @@ static void check_spec_file(struct doc_ctx *c, const char *dir, const char *name
                                 path, kind ? "cdiVersion" : "kind", dir);
                 return;
         }
-        cJSON *spec = cJSON_ParseWithLength(text, (size_t)n);
+        cJSON *spec = cJSON_ParseWithLength(text, n);
         const char *why = spec ? spec_problem(spec) : "not valid JSON";
         if (why)
                 doc_add(c, "cdi", DOC_PROBLEM, "fix or remove the file",
@@ -540,30 +528,22 @@ static void check_conflicts(struct doc_ctx *c, char **hostdirs) {
 
 /* Spec files of ours that no configured resource writes any more. */
 static void check_stale(struct doc_ctx *c) {
-        _cleanup_free_ char *record = NULL;
-        _cleanup_close_ int fd = -1;
-        char buf[65536];
-        ssize_t n;
+        _cleanup_strvec_ struct base_strvec owned = { 0 };
+        _cleanup_close_ int fd = open(c->o->cdi_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
-        if (xasprintf(&record, "%s/" OWNED_RECORD, c->o->cdi_dir) < 0) {
-                c->oom = true;
+        if (fd < 0 || cdi_owned_load(fd, &owned) < 0)
                 return;
-        }
-        fd = open(record, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0 || (n = read(fd, buf, sizeof(buf) - 1)) <= 0)
-                return;
-        buf[n] = '\0';
-        for (char *save = NULL, *line = strtok_r(buf, "\n", &save); line;
-             line = strtok_r(NULL, "\n", &save)) {
+        for (size_t k = 0; k < owned.n; k++) {
+                const char *name = owned.v[k];
                 bool configured = false;
                 for (size_t i = 0; i < c->cfg->n_resources && !configured; i++) {
                         _cleanup_free_ char *kind = NULL, *file = NULL;
                         if (cdi_kind_from_resource(c->cfg->resources[i].name, &kind) >= 0 &&
                             cdi_spec_file_name(kind, &file) >= 0)
-                                configured = strcmp(file, line) == 0;
+                                configured = strcmp(file, name) == 0;
                 }
                 _cleanup_free_ char *path = NULL, *fix = NULL;
-                if (configured || xasprintf(&path, "%s/%s", c->o->cdi_dir, line) < 0 ||
+                if (configured || xasprintf(&path, "%s/%s", c->o->cdi_dir, name) < 0 ||
                     access(path, F_OK) < 0)
                         continue;
                 (void)!xasprintf(
