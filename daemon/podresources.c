@@ -160,50 +160,32 @@ static const V1__ListPodResourcesResponse *decode(struct dp_podres *pr) {
 }
 
 /* List, keeping the answer's bytes in pr->wire; the call's gRPC status,
- * with its message in *ret_details (or NULL) when it is not OK. */
+ * with its message in *ret_details. */
 static grpc_status_code call_list(struct dp_podres *pr, grpc_channel *ch, char **ret_details) {
         V1__ListPodResourcesRequest req = V1__LIST_POD_RESOURCES_REQUEST__INIT;
-        grpc_completion_queue *cq = grpc_completion_queue_create_for_next(NULL);
-        grpc_call *call =
-                grpc_channel_create_call(ch, NULL, GRPC_PROPAGATE_DEFAULTS, cq,
-                                         grpc_slice_from_static_string(DP_METHOD_PODRES_LIST), NULL,
-                                         dp_deadline_ms(DP_PODRES_DEADLINE_MS), NULL);
+        grpc_byte_buffer *recv = NULL;
         grpc_byte_buffer_reader reader;
-        struct dp_unary u;
-        grpc_status_code st;
+        grpc_status_code st = dp_call_unary_raw(ch, DP_METHOD_PODRES_LIST, &req.base,
+                                                DP_PODRES_DEADLINE_MS, &recv, ret_details);
 
-        dp_unary_init(&u, dp_pack(&req.base));
-        if (dp_unary_start(call, &u, call) == GRPC_CALL_OK)
-                /* The deadline on the call bounds this wait. */
-                (void)grpc_completion_queue_next(cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
-        else
-                u.status = GRPC_STATUS_INTERNAL;
-        st = u.status;
-        if (st == GRPC_STATUS_OK && u.recv && grpc_byte_buffer_length(u.recv) > DP_MAX_MESSAGE)
+        if (st != GRPC_STATUS_OK || !recv)
+                return st;
+        if (grpc_byte_buffer_length(recv) > DP_MAX_MESSAGE)
                 st = GRPC_STATUS_RESOURCE_EXHAUSTED;
-        else if (st == GRPC_STATUS_OK && u.recv) {
-                if (!grpc_byte_buffer_reader_init(&reader, u.recv))
-                        st = GRPC_STATUS_INTERNAL;
-                else {
-                        grpc_slice flat = grpc_byte_buffer_reader_readall(&reader);
-                        grpc_byte_buffer_reader_destroy(&reader);
-                        pr->wire_len = GRPC_SLICE_LENGTH(flat);
-                        pr->wire = malloc(pr->wire_len ? pr->wire_len : 1);
-                        if (pr->wire)
-                                memcpy(pr->wire, GRPC_SLICE_START_PTR(flat), pr->wire_len);
-                        else
-                                st = GRPC_STATUS_RESOURCE_EXHAUSTED;
-                        grpc_slice_unref(flat);
-                }
+        else if (!grpc_byte_buffer_reader_init(&reader, recv))
+                st = GRPC_STATUS_INTERNAL;
+        else {
+                grpc_slice flat = grpc_byte_buffer_reader_readall(&reader);
+                grpc_byte_buffer_reader_destroy(&reader);
+                pr->wire_len = GRPC_SLICE_LENGTH(flat);
+                pr->wire = malloc(pr->wire_len ? pr->wire_len : 1);
+                if (pr->wire)
+                        memcpy(pr->wire, GRPC_SLICE_START_PTR(flat), pr->wire_len);
+                else
+                        st = GRPC_STATUS_RESOURCE_EXHAUSTED;
+                grpc_slice_unref(flat);
         }
-        if (st != GRPC_STATUS_OK) {
-                char *d = grpc_slice_to_c_string(u.details);
-                *ret_details = d && *d ? strdup(d) : NULL;
-                gpr_free(d);
-        }
-        dp_unary_clear(&u);
-        grpc_call_unref(call);
-        dp_cq_destroy(cq);
+        grpc_byte_buffer_destroy(recv);
         return st;
 }
 
@@ -224,7 +206,7 @@ const V1__ListPodResourcesResponse *dp_podres_list(struct dp_podres *pr) {
                 goto fail;
         if (call_list(pr, ch, &details) != GRPC_STATUS_OK) {
                 drop_answer(pr);
-                why = details ? details : "no answer";
+                why = details && *details ? details : "no answer";
                 goto fail;
         }
         if (!decode(pr)) {

@@ -185,9 +185,9 @@ void dp_unary_clear(struct dp_unary *u) {
         u->details = grpc_empty_slice();
 }
 
-grpc_status_code dp_call_unary(grpc_channel *ch, const char *method, const ProtobufCMessage *req,
-                               const ProtobufCMessageDescriptor *resp_desc, ProtobufCMessage **ret,
-                               char **ret_details, int timeout_ms) {
+grpc_status_code dp_call_unary_raw(grpc_channel *ch, const char *method,
+                                   const ProtobufCMessage *req, int timeout_ms,
+                                   grpc_byte_buffer **ret_recv, char **ret_details) {
         grpc_completion_queue *cq = grpc_completion_queue_create_for_next(NULL);
         grpc_call *call = grpc_channel_create_call(ch, NULL, GRPC_PROPAGATE_DEFAULTS, cq,
                                                    grpc_slice_from_static_string(method), NULL,
@@ -202,8 +202,9 @@ grpc_status_code dp_call_unary(grpc_channel *ch, const char *method, const Proto
         else
                 u.status = GRPC_STATUS_INTERNAL;
         status = u.status;
-        if (status == GRPC_STATUS_OK && ret && dp_unpack(u.recv, resp_desc, ret) < 0)
-                status = GRPC_STATUS_INTERNAL;
+        *ret_recv = NULL;
+        if (status == GRPC_STATUS_OK)
+                *ret_recv = TAKE_PTR(u.recv);
         if (ret_details) {
                 char *d = grpc_slice_to_c_string(u.details);
                 *ret_details = strdup(d);
@@ -212,6 +213,20 @@ grpc_status_code dp_call_unary(grpc_channel *ch, const char *method, const Proto
         dp_unary_clear(&u);
         grpc_call_unref(call);
         dp_cq_destroy(cq);
+        return status;
+}
+
+grpc_status_code dp_call_unary(grpc_channel *ch, const char *method, const ProtobufCMessage *req,
+                               const ProtobufCMessageDescriptor *resp_desc, ProtobufCMessage **ret,
+                               char **ret_details, int timeout_ms) {
+        grpc_byte_buffer *recv = NULL;
+        grpc_status_code status =
+                dp_call_unary_raw(ch, method, req, timeout_ms, &recv, ret_details);
+
+        if (status == GRPC_STATUS_OK && ret && dp_unpack(recv, resp_desc, ret) < 0)
+                status = GRPC_STATUS_INTERNAL;
+        if (recv)
+                grpc_byte_buffer_destroy(recv);
         return status;
 }
 

@@ -62,9 +62,16 @@ void dp_grpc_init(void);
 /* A channel to a unix socket path; NULL when path does not fit. */
 grpc_channel *dp_channel_unix(const char *path);
 
-/* Blocking unary call: sends req, decodes the answer into *ret (when
- * status is OK and ret is non-NULL). Returns the call's gRPC status;
- * *ret_details gets the status message (malloc'd) when non-NULL. */
+/* Blocking unary call: sends req; when the status is OK, *ret_recv gets
+ * the answer's bytes (grpc_byte_buffer_destroy; NULL if none came).
+ * Returns the call's gRPC status; *ret_details gets the status message
+ * (malloc'd) when non-NULL. */
+grpc_status_code dp_call_unary_raw(grpc_channel *ch, const char *method,
+                                   const ProtobufCMessage *req, int timeout_ms,
+                                   grpc_byte_buffer **ret_recv, char **ret_details);
+
+/* dp_call_unary_raw, with the answer decoded into *ret (when the status
+ * is OK and ret is non-NULL). */
 grpc_status_code dp_call_unary(grpc_channel *ch, const char *method, const ProtobufCMessage *req,
                                const ProtobufCMessageDescriptor *resp_desc, ProtobufCMessage **ret,
                                char **ret_details, int timeout_ms);
