@@ -216,10 +216,8 @@ void dp_register(struct dp_resource *res) {
         if (!ch)
                 goto fail;
         g->ch_gen = d->kubelet_ch_gen;
-        g->call = grpc_channel_create_call(ch, NULL, GRPC_PROPAGATE_DEFAULTS, d->cq,
-                                           grpc_slice_from_static_string(DP_METHOD_REGISTER), NULL,
-                                           dp_deadline_ms(REG_TIMEOUT_MS), NULL);
-        if (dp_unary_start(g->call, &g->u, &g->tag) != GRPC_CALL_OK)
+        g->call = dp_unary_begin(ch, d->cq, DP_METHOD_REGISTER, REG_TIMEOUT_MS, &g->u, &g->tag);
+        if (!g->call)
                 goto fail;
         res->reg = g;
         res->reg_gen = d->kubelet_gen;

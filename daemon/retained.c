@@ -210,14 +210,10 @@ static int start_list(struct dp_daemon *d, const char *socket) {
         rt->ch = dp_channel_unix(socket);
         if (!rt->ch)
                 return -ENOMEM;
-        rt->call = grpc_channel_create_call(rt->ch, NULL, GRPC_PROPAGATE_DEFAULTS, d->cq,
-                                            grpc_slice_from_static_string(DP_METHOD_PODRES_LIST),
-                                            NULL, dp_deadline_ms(LIST_DEADLINE_MS), NULL);
         dp_unary_init(&rt->u, dp_pack(&req.base));
-        if (!rt->call || dp_unary_start(rt->call, &rt->u, &rt->tag) != GRPC_CALL_OK) {
-                if (rt->call)
-                        grpc_call_unref(rt->call);
-                rt->call = NULL;
+        rt->call = dp_unary_begin(rt->ch, d->cq, DP_METHOD_PODRES_LIST, LIST_DEADLINE_MS, &rt->u,
+                                  &rt->tag);
+        if (!rt->call) {
                 dp_unary_clear(&rt->u);
                 grpc_channel_destroy(rt->ch);
                 rt->ch = NULL;

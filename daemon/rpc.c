@@ -185,18 +185,30 @@ void dp_unary_clear(struct dp_unary *u) {
         u->details = grpc_empty_slice();
 }
 
+grpc_call *dp_unary_begin(grpc_channel *ch, grpc_completion_queue *cq, const char *method,
+                          int timeout_ms, struct dp_unary *u, void *tag) {
+        grpc_call *call = grpc_channel_create_call(ch, NULL, GRPC_PROPAGATE_DEFAULTS, cq,
+                                                   grpc_slice_from_static_string(method), NULL,
+                                                   dp_deadline_ms(timeout_ms), NULL);
+
+        if (call && dp_unary_start(call, u, tag) != GRPC_CALL_OK) {
+                grpc_call_unref(call);
+                call = NULL;
+        }
+        return call;
+}
+
 grpc_status_code dp_call_unary_raw(grpc_channel *ch, const char *method,
                                    const ProtobufCMessage *req, int timeout_ms,
                                    grpc_byte_buffer **ret_recv, char **ret_details) {
         grpc_completion_queue *cq = grpc_completion_queue_create_for_next(NULL);
-        grpc_call *call = grpc_channel_create_call(ch, NULL, GRPC_PROPAGATE_DEFAULTS, cq,
-                                                   grpc_slice_from_static_string(method), NULL,
-                                                   dp_deadline_ms(timeout_ms), NULL);
         struct dp_unary u;
+        grpc_call *call;
         grpc_status_code status;
 
         dp_unary_init(&u, dp_pack(req));
-        if (dp_unary_start(call, &u, call) == GRPC_CALL_OK)
+        call = dp_unary_begin(ch, cq, method, timeout_ms, &u, &u);
+        if (call)
                 /* The deadline on the call bounds this wait. */
                 (void)grpc_completion_queue_next(cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
         else
@@ -211,7 +223,8 @@ grpc_status_code dp_call_unary_raw(grpc_channel *ch, const char *method,
                 gpr_free(d);
         }
         dp_unary_clear(&u);
-        grpc_call_unref(call);
+        if (call)
+                grpc_call_unref(call);
         dp_cq_destroy(cq);
         return status;
 }

@@ -37,6 +37,11 @@ struct dp_unary {
 void dp_unary_init(struct dp_unary *u, grpc_byte_buffer *send);
 grpc_call_error dp_unary_start(grpc_call *call, struct dp_unary *u, void *tag);
 void dp_unary_clear(struct dp_unary *u);
+/* Start a unary call of method (a static string) on cq with u's request
+ * (dp_unary_init); tag comes back on cq when it ends. NULL if it cannot
+ * start; u stays for the caller to clear either way. */
+grpc_call *dp_unary_begin(grpc_channel *ch, grpc_completion_queue *cq, const char *method,
+                          int timeout_ms, struct dp_unary *u, void *tag);
 
 /* Open a server-streaming call (ListAndWatch): send the one request and
  * half-close, and receive the initial metadata into md, as one batch.
