@@ -347,7 +347,12 @@ Test(daemon, serves_with_no_capability_and_seccomp_on_every_thread) {
         char *msg = NULL;
         /* Work first, so grpc's threads all exist: a hotplug, a restart,
          * an Allocate. */
+        unsigned lists = tk_lists(tk, "example.com/serial");
         env_touch(&e, "dev/ttyUSB7");
+        /* Allocate below needs the hotplug seen: the list that has it. */
+        V1beta1__ListAndWatchResponse *l = NULL;
+        cr_assert_eq(tk_wait_lists(tk, "example.com/serial", lists + 1, 10000, &l), 0);
+        v1beta1__list_and_watch_response__free_unpacked(l, NULL);
         cr_assert_eq(tk_restart(tk, false), 0);
         cr_assert_eq(tk_wait_registered(tk, "example.com/serial", 2, 10000), 0);
         grpc_channel *ch = tk_dial(tk, "example.com/serial");
