@@ -10,9 +10,11 @@
  * scrapes does not wake up for it.
  *
  * Bounds, so that a hostile or broken client cannot hold the endpoint: a
- * few connections at once (more are accepted and closed at once), the
- * request line and headers capped, a small body at most (read and
- * dropped: nothing here takes one), and an idle timeout per connection. */
+ * few connections served at once and as many waiting, unread, for a slot
+ * (past those the listener pauses and clients wait in the kernel's
+ * backlog, holding no fd of ours), the request line and headers capped,
+ * a small body at most (read and dropped: nothing here takes one), and an
+ * idle timeout per connection. */
 #include <arpa/inet.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
