@@ -142,14 +142,16 @@ static int run_podman(const char *const *args, char **ret_out) {
         return status;
 }
 
-Test(podman, uid_1000_opens_a_root_only_node_through_the_allocated_cdi_name) {
+/* Serve the root-only node (with the selector keys in extra, after a
+ * comma, unless NULL), allocate it, and have uid 1000 write to it in a
+ * container: its uid, then the node's owner and mode as the container
+ * sees them, go to *ret_out, the spec to *ret_spec. Returns podman's wait
+ * status. */
+static int write_as_1000(const char *extra, char **ret_out, char **ret_spec) {
         V1beta1__AllocateResponse *resp = NULL;
-        char *msg = NULL, *out = NULL, *config, *rootfs, *id, *spec;
+        char *msg = NULL, *config, *rootfs, *spec;
         struct tk *tk;
-        struct stat st;
-        int status;
 
-        need_podman();
         env_init(&e);
         /* A real node on the real /dev (the runtime stats the host path),
          * the null device's numbers so writes succeed, root-only. */
@@ -160,33 +162,28 @@ Test(podman, uid_1000_opens_a_root_only_node_through_the_allocated_cdi_name) {
         cr_assert_eq(chmod(node, 0600), 0);
         cr_assert_geq(asprintf(&config,
                                "{ \"resources\": [ { \"name\": \"example.com/nonroot\","
-                               " \"match\": [ { \"path\": \"%s\" } ] } ] }",
-                               node),
+                               " \"match\": [ { \"path\": \"%s\"%s%s } ] } ] }",
+                               node, extra ? ", " : "", extra ? extra : ""),
                       0);
         env_write(&e, "config.json", config);
         env_spawn(&e, "--host-root", "/", NULL);
         cr_assert_eq(tk_start(e.kubelet_dir, &tk), 0);
         cr_assert_eq(tk_wait_registered(tk, "example.com/nonroot", 1, 10000), 0);
-
-        id = node + strlen("/dev/");
         grpc_channel *ch = tk_dial(tk, "example.com/nonroot");
-        cr_assert_eq(call_allocate(ch, &resp, &msg, id, NULL, NULL), GRPC_STATUS_OK, "%s",
-                     msg ? msg : "");
+        cr_assert_eq(call_allocate(ch, &resp, &msg, node + strlen("/dev/"), NULL, NULL),
+                     GRPC_STATUS_OK, "%s", msg ? msg : "");
         cr_assert_eq(resp->n_container_responses, 1);
         cr_assert_eq(resp->container_responses[0]->n_cdi_devices, 1);
         const char *cdi_name = resp->container_responses[0]->cdi_devices[0]->name;
-
-        /* The spec leaves ownership to the runtime. */
         cr_assert_geq(asprintf(&spec, "%s/example.com-nonroot.json", e.cdi_dir), 0);
-        char *text = env_read(spec);
-        cr_assert_not_null(text);
-        cr_assert_null(strstr(text, "\"uid\""), "no uid in the spec: %s", text);
-        cr_assert_null(strstr(text, "\"gid\""), "no gid in the spec: %s", text);
+        *ret_spec = env_read(spec);
+        cr_assert_not_null(*ret_spec);
 
         rootfs = make_rootfs();
         /* The node sits at its host path inside the container too. */
         char cmd[256];
-        snprintf(cmd, sizeof(cmd), "id -u; echo data > %s && echo WROTE", node);
+        snprintf(cmd, sizeof(cmd), "id -u; stat -c 'NODE %%u %%a' %s; echo data > %s && echo WROTE",
+                 node, node);
         const char *args[] = {
                 PODMAN,
                 "--runtime",
@@ -213,88 +210,6 @@ Test(podman, uid_1000_opens_a_root_only_node_through_the_allocated_cdi_name) {
                 cmd,
                 NULL,
         };
-        status = run_podman(args, &out);
-        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "podman failed (%d): %s", status,
-                  out);
-        cr_assert_not_null(strstr(out, "1000\n"), "container runs as uid 1000: %s", out);
-        cr_assert_not_null(strstr(out, "WROTE"), "uid 1000 could not write the node: %s", out);
-
-        /* On the host the node stays root-only. */
-        cr_assert_eq(stat(node, &st), 0);
-        cr_assert_eq(st.st_uid, 0);
-        cr_assert_eq(st.st_mode & 07777, 0600);
-
-        free(out);
-        free(text);
-        free(spec);
-        free(rootfs);
-        free(config);
-        free(msg);
-        v1beta1__allocate_response__free_unpacked(resp, NULL);
-        grpc_channel_destroy(ch);
-        tk_stop(tk);
-}
-
-/* Serve the root-only node with the selector keys in extra (after a
- * comma), allocate it, and have uid 1000 write to it in a container; the
- * node's owner and mode as the container sees them go to *ret_out, the
- * spec to *ret_spec. Returns podman's wait status. */
-static int write_as_1000(const char *extra, char **ret_out, char **ret_spec) {
-        V1beta1__AllocateResponse *resp = NULL;
-        char *msg = NULL, *config, *rootfs, *spec;
-        struct tk *tk;
-
-        env_init(&e);
-        snprintf(node, sizeof(node), "/dev/cdiplug-test-%d", (int)getpid());
-        unlink(node);
-        cr_assert_eq(mknod(node, S_IFCHR | 0600, makedev(1, 3)), 0, "mknod %s: %s", node,
-                     strerror(errno));
-        cr_assert_eq(chmod(node, 0600), 0);
-        cr_assert_geq(asprintf(&config,
-                               "{ \"resources\": [ { \"name\": \"example.com/nonroot\","
-                               " \"match\": [ { \"path\": \"%s\", %s } ] } ] }",
-                               node, extra),
-                      0);
-        env_write(&e, "config.json", config);
-        env_spawn(&e, "--host-root", "/", NULL);
-        cr_assert_eq(tk_start(e.kubelet_dir, &tk), 0);
-        cr_assert_eq(tk_wait_registered(tk, "example.com/nonroot", 1, 10000), 0);
-        grpc_channel *ch = tk_dial(tk, "example.com/nonroot");
-        cr_assert_eq(call_allocate(ch, &resp, &msg, node + strlen("/dev/"), NULL, NULL),
-                     GRPC_STATUS_OK, "%s", msg ? msg : "");
-        const char *cdi_name = resp->container_responses[0]->cdi_devices[0]->name;
-        cr_assert_geq(asprintf(&spec, "%s/example.com-nonroot.json", e.cdi_dir), 0);
-        *ret_spec = env_read(spec);
-        cr_assert_not_null(*ret_spec);
-
-        rootfs = make_rootfs();
-        char cmd[256];
-        snprintf(cmd, sizeof(cmd), "stat -c 'NODE %%u %%a' %s; echo data > %s && echo WROTE", node,
-                 node);
-        const char *args[] = {
-                PODMAN,
-                "--runtime",
-                RUNC,
-                "run",
-                "--rm",
-                "--network",
-                "none",
-                "--ulimit",
-                "nofile=1024:1024",
-                "--ulimit",
-                "nproc=1024:1024",
-                "--user",
-                "1000:1000",
-                "--device",
-                cdi_name,
-                "--rootfs",
-                rootfs,
-                "/bin/busybox",
-                "sh",
-                "-c",
-                cmd,
-                NULL,
-        };
         int status = run_podman(args, ret_out);
         free(spec);
         free(rootfs);
@@ -304,6 +219,28 @@ static int write_as_1000(const char *extra, char **ret_out, char **ret_spec) {
         grpc_channel_destroy(ch);
         tk_stop(tk);
         return status;
+}
+
+Test(podman, uid_1000_opens_a_root_only_node_through_the_allocated_cdi_name) {
+        char *out = NULL, *spec = NULL;
+        struct stat st;
+
+        need_podman();
+        int status = write_as_1000(NULL, &out, &spec);
+        /* The spec leaves ownership to the runtime. */
+        cr_assert_null(strstr(spec, "\"uid\""), "no uid in the spec: %s", spec);
+        cr_assert_null(strstr(spec, "\"gid\""), "no gid in the spec: %s", spec);
+        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "podman failed (%d): %s", status,
+                  out);
+        cr_assert_not_null(strstr(out, "1000\n"), "container runs as uid 1000: %s", out);
+        cr_assert_not_null(strstr(out, "WROTE"), "uid 1000 could not write the node: %s", out);
+
+        /* On the host the node stays root-only. */
+        cr_assert_eq(stat(node, &st), 0);
+        cr_assert_eq(st.st_uid, 0);
+        cr_assert_eq(st.st_mode & 07777, 0600);
+        free(out);
+        free(spec);
 }
 
 Test(podman, mode_0600_keeps_the_node_the_container_users) {
