@@ -181,40 +181,32 @@ static bool check_containerd(struct doc_ctx *c) {
                 c->oom = true;
 
         v = cd_get(&f, enable, &src);
+        /* CDI off matters most when a configured mode answers with CDI. */
+        enum doc_level off = uses_mode(c, CFG_ALLOC_CDI_CRI | CFG_ALLOC_CDI_ANNOTATIONS)
+                                     ? DOC_PROBLEM
+                                     : DOC_WARN;
+        _cleanup_free_ char *fix = NULL;
+        (void)!xasprintf(&fix, "set enable_cdi = true under %s in %s, then restart containerd",
+                         table, v ? src : path);
         if (v && v->type == TOML_BOOL && v->b)
                 doc_add(c, "runtime", DOC_OK, NULL,
                         "containerd (config version %lld): enable_cdi = true", version);
-        else if (v && v->type == TOML_BOOL) {
-                _cleanup_free_ char *fix = NULL;
-                (void)!xasprintf(&fix,
-                                 "set enable_cdi = true under %s in %s, then restart containerd",
-                                 table, src);
-                doc_add(c, "runtime",
-                        uses_mode(c, CFG_ALLOC_CDI_CRI | CFG_ALLOC_CDI_ANNOTATIONS) ? DOC_PROBLEM
-                                                                                    : DOC_WARN,
-                        fix,
+        else if (v && v->type == TOML_BOOL)
+                doc_add(c, "runtime", off, fix,
                         "containerd: CDI is off (%s line %u: enable_cdi = false): pods given a CDI device "
                         "fail to start",
                         src, v->line);
-        } else if (v)
+        else if (v)
                 doc_add(c, "runtime", DOC_PROBLEM, "write enable_cdi = true (a boolean)",
                         "containerd: %s line %u: enable_cdi is not a boolean", src, v->line);
         else if (version >= 3)
                 doc_add(c, "runtime", DOC_OK, NULL,
                         "containerd (config version 3): enable_cdi unset, on by default in containerd 2.x");
-        else {
-                _cleanup_free_ char *fix = NULL;
-                (void)!xasprintf(&fix,
-                                 "set enable_cdi = true under %s in %s, then restart containerd",
-                                 table, path);
-                doc_add(c, "runtime",
-                        uses_mode(c, CFG_ALLOC_CDI_CRI | CFG_ALLOC_CDI_ANNOTATIONS) ? DOC_PROBLEM
-                                                                                    : DOC_WARN,
-                        fix,
+        else
+                doc_add(c, "runtime", off, fix,
                         "containerd (config version %lld): enable_cdi is not set, and containerd 1.7 "
                         "defaults to off",
                         version);
-        }
 
         v = cd_get(&f, dirs, &src);
         char **list = NULL;
