@@ -1092,6 +1092,19 @@ static long thread_wakeups(pid_t pid) {
  * scrapes back to back (the PodResources answer cached), then scrapes
  * each after the PodResources socket was re-created (a fresh dial and
  * List in every one); RssAnon after them; wake-ups while idle. */
+/* cfg, a config object ending in "}\n", with the metrics endpoint on
+ * 127.0.0.1:port and PodResources at prsock. */
+static char *with_endpoint(const char *cfg, int port, const char *prsock) {
+        char *out;
+
+        if (asprintf(&out,
+                     "%.*s, \"metrics\": { \"address\": \"127.0.0.1:%d\", "
+                     "\"pod_resources_socket\": \"%s\" } }\n",
+                     (int)strlen(cfg) - 2, cfg, port, prsock) < 0)
+                die("asprintf");
+        return out;
+}
+
 static void bench_scrape(const char *dir) {
         static uint64_t t[SCRAPES];
         char *kdir = path_join(dir, "kubelet"), *prsock = path_join(dir, "pod-resources.sock");
@@ -1102,12 +1115,7 @@ static void bench_scrape(const char *dir) {
         char *metrics_cfg;
 
         /* The same resources, with the endpoint on. */
-        cfg[strlen(cfg) - 2] = '\0'; /* drop the closing "}\n" */
-        if (asprintf(&metrics_cfg,
-                     "%s, \"metrics\": { \"address\": \"127.0.0.1:%d\", "
-                     "\"pod_resources_socket\": \"%s\" } }\n",
-                     cfg, port, prsock) < 0)
-                die("asprintf");
+        metrics_cfg = with_endpoint(cfg, port, prsock);
         write_file(cfg_path, metrics_cfg);
         if (tk_start(kdir, &tk) < 0 || tk_pr_start(prsock, &pr) < 0)
                 die("test kubelet");
@@ -1193,12 +1201,7 @@ static void bench_scrape_small(void) {
         stop_daemon(d);
         tk_stop(tk);
 
-        cfg[strlen(cfg) - 2] = '\0';
-        if (asprintf(&metrics_cfg,
-                     "%s, \"metrics\": { \"address\": \"127.0.0.1:%d\", "
-                     "\"pod_resources_socket\": \"%s\" } }\n",
-                     cfg, port, prsock) < 0)
-                die("asprintf");
+        metrics_cfg = with_endpoint(cfg, port, prsock);
         write_file(cfg_path, metrics_cfg);
         if (tk_start(kdir, &tk) < 0)
                 die("test kubelet");
