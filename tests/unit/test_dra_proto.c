@@ -319,8 +319,8 @@ Test(dra_proto, node_watch_resources_response_v1) {
 
 /* The fixtures leave many fields at their defaults, which are not on the
  * wire, and some types share a wire form (bool and int32, int64 and
- * uint64). So the whole contract is also compared with schema.txt, written
- * by upstream-schema.py from the upstream .proto files: every message,
+ * uint64). So the whole contract is also compared with schema.txt, rendered
+ * from the upstream .proto files' descriptors: every message,
  * field (number, label, type), enum value and method path, rendered here
  * from our generated descriptors in the same form. protoc-c does not
  * record streaming, so NodeWatchResources being server-streaming is left to
