@@ -490,3 +490,16 @@ Test(doctor, usage_errors_exit_2) {
         assert_has(out, "--json is for doctor only");
         free(out);
 }
+
+Test(doctor, a_resource_of_optional_selectors_finding_nothing_is_no_problem) {
+        char *out = NULL;
+        healthy_root("{ \"resources\": [ { \"name\": \"example.com/serial\", \"match\": [ { "
+                     "\"path\": \"/dev/ttyUSB*\" } ] }, { \"name\": \"example.com/opt\", "
+                     "\"match\": [ { \"path\": \"/dev/ttyX*\", \"optional\": true }, { "
+                     "\"path\": \"/dev/ttyY*\", \"optional\": true } ] } ] }");
+        doctor(&out, NULL);
+        assert_has(out, "info    match    resource \"example.com/opt\": no devices now (every "
+                        "selector is optional): the kubelet sees a capacity of 0");
+        assert_lacks(out, "PROBLEM match");
+        free(out);
+}
