@@ -491,6 +491,47 @@ Test(doctor, usage_errors_exit_2) {
         free(out);
 }
 
+/* A listener that never accepts, its backlog filled: a blocking connect()
+ * to it waits for room that never comes. *ret_fds gets the listener and
+ * the clients that filled it, -1 ended, for the caller to close. */
+static void full_socket(const char *dir, const char *name, int *ret_fds, size_t max) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        size_t n = 0;
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", dir, name);
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        cr_assert(fd >= 0);
+        cr_assert_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0, "bind %s", sa.sun_path);
+        cr_assert_eq(listen(fd, 0), 0);
+        ret_fds[n++] = fd;
+        for (;;) {
+                cr_assert_lt(n, max - 1, "the backlog of %s never filled", sa.sun_path);
+                int c = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+                cr_assert(c >= 0);
+                if (connect(c, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+                        cr_assert_eq(errno, EAGAIN, "connect: %s", strerror(errno));
+                        close(c);
+                        break;
+                }
+                ret_fds[n++] = c;
+        }
+        ret_fds[n] = -1;
+}
+
+/* Before, doctor waited in connect() forever, printing nothing. */
+Test(doctor, a_socket_that_never_accepts_is_reported_not_waited_on, .timeout = 30) {
+        char *out = NULL;
+        int fds[32];
+        healthy_root(SERIAL_CONFIG);
+        mkdir(e.kubelet_dir, 0755);
+        full_socket(e.kubelet_dir, "kubelet.sock", fds, 32);
+        cr_assert_eq(doctor(&out, NULL), 1, "%s", out);
+        assert_has(out, "kubelet.sock is not answering: its listen backlog stayed full for 2 s");
+        assert_has(out, "fix: restart the kubelet");
+        free(out);
+        for (int *fd = fds; *fd >= 0; fd++)
+                close(*fd);
+}
+
 Test(doctor, a_resource_of_optional_selectors_finding_nothing_is_no_problem) {
         char *out = NULL;
         healthy_root("{ \"resources\": [ { \"name\": \"example.com/serial\", \"match\": [ { "
