@@ -284,18 +284,21 @@ static void check_kubelet(struct doc_ctx *c) {
 
 static int read_limit(struct doc_ctx *c, const char *name, long *ret) {
         char buf[64], *end;
-        _cleanup_free_ char *path = NULL;
+        _cleanup_free_ char *path = NULL, *text = NULL;
+        size_t len = 0;
         int r;
 
         if (xasprintf(&path, "/proc/sys/fs/inotify/%s", name) < 0)
                 return -ENOMEM;
-        _cleanup_free_ char *host = doc_host_path(c, path);
-        if (!host)
-                return -ENOMEM;
-        /* A container may see the host root without its /proc: the
-         * limit is the same kernel's. */
-        r = doc_read_small(host, buf, sizeof(buf));
-        if (r == -ENOENT)
+        r = doc_root_read(c, "kernel", path, sizeof(buf) - 1, &text, &len);
+        if (r >= 0) {
+                while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == ' '))
+                        len--;
+                memcpy(buf, text, len);
+                buf[len] = '\0';
+        } else if (r == -ENOENT)
+                /* A container may see the host root without its /proc:
+                 * the limit is the same kernel's, in doctor's own /proc. */
                 r = doc_read_small(path, buf, sizeof(buf));
         if (r < 0)
                 return r;
@@ -360,7 +363,7 @@ static void check_kernel(struct doc_ctx *c) {
         struct stat st;
         if (!devchar)
                 c->oom = true;
-        else if (stat(devchar, &st) < 0 || !S_ISDIR(st.st_mode))
+        else if (doc_root_stat(c, "/dev/char", &st) < 0 || !S_ISDIR(st.st_mode))
                 doc_add(c, "kernel", DOC_WARN, "run udev (systemd-udevd), or mount the host's /dev",
                         "%s is missing: /dev is not managed by udev, or not the host's", devchar);
         else
