@@ -210,7 +210,8 @@ static bool check_containerd(struct doc_ctx *c) {
                 c->oom = true;
                 return false;
         }
-        if (doc_root_stat(c, CONTAINERD_CONFIG, &st) == -ENOENT)
+        int r = doc_root_stat(c, CONTAINERD_CONFIG, &st);
+        if (r == -ENOENT || r == -ENOTDIR)
                 return false;
         cd_load(c, &f, CONTAINERD_CONFIG);
         if (f.n == 0)
@@ -297,8 +298,8 @@ static void crio_files(struct doc_ctx *c, struct base_strvec *files) {
         struct stat st;
         int r;
 
-        if (doc_root_stat(c, CRIO_CONF, &st) != -ENOENT &&
-            base_strvec_push_dup(files, CRIO_CONF) < 0)
+        r = doc_root_stat(c, CRIO_CONF, &st);
+        if (r != -ENOENT && r != -ENOTDIR && base_strvec_push_dup(files, CRIO_CONF) < 0)
                 c->oom = true;
         r = doc_root_list(c, CRIO_DROPINS, &names);
         if (r < 0 && r != -ENOENT && r != -ENOTDIR) {
