@@ -24,6 +24,9 @@
  * the config's dir for live reload; one inotify instance for each. */
 #define DAEMON_EXTRA_WATCHES 2
 #define DAEMON_INSTANCES 2
+/* How long a socket whose backlog is full may keep doctor waiting; the
+ * text in socket_state() says the same. */
+#define SOCKET_TIMEOUT_MS 2000
 
 void doc_add(struct doc_ctx *c, const char *check, enum doc_level level, const char *fix,
              const char *fmt, ...) {
@@ -144,9 +147,13 @@ bool doc_can_write(const struct stat *st, uid_t uid, gid_t gid, bool need_exec) 
         return (st->st_mode & w) && (!need_exec || (st->st_mode & x));
 }
 
-/* 0 when something listens on the unix socket, else a negative errno. */
+/* 0 when something accepts connections on the unix socket; -EAGAIN when
+ * its listen backlog stayed full for SOCKET_TIMEOUT_MS (a listener that
+ * no longer accepts: a hung kubelet or daemon), else a negative errno. */
 static int socket_alive(const char *path) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        struct timeval tv = { .tv_sec = SOCKET_TIMEOUT_MS / 1000,
+                              .tv_usec = (SOCKET_TIMEOUT_MS % 1000) * 1000 };
         _cleanup_close_ int fd = -1;
 
         if (strlen(path) >= sizeof(sa.sun_path))
@@ -155,15 +162,29 @@ static int socket_alive(const char *path) {
         fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (fd < 0)
                 return -errno;
-        /* connect() to a unix socket completes at once or fails at once. */
+        /* A unix connect() waits while the listener's backlog is full, and
+         * a non-blocking one fails at once with EAGAIN, which cannot tell
+         * a busy listener from a hung one. SO_SNDTIMEO bounds the kernel's
+         * wait: room in the backlog within it is a connection, none is
+         * EAGAIN. */
+        if (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0)
+                return -errno;
         if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
                 return -errno;
         return 0;
 }
 
+/* Why a socket does not take a connection, for "%s is %s". */
+static const char *socket_state(int r) {
+        return r == -EAGAIN ? "not answering: its listen backlog stayed full for 2 s, nothing "
+                              "accepts connections (a hung process)"
+                            : "stale: nothing listens on it";
+}
+
 static void check_kubelet_socket(struct doc_ctx *c, const char *dir) {
         _cleanup_free_ char *sock = NULL;
         struct stat st;
+        int r;
 
         if (xasprintf(&sock, "%s/kubelet.sock", dir) < 0) {
                 c->oom = true;
@@ -176,9 +197,9 @@ static void check_kubelet_socket(struct doc_ctx *c, const char *dir) {
         else if (!S_ISSOCK(st.st_mode))
                 doc_add(c, "kubelet", DOC_PROBLEM, "remove it and restart the kubelet",
                         "%s is not a socket", sock);
-        else if (socket_alive(sock) < 0)
-                doc_add(c, "kubelet", DOC_PROBLEM, "restart the kubelet",
-                        "%s is stale: nothing listens on it", sock);
+        else if ((r = socket_alive(sock)) < 0)
+                doc_add(c, "kubelet", DOC_PROBLEM, "restart the kubelet", "%s is %s", sock,
+                        socket_state(r));
         else if (!doc_can_write(&st, c->uid, c->gid, false))
                 doc_add(c, "kubelet", DOC_PROBLEM,
                         "serve as uid 0 (no \"user\"), or give the user write access to the socket",
@@ -195,6 +216,7 @@ static void check_daemon_sockets(struct doc_ctx *c, const char *dir) {
                 const struct cfg_resource *rc = &c->cfg->resources[i];
                 _cleanup_free_ char *sock = NULL;
                 struct stat st;
+                int r;
 
                 if (xasprintf(&sock, "%s/%s", dir, rc->socket_name) < 0) {
                         c->oom = true;
@@ -205,10 +227,12 @@ static void check_daemon_sockets(struct doc_ctx *c, const char *dir) {
                                 "start the daemon (systemctl start cdiplug, or the DaemonSet) and see its log",
                                 "resource \"%s\": %s is missing: cdiplug is not serving it",
                                 rc->name, sock);
-                else if (!S_ISSOCK(st.st_mode) || socket_alive(sock) < 0)
+                else if (!S_ISSOCK(st.st_mode))
+                        doc_add(c, "kubelet", DOC_PROBLEM, "remove it and restart the daemon",
+                                "resource \"%s\": %s is not a socket", rc->name, sock);
+                else if ((r = socket_alive(sock)) < 0)
                         doc_add(c, "kubelet", DOC_PROBLEM, "restart the daemon and see its log",
-                                "resource \"%s\": %s is stale: nothing listens on it", rc->name,
-                                sock);
+                                "resource \"%s\": %s is %s", rc->name, sock, socket_state(r));
                 else
                         serving++;
         }
@@ -260,18 +284,21 @@ static void check_kubelet(struct doc_ctx *c) {
 
 static int read_limit(struct doc_ctx *c, const char *name, long *ret) {
         char buf[64], *end;
-        _cleanup_free_ char *path = NULL;
+        _cleanup_free_ char *path = NULL, *text = NULL;
+        size_t len = 0;
         int r;
 
         if (xasprintf(&path, "/proc/sys/fs/inotify/%s", name) < 0)
                 return -ENOMEM;
-        _cleanup_free_ char *host = doc_host_path(c, path);
-        if (!host)
-                return -ENOMEM;
-        /* A container may see the host root without its /proc: the
-         * limit is the same kernel's. */
-        r = doc_read_small(host, buf, sizeof(buf));
-        if (r == -ENOENT)
+        r = doc_root_read(c, "kernel", path, sizeof(buf) - 1, &text, &len);
+        if (r >= 0) {
+                while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == ' '))
+                        len--;
+                memcpy(buf, text, len);
+                buf[len] = '\0';
+        } else if (r == -ENOENT)
+                /* A container may see the host root without its /proc:
+                 * the limit is the same kernel's, in doctor's own /proc. */
                 r = doc_read_small(path, buf, sizeof(buf));
         if (r < 0)
                 return r;
@@ -336,7 +363,7 @@ static void check_kernel(struct doc_ctx *c) {
         struct stat st;
         if (!devchar)
                 c->oom = true;
-        else if (stat(devchar, &st) < 0 || !S_ISDIR(st.st_mode))
+        else if (doc_root_stat(c, "/dev/char", &st) < 0 || !S_ISDIR(st.st_mode))
                 doc_add(c, "kernel", DOC_WARN, "run udev (systemd-udevd), or mount the host's /dev",
                         "%s is missing: /dev is not managed by udev, or not the host's", devchar);
         else

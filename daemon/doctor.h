@@ -4,11 +4,13 @@
  * the fix. Files: doctor.c (report, output, kubelet and kernel checks),
  * doctor_match.c (what each selector matched and why not), doctor_cdi.c
  * (runtime configs, CDI dirs and specs), doctor_http.c (the daemon's
- * /readyz).
+ * /readyz), doctor_root.c (reading inside the host root).
  *
- * Nothing here writes, creates or removes a file. Runtime configs and the
- * kernel's /proc and /dev are read under the host root; the kubelet and
- * CDI dirs are taken as given, like `serve` does.
+ * Nothing here writes, creates or removes a file, and nothing but a
+ * regular file is opened for reading. Runtime configs, the files and dirs
+ * they name, and the kernel's /proc and /dev are read inside the host
+ * root, symlinks and ".." resolved as discovery resolves them; the kubelet
+ * dir and --cdi-dir are taken as given, like `serve` does.
  */
 #pragma once
 
@@ -65,9 +67,38 @@ char *doc_host_path(const struct doc_ctx *c, const char *path);
  * trimmed; 0 or a negative errno. */
 int doc_read_small(const char *path, char *buf, size_t max);
 
+struct stat;
+
+/* --- reading inside the host root (doctor_root.c) ---
+ * path is host-absolute ("/etc/containerd/config.toml"); it is resolved
+ * with openat2(RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS) under --host-root:
+ * "/" and ".." in it and in its symlinks stop at the root. */
+
+/* fstat of what path names (links followed inside the root); opens
+ * nothing but an O_PATH descriptor. */
+int doc_root_stat(const struct doc_ctx *c, const char *path, struct stat *ret);
+/* path's contents, NUL-terminated, at most max bytes (-EFBIG beyond).
+ * Anything but a regular file is not opened: a warning under check says
+ * what it is and that it was skipped, and -EINVAL is returned. */
+int doc_root_read(struct doc_ctx *c, const char *check, const char *path, size_t max,
+                  char **ret_buf, size_t *ret_len);
+/* The directory path, opened O_RDONLY|O_DIRECTORY. */
+int doc_root_open_dir(const struct doc_ctx *c, const char *path, int *ret_fd);
+/* The names in directory path, without "." and "..", sorted with strcmp
+ * (the byte order of Go's os.ReadDir, which containerd and CRI-O use);
+ * -E2BIG past 65536 entries. NULL-terminated, possibly empty. */
+int doc_root_list(const struct doc_ctx *c, const char *path, char ***ret_names);
+/* Append to out what the absolute glob pattern matches inside the root,
+ * each component matched in name order (as Go's filepath.Glob: '*'
+ * matches a leading dot). At most max paths, and a bounded number of
+ * directory entries looked at: -E2BIG when a bound stopped it, out then
+ * holding what it found until then. */
+struct base_strvec;
+int doc_root_glob(const struct doc_ctx *c, const char *pattern, size_t max,
+                  struct base_strvec *out);
+
 /* Whether uid/gid may write (and with need_exec, search) what st
  * describes, with no capability: mode bits only. */
-struct stat;
 bool doc_can_write(const struct stat *st, uid_t uid, gid_t gid, bool need_exec);
 
 void doc_check_match(struct doc_ctx *c);

@@ -11,9 +11,7 @@
 #include "doctor.h"
 
 #include <cjson/cJSON.h>
-#include <dirent.h>
 #include <fcntl.h>
-#include <glob.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -26,7 +24,11 @@
 #include "util.h"
 
 #define CDI_MAX_SPEC_BYTES (4 * 1024 * 1024)
-#define MAX_DROPINS 256
+/* CRI-O reads them all; doctor stops here and says so. */
+#define MAX_DROPINS 1024
+#define CONTAINERD_CONFIG "/etc/containerd/config.toml"
+#define CRIO_CONF "/etc/crio/crio.conf"
+#define CRIO_DROPINS "/etc/crio/crio.conf.d"
 
 static const char *const default_dirs[] = { "/etc/cdi", "/var/run/cdi", NULL };
 
@@ -106,64 +108,112 @@ static const struct toml_value *cd_get(const struct containerd_files *f, const c
         return NULL;
 }
 
-/* Load one file into f; a problem is reported and the file skipped. */
+/* A runtime config file inside the host root, parsed. -EINVAL: it is no
+ * regular file, which doc_root_read has reported; other errors are for
+ * the caller to report with report_load(). */
+static int load_toml(struct doc_ctx *c, const char *path, struct toml_doc *ret,
+                     unsigned *ret_line) {
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
+        int r = doc_root_read(c, "runtime", path, TOML_MAX_BYTES, &text, &len);
+        if (r == -EFBIG)
+                return -E2BIG;
+        if (r < 0)
+                return r;
+        return toml_parse(text, len, ret, ret_line);
+}
+
+static void report_load(struct doc_ctx *c, const char *host, int r, unsigned line,
+                        const char *runtime) {
+        _cleanup_free_ char *fix = NULL;
+        if (r == -EINVAL)
+                return;
+        if (r == -ENOMEM) {
+                c->oom = true;
+                return;
+        }
+        (void)!xasprintf(&fix, "fix the file; %s does not start with it either", runtime);
+        if (r == -EBADMSG)
+                doc_add(c, "runtime", DOC_PROBLEM, fix, "%s: not valid TOML at line %u", host,
+                        line);
+        else if (r == -E2BIG)
+                doc_add(c, "runtime", DOC_WARN, NULL,
+                        "%s: larger than %d bytes or %d entries, not read", host, TOML_MAX_BYTES,
+                        TOML_MAX_ENTRIES);
+        else
+                doc_add(c, "runtime", DOC_PROBLEM, NULL, "%s: cannot read it: %s", host,
+                        strerror(-r));
+}
+
+/* Load one file (inside the host root) into f; a problem is reported and
+ * the file skipped. */
 static void cd_load(struct doc_ctx *c, struct containerd_files *f, const char *path) {
+        _cleanup_free_ char *host = doc_host_path(c, path);
         unsigned line = 0;
         int r;
+        if (!host) {
+                c->oom = true;
+                return;
+        }
         if (f->n == CONTAINERD_MAX_FILES) {
                 doc_add(c, "runtime", DOC_WARN, NULL,
-                        "%s: more than %d containerd config files, not read", path,
+                        "%s: more than %d containerd config files, not read", host,
                         CONTAINERD_MAX_FILES);
                 return;
         }
-        r = toml_load(path, &f->doc[f->n], &line);
-        if (r == -EBADMSG)
-                doc_add(c, "runtime", DOC_PROBLEM,
-                        "fix the file; containerd does not start with it either",
-                        "%s: not valid TOML at line %u", path, line);
-        else if (r < 0)
-                doc_add(c, "runtime", DOC_PROBLEM, NULL, "%s: cannot read it: %s", path,
-                        strerror(-r));
-        else if (!(f->path[f->n] = strdup(path))) {
-                toml_doc_free(&f->doc[f->n]);
-                c->oom = true;
-        } else
-                f->n++;
+        r = load_toml(c, path, &f->doc[f->n], &line);
+        if (r < 0)
+                report_load(c, host, r, line, "containerd");
+        else
+                f->path[f->n++] = TAKE_PTR(host);
 }
 
+/* containerd expands each import with Go's filepath.Glob, relative to the
+ * main config's dir; here every component is matched inside the host
+ * root, never through doctor's own "/". */
 static void cd_load_imports(struct doc_ctx *c, struct containerd_files *f) {
         const struct toml_value *v =
                 f->n ? toml_get(&f->doc[0], (const char *const[]){ "imports", NULL }) : NULL;
         for (char **pat = v && v->type == TOML_STRV ? v->strv : NULL; pat && *pat; pat++) {
-                _cleanup_free_ char *abs = NULL, *host = NULL;
-                glob_t g;
-                if (xasprintf(&abs, "%s%s", **pat == '/' ? "" : "/etc/containerd/", *pat) < 0 ||
-                    !(host = doc_host_path(c, abs))) {
+                _cleanup_free_ char *abs = NULL;
+                _cleanup_strvec_ struct base_strvec found = { 0 };
+                if (xasprintf(&abs, "%s%s", **pat == '/' ? "" : "/etc/containerd/", *pat) < 0) {
                         c->oom = true;
                         return;
                 }
-                if (glob(host, 0, NULL, &g) != 0)
-                        continue;
-                for (size_t i = 0; i < g.gl_pathc; i++)
-                        cd_load(c, f, g.gl_pathv[i]);
-                globfree(&g);
+                int r = doc_root_glob(c, abs, CONTAINERD_MAX_FILES, &found);
+                for (size_t i = 0; i < found.n; i++)
+                        cd_load(c, f, found.v[i]);
+                if (r == -E2BIG)
+                        doc_add(c, "runtime", DOC_WARN, NULL,
+                                "containerd imports \"%s\": stopped after %zu files (a bound on what "
+                                "doctor reads): the settings below may not be containerd's",
+                                *pat, found.n);
+                else if (r == -ENOMEM)
+                        c->oom = true;
+                else if (r < 0)
+                        doc_add(c, "runtime", DOC_WARN, NULL,
+                                "containerd imports \"%s\": cannot expand it: %s", *pat,
+                                strerror(-r));
         }
 }
 
 /* Returns whether containerd has a config file. */
 static bool check_containerd(struct doc_ctx *c) {
-        _cleanup_free_ char *path = doc_host_path(c, "/etc/containerd/config.toml");
+        _cleanup_free_ char *path = doc_host_path(c, CONTAINERD_CONFIG);
         struct containerd_files f = { 0 };
         const struct toml_value *v;
         const char *src = NULL;
+        struct stat st;
 
         if (!path) {
                 c->oom = true;
                 return false;
         }
-        if (access(path, F_OK) < 0)
+        int r = doc_root_stat(c, CONTAINERD_CONFIG, &st);
+        if (r == -ENOENT || r == -ENOTDIR)
                 return false;
-        cd_load(c, &f, path);
+        cd_load(c, &f, CONTAINERD_CONFIG);
         if (f.n == 0)
                 return true;
         cd_load_imports(c, &f);
@@ -233,54 +283,68 @@ static bool check_containerd(struct doc_ctx *c) {
         return true;
 }
 
-static int cmp_name(const void *a, const void *b) {
-        return strcmp(*(char *const *)a, *(char *const *)b);
+static bool is_dropin(const char *name) {
+        size_t len = strlen(name);
+        return name[0] != '.' && len > 5 && strcmp(name + len - 5, ".conf") == 0;
 }
 
-/* crio.conf, then the drop-ins in name order; returns whether any exists. */
-static bool check_crio(struct doc_ctx *c) {
-        _cleanup_free_ char *conf = doc_host_path(c, "/etc/crio/crio.conf");
-        _cleanup_free_ char *dropdir = doc_host_path(c, "/etc/crio/crio.conf.d");
-        struct base_strvec files = { 0 };
-        char **dirs = NULL;
-        bool found = false;
-        DIR *d;
+/* crio.conf, then the drop-ins (in-root paths pushed to files) in the
+ * order CRI-O applies them: by name, byte-wise. Past MAX_DROPINS the rest
+ * is not read, and a warning says from which file on. */
+static void crio_files(struct doc_ctx *c, struct base_strvec *files) {
+        _cleanup_strv_ char **names = NULL;
+        size_t n = 0, left = 0;
+        const char *stopped = NULL;
+        struct stat st;
+        int r;
 
-        if (!conf || !dropdir) {
+        r = doc_root_stat(c, CRIO_CONF, &st);
+        if (r != -ENOENT && r != -ENOTDIR && base_strvec_push_dup(files, CRIO_CONF) < 0)
                 c->oom = true;
-                return false;
+        r = doc_root_list(c, CRIO_DROPINS, &names);
+        if (r < 0 && r != -ENOENT && r != -ENOTDIR) {
+                _cleanup_free_ char *host = doc_host_path(c, CRIO_DROPINS);
+                doc_add(c, "runtime", DOC_WARN, NULL,
+                        "%s: cannot list it: %s: its drop-ins are not read, the settings below may "
+                        "not be CRI-O's",
+                        host ? host : CRIO_DROPINS, strerror(-r));
         }
-        if (access(conf, F_OK) == 0) {
-                (void)!base_strvec_push_dup(&files, conf);
-        }
-        size_t first_dropin = files.n;
-        if ((d = opendir(dropdir))) {
-                struct dirent *e;
-                while ((e = readdir(d)) && files.n < MAX_DROPINS) {
-                        size_t len = strlen(e->d_name);
-                        char *s = NULL;
-                        if (e->d_name[0] == '.' || len < 6 ||
-                            strcmp(e->d_name + len - 5, ".conf") != 0)
-                                continue;
-                        if (xasprintf(&s, "%s/%s", dropdir, e->d_name) == 0)
-                                (void)!base_strvec_push(&files, s);
+        for (char **name = names; name && *name; name++) {
+                char *p = NULL;
+                if (!is_dropin(*name))
+                        continue;
+                if (n == MAX_DROPINS) {
+                        stopped = stopped ? stopped : *name;
+                        left++;
+                        continue;
                 }
-                closedir(d);
-                if (files.n > first_dropin)
-                        qsort(files.v + first_dropin, files.n - first_dropin, sizeof(char *),
-                              cmp_name);
+                if (xasprintf(&p, "%s/%s", CRIO_DROPINS, *name) < 0 ||
+                    base_strvec_push(files, p) < 0)
+                        c->oom = true;
+                n++;
         }
+        if (stopped) {
+                _cleanup_free_ char *host = doc_host_path(c, CRIO_DROPINS);
+                doc_add(c, "runtime", DOC_WARN, NULL,
+                        "%s: %zu drop-ins; doctor read the first %d by name and stopped at \"%s\" "
+                        "(%zu not read): the settings below may not be CRI-O's",
+                        host ? host : CRIO_DROPINS, n + left, MAX_DROPINS, stopped, left);
+        }
+}
+
+/* crio.conf, then the drop-ins; returns whether any exists. */
+static bool check_crio(struct doc_ctx *c) {
+        _cleanup_strvec_ struct base_strvec files = { 0 };
+        char **dirs = NULL;
+
+        crio_files(c, &files);
         for (size_t i = 0; i < files.n; i++) {
+                _cleanup_free_ char *host = doc_host_path(c, files.v[i]);
                 struct toml_doc doc = { 0 };
                 unsigned line = 0;
-                int r = toml_load(files.v[i], &doc, &line);
-                found = true;
+                int r = load_toml(c, files.v[i], &doc, &line);
                 if (r < 0) {
-                        doc_add(c, "runtime", DOC_PROBLEM,
-                                "fix the file; CRI-O does not start with it either",
-                                r == -EBADMSG ? "%s: not valid TOML at line %u"
-                                              : "%s: cannot read it (%u)",
-                                files.v[i], r == -EBADMSG ? line : (unsigned)-r);
+                        report_load(c, host ? host : files.v[i], r, line, "CRI-O");
                         continue;
                 }
                 const struct toml_value *v = toml_get(
@@ -298,8 +362,7 @@ static bool check_crio(struct doc_ctx *c) {
                         c->ownership_from_ctx = v->b;
                 toml_doc_free(&doc);
         }
-        base_strvec_clear(&files);
-        if (!found)
+        if (files.n == 0)
                 return false;
         if (!dirs && strv_dup(default_dirs, &dirs) < 0) {
                 c->oom = true;
@@ -339,12 +402,16 @@ void doc_check_runtime(struct doc_ctx *c) {
 
 /* --- CDI dirs and specs --- */
 
-static bool same_dir(const char *a, const char *b) {
-        struct stat sa, sb;
-        if (strcmp(a, b) == 0)
+/* Whether the runtime's dir (inside the host root) is the dir cdiplug
+ * writes (--cdi-dir, taken as given; st is its stat). */
+static bool same_dir(const struct doc_ctx *c, const char *runtime_dir, const struct stat *st) {
+        struct stat rs;
+        /* With the host's own root, a dir serve will create still counts. */
+        if (c->o->host_root && strcmp(c->o->host_root, "/") == 0 &&
+            strcmp(runtime_dir, c->o->cdi_dir) == 0)
                 return true;
-        return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
-               sa.st_ino == sb.st_ino;
+        return st && doc_root_stat(c, runtime_dir, &rs) == 0 && S_ISDIR(rs.st_mode) &&
+               rs.st_dev == st->st_dev && rs.st_ino == st->st_ino;
 }
 
 /* Our specs as `serve` would write them now. */
@@ -411,35 +478,92 @@ static const char *spec_problem(const cJSON *spec) {
         return NULL;
 }
 
-static bool is_owned(const char *dir, const char *name) {
-        int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        bool owned = false;
-        if (fd >= 0) {
-                if (cdi_spec_is_owned_at(fd, name, &owned) < 0)
-                        owned = false;
-                close(fd);
+struct our_specs {
+        struct cdi_spec *v;
+        size_t n;
+};
+
+/* A spec of another file declaring one of our kinds: the runtime then
+ * refuses a device both declare (or picks one file by dir priority); a
+ * kind alone shared means device names of the two must never meet. The
+ * same judgement as cdi_find_conflicts, made here on the text doctor has
+ * read inside the host root. */
+static void check_conflict(struct doc_ctx *c, const char *host, const char *kind,
+                           const cJSON *devices, const struct our_specs *ours) {
+        for (size_t i = 0; kind && i < ours->n; i++) {
+                const struct cdi_spec *sp = &ours->v[i];
+                bool device = false;
+                const cJSON *d;
+                if (strcmp(sp->kind, kind) != 0)
+                        continue;
+                cJSON_ArrayForEach(d, devices) {
+                        const char *name =
+                                cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(d, "name"));
+                        for (size_t j = 0; name && j < sp->n_devices; j++) {
+                                if (strcmp(sp->devices[j].name, name) != 0)
+                                        continue;
+                                device = true;
+                                doc_add(c, "cdi", DOC_PROBLEM,
+                                        "remove the other file, or rename the resource",
+                                        "%s also declares device %s=%s: the runtime refuses the device (or picks "
+                                        "one file by dir priority)",
+                                        host, sp->kind, name);
+                        }
+                }
+                if (!device)
+                        doc_add(c, "cdi", DOC_WARN, "rename the resource, or remove the other file",
+                                "%s also declares kind %s: device names of the two files must never meet",
+                                host, sp->kind);
         }
-        return owned;
 }
 
-static void check_spec_file(struct doc_ctx *c, const char *dir, const char *name) {
-        _cleanup_free_ char *path = NULL, *text = NULL;
+/* A YAML spec's top-level "kind:" value, quotes and comment removed, in
+ * place; NULL if none. Only line-scanned, as cdi_find_conflicts does. */
+static const char *yaml_kind(char *text) {
+        for (char *line = text, *end; line; line = end ? end + 1 : NULL) {
+                end = strchr(line, '\n');
+                if (end)
+                        *end = '\0';
+                if (strncmp(line, "kind:", 5) != 0)
+                        continue;
+                char *v = line + 5 + strspn(line + 5, " \t"), *stop;
+                if (*v == '"' || *v == '\'') {
+                        if (!(stop = strchr(v + 1, *v)))
+                                return NULL;
+                        v++;
+                } else
+                        stop = v + strcspn(v, " \t#\r");
+                *stop = '\0';
+                return v;
+        }
+        return NULL;
+}
+
+/* One spec file of a runtime dir (dir inside the host root). */
+static void check_spec_file(struct doc_ctx *c, const char *dir, const char *name,
+                            const struct our_specs *ours) {
+        _cleanup_free_ char *path = NULL, *host = NULL, *hostdir = NULL, *text = NULL;
         size_t len = strlen(name), n;
         int r;
 
-        if (xasprintf(&path, "%s/%s", dir, name) < 0) {
+        if (xasprintf(&path, "%s/%s", dir, name) < 0 || !(host = doc_host_path(c, path)) ||
+            !(hostdir = doc_host_path(c, dir))) {
                 c->oom = true;
                 return;
         }
-        r = base_read_file_at(AT_FDCWD, path, 0, CDI_MAX_SPEC_BYTES, &text, &n);
+        r = doc_root_read(c, "cdi", path, CDI_MAX_SPEC_BYTES, &text, &n);
         if (r == -EFBIG)
-                doc_add(c, "cdi", DOC_WARN, NULL, "%s: larger than %d bytes, not checked", path,
+                doc_add(c, "cdi", DOC_WARN, NULL, "%s: larger than %d bytes, not checked", host,
                         CDI_MAX_SPEC_BYTES);
-        if (r == -ENOMEM)
+        else if (r == -ENOMEM)
                 c->oom = true;
+        else if (r < 0 && r != -EINVAL) /* -EINVAL: skipped, and said */
+                doc_add(c, "cdi", DOC_WARN, NULL,
+                        "%s: cannot read it: %s: runtimes may fail to load the specs of %s", host,
+                        strerror(-r), hostdir);
         if (r < 0)
                 return;
-        if (strcmp(name + len - 5, ".yaml") == 0) {
+        if (strcmp(name + len - 5, ".yaml") == 0 && text[strspn(text, " \t\r\n")] != '{') {
                 /* YAML is only line-scanned: both keys must be top-level. */
                 bool kind = strncmp(text, "kind:", 5) == 0 || strstr(text, "\nkind:");
                 bool ver = strncmp(text, "cdiVersion:", 11) == 0 || strstr(text, "\ncdiVersion:");
@@ -447,7 +571,8 @@ static void check_spec_file(struct doc_ctx *c, const char *dir, const char *name
                         doc_add(c, "cdi", DOC_PROBLEM, "fix or remove the file",
                                 "%s: the CDI parser rejects it (no top-level %s): runtimes fail to load the specs "
                                 "of %s",
-                                path, kind ? "cdiVersion" : "kind", dir);
+                                host, kind ? "cdiVersion" : "kind", hostdir);
+                check_conflict(c, host, yaml_kind(text), NULL, ours);
                 return;
         }
         cJSON *spec = cJSON_ParseWithLength(text, n);
@@ -455,67 +580,40 @@ static void check_spec_file(struct doc_ctx *c, const char *dir, const char *name
         if (why)
                 doc_add(c, "cdi", DOC_PROBLEM, "fix or remove the file",
                         "%s: the CDI parser rejects it (%s): runtimes fail to load the specs of %s",
-                        path, why, dir);
+                        host, why, hostdir);
+        check_conflict(c, host,
+                       cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(spec, "kind")),
+                       cJSON_GetObjectItemCaseSensitive(spec, "devices"), ours);
         cJSON_Delete(spec);
 }
 
-static void check_foreign_specs(struct doc_ctx *c, char *const *hostdirs) {
-        for (char *const *dir = hostdirs; *dir; dir++) {
-                DIR *d = opendir(*dir);
-                struct dirent *e;
-                if (!d)
+static bool is_spec_name(const char *name) {
+        size_t len = strlen(name);
+        return name[0] != '.' && len > 5 &&
+               (strcmp(name + len - 5, ".json") == 0 || strcmp(name + len - 5, ".yaml") == 0);
+}
+
+/* The runtime dirs' spec files that cdiplug did not write: whether the
+ * CDI parser takes them, and whether they clash with ours. */
+static void check_foreign_specs(struct doc_ctx *c, const struct our_specs *ours) {
+        for (char **dir = c->runtime_dirs; dir && *dir; dir++) {
+                _cleanup_strv_ char **names = NULL;
+                _cleanup_close_ int fd = -1;
+                int r = doc_root_list(c, *dir, &names);
+                if (r == -ENOMEM)
+                        c->oom = true;
+                if (r >= 0)
+                        r = doc_root_open_dir(c, *dir, &fd);
+                if (r < 0)
                         continue;
-                while ((e = readdir(d))) {
-                        size_t len = strlen(e->d_name);
-                        if (e->d_name[0] == '.' || len < 6 ||
-                            (strcmp(e->d_name + len - 5, ".json") &&
-                             strcmp(e->d_name + len - 5, ".yaml")))
+                for (char **name = names; *name; name++) {
+                        bool owned = false;
+                        if (!is_spec_name(*name))
                                 continue;
-                        if (!is_owned(*dir, e->d_name))
-                                check_spec_file(c, *dir, e->d_name);
+                        if (cdi_spec_is_owned_at(fd, *name, &owned) < 0 || !owned)
+                                check_spec_file(c, *dir, *name, ours);
                 }
-                closedir(d);
         }
-}
-
-static bool device_conflict(const struct cdi_conflict *conf, size_t n, const char *path) {
-        for (size_t i = 0; i < n; i++)
-                if (conf[i].type == CDI_CONFLICT_DEVICE && strcmp(conf[i].path, path) == 0)
-                        return true;
-        return false;
-}
-
-static void check_conflicts(struct doc_ctx *c, char **hostdirs) {
-        struct cdi_spec *specs = NULL;
-        struct cdi_conflict *conf = NULL;
-        size_t n_specs = 0, n_conf = 0;
-
-        if (build_specs(c, &specs, &n_specs) < 0) {
-                c->oom = true;
-                return;
-        }
-        int r = cdi_find_conflicts((const char *const *)hostdirs, specs, n_specs, &conf, &n_conf);
-        if (r < 0)
-                doc_add(c, "cdi", DOC_WARN, NULL, "cannot look for conflicting specs: %s",
-                        strerror(-r));
-        for (size_t i = 0; r >= 0 && i < n_conf; i++) {
-                if (conf[i].type == CDI_CONFLICT_DEVICE)
-                        doc_add(c, "cdi", DOC_PROBLEM,
-                                "remove the other file, or rename the resource",
-                                "%s also declares device %s: the runtime refuses the device (or picks one file "
-                                "by dir priority)",
-                                conf[i].path, conf[i].device);
-                else if (conf[i].type == CDI_CONFLICT_KIND &&
-                         !device_conflict(conf, n_conf, conf[i].path))
-                        doc_add(c, "cdi", DOC_WARN, "rename the resource, or remove the other file",
-                                "%s also declares kind %s: device names of the two files must never meet",
-                                conf[i].path, conf[i].kind);
-                /* Unreadable files are judged by check_spec_file. */
-        }
-        cdi_conflicts_free(conf, n_conf);
-        for (size_t i = 0; i < n_specs; i++)
-                cdi_spec_free(&specs[i]);
-        free(specs);
 }
 
 /* Spec files of ours that no configured resource writes any more. */
@@ -552,28 +650,25 @@ static void check_stale(struct doc_ctx *c) {
 
 void doc_check_cdi(struct doc_ctx *c) {
         const char *dir = c->o->cdi_dir;
-        struct base_strvec hostdirs = { 0 };
-        bool runtime_reads = false;
+        struct our_specs ours = { 0 };
+        bool runtime_reads = false, have_dir = false;
         struct stat st;
 
         if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
                 doc_add(c, "cdi", DOC_WARN, NULL, "%s does not exist yet: cdiplug serve creates it",
                         dir);
-        else if (!doc_can_write(&st, c->uid, c->gid, true))
-                doc_add(c, "cdi", DOC_PROBLEM,
-                        "serve as uid 0 (no \"user\"), or: chown the dir to the user, or give its group write access",
-                        "%s is not writable by uid %u gid %u without capabilities: cdiplug cannot write its specs",
-                        dir, (unsigned)c->uid, (unsigned)c->gid);
-        for (char **d = c->runtime_dirs; d && *d; d++) {
-                char *h = doc_host_path(c, *d);
-                if (base_strvec_push(&hostdirs, h) < 0) {
-                        c->oom = true;
-                        continue;
-                }
-                runtime_reads |= same_dir(dir, *d) || same_dir(dir, h);
+        else {
+                have_dir = true;
+                if (!doc_can_write(&st, c->uid, c->gid, true))
+                        doc_add(c, "cdi", DOC_PROBLEM,
+                                "serve as uid 0 (no \"user\"), or: chown the dir to the user, or give its group write access",
+                                "%s is not writable by uid %u gid %u without capabilities: cdiplug cannot write its specs",
+                                dir, (unsigned)c->uid, (unsigned)c->gid);
         }
-        if (!hostdirs.v)
+        if (!c->runtime_dirs)
                 return;
+        for (char **d = c->runtime_dirs; *d; d++)
+                runtime_reads |= same_dir(c, *d, have_dir ? &st : NULL);
         _cleanup_free_ char *list = join_dirs(c->runtime_dirs);
         if (runtime_reads)
                 doc_add(c, "cdi", DOC_OK, NULL, "%s is read by the runtime", dir);
@@ -585,10 +680,12 @@ void doc_check_cdi(struct doc_ctx *c) {
                 doc_add(c, "cdi", DOC_PROBLEM, fix,
                         "%s is not among the dirs the runtime reads (%s)", dir, list ? list : "?");
         }
-        check_foreign_specs(c, hostdirs.v);
-        if (c->cfg) {
-                check_conflicts(c, hostdirs.v);
+        if (c->cfg && build_specs(c, &ours.v, &ours.n) < 0)
+                c->oom = true;
+        check_foreign_specs(c, &ours);
+        for (size_t i = 0; i < ours.n; i++)
+                cdi_spec_free(&ours.v[i]);
+        free(ours.v);
+        if (c->cfg)
                 check_stale(c);
-        }
-        base_strvec_clear(&hostdirs);
 }

@@ -40,6 +40,10 @@ static void selector_text(const cJSON *entry, char *buf, size_t max) {
         free(s);
 }
 
+static bool is_optional(const cJSON *entry) {
+        return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(entry, "optional"));
+}
+
 /* Why the selector finds nothing, in the resources module's words. A
  * selector marked "optional" may find nothing: said, not a problem. */
 static void explain(struct doc_ctx *c, const char *where, const struct res_selector *sel,
@@ -52,7 +56,7 @@ static void explain(struct doc_ctx *c, const char *where, const struct res_selec
                         where, strerror(-r));
                 return;
         }
-        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(entry, "optional")))
+        if (is_optional(entry))
                 doc_add(c, "match", DOC_INFO, NULL, "%s: finds nothing (optional): %s", where, why);
         else
                 doc_add(c, "match", DOC_PROBLEM,
@@ -93,9 +97,11 @@ void doc_check_match(struct doc_ctx *c) {
                 cJSON *settings = cJSON_Parse(rc->settings_json);
                 const cJSON *match = cJSON_GetObjectItemCaseSensitive(settings, "match");
                 size_t total = 0;
+                bool all_optional = true;
 
                 for (size_t j = 0; j < rc->n_selectors; j++) {
                         const cJSON *entry = cJSON_GetArrayItem(match, (int)j);
+                        all_optional &= is_optional(entry);
                         struct res_devlist found = { 0 };
                         char text[MAX_SELECTOR_TEXT], where[MAX_SELECTOR_TEXT + 320], ids[512];
                         int r;
@@ -123,7 +129,13 @@ void doc_check_match(struct doc_ctx *c) {
                                 explain(c, where, rc->selectors[j], entry);
                         res_devlist_free(&found);
                 }
-                if (total == 0)
+                /* Only optional selectors: finding nothing is allowed. */
+                if (total == 0 && all_optional)
+                        doc_add(c, "match", DOC_INFO, NULL,
+                                "resource \"%s\": no devices now (every selector is optional): the "
+                                "kubelet sees a capacity of 0",
+                                rc->name);
+                else if (total == 0)
                         doc_add(c, "match", DOC_PROBLEM, NULL,
                                 "resource \"%s\": no devices: the kubelet sees a capacity of 0",
                                 rc->name);

@@ -4,6 +4,8 @@
  * daemon against the test kubelet. */
 #include <cjson/cJSON.h>
 #include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,19 +42,22 @@ TestSuite(doctor, .init = start, .fini = stop, .timeout = 60);
 
 /* A node where everything is in order: devices, containerd with CDI on
  * reading /etc/cdi (which is the env's CDI dir), udev's /dev/char, roomy
- * inotify limits. */
+ * inotify limits. The host's /etc/cdi is a real dir inside the host root
+ * (doctor reads the runtime's dirs only there) and the env's CDI dir, which
+ * serve and doctor are given, a link to it. */
 static void healthy_root(const char *config) {
-        char *link;
+        char *dir;
         env_write(&e, "config.json", config);
         env_touch(&e, "dev/ttyUSB0");
         env_touch(&e, "dev/char/.keep");
         env_write(&e, "host/proc/sys/fs/inotify/max_user_watches", "8192\n");
         env_write(&e, "host/proc/sys/fs/inotify/max_user_instances", "128\n");
         env_write(&e, "host/etc/containerd/config.toml", CONTAINERD_V2_CDI);
-        mkdir(e.cdi_dir, 0755);
-        cr_assert(asprintf(&link, "%s/etc/cdi", e.host) > 0);
-        cr_assert_eq(symlink(e.cdi_dir, link), 0);
-        free(link);
+        cr_assert(asprintf(&dir, "%s/etc/cdi", e.host) > 0);
+        cr_assert_eq(mkdir(dir, 0755), 0);
+        cr_assert_eq(rmdir(e.cdi_dir), 0);
+        cr_assert_eq(symlink(dir, e.cdi_dir), 0);
+        free(dir);
 }
 
 static int doctor(char **out, const char *extra) {
@@ -488,5 +493,197 @@ Test(doctor, usage_errors_exit_2) {
         free(out);
         cr_assert_eq(env_run(&e, &out, "check", "--json", NULL), 2);
         assert_has(out, "--json is for doctor only");
+        free(out);
+}
+
+/* A listener that never accepts, its backlog filled: a blocking connect()
+ * to it waits for room that never comes. *ret_fds gets the listener and
+ * the clients that filled it, -1 ended, for the caller to close. */
+static void full_socket(const char *dir, const char *name, int *ret_fds, size_t max) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        size_t n = 0;
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", dir, name);
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        cr_assert(fd >= 0);
+        cr_assert_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0, "bind %s", sa.sun_path);
+        cr_assert_eq(listen(fd, 0), 0);
+        ret_fds[n++] = fd;
+        for (;;) {
+                cr_assert_lt(n, max - 1, "the backlog of %s never filled", sa.sun_path);
+                int c = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+                cr_assert(c >= 0);
+                if (connect(c, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+                        cr_assert_eq(errno, EAGAIN, "connect: %s", strerror(errno));
+                        close(c);
+                        break;
+                }
+                ret_fds[n++] = c;
+        }
+        ret_fds[n] = -1;
+}
+
+/* Before, doctor waited in connect() forever, printing nothing. */
+Test(doctor, a_socket_that_never_accepts_is_reported_not_waited_on, .timeout = 30) {
+        char *out = NULL;
+        int fds[32];
+        healthy_root(SERIAL_CONFIG);
+        mkdir(e.kubelet_dir, 0755);
+        full_socket(e.kubelet_dir, "kubelet.sock", fds, 32);
+        cr_assert_eq(doctor(&out, NULL), 1, "%s", out);
+        assert_has(out, "kubelet.sock is not answering: its listen backlog stayed full for 2 s");
+        assert_has(out, "fix: restart the kubelet");
+        free(out);
+        for (int *fd = fds; *fd >= 0; fd++)
+                close(*fd);
+}
+
+Test(doctor, a_resource_of_optional_selectors_finding_nothing_is_no_problem) {
+        char *out = NULL;
+        healthy_root("{ \"resources\": [ { \"name\": \"example.com/serial\", \"match\": [ { "
+                     "\"path\": \"/dev/ttyUSB*\" } ] }, { \"name\": \"example.com/opt\", "
+                     "\"match\": [ { \"path\": \"/dev/ttyX*\", \"optional\": true }, { "
+                     "\"path\": \"/dev/ttyY*\", \"optional\": true } ] } ] }");
+        doctor(&out, NULL);
+        assert_has(out, "info    match    resource \"example.com/opt\": no devices now (every "
+                        "selector is optional): the kubelet sees a capacity of 0");
+        assert_lacks(out, "PROBLEM match");
+        free(out);
+}
+
+Test(doctor, crio_drop_ins_all_read_in_name_order_or_where_it_stopped) {
+        char *out = NULL, *dropdir = NULL, *loop = NULL, name[320];
+        healthy_root(SERIAL_CONFIG);
+        env_rm(&e, "etc/containerd/config.toml");
+        env_write(&e, "host/etc/crio/crio.conf",
+                  "[crio.runtime]\ncdi_spec_dirs = [\"/etc/cdi\"]\n");
+        for (int i = 0; i < 300; i++) {
+                snprintf(name, sizeof(name), "host/etc/crio/crio.conf.d/d%04d.conf", i);
+                env_write(&e, name, "[crio.runtime]\n");
+        }
+        /* The drop-in that CRI-O applies last but the directory lists
+         * late: reading in readdir order and stopping early misses it. */
+        cr_assert(asprintf(&dropdir, "%s/etc/crio/crio.conf.d", e.host) > 0);
+        DIR *d = opendir(dropdir);
+        cr_assert_not_null(d);
+        struct dirent *de;
+        int pos = 0;
+        char late[256] = "";
+        while ((de = readdir(d)))
+                if (de->d_name[0] != '.' && pos++ >= 260 && strcmp(de->d_name, late) > 0)
+                        snprintf(late, sizeof(late), "%s", de->d_name);
+        closedir(d);
+        cr_assert_neq(late[0], '\0');
+        snprintf(name, sizeof(name), "host/etc/crio/crio.conf.d/%s", late);
+        env_write(&e, name, "[crio.runtime]\ncdi_spec_dirs = [\"/srv/cdi\"]\n");
+        /* Every later name sets nothing: late's setting is CRI-O's. */
+        for (int i = atoi(late + 1) + 1; i < 300; i++) {
+                snprintf(name, sizeof(name), "host/etc/crio/crio.conf.d/d%04d.conf", i);
+                env_write(&e, name, "[crio.runtime]\n");
+        }
+        /* An error is said in words, not as a number. */
+        cr_assert(asprintf(&loop, "%s/a-loop.conf", dropdir) > 0);
+        cr_assert_eq(symlink("a-loop.conf", loop), 0);
+        cr_assert_eq(doctor(&out, NULL), 1, "%s", out);
+        assert_has(out, "is not among the dirs the runtime reads (/srv/cdi)");
+        assert_has(out, "a-loop.conf: cannot read it: Too many levels of symbolic links");
+        assert_lacks(out, "(40)");
+        free(out);
+
+        /* Past doctor's bound: said, with where it stopped. */
+        for (int i = 300; i < 1030; i++) {
+                snprintf(name, sizeof(name), "host/etc/crio/crio.conf.d/d%04d.conf", i);
+                env_write(&e, name, "[crio.runtime]\n");
+        }
+        doctor(&out, NULL);
+        assert_has(out, "crio.conf.d: 1031 drop-ins; doctor read the first 1024 by name and "
+                        "stopped at \"d1023.conf\" (7 not read)");
+        free(out);
+        free(loop);
+        free(dropdir);
+}
+
+static void link_at(const char *target, const char *host_rel) {
+        char *path;
+        cr_assert(asprintf(&path, "%s/%s", e.host, host_rel) > 0);
+        unlink(path);
+        cr_assert_eq(symlink(target, path), 0, "symlink %s: %s", path, strerror(errno));
+        free(path);
+}
+
+Test(doctor, reads_nothing_outside_the_host_root) {
+        char *out = NULL, *outside = NULL, *specs = NULL;
+        healthy_root(SERIAL_CONFIG);
+        cr_assert(asprintf(&outside, "%s/outside", e.root) > 0);
+        cr_assert(asprintf(&specs, "%s/outside/specs", e.root) > 0);
+        env_write(&e, "outside/cdi.toml",
+                  "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\"]\nenable_cdi = true\n");
+        env_write(&e, "outside/specs/evil.json", "{ not json");
+        /* An absolute link, and ".." past the root: both mean the host's
+         * own tree, where neither leads anywhere. */
+        env_write(&e, "host/etc/containerd/config.toml",
+                  "version = 2\nimports = [\"conf.d/*.toml\", \"../../../outside/*.toml\"]\n"
+                  "[plugins.\"io.containerd.grpc.v1.cri\"]\nenable_cdi = false\n"
+                  "cdi_spec_dirs = [\"/etc/cdi\", \"/var/run/cdi\"]\n");
+        link_at(outside, "etc/containerd/conf.d");
+        env_write(&e, "host/var/.keep", "");
+        link_at(specs, "var/run");
+        cr_assert_eq(doctor(&out, NULL), 1, "%s", out);
+        assert_has(out, "containerd: CDI is off");
+        assert_lacks(out, "cdi.toml");
+        assert_lacks(out, "evil.json");
+        free(out);
+
+        /* The same links resolve inside the root. */
+        env_write(&e, "host/opt/conf.d/50-on.toml",
+                  "[plugins.\"io.containerd.grpc.v1.cri\"]\nenable_cdi = true\n");
+        env_write(&e, "host/srv/run/cdi/broken.json", "{ not json");
+        link_at("/opt/conf.d", "etc/containerd/conf.d");
+        link_at("../srv/run", "var/run");
+        doctor(&out, NULL);
+        assert_has(out, "containerd (config version 2): enable_cdi = true");
+        assert_has(out, "host/var/run/cdi/broken.json: the CDI parser rejects it");
+        free(out);
+        free(outside);
+        free(specs);
+}
+
+Test(doctor, never_opens_a_device_fifo_or_socket) {
+        char *out = NULL, *path = NULL;
+        const char *planted[] = { "etc/cdi/chardev.json", "etc/cdi/fifo.yaml", "dev/zero",
+                                  "etc/containerd/conf.d/fifo.toml" };
+        healthy_root(SERIAL_CONFIG);
+        env_write(&e, "host/etc/containerd/config.toml",
+                  "version = 2\nimports = [\"conf.d/*.toml\"]\n"
+                  "[plugins.\"io.containerd.grpc.v1.cri\"]\nenable_cdi = true\n");
+        env_touch(&e, "etc/cdi/chardev.json");
+        env_touch(&e, "dev/zero");
+        link_at("/dev/zero", "etc/cdi/zero.json");
+        cr_assert(asprintf(&path, "%s/etc/cdi/fifo.yaml", e.host) > 0);
+        cr_assert_eq(mkfifo(path, 0644), 0);
+        free(path);
+        env_write(&e, "host/etc/containerd/conf.d/.keep", "");
+        cr_assert(asprintf(&path, "%s/etc/containerd/conf.d/fifo.toml", e.host) > 0);
+        cr_assert_eq(mkfifo(path, 0644), 0);
+        free(path);
+        stale_socket(e.cdi_dir, "sock.json");
+
+        int in = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+        cr_assert(in >= 0);
+        for (size_t i = 0; i < sizeof(planted) / sizeof(*planted); i++) {
+                cr_assert(asprintf(&path, "%s/%s", e.host, planted[i]) > 0);
+                cr_assert(inotify_add_watch(in, path, IN_OPEN) >= 0, "watch %s", path);
+                free(path);
+        }
+        doctor(&out, NULL);
+        char ev[4096];
+        cr_assert_lt(read(in, ev, sizeof(ev)), 0, "doctor opened a planted node:\n%s", out);
+        cr_assert_eq(errno, EAGAIN);
+        close(in);
+        assert_has(out, "chardev.json: skipped, it is a character device: doctor reads regular "
+                        "files only, it never opens a device node, FIFO or socket");
+        assert_has(out, "zero.json: skipped, it is a character device");
+        assert_has(out, "fifo.yaml: skipped, it is a FIFO");
+        assert_has(out, "sock.json: skipped, it is a socket");
+        assert_has(out, "fifo.toml: skipped, it is a FIFO");
         free(out);
 }
