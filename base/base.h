@@ -123,6 +123,8 @@ bool base_edits_equal(const struct base_edits *a, const struct base_edits *b);
  * file, -EFBIG past max bytes, else 0 or the errno of open/read. */
 int base_read_file_at(int dfd, const char *path, int flags, size_t max, char **ret_buf,
                       size_t *ret_len);
+/* The same for a file already open (read from its current offset). */
+int base_read_fd(int fd, size_t max, char **ret_buf, size_t *ret_len);
 
 /* FNV-1a of a string (hash.c): fixed forever, names are made from it. */
 uint32_t base_fnv1a32(const char *s);

@@ -10,14 +10,19 @@
 int base_read_file_at(int dfd, const char *path, int flags, size_t max, char **ret_buf,
                       size_t *ret_len) {
         _cleanup_close_ int fd = -1;
-        _cleanup_free_ char *buf = NULL;
-        struct stat st;
-        size_t len = 0, cap;
 
         /* O_NONBLOCK: a FIFO planted under the name must not hang us. */
         fd = openat(dfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | flags);
         if (fd < 0)
                 return -errno;
+        return base_read_fd(fd, max, ret_buf, ret_len);
+}
+
+int base_read_fd(int fd, size_t max, char **ret_buf, size_t *ret_len) {
+        _cleanup_free_ char *buf = NULL;
+        struct stat st;
+        size_t len = 0, cap;
+
         if (fstat(fd, &st) < 0)
                 return -errno;
         if (!S_ISREG(st.st_mode))

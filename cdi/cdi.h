@@ -220,6 +220,12 @@ struct cdi_conflict {
  * top-level "kind:" and so can only yield KIND entries. */
 int cdi_find_conflicts(const char *const *dirs, const struct cdi_spec *specs, size_t n_specs,
                        struct cdi_conflict **ret, size_t *ret_n);
+/* The same judgement on one file's text that the caller has read itself
+ * (doctor reads inside a host root): path names it in the results and by
+ * its ".json" or ".yaml" ending says how text is read. YAML text is
+ * changed in place. */
+int cdi_find_conflicts_in_text(const char *path, const struct cdi_spec *specs, size_t n_specs,
+                               char *text, size_t len, struct cdi_conflict **ret, size_t *ret_n);
 void cdi_conflicts_free(struct cdi_conflict *conflicts, size_t n); /* accepts NULL */
 
 void cdi_spec_free(struct cdi_spec *spec); /* frees members, accepts NULL */

@@ -172,6 +172,13 @@ static bool has_suffix(const char *s, const char *suffix) {
         return ls > lx && strcmp(s + ls - lx, suffix) == 0;
 }
 
+static int check_text(struct conflict_list *l, const char *dir, const char *file,
+                      const struct cdi_spec *specs, size_t n_specs, char *buf, size_t len) {
+        if (has_suffix(file ? file : dir, ".json"))
+                return check_json(l, dir, file, specs, n_specs, buf, len);
+        return check_yaml(l, dir, file, specs, n_specs, buf, len);
+}
+
 static int check_file(struct conflict_list *l, int dfd, const char *dir, const char *file,
                       const struct cdi_spec *specs, size_t n_specs) {
         _cleanup_free_ char *buf = NULL;
@@ -189,9 +196,7 @@ static int check_file(struct conflict_list *l, int dfd, const char *dir, const c
                 return r;
         if (r < 0)
                 return list_add(l, CDI_CONFLICT_UNCHECKED, dir, file, NULL, NULL, r);
-        if (has_suffix(file, ".json"))
-                return check_json(l, dir, file, specs, n_specs, buf, len);
-        return check_yaml(l, dir, file, specs, n_specs, buf, len);
+        return check_text(l, dir, file, specs, n_specs, buf, len);
 }
 
 static int check_dir(struct conflict_list *l, const char *dir, const struct cdi_spec *specs,
@@ -252,11 +257,7 @@ void cdi_conflicts_free(struct cdi_conflict *conflicts, size_t n) {
         free(conflicts);
 }
 
-int cdi_find_conflicts(const char *const *dirs, const struct cdi_spec *specs, size_t n_specs,
-                       struct cdi_conflict **ret, size_t *ret_n) {
-        struct conflict_list l = { 0 };
-        int r;
-
+static int check_specs(const struct cdi_spec *specs, size_t n_specs) {
         if (n_specs && !specs)
                 return -EINVAL;
         for (size_t i = 0; i < n_specs; i++) {
@@ -266,6 +267,33 @@ int cdi_find_conflicts(const char *const *dirs, const struct cdi_spec *specs, si
                         if (!cdi_device_name_is_valid(specs[i].devices[j].name))
                                 return -EINVAL;
         }
+        return 0;
+}
+
+int cdi_find_conflicts_in_text(const char *path, const struct cdi_spec *specs, size_t n_specs,
+                               char *text, size_t len, struct cdi_conflict **ret, size_t *ret_n) {
+        struct conflict_list l = { 0 };
+        int r = check_specs(specs, n_specs);
+
+        if (r < 0)
+                return r;
+        r = check_text(&l, path, NULL, specs, n_specs, text, len);
+        if (r < 0) {
+                cdi_conflicts_free(l.v, l.n);
+                return r;
+        }
+        *ret = l.v;
+        *ret_n = l.n;
+        return 0;
+}
+
+int cdi_find_conflicts(const char *const *dirs, const struct cdi_spec *specs, size_t n_specs,
+                       struct cdi_conflict **ret, size_t *ret_n) {
+        struct conflict_list l = { 0 };
+        int r = check_specs(specs, n_specs);
+
+        if (r < 0)
+                return r;
         for (; dirs && *dirs; dirs++) {
                 r = check_dir(&l, *dirs, specs, n_specs);
                 if (r < 0) {

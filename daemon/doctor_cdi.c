@@ -483,60 +483,38 @@ struct our_specs {
         size_t n;
 };
 
-/* A spec of another file declaring one of our kinds: the runtime then
- * refuses a device both declare (or picks one file by dir priority); a
- * kind alone shared means device names of the two must never meet. The
- * same judgement as cdi_find_conflicts, made here on the text doctor has
- * read inside the host root. */
-static void check_conflict(struct doc_ctx *c, const char *host, const char *kind,
-                           const cJSON *devices, const struct our_specs *ours) {
-        for (size_t i = 0; kind && i < ours->n; i++) {
-                const struct cdi_spec *sp = &ours->v[i];
+/* Another file declaring one of our kinds: the runtime then refuses a
+ * device both declare (or picks one file by dir priority); a kind alone
+ * shared means device names of the two must never meet. The judgement is
+ * cdi_find_conflicts', made on the text doctor read inside the host root
+ * (YAML text is changed in place). */
+static void check_conflicts(struct doc_ctx *c, const char *host, char *text, size_t n,
+                            const struct our_specs *ours) {
+        struct cdi_conflict *conf = NULL;
+        size_t n_conf = 0;
+        int r = cdi_find_conflicts_in_text(host, ours->v, ours->n, text, n, &conf, &n_conf);
+
+        if (r == -ENOMEM)
+                c->oom = true;
+        for (size_t i = 0; r >= 0 && i < n_conf; i++) {
                 bool device = false;
-                const cJSON *d;
-                if (strcmp(sp->kind, kind) != 0)
-                        continue;
-                cJSON_ArrayForEach(d, devices) {
-                        const char *name =
-                                cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(d, "name"));
-                        for (size_t j = 0; name && j < sp->n_devices; j++) {
-                                if (strcmp(sp->devices[j].name, name) != 0)
-                                        continue;
-                                device = true;
-                                doc_add(c, "cdi", DOC_PROBLEM,
-                                        "remove the other file, or rename the resource",
-                                        "%s also declares device %s=%s: the runtime refuses the device (or picks "
-                                        "one file by dir priority)",
-                                        host, sp->kind, name);
-                        }
-                }
+                if (conf[i].type == CDI_CONFLICT_DEVICE)
+                        doc_add(c, "cdi", DOC_PROBLEM,
+                                "remove the other file, or rename the resource",
+                                "%s also declares device %s: the runtime refuses the device (or picks "
+                                "one file by dir priority)",
+                                host, conf[i].device);
+                if (conf[i].type != CDI_CONFLICT_KIND)
+                        continue; /* UNCHECKED: the parse problem is reported already */
+                for (size_t j = 0; j < n_conf; j++)
+                        device |= conf[j].type == CDI_CONFLICT_DEVICE &&
+                                  strcmp(conf[j].kind, conf[i].kind) == 0;
                 if (!device)
                         doc_add(c, "cdi", DOC_WARN, "rename the resource, or remove the other file",
                                 "%s also declares kind %s: device names of the two files must never meet",
-                                host, sp->kind);
+                                host, conf[i].kind);
         }
-}
-
-/* A YAML spec's top-level "kind:" value, quotes and comment removed, in
- * place; NULL if none. Only line-scanned, as cdi_find_conflicts does. */
-static const char *yaml_kind(char *text) {
-        for (char *line = text, *end; line; line = end ? end + 1 : NULL) {
-                end = strchr(line, '\n');
-                if (end)
-                        *end = '\0';
-                if (strncmp(line, "kind:", 5) != 0)
-                        continue;
-                char *v = line + 5 + strspn(line + 5, " \t"), *stop;
-                if (*v == '"' || *v == '\'') {
-                        if (!(stop = strchr(v + 1, *v)))
-                                return NULL;
-                        v++;
-                } else
-                        stop = v + strcspn(v, " \t#\r");
-                *stop = '\0';
-                return v;
-        }
-        return NULL;
+        cdi_conflicts_free(conf, n_conf);
 }
 
 /* One spec file of a runtime dir (dir inside the host root). */
@@ -572,7 +550,7 @@ static void check_spec_file(struct doc_ctx *c, const char *dir, const char *name
                                 "%s: the CDI parser rejects it (no top-level %s): runtimes fail to load the specs "
                                 "of %s",
                                 host, kind ? "cdiVersion" : "kind", hostdir);
-                check_conflict(c, host, yaml_kind(text), NULL, ours);
+                check_conflicts(c, host, text, n, ours);
                 return;
         }
         cJSON *spec = cJSON_ParseWithLength(text, n);
@@ -581,10 +559,8 @@ static void check_spec_file(struct doc_ctx *c, const char *dir, const char *name
                 doc_add(c, "cdi", DOC_PROBLEM, "fix or remove the file",
                         "%s: the CDI parser rejects it (%s): runtimes fail to load the specs of %s",
                         host, why, hostdir);
-        check_conflict(c, host,
-                       cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(spec, "kind")),
-                       cJSON_GetObjectItemCaseSensitive(spec, "devices"), ours);
         cJSON_Delete(spec);
+        check_conflicts(c, host, text, n, ours);
 }
 
 static bool is_spec_name(const char *name) {

@@ -138,8 +138,6 @@ static int reopen(int pfd, const struct stat *st, int *ret_fd) {
 int doc_root_read(struct doc_ctx *c, const char *check, const char *path, size_t max,
                   char **ret_buf, size_t *ret_len) {
         _cleanup_close_ int pfd = -1, fd = -1;
-        _cleanup_free_ char *buf = NULL;
-        size_t len = 0, cap = 4096;
         struct stat st;
         int r;
 
@@ -156,38 +154,11 @@ int doc_root_read(struct doc_ctx *c, const char *check, const char *path, size_t
                         host ? host : path, type_name(st.st_mode));
                 return -EINVAL;
         }
-        /* procfs files say size 0: read to the end, within max. */
-        if ((unsigned long long)st.st_size > max)
-                return -EFBIG;
         r = reopen(pfd, &st, &fd);
         if (r < 0)
                 return r;
-        if (!(buf = malloc(cap + 1)))
-                return -ENOMEM;
-        for (;;) {
-                ssize_t n = read(fd, buf + len, cap - len);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return -errno;
-                if (n == 0)
-                        break;
-                len += (size_t)n;
-                if (len > max)
-                        return -EFBIG;
-                if (len == cap) {
-                        size_t ncap = cap * 2 > max + 1 ? max + 1 : cap * 2;
-                        char *nbuf = realloc(buf, ncap + 1);
-                        if (!nbuf)
-                                return -ENOMEM;
-                        buf = nbuf;
-                        cap = ncap;
-                }
-        }
-        buf[len] = '\0';
-        *ret_buf = TAKE_PTR(buf);
-        *ret_len = len;
-        return 0;
+        /* procfs files say size 0: base_read_fd reads to the end, within max. */
+        return base_read_fd(fd, max, ret_buf, ret_len);
 }
 
 int doc_root_open_dir(const struct doc_ctx *c, const char *path, int *ret_fd) {
