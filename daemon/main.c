@@ -2,6 +2,8 @@
 /* cdiplug: command line. Exit codes: 0 success, 1 runtime failure,
  * 2 usage or configuration error (nothing written). */
 #include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <grpc/grpc.h>
 #include <stdio.h>
@@ -479,8 +481,24 @@ static int parse_options(const struct cli_command *cmd, int argc, char **argv,
         return 0;
 }
 
+/* Every command reads devices (and doctor the runtime's files) under the
+ * host root: a missing one is a usage error, said as such, rather than
+ * "No such file or directory" for each resource or a "valid" config. */
+static int check_host_root(const char *host_root) {
+        _cleanup_close_ int fd = open(host_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+        if (fd >= 0)
+                return 0;
+        fprintf(stderr, "cdiplug: error: --host-root %s: %s\n", host_root,
+                errno == ENOENT    ? "no such directory"
+                : errno == ENOTDIR ? "not a directory"
+                : errno == EACCES  ? "cannot be read (permission denied)"
+                                   : strerror(errno));
+        return 2;
+}
+
 /* What every command checks the same way once its options are read. */
-static int check_options(const struct dp_options *o) {
+static int check_options(const struct cli_command *cmd, const struct dp_options *o) {
         if (!*o->config_path || !*o->kubelet_dir || !*o->cdi_dir || !*o->host_root) {
                 fprintf(stderr, "cdiplug: error: --config, --kubelet-dir, --cdi-dir and "
                                 "--host-root must not be empty\n");
@@ -496,6 +514,8 @@ static int check_options(const struct dp_options *o) {
                         return 2;
                 }
         }
+        if (cmd->opts & OPT(OPT_HOST_ROOT))
+                return check_host_root(o->host_root);
         return 0;
 }
 
@@ -539,7 +559,7 @@ int main(int argc, char **argv) {
         r = parse_options(cmd, argc, argv, &o);
         if (r != 0)
                 return r == 1 ? 0 : r;
-        r = check_options(&o);
+        r = check_options(cmd, &o);
         if (r != 0)
                 return r;
         return cmd->run(&o);

@@ -240,3 +240,40 @@ Test(cli, readme_and_man_page_synopses_list_every_option) {
         free(readme);
         free(man);
 }
+
+/* Every command that reads under --host-root names a missing one, exit 2,
+ * nothing written; check no longer calls such a config "valid". */
+Test(cli, a_missing_host_root_is_named_by_every_command) {
+        static const char *const cmds[] = { "serve", "check", "generate", "doctor" };
+        char *missing;
+        env_write(
+                &e, "config.json",
+                "{ \"resources\": [ { \"name\": \"example.com/fuse\", \"match\": [ { \"path\": \"/dev/fuse\" } ] } ] }");
+        cr_assert(asprintf(&missing, "%s/no-such-root", e.root) > 0);
+        for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+                /* The env's dirs, as far as the command takes them, so
+                 * nothing outside the test's dir could be touched; where a
+                 * command takes no such dir, --config once more fills in. */
+                bool kubelet = strcmp(cmds[i], "generate") != 0;
+                bool cdi = strcmp(cmds[i], "check") != 0;
+                const char *roots[] = { missing, e.config };
+                for (size_t k = 0; k < 2; k++) {
+                        char *out = NULL, want[512];
+                        int rc = env_run(&e, &out, cmds[i], "--config", e.config, "--host-root",
+                                         roots[k], kubelet ? "--kubelet-dir" : "--config",
+                                         kubelet ? e.kubelet_dir : e.config,
+                                         cdi ? "--cdi-dir" : "--config", cdi ? e.cdi_dir : e.config,
+                                         NULL);
+                        cr_assert_eq(rc, 2, "%s --host-root %s: exit %d: %s", cmds[i], roots[k], rc,
+                                     out);
+                        snprintf(want, sizeof(want), "--host-root %s: %s", roots[k],
+                                 k == 0 ? "no such directory" : "not a directory");
+                        cr_assert_not_null(strstr(out, want), "%s: %s", cmds[i], out);
+                        cr_assert_null(strstr(out, "valid"), "%s: %s", cmds[i], out);
+                        free(out);
+                }
+        }
+        cr_assert_eq(env_dir_entries(e.cdi_dir), 0, "nothing may be written to the CDI dir");
+        cr_assert_eq(env_dir_entries(e.kubelet_dir), -1, "nor the kubelet dir");
+        free(missing);
+}
