@@ -20,6 +20,7 @@
 #include "options.h"
 #include "plugin.h"
 #include "resources.h"
+#include "sandbox.h"
 #include "util.h"
 
 #define DEFAULT_CONFIG "/etc/cdiplug/config.json"
@@ -59,7 +60,8 @@ static const struct cli_option options[N_OPTS] = {
         [OPT_CDI_DIR] = { "cdi-dir", "DIR", "where CDI specs go (default " DEFAULT_CDI_DIR ")" },
         [OPT_HOST_ROOT] = { "host-root", "DIR", "read /dev and /sys under DIR (default /)" },
         [OPT_USER] = { "user", "NAME|UID[:GID]",
-                       "serve as this identity (default: uid 0, no capabilities)" },
+                       "serve as this identity (default: uid 0, no capabilities);\n"
+                       "check: resolve it as serve will" },
         [OPT_METRICS_ADDRESS] = { "metrics-address", "HOST:PORT",
                                   "serve /metrics, /healthz, /readyz there (\"\": off;\n"
                                   "default: the config's metrics.address, else off;\n"
@@ -96,8 +98,8 @@ static const struct cli_command commands[] = {
                   OPT(OPT_LOG_FORMAT) | OPT(OPT_NO_SANDBOX) | OPT(OPT_VERBOSE),
           run_serve },
         { "check", "validate the configuration (and the devices it finds) and exit",
-          OPT(OPT_CONFIG) | OPT(OPT_KUBELET_DIR) | OPT(OPT_HOST_ROOT) | OPT(OPT_LOG_FORMAT) |
-                  OPT(OPT_VERBOSE),
+          OPT(OPT_CONFIG) | OPT(OPT_KUBELET_DIR) | OPT(OPT_HOST_ROOT) | OPT(OPT_USER) |
+                  OPT(OPT_LOG_FORMAT) | OPT(OPT_VERBOSE),
           run_check },
         { "generate", "discover devices once, write the CDI specs and exit",
           OPT(OPT_CONFIG) | OPT(OPT_CDI_DIR) | OPT(OPT_HOST_ROOT) | OPT(OPT_STDOUT) |
@@ -318,12 +320,41 @@ static int load_prepared(const struct dp_options *o, bool sockets, struct cfg_co
         return 0;
 }
 
+/* The identity serve switches to (--user over the config's "user"),
+ * resolved now with the resolver the lock-down uses: check finds what
+ * serve would stumble on, and serve stops before it opens anything. */
+static int resolve_user(const struct dp_options *o, const struct cfg_config *cfg) {
+        const char *user = o->user ? o->user : cfg->user, *problem = NULL;
+        struct sbx_options ids;
+        int r;
+
+        if (!user)
+                return 0;
+        r = sbx_resolve_user(user, &ids, &problem);
+        if (r >= 0)
+                return 0;
+        if (o->user)
+                fprintf(stderr, "cdiplug: error: --user \"%s\": %s\n", user,
+                        problem ? problem : strerror(-r));
+        else
+                fprintf(stderr, "cdiplug: error: %s: user: \"%s\": %s\n", o->config_path, user,
+                        problem ? problem : strerror(-r));
+        /* A failed lookup (NSS unreachable) is no mistake in the config. */
+        return problem ? 2 : 1;
+}
+
 static int run_serve(const struct dp_options *o) {
         struct cfg_config *cfg = NULL;
         int r = load_prepared(o, true, &cfg);
 
         if (r != 0)
                 return r;
+        /* Unconfined, it stays root: the user is not used. */
+        r = o->no_sandbox ? 0 : resolve_user(o, cfg);
+        if (r != 0) {
+                cfg_free(cfg);
+                return r;
+        }
         log_info("cdiplug %s starting: %zu resources, kubelet dir %s, CDI dir %s", CDIPLUG_VERSION,
                  cfg->n_resources, o->kubelet_dir, o->cdi_dir);
         if (cfg->n_resources == 0)
@@ -339,6 +370,11 @@ static int run_check(const struct dp_options *o) {
 
         if (r != 0)
                 return r;
+        r = resolve_user(o, cfg);
+        if (r != 0) {
+                cfg_free(cfg);
+                return r;
+        }
         check_warnings(cfg);
         dp_check_devices(o->host_root, cfg);
         printf("%s: valid, %zu resources\n", o->config_path, cfg->n_resources);

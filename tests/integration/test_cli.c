@@ -277,3 +277,39 @@ Test(cli, a_missing_host_root_is_named_by_every_command) {
         cr_assert_eq(env_dir_entries(e.kubelet_dir), -1, "nor the kubelet dir");
         free(missing);
 }
+
+/* check resolves the identity as serve will; both say "no such user". */
+Test(cli, an_unknown_user_is_refused_by_check_and_serve_alike) {
+        char *out = NULL;
+        env_write(
+                &e, "config.json",
+                "{ \"user\": \"no-such-cdiplug-user\", \"resources\": [ { \"name\": \"example.com/fuse\", "
+                "\"match\": [ { \"path\": \"/dev/fuse\" } ] } ] }");
+        env_touch(&e, "dev/fuse");
+        int rc = env_run(&e, &out, "check", "--config", e.config, "--host-root", e.host, NULL);
+        cr_assert_eq(rc, 2, "exit %d: %s", rc, out);
+        cr_assert_not_null(strstr(out, "user: \"no-such-cdiplug-user\": no such user"), "%s", out);
+        cr_assert_null(strstr(out, "valid"), "%s", out);
+        free(out);
+
+        rc = env_run(&e, &out, "serve", "--config", e.config, "--kubelet-dir", e.kubelet_dir,
+                     "--cdi-dir", e.cdi_dir, "--host-root", e.host, NULL);
+        cr_assert_eq(rc, 2, "exit %d: %s", rc, out);
+        cr_assert_not_null(strstr(out, "no such user"), "%s", out);
+        cr_assert_null(strstr(out, "No such file or directory"), "%s", out);
+        cr_assert_eq(env_dir_entries(e.cdi_dir), 0, "nothing may be written to the CDI dir");
+        cr_assert_eq(env_dir_entries(e.kubelet_dir), -1, "nor the kubelet dir");
+        free(out);
+
+        /* --user wins over the config, for check as for serve. */
+        rc = env_run(&e, &out, "check", "--config", e.config, "--host-root", e.host, "--user",
+                     "65534:no-such-cdiplug-group", NULL);
+        cr_assert_eq(rc, 2, "exit %d: %s", rc, out);
+        cr_assert_not_null(strstr(out, "--user \"65534:no-such-cdiplug-group\": no such group"),
+                           "%s", out);
+        free(out);
+        rc = env_run(&e, &out, "check", "--config", e.config, "--host-root", e.host, "--user",
+                     "65534:65534", NULL);
+        cr_assert_eq(rc, 0, "exit %d: %s", rc, out);
+        free(out);
+}
