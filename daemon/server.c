@@ -603,6 +603,15 @@ void dp_server_stop(struct dp_resource *res) {
         maybe_cancel_calls(res);
 }
 
+void dp_server_cancel_stopping(struct dp_daemon *d) {
+        for (size_t i = 0; i < d->n_res; i++)
+                if (d->res[i]->state == SRV_STOPPING)
+                        grpc_server_cancel_all_calls(d->res[i]->server);
+        for (struct dp_resource *res = d->retired; res; res = res->next_retired)
+                if (res->state == SRV_STOPPING)
+                        grpc_server_cancel_all_calls(res->server);
+}
+
 size_t dp_server_streams(const struct dp_resource *res) {
         size_t n = 0;
         for (const struct dp_call *c = res->streams; c; c = c->next)
