@@ -488,6 +488,15 @@ static int parse_options(const struct cli_command *cmd, int argc, char **argv,
                                 given, cmd->name);
                         return 2;
                 }
+                if (c == '?' && ((optopt >= 1 && optopt <= N_OPTS) || optopt == 'h') &&
+                    strncmp(given, "--", 2) == 0) {
+                        /* "--stdout=yes": a flag given a value. */
+                        fprintf(stderr,
+                                "cdiplug: error: \"%s\": the option takes no value; see cdiplug "
+                                "%s --help\n",
+                                given, cmd->name);
+                        return 2;
+                }
                 if (c == '?') {
                         if (optopt > 0)
                                 fprintf(stderr, "cdiplug: error: unknown option \"-%c\"", optopt);

@@ -186,6 +186,11 @@ Test(cli, every_command_has_its_help_and_refuses_others_options_alike) {
         cr_assert_not_null(strstr(out, "unknown option \"--no-such-flag\""), "%s", out);
         cr_assert_not_null(strstr(out, "see cdiplug doctor --help"), "%s", out);
         free(out);
+        cr_assert_eq(env_run(&e, &out, "generate", "--stdout=yes", NULL), 2);
+        cr_assert_not_null(strstr(out, "\"--stdout=yes\": the option takes no value; see "
+                                       "cdiplug generate --help"),
+                           "%s", out);
+        free(out);
         cr_assert_eq(env_run(&e, &out, "check", "--config", NULL), 2);
         cr_assert_not_null(strstr(out, "--config needs a value; see cdiplug check --help"), "%s",
                            out);
