@@ -406,6 +406,120 @@ static void position(const char *text, size_t off, unsigned *line, unsigned *col
         }
 }
 
+/* cJSON decodes the escape \u0000 into a NUL that ends the C string
+ * there: "example.com/a\u0000b" became "example.com/a" and a path lost
+ * its "/.." tail without a word. A raw NUL byte is refused before parsing;
+ * the escaped one is looked for here, in the raw text of a document cJSON
+ * has accepted (so the grammar holds), tracking the JSON path to name the
+ * field. Selectors are read from the same tree, so this one check covers
+ * them too. */
+struct json_frame {
+        bool object;
+        bool want_key;   /* objects: the next string is a key */
+        size_t index;    /* arrays: the current element */
+        const char *key; /* objects: the current key, raw, without quotes */
+        size_t key_len;
+};
+
+/* Where the string starting after the quote at text[start] ends (the
+ * closing quote), and whether it holds an escaped NUL. In "\\u0000" the
+ * backslash is escaped and "u0000" is text: escapes are skipped whole. */
+static size_t json_string_end(const char *text, size_t len, size_t start, bool *ret_nul) {
+        size_t j = start;
+
+        *ret_nul = false;
+        while (j < len && text[j] != '"') {
+                if (text[j] != '\\') {
+                        j++;
+                        continue;
+                }
+                if (j + 5 < len && text[j + 1] == 'u') {
+                        if (memcmp(text + j + 2, "0000", 4) == 0)
+                                *ret_nul = true;
+                        j += 6;
+                } else
+                        j += 2;
+        }
+        return j;
+}
+
+static int json_path(const struct json_frame *frames, size_t depth, char **ret) {
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&buf, &size);
+
+        if (!f)
+                return -ENOMEM;
+        for (size_t k = 0; k < depth; k++) {
+                if (!frames[k].object)
+                        fprintf(f, "[%zu]", frames[k].index);
+                else if (frames[k].key)
+                        fprintf(f, "%s%.*s", k > 0 ? "." : "", (int)frames[k].key_len,
+                                frames[k].key);
+        }
+        if (fclose(f) != 0) {
+                free(buf);
+                return -ENOMEM;
+        }
+        *ret = buf;
+        return 0;
+}
+
+static int refuse_escaped_nul(const char *text, size_t len, struct cfg_error *err) {
+        _cleanup_free_ struct json_frame *frames = calloc(CJSON_NESTING_LIMIT + 1, sizeof(*frames));
+        size_t depth = 0;
+
+        if (!frames)
+                return -ENOMEM;
+        for (size_t i = 0; i < len; i++) {
+                struct json_frame *top = depth > 0 ? &frames[depth - 1] : NULL;
+                bool nul;
+                size_t end;
+
+                switch (text[i]) {
+                case '"':
+                        end = json_string_end(text, len, i + 1, &nul);
+                        if (top && top->object && top->want_key) {
+                                top->key = text + i + 1;
+                                top->key_len = end - i - 1;
+                                top->want_key = false;
+                        }
+                        if (nul) {
+                                _cleanup_free_ char *field = NULL;
+                                if (json_path(frames, depth, &field) < 0)
+                                        return -ENOMEM;
+                                return fail(err, field,
+                                            "holds the escape \\u0000, a NUL character, which "
+                                            "cannot be part of a name, path or value");
+                        }
+                        i = end;
+                        break;
+                case '{':
+                case '[':
+                        /* cJSON refused deeper documents already. */
+                        if (depth > CJSON_NESTING_LIMIT)
+                                return fail(err, "", "nested too deeply");
+                        frames[depth++] = (struct json_frame){ .object = text[i] == '{',
+                                                               .want_key = text[i] == '{' };
+                        break;
+                case '}':
+                case ']':
+                        if (depth > 0)
+                                depth--;
+                        break;
+                case ',':
+                        if (top && top->object)
+                                top->want_key = true;
+                        else if (top)
+                                top->index++;
+                        break;
+                default:
+                        break;
+                }
+        }
+        return 0;
+}
+
 int cfg_parse(const char *text, size_t len, struct cfg_config **ret, struct cfg_error *err) {
         const char *end = NULL;
         cJSON *doc;
@@ -429,6 +543,11 @@ int cfg_parse(const char *text, size_t len, struct cfg_config **ret, struct cfg_
                 size_t off = end && end >= copy && end <= copy + len ? (size_t)(end - copy) : len;
                 position(text, off, &line, &col);
                 return fail(err, "", "invalid JSON at line %u, column %u", line, col);
+        }
+        r = refuse_escaped_nul(text, len, err);
+        if (r < 0) {
+                cJSON_Delete(doc);
+                return r;
         }
         cfg = calloc(1, sizeof(*cfg));
         if (!cfg) {

@@ -79,17 +79,38 @@ static void stop_all(struct dp_daemon *d) {
         dp_maybe_finish(d);
 }
 
+/* How long, once stopping, the ListAndWatch streams have to take their
+ * status (server.c) before every call left is cancelled: a peer that does
+ * not read must not hold up the stop. */
+#define STOP_GRACE_MS 1000
+
 /* Run every completion until the queue is shut down (dp_maybe_finish). */
 static void drain(struct dp_daemon *d) {
+        gpr_timespec deadline = gpr_inf_future(GPR_CLOCK_MONOTONIC);
+        bool grace = false;
+
         for (;;) {
-                grpc_event ev =
-                        grpc_completion_queue_next(d->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+                grpc_event ev = grpc_completion_queue_next(d->cq, deadline, NULL);
                 if (ev.type == GRPC_QUEUE_SHUTDOWN)
                         return;
+                if (ev.type == GRPC_QUEUE_TIMEOUT) {
+                        pthread_mutex_lock(&d->lock);
+                        dp_server_cancel_stopping(d);
+                        pthread_mutex_unlock(&d->lock);
+                        deadline = gpr_inf_future(GPR_CLOCK_MONOTONIC);
+                        continue;
+                }
                 if (ev.type != GRPC_OP_COMPLETE)
                         continue;
                 pthread_mutex_lock(&d->lock);
                 ((struct dp_tag *)ev.tag)->fn(d, ev.tag, ev.success);
+                /* Stopping shuts the servers down, which completes their
+                 * waiting request slots: a completion always follows. */
+                if (d->stopping && !grace) {
+                        grace = true;
+                        deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+                                                gpr_time_from_millis(STOP_GRACE_MS, GPR_TIMESPAN));
+                }
                 pthread_mutex_unlock(&d->lock);
         }
 }

@@ -17,4 +17,6 @@ struct dp_options {
         const char *pod_resources_socket; /* --pod-resources-socket */
         enum cfg_log_format log_format;   /* --log-format, overrides the config's */
         bool no_sandbox;
+        bool to_stdout; /* generate --stdout */
+        bool json;      /* doctor --json */
 };

@@ -50,6 +50,8 @@ struct dp_call {
         bool sending;
         bool closed;
         bool md_sent; /* initial metadata went out */
+        bool ending;  /* the resource is going: end with a status once the send in flight is done */
+        bool status_in_flight; /* the stream's status is on its way (send_tag) */
         uint64_t sent_gen;
         struct dp_call *next;
 };
@@ -222,8 +224,54 @@ static void stream_refuse(struct dp_call *c) {
         if (grpc_call_start_batch(c->call, ops, n, &c->send_tag, NULL) != GRPC_CALL_OK)
                 return;
         c->sending = true;
+        c->status_in_flight = true;
         c->md_sent = true;
         c->refs++;
+}
+
+/* The resource is going (a reload removed it, or the daemon stops): each
+ * open stream ends with a status and a message the kubelet logs, not with
+ * the HTTP/2 reset that cancelling the call sends. grpc takes one send at a
+ * time, so a stream with a list in flight ends once that send is done. */
+static void stream_end(struct dp_call *c) {
+        struct dp_resource *res = c->res;
+        size_t n = 0;
+        grpc_op ops[2];
+
+        if (c->closed)
+                return;
+        if (c->sending) {
+                c->ending = true;
+                return;
+        }
+        c->ending = false;
+        memset(ops, 0, sizeof(ops));
+        n += initial_metadata_op(c, &ops[n]);
+        c->status_details = grpc_slice_from_copied_string(
+                res->d->stopping ? "cdiplug is stopping"
+                                 : "the resource was removed from cdiplug's configuration");
+        ops[n].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
+        ops[n].data.send_status_from_server.status = GRPC_STATUS_UNAVAILABLE;
+        ops[n++].data.send_status_from_server.status_details = &c->status_details;
+        c->closed = true;
+        if (grpc_call_start_batch(c->call, ops, n, &c->send_tag, NULL) != GRPC_CALL_OK)
+                return;
+        c->sending = true;
+        c->status_in_flight = true;
+        c->md_sent = true;
+        c->refs++;
+}
+
+/* Cancelling the server's calls resets the streams on the wire, so it
+ * waits until every stream's status has gone out; it ends whatever else
+ * is left (a unary call whose request never came). */
+static void maybe_cancel_calls(struct dp_resource *res) {
+        if (res->state != SRV_STOPPING || !res->server)
+                return;
+        for (const struct dp_call *c = res->streams; c; c = c->next)
+                if (c->ending || c->status_in_flight)
+                        return;
+        grpc_server_cancel_all_calls(res->server);
 }
 
 static void stream_send(struct dp_call *c) {
@@ -283,13 +331,19 @@ static void on_stream_send(struct dp_daemon *d, struct dp_tag *tag, bool ok) {
         struct dp_call *c = CALL_OF(tag, send_tag);
 
         c->sending = false;
-        if (c->send) /* NULL after a refusal's status */
+        c->status_in_flight = false;
+        if (c->send) /* NULL after a status */
                 grpc_byte_buffer_destroy(c->send);
         c->send = NULL;
-        if (!ok)
+        if (!ok) {
                 c->closed = true;
+                c->ending = false;
+        } else if (c->ending)
+                stream_end(c);
         else
                 stream_send(c);
+        /* Before the unref: while c holds it, res is still there. */
+        maybe_cancel_calls(c->res);
         stream_unref(c);
 }
 
@@ -542,8 +596,20 @@ void dp_server_stop(struct dp_resource *res) {
         if (res->state != SRV_UP)
                 return;
         res->state = SRV_STOPPING;
+        /* No new calls; the open ones first end with a status. */
         grpc_server_shutdown_and_notify(res->server, res->d->cq, &res->shutdown_tag);
-        grpc_server_cancel_all_calls(res->server);
+        for (struct dp_call *c = res->streams; c; c = c->next)
+                stream_end(c);
+        maybe_cancel_calls(res);
+}
+
+void dp_server_cancel_stopping(struct dp_daemon *d) {
+        for (size_t i = 0; i < d->n_res; i++)
+                if (d->res[i]->state == SRV_STOPPING)
+                        grpc_server_cancel_all_calls(d->res[i]->server);
+        for (struct dp_resource *res = d->retired; res; res = res->next_retired)
+                if (res->state == SRV_STOPPING)
+                        grpc_server_cancel_all_calls(res->server);
 }
 
 size_t dp_server_streams(const struct dp_resource *res) {

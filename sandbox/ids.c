@@ -41,14 +41,22 @@ static bool is_name(const char *s) {
                          "0123456789._-$") == len;
 }
 
+/* After getpwnam() and friends return NULL: -ENOENT for "no such entry",
+ * else the lookup's own failure. glibc leaves errno 0 for a name that is
+ * not there; getpwnam(3) lists ENOENT, ESRCH, EBADF and EPERM as other
+ * ways NSS modules say the same. */
+static int lookup_failed(int err) {
+        return err == 0 || err == ENOENT || err == ESRCH || err == EBADF || err == EPERM ? -ENOENT
+                                                                                         : -err;
+}
+
 static int lookup_user(const char *name, uid_t *ret_uid, gid_t *ret_gid) {
         struct passwd *pw;
 
         errno = 0;
         pw = getpwnam(name);
         if (!pw)
-                /* glibc leaves errno 0 (or ENOENT) for "no such user". */
-                return errno != 0 && errno != ENOENT ? -errno : -ENOENT;
+                return lookup_failed(errno);
         *ret_uid = pw->pw_uid;
         *ret_gid = pw->pw_gid;
         return 0;
@@ -60,17 +68,24 @@ static int lookup_group(const char *name, gid_t *ret_gid) {
         errno = 0;
         gr = getgrnam(name);
         if (!gr)
-                return errno != 0 && errno != ENOENT ? -errno : -ENOENT;
+                return lookup_failed(errno);
         *ret_gid = gr->gr_gid;
         return 0;
+}
+
+static int user_fail(const char **ret_problem, const char *problem, int r) {
+        if (ret_problem)
+                *ret_problem = problem;
+        return r;
 }
 
 /* "NAME|UID[:GROUP|GID]". Without a group: a name uses its primary group;
  * a bare UID uses the primary group of the passwd entry with that uid if
  * there is one, else the gid of the same number (containers often run ids
- * with no passwd entry). -EINVAL for malformed input, -ERANGE for an id out
- * of range, -ENOENT for an unknown name. */
-int sbx_parse_user(const char *spec, struct sbx_options *ret) {
+ * with no passwd entry). */
+int sbx_resolve_user(const char *spec, struct sbx_options *ret, const char **ret_problem) {
+        static const char malformed[] = "must be NAME|UID[:GROUP|GID]",
+                          range[] = "an id must be below 4294967295";
         _cleanup_free_ char *user = NULL;
         const char *colon, *grp = NULL;
         uint32_t num;
@@ -79,53 +94,59 @@ int sbx_parse_user(const char *spec, struct sbx_options *ret) {
         int r;
 
         if (!spec || !*spec)
-                return -EINVAL;
+                return user_fail(ret_problem, malformed, -EINVAL);
         colon = strchr(spec, ':');
         if (colon) {
                 grp = colon + 1;
                 if (colon == spec || !*grp || strchr(grp, ':'))
-                        return -EINVAL;
+                        return user_fail(ret_problem, malformed, -EINVAL);
                 user = strndup(spec, (size_t)(colon - spec));
         } else
                 user = strdup(spec);
         if (!user)
-                return -ENOMEM;
+                return user_fail(ret_problem, NULL, -ENOMEM);
 
         if (is_number(user, strlen(user))) {
                 r = parse_id(user, strlen(user), &num);
                 if (r < 0)
-                        return r;
+                        return user_fail(ret_problem, r == -ERANGE ? range : malformed, r);
                 uid = num;
                 errno = 0;
                 struct passwd *pw = getpwuid(uid);
-                if (!pw && errno != 0 && errno != ENOENT)
-                        return -errno;
+                r = pw ? 0 : lookup_failed(errno);
+                if (r < 0 && r != -ENOENT)
+                        return user_fail(ret_problem, NULL, r);
                 gid = pw ? pw->pw_gid : (gid_t)num;
         } else {
                 if (!is_name(user))
-                        return -EINVAL;
+                        return user_fail(ret_problem, malformed, -EINVAL);
                 r = lookup_user(user, &uid, &gid);
                 if (r < 0)
-                        return r;
+                        return user_fail(ret_problem, r == -ENOENT ? "no such user" : NULL, r);
         }
 
         if (grp) {
                 if (is_number(grp, strlen(grp))) {
                         r = parse_id(grp, strlen(grp), &num);
                         if (r < 0)
-                                return r;
+                                return user_fail(ret_problem, r == -ERANGE ? range : malformed, r);
                         gid = num;
                 } else {
                         if (!is_name(grp))
-                                return -EINVAL;
+                                return user_fail(ret_problem, malformed, -EINVAL);
                         r = lookup_group(grp, &gid);
                         if (r < 0)
-                                return r;
+                                return user_fail(ret_problem, r == -ENOENT ? "no such group" : NULL,
+                                                 r);
                 }
         }
 
         *ret = (struct sbx_options){ .set_ids = true, .uid = uid, .gid = gid };
         return 0;
+}
+
+int sbx_parse_user(const char *spec, struct sbx_options *ret) {
+        return sbx_resolve_user(spec, ret, NULL);
 }
 
 int sbx_drop_ids(uid_t uid, gid_t gid, const char **ret_step) {

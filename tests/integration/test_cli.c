@@ -111,3 +111,210 @@ Test(cli, generate_writes_specs_once_or_prints_them) {
         cr_assert_not_null(strstr(out, "/proc/cdiplug-no"), "%s", out);
         free(out);
 }
+
+static const char *const command_names[] = { "serve", "check", "generate", "doctor", "version" };
+
+/* The "--option" words of a text, each once, in a fixed-size set. */
+struct words {
+        char w[32][32];
+        size_t n;
+};
+
+static void words_add_options(struct words *ws, const char *text, size_t len) {
+        for (const char *p = text; (p = memmem(p, len - (size_t)(p - text), "--", 2));) {
+                size_t n = 2 + strspn(p + 2, "abcdefghijklmnopqrstuvwxyz-");
+                bool seen = n == 2 || strncmp(p + 2, "help", 4) == 0;
+                for (size_t i = 0; i < ws->n && !seen; i++)
+                        seen = strlen(ws->w[i]) == n && strncmp(ws->w[i], p, n) == 0;
+                if (!seen && ws->n < 32 && n < 32)
+                        snprintf(ws->w[ws->n++], 32, "%.*s", (int)n, p);
+                p += n;
+        }
+}
+
+static bool words_have(const struct words *ws, const char *w) {
+        for (size_t i = 0; i < ws->n; i++)
+                if (strcmp(ws->w[i], w) == 0)
+                        return true;
+        return false;
+}
+
+/* The options a command's own help puts in its synopsis. */
+static void synopsis_of(const char *cmd, struct words *ret) {
+        char *out = NULL, prefix[64];
+        cr_assert_eq(env_run(&e, &out, cmd, "--help", NULL), 0, "%s --help: %s", cmd, out);
+        snprintf(prefix, sizeof(prefix), "Usage: cdiplug %s", cmd);
+        cr_assert_eq(strncmp(out, prefix, strlen(prefix)), 0,
+                     "%s --help prints its own synopsis first: %s", cmd, out);
+        char *end = strstr(out, "\n\n");
+        cr_assert_not_null(end, "%s", out);
+        *ret = (struct words){ 0 };
+        words_add_options(ret, out, (size_t)(end - out));
+        free(out);
+}
+
+Test(cli, every_command_has_its_help_and_refuses_others_options_alike) {
+        for (size_t i = 0; i < sizeof(command_names) / sizeof(command_names[0]); i++) {
+                struct words syn;
+                synopsis_of(command_names[i], &syn);
+                char *out = NULL;
+                cr_assert_eq(env_run(&e, &out, "help", command_names[i], NULL), 0);
+                cr_assert_not_null(strstr(out, "Usage: cdiplug "), "%s", out);
+                free(out);
+        }
+        /* An option of another command: one message, wherever. */
+        static const char *const misplaced[][3] = {
+                { "check", "--json", NULL },    { "serve", "--json", NULL },
+                { "doctor", "--stdout", NULL }, { "generate", "--no-sandbox", NULL },
+                { "version", "--config", "x" }, { "generate", "--kubelet-dir", "/tmp" },
+        };
+        for (size_t i = 0; i < sizeof(misplaced) / sizeof(misplaced[0]); i++) {
+                char *out = NULL, want[128];
+                int rc = env_run(&e, &out, misplaced[i][0], misplaced[i][1], misplaced[i][2], NULL);
+                cr_assert_eq(rc, 2, "%s %s: exit %d: %s", misplaced[i][0], misplaced[i][1], rc,
+                             out);
+                snprintf(want, sizeof(want), ", not %s; see cdiplug %s --help", misplaced[i][0],
+                         misplaced[i][0]);
+                cr_assert_not_null(strstr(out, want), "%s", out);
+                snprintf(want, sizeof(want), "%s is for ", misplaced[i][1]);
+                cr_assert_not_null(strstr(out, want), "%s", out);
+                free(out);
+        }
+        /* Unknown options and missing values point at the command's help. */
+        char *out = NULL;
+        cr_assert_eq(env_run(&e, &out, "doctor", "--no-such-flag", NULL), 2);
+        cr_assert_not_null(strstr(out, "unknown option \"--no-such-flag\""), "%s", out);
+        cr_assert_not_null(strstr(out, "see cdiplug doctor --help"), "%s", out);
+        free(out);
+        cr_assert_eq(env_run(&e, &out, "generate", "--stdout=yes", NULL), 2);
+        cr_assert_not_null(strstr(out, "\"--stdout=yes\": the option takes no value; see "
+                                       "cdiplug generate --help"),
+                           "%s", out);
+        free(out);
+        cr_assert_eq(env_run(&e, &out, "check", "--config", NULL), 2);
+        cr_assert_not_null(strstr(out, "--config needs a value; see cdiplug check --help"), "%s",
+                           out);
+        free(out);
+}
+
+/* The README's and the man page's synopses list exactly the options each
+ * command takes. */
+static void block_matches(const char *doc, const char *block, size_t len, const char *cmd) {
+        struct words syn, listed = { 0 };
+        synopsis_of(cmd, &syn);
+        words_add_options(&listed, block, len);
+        for (size_t i = 0; i < syn.n; i++)
+                cr_assert(words_have(&listed, syn.w[i]), "%s's synopsis of %s lacks %s", doc, cmd,
+                          syn.w[i]);
+        for (size_t i = 0; i < listed.n; i++)
+                cr_assert(words_have(&syn, listed.w[i]),
+                          "%s's synopsis of %s lists %s, not its own", doc, cmd, listed.w[i]);
+}
+
+Test(cli, readme_and_man_page_synopses_list_every_option) {
+        char *readme = env_read(CDIPLUG_SRC_DIR "/README.md");
+        char *man = env_read(CDIPLUG_BUILD_DIR "/packaging/cdiplug.8");
+        cr_assert_not_null(readme);
+        cr_assert_not_null(man);
+        /* roff writes a literal '-' as "\-". */
+        char *w = man;
+        for (const char *r = man; *r; r++)
+                if (!(r[0] == '\\' && r[1] == '-'))
+                        *w++ = *r;
+        *w = '\0';
+        char *section = strstr(readme, "## Command line\n");
+        cr_assert_not_null(section);
+        for (size_t i = 0; i < sizeof(command_names) / sizeof(command_names[0]); i++) {
+                const char *cmd = command_names[i];
+                char head[64];
+                /* README: "    cdiplug CMD ..." and its continuation lines. */
+                snprintf(head, sizeof(head), "\n    cdiplug %s", cmd);
+                char *b = strstr(section, head);
+                cr_assert_not_null(b, "README lacks the synopsis of %s", cmd);
+                char *end = strstr(b + 1, "\n    cdiplug ");
+                cr_assert_not_null(end);
+                block_matches("README", b, (size_t)(end - b), cmd);
+                /* man page: ".SY cdiplug\n.B CMD\n" up to ".YS". */
+                snprintf(head, sizeof(head), ".SY cdiplug\n.B %s\n", cmd);
+                b = strstr(man, head);
+                cr_assert_not_null(b, "the man page lacks the synopsis of %s", cmd);
+                end = strstr(b, ".YS");
+                cr_assert_not_null(end);
+                block_matches("the man page", b, (size_t)(end - b), cmd);
+        }
+        free(readme);
+        free(man);
+}
+
+/* Every command that reads under --host-root names a missing one, exit 2,
+ * nothing written; check no longer calls such a config "valid". */
+Test(cli, a_missing_host_root_is_named_by_every_command) {
+        static const char *const cmds[] = { "serve", "check", "generate", "doctor" };
+        char *missing;
+        env_write(
+                &e, "config.json",
+                "{ \"resources\": [ { \"name\": \"example.com/fuse\", \"match\": [ { \"path\": \"/dev/fuse\" } ] } ] }");
+        cr_assert(asprintf(&missing, "%s/no-such-root", e.root) > 0);
+        for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+                /* The env's dirs, as far as the command takes them, so
+                 * nothing outside the test's dir could be touched; where a
+                 * command takes no such dir, --config once more fills in. */
+                bool kubelet = strcmp(cmds[i], "generate") != 0;
+                bool cdi = strcmp(cmds[i], "check") != 0;
+                const char *roots[] = { missing, e.config };
+                for (size_t k = 0; k < 2; k++) {
+                        char *out = NULL, want[512];
+                        int rc = env_run(&e, &out, cmds[i], "--config", e.config, "--host-root",
+                                         roots[k], kubelet ? "--kubelet-dir" : "--config",
+                                         kubelet ? e.kubelet_dir : e.config,
+                                         cdi ? "--cdi-dir" : "--config", cdi ? e.cdi_dir : e.config,
+                                         NULL);
+                        cr_assert_eq(rc, 2, "%s --host-root %s: exit %d: %s", cmds[i], roots[k], rc,
+                                     out);
+                        snprintf(want, sizeof(want), "--host-root %s: %s", roots[k],
+                                 k == 0 ? "no such directory" : "not a directory");
+                        cr_assert_not_null(strstr(out, want), "%s: %s", cmds[i], out);
+                        cr_assert_null(strstr(out, "valid"), "%s: %s", cmds[i], out);
+                        free(out);
+                }
+        }
+        cr_assert_eq(env_dir_entries(e.cdi_dir), 0, "nothing may be written to the CDI dir");
+        cr_assert_eq(env_dir_entries(e.kubelet_dir), -1, "nor the kubelet dir");
+        free(missing);
+}
+
+/* check resolves the identity as serve will; both say "no such user". */
+Test(cli, an_unknown_user_is_refused_by_check_and_serve_alike) {
+        char *out = NULL;
+        env_write(
+                &e, "config.json",
+                "{ \"user\": \"no-such-cdiplug-user\", \"resources\": [ { \"name\": \"example.com/fuse\", "
+                "\"match\": [ { \"path\": \"/dev/fuse\" } ] } ] }");
+        env_touch(&e, "dev/fuse");
+        int rc = env_run(&e, &out, "check", "--config", e.config, "--host-root", e.host, NULL);
+        cr_assert_eq(rc, 2, "exit %d: %s", rc, out);
+        cr_assert_not_null(strstr(out, "user: \"no-such-cdiplug-user\": no such user"), "%s", out);
+        cr_assert_null(strstr(out, "valid"), "%s", out);
+        free(out);
+
+        rc = env_run(&e, &out, "serve", "--config", e.config, "--kubelet-dir", e.kubelet_dir,
+                     "--cdi-dir", e.cdi_dir, "--host-root", e.host, NULL);
+        cr_assert_eq(rc, 2, "exit %d: %s", rc, out);
+        cr_assert_not_null(strstr(out, "no such user"), "%s", out);
+        cr_assert_null(strstr(out, "No such file or directory"), "%s", out);
+        cr_assert_eq(env_dir_entries(e.cdi_dir), 0, "nothing may be written to the CDI dir");
+        cr_assert_eq(env_dir_entries(e.kubelet_dir), -1, "nor the kubelet dir");
+        free(out);
+
+        /* --user wins over the config, for check as for serve. */
+        rc = env_run(&e, &out, "check", "--config", e.config, "--host-root", e.host, "--user",
+                     "65534:no-such-cdiplug-group", NULL);
+        cr_assert_eq(rc, 2, "exit %d: %s", rc, out);
+        cr_assert_not_null(strstr(out, "--user \"65534:no-such-cdiplug-group\": no such group"),
+                           "%s", out);
+        free(out);
+        rc = env_run(&e, &out, "check", "--config", e.config, "--host-root", e.host, "--user",
+                     "65534:65534", NULL);
+        cr_assert_eq(rc, 0, "exit %d: %s", rc, out);
+        free(out);
+}

@@ -102,6 +102,17 @@ static const struct bad cases[] = {
           "user", "user" },
         { "{\"resources\": [{\"name\": \"example.com/a\", \"match\": [{\"path\": \"/dev/a\"}]}], \"log_format\": \"xml\"}",
           "log_format", "\"json\"" },
+        /* An escaped NUL would cut the string short: refused like a raw
+         * NUL byte, naming the field (keys too). */
+        { "{\"resources\": [{\"name\": \"example.com/a\\u0000b\", \"match\": [{\"path\": \"/dev/a\"}]}]}",
+          "resources[0].name", "\\u0000" },
+        { "{\"resources\": [{\"name\": \"example.com/a\", \"match\": [{\"path\": \"/dev/a\"}, {\"path\": \"/dev/b\\u0000/..\"}]}]}",
+          "resources[0].match[1].path", "NUL" },
+        { "{\"resources\": [{\"name\": \"example.com/a\", \"na\\u0000me\": 1, \"match\": [{\"path\": \"/dev/a\"}]}]}",
+          "resources[0].na\\u0000me", "NUL" },
+        { "{\"user\": \"a\\\\\\u0000\", \"resources\": []}", "user", "NUL" },
+        { "{\"resources\": [], \"metrics\": {\"address\": \"127.0.0.1:1\\u0000\"}}",
+          "metrics.address", "NUL" },
 };
 
 Test(config, reports_the_field_of_every_mistake) {
@@ -161,6 +172,13 @@ Test(config, refuses_oversized_and_nul) {
         cr_assert_not_null(strstr(err.msg, "larger"));
         cfg_error_clear(&err);
         free(big);
+}
+
+/* "\\u0000" in JSON is a backslash and the text "u0000", no NUL. */
+Test(config, an_escaped_backslash_before_u0000_is_no_nul) {
+        struct cfg_config *cfg = parse_ok("{\"user\": \"a\\\\u0000b\", \"resources\": []}");
+        cr_assert_str_eq(cfg->user, "a\\u0000b");
+        cfg_free(cfg);
 }
 
 Test(config, resource_name_rule) {

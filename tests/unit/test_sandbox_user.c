@@ -112,3 +112,26 @@ Test(sbx_parse_user, unknown_names) {
         assert_refused("root:no-such-group-cdiplug", -ENOENT);
         assert_refused("1000:no-such-group-cdiplug", -ENOENT);
 }
+
+/* What check and serve tell the operator: in words, user apart from group. */
+Test(sbx_parse_user, problems_in_words) {
+        static const struct {
+                const char *spec, *problem;
+                int r;
+        } cases[] = {
+                { "no-such-cdiplug-user", "no such user", -ENOENT },
+                { "nobody:no-such-cdiplug-group", "no such group", -ENOENT },
+                { "65534:no-such-cdiplug-group", "no such group", -ENOENT },
+                { "a b", "must be NAME|UID[:GROUP|GID]", -EINVAL },
+                { "4294967295", "an id must be below 4294967295", -ERANGE },
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                struct sbx_options o = marker;
+                const char *problem = NULL;
+                int r = sbx_resolve_user(cases[i].spec, &o, &problem);
+                cr_assert_eq(r, cases[i].r, "'%s': %d", cases[i].spec, r);
+                cr_assert_not_null(problem, "'%s'", cases[i].spec);
+                cr_assert_str_eq(problem, cases[i].problem, "'%s'", cases[i].spec);
+                cr_assert_eq(o.uid, marker.uid, "'%s': output written on failure", cases[i].spec);
+        }
+}

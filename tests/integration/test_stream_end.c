@@ -1,0 +1,188 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* A ListAndWatch stream that ends because its resource goes (a reload
+ * removed it) or the daemon stops ends with a gRPC status the kubelet can
+ * log, UNAVAILABLE with a message, seen here by a real gRPC client; not
+ * with an HTTP/2 reset or a dropped connection. */
+#include <criterion/criterion.h>
+#include <grpc/support/alloc.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "calls.h"
+#include "env.h"
+#include "kubelet.h"
+#include "logwait.h"
+#include "rpc.h"
+
+#define A "example.com/sa"
+#define B "example.com/sb"
+#define RES(name, dev) "{ \"name\": \"" name "\", \"match\": [ { \"path\": \"/dev/" dev "\" } ] }"
+
+static struct env e;
+static struct tk *tk;
+
+static void stop(void) {
+        tk_stop(tk);
+        tk = NULL;
+        env_cleanup(&e);
+}
+
+TestSuite(stream_end, .fini = stop, .timeout = 60);
+
+/* Serve A and B, and open a stream of our own on each, past its first list. */
+static void serve(struct lw_stream **ret_a, struct lw_stream **ret_b, grpc_channel **ret_cha,
+                  grpc_channel **ret_chb) {
+        env_init(&e);
+        env_touch(&e, "dev/sa0");
+        env_touch(&e, "dev/sb0");
+        env_write(&e, "config.json", "{ \"resources\": [ " RES(A, "sa0") ", " RES(B, "sb0") " ] }");
+        env_spawn(&e, NULL);
+        cr_assert_eq(tk_start(e.kubelet_dir, &tk), 0);
+        cr_assert_eq(tk_wait_registered(tk, A, 1, 10000), 0);
+        cr_assert_eq(tk_wait_registered(tk, B, 1, 10000), 0);
+        *ret_cha = tk_dial(tk, A);
+        *ret_chb = tk_dial(tk, B);
+        *ret_a = lw_open(*ret_cha);
+        *ret_b = lw_open(*ret_chb);
+        V1beta1__ListAndWatchResponse *la = lw_next(*ret_a, 5000), *lb = lw_next(*ret_b, 5000);
+        cr_assert(la && lb, "no first list");
+        v1beta1__list_and_watch_response__free_unpacked(la, NULL);
+        v1beta1__list_and_watch_response__free_unpacked(lb, NULL);
+}
+
+static void assert_unavailable(struct lw_stream *s, const char *msg_has) {
+        char *msg = NULL;
+        grpc_status_code st = lw_status(s, &msg, 10000);
+        cr_assert_eq(st, GRPC_STATUS_UNAVAILABLE, "status %d (%s), want UNAVAILABLE", st, msg);
+        cr_assert_not_null(strstr(msg, msg_has), "message \"%s\", want \"%s\"", msg, msg_has);
+        gpr_free(msg);
+}
+
+Test(stream_end, a_removed_resource_ends_its_streams_with_unavailable) {
+        struct lw_stream *a, *b;
+        grpc_channel *cha, *chb;
+        serve(&a, &b, &cha, &chb);
+
+        env_write(&e, "config.json", "{ \"resources\": [ " RES(A, "sa0") " ] }");
+        kill(e.pid, SIGHUP);
+        assert_unavailable(b, "removed from cdiplug's configuration");
+        cr_assert_geq(log_wait(e.log, "reload: 0 added, 0 changed, 1 removed", 10000), 0);
+
+        /* A stays served. */
+        V1beta1__AllocateResponse *r = NULL;
+        cr_assert_eq(call_allocate(cha, &r, NULL, "sa0", NULL, NULL), GRPC_STATUS_OK);
+        v1beta1__allocate_response__free_unpacked(r, NULL);
+        cr_assert_eq(kill(e.pid, 0), 0, "the daemon is gone");
+
+        lw_close(a);
+        lw_close(b);
+        grpc_channel_destroy(cha);
+        grpc_channel_destroy(chb);
+}
+
+Test(stream_end, sigterm_ends_every_stream_with_unavailable) {
+        struct lw_stream *a, *b;
+        grpc_channel *cha, *chb;
+        serve(&a, &b, &cha, &chb);
+
+        kill(e.pid, SIGTERM);
+        assert_unavailable(a, "cdiplug is stopping");
+        assert_unavailable(b, "cdiplug is stopping");
+        int status = env_stop(&e, SIGTERM, 10000);
+        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d", status);
+
+        lw_close(a);
+        lw_close(b);
+        grpc_channel_destroy(cha);
+        grpc_channel_destroy(chb);
+}
+
+/* One HTTP/2 frame: 9-byte header, then the payload. */
+static size_t frame(uint8_t *out, uint8_t type, uint8_t flags, uint32_t stream, const void *payload,
+                    size_t len) {
+        out[0] = (uint8_t)(len >> 16);
+        out[1] = (uint8_t)(len >> 8);
+        out[2] = (uint8_t)len;
+        out[3] = type;
+        out[4] = flags;
+        out[5] = (uint8_t)(stream >> 24);
+        out[6] = (uint8_t)(stream >> 16);
+        out[7] = (uint8_t)(stream >> 8);
+        out[8] = (uint8_t)stream;
+        memcpy(out + 9, payload, len);
+        return 9 + len;
+}
+
+/* HPACK "literal header field without indexing, new name", short strings. */
+static size_t header(uint8_t *out, const char *name, const char *value) {
+        size_t n = 0, nl = strlen(name), vl = strlen(value);
+        out[n++] = 0;
+        out[n++] = (uint8_t)nl;
+        memcpy(out + n, name, nl);
+        n += nl;
+        out[n++] = (uint8_t)vl;
+        memcpy(out + n, value, vl);
+        return n + vl;
+}
+
+/* A peer that opens ListAndWatch with a flow-control window of 0 and never
+ * reads: no list, and so no status after it, can ever reach it. Returns
+ * the connected socket. */
+static int stuck_stream(const char *socket_path) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        uint8_t buf[1024], hpack[256], settings[6] = { 0, 4, 0, 0, 0, 0 }, msg[5] = { 0 };
+        size_t n = 0, h = 0;
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+        cr_assert_geq(fd, 0);
+        cr_assert_lt(strlen(socket_path), sizeof(sa.sun_path));
+        strcpy(sa.sun_path, socket_path);
+        cr_assert_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0, "%s: %m", socket_path);
+        memcpy(buf, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 24);
+        n = 24;
+        /* SETTINGS_INITIAL_WINDOW_SIZE = 0 */
+        n += frame(buf + n, 4, 0, 0, settings, sizeof(settings));
+        h += header(hpack + h, ":method", "POST");
+        h += header(hpack + h, ":scheme", "http");
+        h += header(hpack + h, ":path", DP_METHOD_LIST_AND_WATCH);
+        h += header(hpack + h, ":authority", "localhost");
+        h += header(hpack + h, "content-type", "application/grpc");
+        h += header(hpack + h, "te", "trailers");
+        n += frame(buf + n, 1, 4 /* END_HEADERS */, 1, hpack, h);
+        /* The request, an empty message, and the end of the client's side. */
+        n += frame(buf + n, 0, 1 /* END_STREAM */, 1, msg, sizeof(msg));
+        cr_assert_eq(write(fd, buf, n), (ssize_t)n);
+        return fd;
+}
+
+/* A stream that can take neither its list nor its status holds the
+ * daemon's stop a bounded time only: then every call is cancelled. */
+Test(stream_end, a_peer_that_never_reads_does_not_hold_up_sigterm) {
+        struct lw_stream *a, *b;
+        grpc_channel *cha, *chb;
+        serve(&a, &b, &cha, &chb);
+        char *sock;
+        cr_assert(asprintf(&sock, "%s/cdiplug-example.com-sa.sock", e.kubelet_dir) > 0);
+        int fd = stuck_stream(sock);
+        /* The test kubelet's stream, ours above, and this one. */
+        cr_assert_geq(log_wait_count(e.log, "\"" A "\": ListAndWatch stream opened", 3, 10000), 0);
+
+        kill(e.pid, SIGTERM);
+        assert_unavailable(a, "cdiplug is stopping");
+        assert_unavailable(b, "cdiplug is stopping");
+        int status = env_stop(&e, SIGTERM, 10000);
+        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d", status);
+
+        close(fd);
+        free(sock);
+        lw_close(a);
+        lw_close(b);
+        grpc_channel_destroy(cha);
+        grpc_channel_destroy(chb);
+}
