@@ -125,10 +125,12 @@ static void check_config(struct doc_ctx *c) {
 
         if (c->cfg->user) {
                 struct sbx_options ids = { 0 };
-                r = sbx_parse_user(c->cfg->user, &ids);
+                const char *problem = NULL;
+                r = sbx_resolve_user(c->cfg->user, &ids, &problem);
                 if (r < 0)
                         doc_add(c, "config", DOC_PROBLEM, "create the user or name an existing one",
-                                "user \"%s\" cannot be resolved: %s", c->cfg->user, strerror(-r));
+                                "user \"%s\" cannot be resolved: %s", c->cfg->user,
+                                problem ? problem : strerror(-r));
                 else {
                         c->uid = ids.uid;
                         c->gid = ids.gid;

@@ -338,6 +338,14 @@ Test(doctor, config_kubelet_dir_and_kernel) {
         assert_has(out, "the resources' names cannot be served as they are");
         free(out);
 
+        /* A user serve would refuse, said in the words serve uses. */
+        env_write(&e, "config.json",
+                  "{ \"user\": \"no-such-user-cdiplug\", \"resources\": [ { \"name\": "
+                  "\"example.com/serial\", \"match\": [ { \"path\": \"/dev/ttyUSB*\" } ] } ] }");
+        cr_assert_eq(doctor(&out, NULL), 1);
+        assert_has(out, "user \"no-such-user-cdiplug\" cannot be resolved: no such user");
+        free(out);
+
         /* The serving identity cannot write the root-owned kubelet dir. */
         env_write(
                 &e, "config.json",
