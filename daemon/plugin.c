@@ -389,6 +389,20 @@ void dp_plugin_hold(struct dp_plugin *p) {
                 }
 }
 
+void dp_plugin_spec_on_disk(struct dp_plugin *p, const bool *defined, const bool *same) {
+        bool changed = false;
+
+        for (size_t i = 0; i < p->n_devs; i++) {
+                struct dp_device *d = &p->devs[i];
+                bool stale = !same[i];
+                changed |= d->in_spec != defined[i] || d->spec_stale != stale;
+                d->in_spec = defined[i];
+                d->spec_stale = stale;
+        }
+        if (changed && p->held)
+                p->generation++;
+}
+
 void dp_plugin_spec_written(struct dp_plugin *p) {
         bool was_held = p->held;
 

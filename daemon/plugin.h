@@ -108,6 +108,12 @@ int dp_plugin_qualified(const struct dp_plugin *p, size_t dev, char **ret);
  * written, everything is listed again. Both bump the generation when the
  * list changes. */
 void dp_plugin_hold(struct dp_plugin *p);
+/* What the spec on disk defines, read back (cdi_spec_compare on
+ * dp_plugin_spec's devices, which are devs in order): defined[i] and
+ * same[i] for devs[i]. For a spec this run never wrote (a full disk at
+ * start-up), so the held list offers what that file defines, not nothing.
+ * Bumps the generation when the held list changes. */
+void dp_plugin_spec_on_disk(struct dp_plugin *p, const bool *defined, const bool *same);
 void dp_plugin_spec_written(struct dp_plugin *p);
 
 /* The ListAndWatchResponse of the current generation, packed, malloc'd;
