@@ -8,7 +8,11 @@
  * Kubernetes ConfigMap volume swaps its "..data" symlink to a new
  * timestamped dir, leaving "config.json -> ..data/config.json" as it was
  * (IN_MOVED_TO "..data"). An inode watched on the first open would see
- * none of the later versions.
+ * none of the later versions. When the path is a symlink, the dir where
+ * the file really lives is watched too (by name, resolved again after
+ * every reload, so after every swap): a write in place there
+ * ("..data/config.json", or the target of /etc/cdiplug/config.json
+ * linked elsewhere) changes nothing in the link's dir.
  *
  * A reload first builds everything it needs (the parsed config, each
  * changed or added resource's plugin with its devices discovered): any
@@ -25,6 +29,8 @@
  *   one of its devices (retained.c); the struct lives on until grpc is
  *   done;
  * - added: served and registered like one present at start. */
+#include <fcntl.h>
+#include <limits.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <string.h>
@@ -54,6 +60,96 @@
 /* The ConfigMap volume's atomic writer renames this symlink into place. */
 #define CONFIGMAP_DATA "..data"
 
+/* Symlinks a config path may chain through, as the kernel allows. */
+#define CONFIG_MAX_LINKS 40
+
+/* dir/name of what path names once its last component's links are
+ * followed (links inside dirs are the kernel's to follow when the dir is
+ * watched). The path itself when it is no link, or is missing. */
+static int split_real(const char *path, char **ret_dir, char **ret_name) {
+        _cleanup_free_ char *cur = strdup(path), *target = malloc(PATH_MAX);
+
+        if (!cur || !target)
+                return -ENOMEM;
+        for (unsigned links = 0; links < CONFIG_MAX_LINKS; links++) {
+                ssize_t n = readlinkat(AT_FDCWD, cur, target, PATH_MAX);
+                if (n < 0 || n >= PATH_MAX)
+                        break;
+                target[n] = '\0';
+                const char *slash = strrchr(cur, '/');
+                char *next = NULL;
+                if (target[0] == '/' || !slash)
+                        next = strdup(target);
+                else if (xasprintf(&next, "%.*s/%s", (int)(slash - cur), cur, target) < 0)
+                        next = NULL;
+                if (!next)
+                        return -ENOMEM;
+                free(cur);
+                cur = next;
+        }
+        const char *slash = strrchr(cur, '/');
+        char *dir = NULL, *name = strdup(slash ? slash + 1 : cur);
+        if (name && xasprintf(&dir, "%.*s", slash ? (slash == cur ? 1 : (int)(slash - cur)) : 1,
+                              slash ? cur : ".") < 0)
+                dir = NULL;
+        if (!name || !dir) {
+                free(name);
+                free(dir);
+                return -ENOMEM;
+        }
+        *ret_dir = dir;
+        *ret_name = name;
+        return 0;
+}
+
+/* Whether wd is also one of the daemon's other watches: inotify gives one
+ * watch per inode, so removing it would end theirs too. */
+static bool wd_shared(const struct dp_daemon *d, int wd) {
+        if (wd == d->config_wd || wd == d->kubelet_wd || wd == d->ancestor_wd)
+                return true;
+        for (size_t i = 0; i < d->dev_wd_dirs.n; i++)
+                if (d->dev_wds[i] == wd)
+                        return true;
+        return false;
+}
+
+static void unwatch_real(struct dp_daemon *d) {
+        if (d->config_real_wd >= 0 && !wd_shared(d, d->config_real_wd))
+                inotify_rm_watch(d->inotify_fd, d->config_real_wd);
+        d->config_real_wd = -1;
+}
+
+/* Watch the dir where the config file really lives, if that is not the
+ * path's own: resolved again each time, as a ConfigMap swap or a new link
+ * moves it. */
+static void watch_real(struct dp_daemon *d) {
+        const char *path = d->opts->config_path;
+        _cleanup_free_ char *dir = NULL, *name = NULL;
+        struct stat st;
+
+        if (lstat(path, &st) < 0 || !S_ISLNK(st.st_mode) || split_real(path, &dir, &name) < 0) {
+                unwatch_real(d);
+                return;
+        }
+        int wd = inotify_add_watch(d->inotify_fd, dir, CONFIG_MASK);
+        if (wd < 0) {
+                log_warn(
+                        "config: cannot watch %s, where %s leads: %m; a write in place there needs "
+                        "SIGHUP",
+                        dir, path);
+                unwatch_real(d);
+                return;
+        }
+        if (wd != d->config_real_wd || !d->config_real_name ||
+            strcmp(name, d->config_real_name) != 0)
+                log_info("config: %s leads to %s/%s; watching %s too", path, dir, name, dir);
+        if (wd != d->config_real_wd)
+                unwatch_real(d);
+        d->config_real_wd = wd;
+        free(d->config_real_name);
+        d->config_real_name = TAKE_PTR(name);
+}
+
 int dp_reload_setup(struct dp_daemon *d) {
         const char *path = d->opts->config_path;
         const char *slash = strrchr(path, '/');
@@ -79,12 +175,33 @@ int dp_reload_setup(struct dp_daemon *d) {
                 return 0;
         }
         log_info("config: watching %s for changes to %s (SIGHUP reloads too)", dir, d->config_name);
+        watch_real(d);
         return 0;
+}
+
+/* An event in the dir where the config really lives. */
+static void real_event(struct dp_daemon *d, const struct inotify_event *ev) {
+        /* That dir is gone (an old ConfigMap dir after a swap, whose
+         * reload resolves the path again). */
+        if (ev->mask & IN_IGNORED) {
+                d->config_real_wd = -1;
+                return;
+        }
+        if (!ev->len || !d->config_real_name || strcmp(ev->name, d->config_real_name) != 0)
+                return;
+        /* A new file is still being written: its IN_CLOSE_WRITE follows. */
+        if (ev->mask & (IN_CLOSE_WRITE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM))
+                d->reload_due = true;
 }
 
 void dp_reload_event(struct dp_daemon *d, const struct inotify_event *ev) {
         const char *path = d->opts->config_path;
         struct stat st;
+
+        if (ev->wd == d->config_real_wd)
+                real_event(d, ev);
+        if (ev->wd != d->config_wd)
+                return;
 
         if (ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED)) {
                 if (d->config_wd >= 0)
@@ -468,6 +585,9 @@ void dp_reload(struct dp_daemon *d, const char *why) {
         int r;
 
         log_info("config: reloading %s (%s)", path, why);
+        /* Before reading: edits from now on in the dir the path now leads
+         * to are seen. */
+        watch_real(d);
         r = cfg_load(path, &p.next, &err);
         if (r == -ENOENT)
                 log_warn("config: %s was removed; keeping the running configuration", path);

@@ -527,6 +527,98 @@ Test(reload, configmap_data_swap_reloads_once) {
         free(in_ts2);
 }
 
+/* Write text over path in place (truncate, write, close), as `>` does. */
+static void write_in_place(const char *path, const char *text) {
+        write_file(path, text);
+}
+
+/* A config whose path is a ConfigMap's symlinks, edited in place where
+ * the file really lives (..data/config.json), before and after a swap.
+ * Before, only the link's dir was watched: the edit was never seen. */
+Test(reload, configmap_file_edited_in_place_reloads) {
+        env_init(&e);
+        char *cm = path_in(e.root, "cm");
+        cr_assert_eq(mkdir(cm, 0755), 0);
+        char *ts1 = path_in(cm, "..2026_01_01_00_00_00.1");
+        char *ts2 = path_in(cm, "..2026_01_01_00_00_00.2");
+        char *data = path_in(cm, "..data"), *data_tmp = path_in(cm, "..data_tmp");
+        char *link = path_in(cm, "config.json");
+        char *in_ts1 = path_in(ts1, "config.json"), *in_ts2 = path_in(ts2, "config.json");
+        cr_assert_eq(mkdir(ts1, 0755), 0);
+        char *cfg = config3(NULL);
+        write_file(in_ts1, cfg);
+        cr_assert_eq(symlink("..2026_01_01_00_00_00.1", data), 0);
+        cr_assert_eq(symlink("..data/config.json", link), 0);
+        env_touch(&e, "dev/ra0");
+        env_touch(&e, "dev/rb0");
+        env_touch(&e, "dev/rb1");
+        env_touch(&e, "dev/rc0");
+        env_spawn(&e, "--config", link, NULL);
+        cr_assert_eq(tk_start(e.kubelet_dir, &tk), 0);
+        registered(B, 1);
+        unsigned lists_b = tk_lists(tk, B);
+
+        /* In place, where the file really is: b widens to rb0 and rb1. */
+        char *wide = config3(B_WIDER);
+        write_in_place(in_ts1, wide);
+        V1beta1__ListAndWatchResponse *l = NULL;
+        cr_assert_eq(tk_wait_lists(tk, B, lists_b + 1, 10000, &l), 0,
+                     "an in-place edit of ..data/config.json was not applied");
+        cr_assert_eq(l->n_devices, 2);
+        v1beta1__list_and_watch_response__free_unpacked(l, NULL);
+        wait_summaries(1);
+
+        /* A swap to a new dir (b as it is), then an edit in place there:
+         * the dir watched follows the swap. */
+        cr_assert_eq(mkdir(ts2, 0755), 0);
+        write_file(in_ts2, wide);
+        cr_assert_eq(symlink("..2026_01_01_00_00_00.2", data_tmp), 0);
+        cr_assert_eq(rename(data_tmp, data), 0);
+        cr_assert_eq(unlink(in_ts1), 0);
+        cr_assert_eq(rmdir(ts1), 0);
+        wait_summaries(2);
+        char *narrow_c = NULL; /* c gone: the only change, seen as 1 removed */
+        cr_assert(asprintf(&narrow_c, "{ \"resources\": [ %s, %s ] }", resource_json(A), B_WIDER) >
+                  0);
+        write_in_place(in_ts2, narrow_c);
+        cr_assert_eq(log_wait(e.log, "reload: 0 added, 0 changed, 1 removed, 2 unchanged", 10000),
+                     0, "an in-place edit after the swap was not applied");
+        free(narrow_c), free(wide), free(cfg);
+        free(cm), free(ts1), free(ts2), free(data), free(data_tmp), free(link), free(in_ts1),
+                free(in_ts2);
+}
+
+/* /etc/cdiplug/config.json linked to a file elsewhere, edited there. */
+Test(reload, linked_config_edited_where_it_lives_reloads) {
+        env_init(&e);
+        char *etc = path_in(e.root, "etc"), *real = path_in(e.root, "real");
+        cr_assert_eq(mkdir(etc, 0755), 0);
+        cr_assert_eq(mkdir(real, 0755), 0);
+        char *link = path_in(etc, "config.json"), *target = path_in(real, "cdiplug.json");
+        cr_assert_eq(symlink(target, link), 0);
+        char *cfg = config3(NULL);
+        write_file(target, cfg);
+        free(cfg);
+        env_touch(&e, "dev/ra0");
+        env_touch(&e, "dev/rb0");
+        env_touch(&e, "dev/rb1");
+        env_touch(&e, "dev/rc0");
+        env_spawn(&e, "--config", link, NULL);
+        cr_assert_eq(tk_start(e.kubelet_dir, &tk), 0);
+        registered(B, 1);
+        unsigned lists_b = tk_lists(tk, B);
+        cfg = config3(B_WIDER);
+        write_in_place(target, cfg);
+        free(cfg);
+        V1beta1__ListAndWatchResponse *l = NULL;
+        cr_assert_eq(tk_wait_lists(tk, B, lists_b + 1, 10000, &l), 0,
+                     "an in-place edit of the link's target was not applied");
+        cr_assert_eq(l->n_devices, 2);
+        v1beta1__list_and_watch_response__free_unpacked(l, NULL);
+        exactly_file_reloads(1, 1);
+        free(etc), free(real), free(link), free(target);
+}
+
 Test(reload, rename_into_place_reloads_once) {
         env_init(&e);
         char *cfg = config3(NULL);
