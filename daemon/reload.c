@@ -28,7 +28,12 @@
  * - removed: streams end, socket goes, its spec stays while a pod holds
  *   one of its devices (retained.c); the struct lives on until grpc is
  *   done;
- * - added: served and registered like one present at start. */
+ * - added: served and registered like one present at start.
+ * A reload that would give a spec file still needed by another resource
+ * (removed now, or earlier and still retained) to a resource of another
+ * kind ("ab-cd/ef" and "ab/cd-ef" are both ab-cd-ef.json) is refused as a
+ * whole: writing it would replace the spec a pod holding the old
+ * resource's devices resolves its CDI names through. */
 #include <fcntl.h>
 #include <limits.h>
 #include <malloc.h>
@@ -348,6 +353,49 @@ static int prepare_step(struct dp_daemon *d, struct plan *p, size_t j) {
         return 0;
 }
 
+/* The other kind's resource that still needs file, or NULL: a running
+ * one (next no longer configures it under that file, names.c refuses
+ * two resources sharing one) or one whose retained spec it is. */
+static const char *file_needed_by(const struct dp_daemon *d, const char *file, const char *kind) {
+        for (size_t i = 0; i < d->n_res; i++) {
+                _cleanup_free_ char *f = NULL;
+                const struct dp_plugin *pl = d->res[i]->plugin;
+                if (cdi_spec_file_name(pl->kind, &f) >= 0 && strcmp(f, file) == 0 &&
+                    strcmp(pl->kind, kind) != 0)
+                        return d->res[i]->cfg->name;
+        }
+        const char *gone = dp_retained_resource(d, file);
+        _cleanup_free_ char *gone_kind = NULL;
+        if (gone && cdi_kind_from_resource(gone, &gone_kind) >= 0 && strcmp(gone_kind, kind) != 0)
+                return gone;
+        return NULL;
+}
+
+/* -EEXIST, logged, when next would overwrite a spec another resource's
+ * pods may still need. */
+static int check_spec_files(const struct dp_daemon *d, const struct cfg_config *next) {
+        const char *path = d->opts->config_path;
+
+        for (size_t j = 0; j < next->n_resources; j++) {
+                const char *name = next->resources[j].name;
+                _cleanup_free_ char *kind = NULL, *file = NULL;
+                if (cdi_kind_from_resource(name, &kind) < 0 || cdi_spec_file_name(kind, &file) < 0)
+                        continue; /* dp_names_prepare refused it already */
+                const char *other = file_needed_by(d, file, kind);
+                if (!other)
+                        continue;
+                log_with(LOG_ERR, &(struct log_fields){ .resource = name, .path = path },
+                         "config: %s: resource \"%s\" would replace CDI spec %s/%s, which "
+                         "defines the devices of resource \"%s\" (removed from the config) that "
+                         "a pod may still need to start its containers; keeping the running "
+                         "configuration. Remove \"%s\" first: \"%s\" can be added once its spec "
+                         "is gone (cdiplug removes it when no pod holds one of its devices)",
+                         path, name, d->opts->cdi_dir, file, other, other, name);
+                return -EEXIST;
+        }
+        return 0;
+}
+
 static int prepare(struct dp_daemon *d, struct plan *p) {
         size_t n = p->next->n_resources;
 
@@ -609,6 +657,11 @@ void dp_reload(struct dp_daemon *d, const char *why) {
         if (r < 0) {
                 log_error("config: %s: %s; keeping the running configuration", path,
                           r == -EINVAL ? "a name cannot be served (see above)" : strerror(-r));
+                cfg_free(p.next);
+                return;
+        }
+        r = check_spec_files(d, p.next);
+        if (r < 0) {
                 cfg_free(p.next);
                 return;
         }

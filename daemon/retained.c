@@ -114,6 +114,15 @@ int dp_retained_add(struct dp_daemon *d, const char *file, const char *resource)
         return 0;
 }
 
+const char *dp_retained_resource(const struct dp_daemon *d, const char *file) {
+        const struct dp_retained *rt = d->retained_specs;
+
+        for (size_t i = 0; rt && i < rt->n; i++)
+                if (strcmp(rt->v[i].file, file) == 0)
+                        return rt->v[i].resource;
+        return NULL;
+}
+
 /* Whether a configured resource writes the file again (re-added by a
  * reload): then it is its spec, not a retained one. */
 static bool configured(const struct dp_daemon *d, const char *file) {

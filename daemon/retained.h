@@ -11,6 +11,10 @@ struct dp_daemon;
 
 int dp_retained_add(struct dp_daemon *d, const char *file, const char *resource);
 void dp_retained_check(struct dp_daemon *d);
+/* The resource whose retained spec is file (removed by a reload, still
+ * kept), or NULL: none, or one found at start-up whose resource is not
+ * known. */
+const char *dp_retained_resource(const struct dp_daemon *d, const char *file);
 void dp_retained_due(struct dp_daemon *d);
 uint64_t dp_retained_due_at(const struct dp_daemon *d);
 void dp_retained_stop(struct dp_daemon *d);

@@ -619,6 +619,51 @@ Test(reload, linked_config_edited_where_it_lives_reloads) {
         free(etc), free(real), free(link), free(target);
 }
 
+/* "example.com-ab/cd" and "example.com/ab-cd" both have the spec file
+ * example.com-ab-cd.json. Renaming one into the other, in one reload or
+ * after the old one was removed while its spec is kept, would replace the
+ * spec a pod holding "example.com-ab/cd=ra0" resolves that name through.
+ * Before, the reload did so silently. */
+Test(reload, a_reload_never_overwrites_a_spec_another_resource_may_need) {
+        env_init(&e);
+        env_touch(&e, "dev/ra0");
+        const char *old_cfg = "{ \"resources\": [ { \"name\": \"example.com-ab/cd\", \"match\": "
+                              "[ { \"path\": \"/dev/ra0\" } ] } ] }";
+        const char *renamed = "{ \"resources\": [ { \"name\": \"example.com/ab-cd\", \"match\": "
+                              "[ { \"path\": \"/dev/ra0\" } ] } ] }";
+        write_file(e.config, old_cfg);
+        env_spawn(&e, NULL);
+        cr_assert_eq(tk_start(e.kubelet_dir, &tk), 0);
+        registered("example.com-ab/cd", 1);
+        char *spec = path_in(e.cdi_dir, "example.com-ab-cd.json");
+        char *text = env_read(spec);
+        cr_assert_not_null(strstr(text, "\"example.com-ab/cd\""), "%s", text);
+        free(text);
+
+        /* Renamed in one reload: refused, the old one keeps serving. */
+        rename_into_place(e.config, renamed);
+        cr_assert_eq(log_wait(e.log, "would replace CDI spec", 10000), 0,
+                     "the rename was not refused");
+        cr_assert_eq(log_count(e.log, "keeping the running configuration"), 1);
+        cr_assert_eq(log_count(e.log, SUMMARY), 0);
+        text = env_read(spec);
+        cr_assert_not_null(strstr(text, "\"example.com-ab/cd\""), "spec overwritten: %s", text);
+        free(text);
+
+        /* Removed alone: its spec stays (nobody answers PodResources), and
+         * adding the other name is refused while it does. */
+        rename_into_place(e.config, "{ \"resources\": [] }");
+        wait_summaries(1);
+        rename_into_place(e.config, renamed);
+        cr_assert_eq(log_wait_count(e.log, "would replace CDI spec", 2, 10000), 2,
+                     "adding over a retained spec was not refused");
+        cr_assert_eq(log_count(e.log, SUMMARY), 1);
+        text = env_read(spec);
+        cr_assert_not_null(strstr(text, "\"example.com-ab/cd\""), "spec overwritten: %s", text);
+        free(text);
+        free(spec);
+}
+
 Test(reload, rename_into_place_reloads_once) {
         env_init(&e);
         char *cfg = config3(NULL);
