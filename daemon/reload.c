@@ -23,8 +23,10 @@
  *   before the new list goes out on the open streams, so every ID the
  *   kubelet sees resolves; discovery starts from a clone of the running
  *   devices, so an ID keeps its device while the daemon runs (a newcomer
- *   that would take it is refused, one no longer matched stays listed
- *   Unhealthy and in the spec, as on a hotplug);
+ *   that would take it is refused; one the new selectors no longer find
+ *   while the old ones still do leaves the list, and its spec, once no
+ *   pod holds it (gone.c); one neither finds, unplugged, stays listed
+ *   Unhealthy, as on a hotplug);
  * - removed: streams end, socket goes, its spec stays while a pod holds
  *   one of its devices (retained.c); the struct lives on until grpc is
  *   done;
@@ -46,6 +48,7 @@
 #include "config.h"
 #include "daemon.h"
 #include "kubelet.h"
+#include "lint.h"
 #include "names.h"
 #include "notes.h"
 #include "options.h"
@@ -250,6 +253,7 @@ struct step {
         char **watch_dirs;        /* CHANGED_DEVICES */
         struct cfg_resource
                 *keep; /* CHANGED_DEVICES: the old settings, if its spec cannot be written */
+        size_t n_gone; /* CHANGED_DEVICES: devices the new config no longer names */
 };
 
 struct plan {
@@ -309,6 +313,25 @@ static struct dp_resource *find_running(struct dp_daemon *d, const char *name, s
         return NULL;
 }
 
+/* Devices the old selectors find now and the new ones do not leave the
+ * list (capacity drops); a device neither finds is unplugged and stays
+ * listed Unhealthy, as on a hotplug. Asked now, not taken from the last
+ * list: a device unplugged since would otherwise count as unnamed. */
+static int retire_unnamed(struct dp_daemon *d, const struct dp_resource *old, struct step *s) {
+        const struct cfg_resource *oc = old->cfg;
+        struct res_devlist before = { 0 };
+        int r = res_discover(d->opts->host_root, oc->selectors, oc->n_selectors, &before);
+
+        if (r < 0) {
+                log_error("config: resource \"%s\": device discovery under %s failed: %s", oc->name,
+                          d->opts->host_root, strerror(-r));
+                return r;
+        }
+        dp_plugin_retire(s->plugin, &before, &s->n_gone);
+        res_devlist_free(&before);
+        return 0;
+}
+
 /* Everything that can fail, before anything that serves is touched. */
 static int prepare_step(struct dp_daemon *d, struct plan *p, size_t j) {
         const struct cfg_resource *cfg = &p->next->resources[j];
@@ -342,6 +365,8 @@ static int prepare_step(struct dp_daemon *d, struct plan *p, size_t j) {
                 r = dp_plugin_clone(old->plugin, cfg, &s->plugin);
                 if (r >= 0)
                         r = discover(d, s->plugin, &s->found);
+                if (r >= 0)
+                        r = retire_unnamed(d, old, s);
                 if (r >= 0)
                         r = res_watch_dirs(d->opts->host_root, cfg->selectors, cfg->n_selectors,
                                            &s->watch_dirs);
@@ -503,6 +528,10 @@ static bool apply_devices(struct dp_daemon *d, struct step *s, const struct cfg_
         dp_watch_resource(d, res);
         if (dp_notes_log(&res->logged_notes, cfg->name, &s->found, res->plugin) < 0)
                 log_error("resource \"%s\": out of memory logging what discovery noted", cfg->name);
+        if (s->n_gone)
+                log_info("resource \"%s\": %zu devices no longer named by the config are not "
+                         "offered any more; they stay in its CDI spec while a pod may hold one",
+                         cfg->name, s->n_gone);
         log_devices(res->plugin);
         dp_server_push(res);
         return true;
@@ -571,6 +600,18 @@ static void apply_log_format(const struct dp_daemon *d) {
                 log_set_json(d->cfg->log_format == CFG_LOG_JSON);
 }
 
+static void warn_overlaps(const struct dp_daemon *d) {
+        _cleanup_free_ struct dp_plugin **plugins = calloc(d->n_res + 1, sizeof(*plugins));
+
+        if (!plugins) {
+                log_warn("cannot look for devices that two resources share: out of memory");
+                return;
+        }
+        for (size_t i = 0; i < d->n_res; i++)
+                plugins[i] = d->res[i]->plugin;
+        dp_warn_overlaps(plugins, d->n_res);
+}
+
 static void commit(struct dp_daemon *d, struct plan *p) {
         restart_only(d, p->next);
         for (size_t i = 0; i < d->n_res; i++)
@@ -619,10 +660,17 @@ static void commit(struct dp_daemon *d, struct plan *p) {
         cfg_free(d->cfg);
         d->cfg = TAKE_PTR(p->next);
         apply_log_format(d);
-        /* Removed resources' specs, and any kept from before: the new
-         * config may own some again, and an operator's SIGHUP is a
-         * request to look now. */
-        dp_retained_check(d);
+        /* As at start-up: resources the reload added or changed may
+         * now find a device another one lists. */
+        if (p->added || p->changed)
+                warn_overlaps(d);
+        /* Removed resources' specs, and any kept from before, and devices
+         * the new config no longer names: the new config may own some
+         * again, and an operator's SIGHUP is a request to look now. */
+        if (dp_gone_any(d))
+                dp_retained_devices(d);
+        else
+                dp_retained_check(d);
         dp_arm_timer(d);
 }
 

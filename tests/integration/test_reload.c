@@ -289,6 +289,75 @@ static V1beta1__ListAndWatchResponse *list_after(unsigned n) {
         return l;
 }
 
+/* A reload that narrows b from rb* to rb0: rb1 leaves the list at once
+ * (before, it stayed listed Unhealthy until a restart, so capacity never
+ * dropped) and Allocate refuses it, while its spec entry stays as long
+ * as a pod holds it. And a resource a reload adds that finds a device
+ * another one offers is warned about, as at start-up. */
+Test(reload, narrowed_selector_drops_devices_from_the_list) {
+        env_init(&e);
+        struct tk_pr *pr;
+        cr_assert_eq(tk_pr_start(e.podres, &pr), 0);
+        cr_assert_eq(tk_pr_age(pr, 3600), 0);
+        tk_pr_hold(pr, "shop", "web-0", B, "rb1");
+        char *cfg = config3(B_WIDER);
+        serve(cfg, e.config);
+        free(cfg);
+        registered(B, 1);
+        unsigned n = tk_lists(tk, B);
+        V1beta1__ListAndWatchResponse *l = list_after(n - 1);
+        cr_assert_eq(l->n_devices, 2);
+        v1beta1__list_and_watch_response__free_unpacked(l, NULL);
+        char *spec_b = path_in(e.cdi_dir, "example.com-rb.json");
+
+        cfg = config3(NULL);
+        rename_into_place(e.config, cfg);
+        free(cfg);
+        l = list_after(n);
+        n = tk_lists(tk, B);
+        cr_assert_eq(l->n_devices, 1, "rb1 is still listed (%zu devices)", l->n_devices);
+        cr_assert_str_eq(l->devices[0]->id, "rb0");
+        v1beta1__list_and_watch_response__free_unpacked(l, NULL);
+        cr_assert_eq(log_wait(e.log, "1 devices no longer named by the config", 10000), 0);
+        char *text = env_read(spec_b);
+        cr_assert_not_null(strstr(text, "\"/dev/rb1\""), "rb1 left the spec a pod needs: %s", text);
+        free(text);
+        grpc_channel *ch = tk_dial(tk, B);
+        char *msg = NULL;
+        V1beta1__AllocateResponse *r = NULL;
+        cr_assert_eq(call_allocate(ch, &r, &msg, "rb1", NULL, NULL), GRPC_STATUS_INVALID_ARGUMENT);
+        cr_assert_not_null(strstr(msg, "no longer offered"), "%s", msg);
+        free(msg);
+        grpc_channel_destroy(ch);
+
+        /* The pod goes: rb1 leaves the spec on the next check. */
+        tk_pr_hold(pr, NULL, NULL, NULL, NULL);
+        cr_assert_eq(log_wait(e.log,
+                              "device \"rb1\", no longer named by the config, left its CDI "
+                              "spec",
+                              20000),
+                     0);
+        text = env_read(spec_b);
+        cr_assert_null(strstr(text, "/dev/rb1"), "%s", text);
+        cr_assert_not_null(strstr(text, "\"/dev/rb0\""), "%s", text);
+        free(text);
+
+        /* Added by a reload, d finds rb0, which b offers. */
+        cr_assert(asprintf(&cfg,
+                           "{ \"resources\": [ %s, %s, %s, { \"name\": \"example.com/rd\", "
+                           "\"match\": [ { \"path\": \"/dev/rb0\" } ] } ] }",
+                           resource_json(A), resource_json(B), resource_json(C)) > 0);
+        rename_into_place(e.config, cfg);
+        free(cfg);
+        cr_assert_eq(log_wait(e.log,
+                              "resources \"example.com/rb\" and \"example.com/rd\" both offer "
+                              "device /dev/rb0",
+                              10000),
+                     0, "the overlap a reload brought in was not warned about");
+        tk_pr_stop(pr);
+        free(spec_b);
+}
+
 static void reload_b(const char *b_json) {
         char *cfg;
         cr_assert(asprintf(&cfg, "{ \"resources\": [ %s, %s ] }", resource_json(A), b_json) > 0);

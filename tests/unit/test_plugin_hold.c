@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cdi.h"
 #include "config.h"
 #include "plugin.h"
 #include "resources.h"
@@ -182,6 +183,56 @@ Test(plugin_hold, the_spec_on_disk_decides_a_fresh_held_list) {
         dp_plugin_hold(p);
         expect(p, (const char *[]){ "ttyS0", "ttyS1" }, (const char *[]){ "Healthy", "Unhealthy" },
                2);
+        dp_plugin_free(p);
+        free_nodes(a, 3);
+}
+
+/* A device the old selectors still find and the new ones do not is gone:
+ * out of the list and refused by Allocate, in the spec until forgotten;
+ * with shares, every share goes. One neither finds stays Unhealthy. */
+Test(plugin_hold, gone_devices_leave_the_list_then_the_spec) {
+        struct cfg_resource cfg = { .name = "example.com/fuse",
+                                    .socket_name = "cdiplug-example.com-fuse.sock",
+                                    .shares = 2,
+                                    .alloc_modes = CFG_ALLOC_CDI_CRI };
+        struct res_device a[] = { dev("a", "/dev/a"), dev("b", "/dev/b"), dev("c", "/dev/c") };
+        struct dp_plugin *p;
+        cr_assert_eq(dp_plugin_new(&cfg, &p), 0);
+        update(p, a, 3);
+        dp_plugin_spec_written(p);
+        /* New config: a only; b still there (old selectors find it), c
+         * unplugged. */
+        update(p, a, 1);
+        struct res_devlist before = { .devs = a, .n = 2 };
+        size_t n_gone = 0;
+        uint64_t gen = p->generation;
+        dp_plugin_retire(p, &before, &n_gone);
+        cr_assert_eq(n_gone, 1);
+        cr_assert_gt(p->generation, gen);
+        cr_assert(dp_plugin_has_gone(p));
+        expect(p, (const char *[]){ "a-0", "a-1", "c-0", "c-1" },
+               (const char *[]){ "Healthy", "Healthy", "Unhealthy", "Unhealthy" }, 4);
+        char *msg = NULL;
+        cr_assert_eq(allocate_one(p, "b-1", &msg), -EINVAL);
+        cr_assert_not_null(strstr(msg, "no longer offered"), "%s", msg);
+        free(msg);
+        struct cdi_spec spec;
+        cr_assert_eq(dp_plugin_spec(p, &spec), 0);
+        cr_assert_eq(spec.n_devices, 3, "b left the spec while a pod may hold it");
+        cdi_spec_free(&spec);
+
+        /* No pod holds b: forgotten, the spec loses it, the list stays. */
+        bool forget[] = { true, true, true }; /* only gone devices go */
+        cr_assert_eq(dp_plugin_forget(p, forget), 0);
+        cr_assert_not(dp_plugin_has_gone(p));
+        cr_assert_eq(dp_plugin_spec(p, &spec), 0);
+        cr_assert_eq(spec.n_devices, 2);
+        cdi_spec_free(&spec);
+        expect(p, (const char *[]){ "a-0", "a-1", "c-0", "c-1" },
+               (const char *[]){ "Healthy", "Healthy", "Unhealthy", "Unhealthy" }, 4);
+        cr_assert_eq(allocate_one(p, "b-0", &msg), -EINVAL);
+        cr_assert_not_null(strstr(msg, "unknown device ID"), "%s", msg);
+        free(msg);
         dp_plugin_free(p);
         free_nodes(a, 3);
 }
