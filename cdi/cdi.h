@@ -190,6 +190,16 @@ int cdi_remove_stale_at(int dir_fd, const char *const *kinds, char ***ret_remove
  * A missing dir is not an error. */
 int cdi_sweep(const char *dir, const char *const *kinds, char ***ret_stale);
 
+/* How cdiplug's own spec file for spec->kind in dir (as the record
+ * claims it) compares with spec, device by device: (*ret_defined)[i]
+ * when it defines spec->devices[i] by name, (*ret_same)[i] when exactly
+ * so (nodes, env, mounts, and the spec-wide edits, as cdi_spec_to_json
+ * writes them). Both malloc'd, spec->n_devices entries. A missing dir or
+ * file, a file that is not ours, another kind, or one that cannot be
+ * read or parsed defines nothing (0, all false). Reads only. */
+int cdi_spec_compare(const char *dir, const struct cdi_spec *spec, bool **ret_defined,
+                     bool **ret_same);
+
 /* Remove cdiplug's own spec file file_name from dir, then its claim from
  * the record (replaced atomically; the dir is fsynced). *ret_removed says
  * whether a file was unlinked: false when the name is not claimed (then

@@ -86,6 +86,18 @@ static int resolve(const struct dp_plugin *p, const struct id_table *t, char **i
                         return invalid(ret_msg,
                                        "%s: unknown device ID " ID_FMT " for resource \"%s\"",
                                        where, ids[i], p->cfg->name);
+                if (p->devs[dp_plugin_id_dev(p, k)].gone)
+                        return invalid(ret_msg,
+                                       "%s: device ID " ID_FMT " of resource \"%s\" is no longer "
+                                       "offered: the config does not name it",
+                                       where, ids[i], p->cfg->name);
+                /* Known but not advertised: the list holds back what the
+                 * CDI spec on disk lacks, and its name would not resolve. */
+                if (p->held && !p->devs[dp_plugin_id_dev(p, k)].in_spec)
+                        return invalid(ret_msg,
+                                       "%s: device ID " ID_FMT " of resource \"%s\" is not "
+                                       "advertised: its CDI spec could not be written yet",
+                                       where, ids[i], p->cfg->name);
                 if (seen[k])
                         return invalid(ret_msg, "%s: device ID " ID_FMT " requested twice", where,
                                        ids[i]);

@@ -334,6 +334,7 @@ static void daemon_free(struct dp_daemon *d) {
         free(d->dev_wds);
         base_strvec_clear(&d->dev_wd_dirs);
         free(d->config_name);
+        free(d->config_real_name);
         cfg_free(d->cfg);
         if (d->signal_fd >= 0)
                 close(d->signal_fd);
@@ -353,6 +354,7 @@ int dp_daemon_run(const struct dp_options *opts, struct cfg_config *cfg) {
                 .kubelet_wd = -1,
                 .ancestor_wd = -1,
                 .config_wd = -1,
+                .config_real_wd = -1,
                 .kubelet_gen = 1,
         };
         pthread_t thread;

@@ -95,7 +95,13 @@ struct dp_daemon {
 
         int config_wd;     /* watch on the config file's dir, or -1 */
         char *config_name; /* the config file's name in that dir */
-        bool reload_due;   /* the config file changed on disk */
+        /* Where the file really lives when the config path is a symlink
+         * (a ConfigMap's ..data layout, a link elsewhere): a write in
+         * place there shows up only in that dir. Re-resolved on every
+         * reload; -1 / NULL when the path is no link. */
+        int config_real_wd;
+        char *config_real_name;
+        bool reload_due; /* the config file changed on disk */
 
         unsigned kubelet_gen;               /* bumped each time a new kubelet.sock appears */
         grpc_channel *kubelet_ch;           /* shared by every Register, or NULL */

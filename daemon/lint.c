@@ -44,7 +44,8 @@ size_t dp_warn_overlaps(struct dp_plugin *const *plugins, size_t n) {
          * different paths (a glob and a PCI address) still find it. */
         for (size_t i = 0; i < n; i++)
                 for (size_t d = 0; d < plugins[i]->n_devs; d++) {
-                        if (plugins[i]->devs[d].n_nodes == 0)
+                        /* Gone devices (plugin.h) are offered by nobody. */
+                        if (plugins[i]->devs[d].n_nodes == 0 || plugins[i]->devs[d].gone)
                                 continue;
                         o[k].id = dp_device_id(plugins[i], d);
                         o[k].node = dp_str_next(o[k].id);

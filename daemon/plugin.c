@@ -337,7 +337,7 @@ int dp_plugin_list(const struct dp_plugin *p, uint8_t **ret, size_t *ret_len) {
                 const struct dp_device *d = &p->devs[dev];
                 /* An ID the spec on disk lacks would fail in the runtime
                  * once allocated: not offered until the spec is written. */
-                if (p->held && !d->in_spec)
+                if ((p->held && !d->in_spec) || d->gone)
                         continue;
                 v1beta1__device__init(&devs[n]);
                 devs[n].id = (char *)dp_plugin_id(p, i);
@@ -387,6 +387,20 @@ void dp_plugin_hold(struct dp_plugin *p) {
                         p->generation++;
                         return;
                 }
+}
+
+void dp_plugin_spec_on_disk(struct dp_plugin *p, const bool *defined, const bool *same) {
+        bool changed = false;
+
+        for (size_t i = 0; i < p->n_devs; i++) {
+                struct dp_device *d = &p->devs[i];
+                bool stale = !same[i];
+                changed |= d->in_spec != defined[i] || d->spec_stale != stale;
+                d->in_spec = defined[i];
+                d->spec_stale = stale;
+        }
+        if (changed && p->held)
+                p->generation++;
 }
 
 void dp_plugin_spec_written(struct dp_plugin *p) {
@@ -482,6 +496,7 @@ int dp_plugin_update(struct dp_plugin *p, const struct res_devlist *found, bool 
                         changed |= !d->healthy;
                         recovered += !d->healthy;
                         d->healthy = true;
+                        d->gone = false; /* named again */
                 } else {
                         /* A device whose nodes changed keeps its ID in the
                          * spec on disk, with the old nodes. */
@@ -531,6 +546,65 @@ int dp_plugin_update(struct dp_plugin *p, const struct res_devlist *found, bool 
         p->events[1] += vanished;
         p->events[2] += recovered;
         *ret_changed = changed;
+        return 0;
+}
+
+void dp_plugin_retire(struct dp_plugin *p, const struct res_devlist *named_before, size_t *ret_n) {
+        size_t n = 0, dev;
+
+        for (size_t j = 0; j < named_before->n; j++) {
+                /* The same device, not another one wanting its ID. */
+                if (dp_plugin_find_dev(p, named_before->devs[j].id, &dev) < 0 ||
+                    !same_nodes(p, dev, &named_before->devs[j]))
+                        continue;
+                struct dp_device *d = &p->devs[dev];
+                /* Healthy: the new selectors found it too. */
+                if (d->healthy || d->gone)
+                        continue;
+                d->gone = true;
+                n++;
+        }
+        if (n)
+                p->generation++;
+        *ret_n = n;
+}
+
+bool dp_plugin_has_gone(const struct dp_plugin *p) {
+        for (size_t i = 0; i < p->n_devs; i++)
+                if (p->devs[i].gone)
+                        return true;
+        return false;
+}
+
+int dp_plugin_forget(struct dp_plugin *p, const bool *forget) {
+        _cleanup_free_ struct dp_device *devs = calloc(p->n_devs + 1, sizeof(*devs));
+        struct dp_share *shares = NULL;
+        char *share_strs = NULL;
+        struct strbuf b = { 0 };
+        size_t n = 0, n_ids = 0;
+        int r = devs ? 0 : -ENOMEM;
+
+        for (size_t i = 0; r >= 0 && i < p->n_devs; i++)
+                if (!(forget[i] && p->devs[i].gone))
+                        r = keep_device(p, i, &devs[n++], &b);
+        if (r >= 0 && p->cfg->shares > 1)
+                r = build_shares(p, devs, n, b.s, &shares, &share_strs, &n_ids);
+        if (r < 0) {
+                free(b.s);
+                return r;
+        }
+        if (p->cfg->shares == 1)
+                n_ids = n;
+        free(p->devs);
+        free(p->strs);
+        free(p->shares);
+        free(p->share_strs);
+        p->devs = TAKE_PTR(devs);
+        p->n_devs = n;
+        p->strs = strbuf_take(&b);
+        p->shares = shares;
+        p->share_strs = share_strs;
+        p->n_ids = n_ids;
         return 0;
 }
 

@@ -30,6 +30,11 @@ struct dp_device {
          * read while the plugin holds its list (a spec write failed). */
         bool in_spec : 1;
         bool spec_stale : 1;
+        /* No longer named by the config (a reload narrowed a selector):
+         * never listed or allocated again, kept only in the CDI spec
+         * until no pod holds it (dp_plugin_forget), or back if a later
+         * config names it again. */
+        bool gone : 1;
 };
 
 /* With shares > 1: an allocatable ID, one share of device dev. */
@@ -86,6 +91,18 @@ int dp_plugin_clone(const struct dp_plugin *old, const struct cfg_resource *cfg,
  * refused for sharing an ID (found->clashes), the one already listed under
  * that ID with the same nodes stays: an ID never changes meaning. */
 int dp_plugin_update(struct dp_plugin *p, const struct res_devlist *found, bool *ret_changed);
+/* After a reload's dp_plugin_update: devices named_before (what the old
+ * selectors find now) that the new ones no longer find are gone: out of
+ * the list, in the spec. A device found by neither (unplugged) stays
+ * listed Unhealthy, as on a hotplug. *ret_n: how many went. Bumps the
+ * generation when the list changes. */
+void dp_plugin_retire(struct dp_plugin *p, const struct res_devlist *named_before, size_t *ret_n);
+/* Whether any device is gone (so kept in the spec for a pod). */
+bool dp_plugin_has_gone(const struct dp_plugin *p);
+/* Drop gone device dev for good when forget[dev] (no pod holds it): its
+ * spec entry goes with the next spec write. 0 or -ENOMEM (nothing
+ * changed). */
+int dp_plugin_forget(struct dp_plugin *p, const bool *forget);
 /* Whether src wants the ID of listed device dev but is another device:
  * its ID names its path (res_device.id_is_path) and dev is at another
  * path. Such a device is refused while dev stays listed. */
@@ -108,6 +125,12 @@ int dp_plugin_qualified(const struct dp_plugin *p, size_t dev, char **ret);
  * written, everything is listed again. Both bump the generation when the
  * list changes. */
 void dp_plugin_hold(struct dp_plugin *p);
+/* What the spec on disk defines, read back (cdi_spec_compare on
+ * dp_plugin_spec's devices, which are devs in order): defined[i] and
+ * same[i] for devs[i]. For a spec this run never wrote (a full disk at
+ * start-up), so the held list offers what that file defines, not nothing.
+ * Bumps the generation when the held list changes. */
+void dp_plugin_spec_on_disk(struct dp_plugin *p, const bool *defined, const bool *same);
 void dp_plugin_spec_written(struct dp_plugin *p);
 
 /* The ListAndWatchResponse of the current generation, packed, malloc'd;

@@ -33,6 +33,21 @@ int dp_spec_write(struct dp_resource *res, const struct dp_plugin *plugin) {
         return r;
 }
 
+/* Before the list is first held, what it may offer is read back from the
+ * file on disk: the plugin's own record of what it wrote knows nothing
+ * of a file an earlier run wrote (a full disk at start-up), and the file
+ * is what runtimes resolve names through. Unreadable: nothing offered. */
+static void hold_to_disk(struct dp_resource *res) {
+        struct cdi_spec spec = { 0 };
+        _cleanup_free_ bool *defined = NULL, *same = NULL;
+
+        if (!res->plugin->held && res->plugin->n_devs && dp_plugin_spec(res->plugin, &spec) >= 0 &&
+            cdi_spec_compare(res->d->opts->cdi_dir, &spec, &defined, &same) >= 0)
+                dp_plugin_spec_on_disk(res->plugin, defined, same);
+        cdi_spec_free(&spec);
+        dp_plugin_hold(res->plugin);
+}
+
 static void failed(struct dp_resource *res, int r) {
         struct dp_daemon *d = res->d;
         _cleanup_free_ char *name = NULL;
@@ -51,7 +66,7 @@ static void failed(struct dp_resource *res, int r) {
         }
         res->spec_failures++;
         res->spec_retry_at_ms = dp_now_ms() + delay;
-        dp_plugin_hold(res->plugin);
+        hold_to_disk(res);
         dp_arm_timer(d);
 }
 

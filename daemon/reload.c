@@ -8,7 +8,11 @@
  * Kubernetes ConfigMap volume swaps its "..data" symlink to a new
  * timestamped dir, leaving "config.json -> ..data/config.json" as it was
  * (IN_MOVED_TO "..data"). An inode watched on the first open would see
- * none of the later versions.
+ * none of the later versions. When the path is a symlink, the dir where
+ * the file really lives is watched too (by name, resolved again after
+ * every reload, so after every swap): a write in place there
+ * ("..data/config.json", or the target of /etc/cdiplug/config.json
+ * linked elsewhere) changes nothing in the link's dir.
  *
  * A reload first builds everything it needs (the parsed config, each
  * changed or added resource's plugin with its devices discovered): any
@@ -19,12 +23,21 @@
  *   before the new list goes out on the open streams, so every ID the
  *   kubelet sees resolves; discovery starts from a clone of the running
  *   devices, so an ID keeps its device while the daemon runs (a newcomer
- *   that would take it is refused, one no longer matched stays listed
- *   Unhealthy and in the spec, as on a hotplug);
+ *   that would take it is refused; one the new selectors no longer find
+ *   while the old ones still do leaves the list, and its spec, once no
+ *   pod holds it (gone.c); one neither finds, unplugged, stays listed
+ *   Unhealthy, as on a hotplug);
  * - removed: streams end, socket goes, its spec stays while a pod holds
  *   one of its devices (retained.c); the struct lives on until grpc is
  *   done;
- * - added: served and registered like one present at start. */
+ * - added: served and registered like one present at start.
+ * A reload that would give a spec file still needed by another resource
+ * (removed now, or earlier and still retained) to a resource of another
+ * kind ("ab-cd/ef" and "ab/cd-ef" are both ab-cd-ef.json) is refused as a
+ * whole: writing it would replace the spec a pod holding the old
+ * resource's devices resolves its CDI names through. */
+#include <fcntl.h>
+#include <limits.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <string.h>
@@ -35,6 +48,7 @@
 #include "config.h"
 #include "daemon.h"
 #include "kubelet.h"
+#include "lint.h"
 #include "names.h"
 #include "notes.h"
 #include "options.h"
@@ -53,6 +67,96 @@
 
 /* The ConfigMap volume's atomic writer renames this symlink into place. */
 #define CONFIGMAP_DATA "..data"
+
+/* Symlinks a config path may chain through, as the kernel allows. */
+#define CONFIG_MAX_LINKS 40
+
+/* dir/name of what path names once its last component's links are
+ * followed (links inside dirs are the kernel's to follow when the dir is
+ * watched). The path itself when it is no link, or is missing. */
+static int split_real(const char *path, char **ret_dir, char **ret_name) {
+        _cleanup_free_ char *cur = strdup(path), *target = malloc(PATH_MAX);
+
+        if (!cur || !target)
+                return -ENOMEM;
+        for (unsigned links = 0; links < CONFIG_MAX_LINKS; links++) {
+                ssize_t n = readlinkat(AT_FDCWD, cur, target, PATH_MAX);
+                if (n < 0 || n >= PATH_MAX)
+                        break;
+                target[n] = '\0';
+                const char *slash = strrchr(cur, '/');
+                char *next = NULL;
+                if (target[0] == '/' || !slash)
+                        next = strdup(target);
+                else if (xasprintf(&next, "%.*s/%s", (int)(slash - cur), cur, target) < 0)
+                        next = NULL;
+                if (!next)
+                        return -ENOMEM;
+                free(cur);
+                cur = next;
+        }
+        const char *slash = strrchr(cur, '/');
+        char *dir = NULL, *name = strdup(slash ? slash + 1 : cur);
+        if (name && xasprintf(&dir, "%.*s", slash ? (slash == cur ? 1 : (int)(slash - cur)) : 1,
+                              slash ? cur : ".") < 0)
+                dir = NULL;
+        if (!name || !dir) {
+                free(name);
+                free(dir);
+                return -ENOMEM;
+        }
+        *ret_dir = dir;
+        *ret_name = name;
+        return 0;
+}
+
+/* Whether wd is also one of the daemon's other watches: inotify gives one
+ * watch per inode, so removing it would end theirs too. */
+static bool wd_shared(const struct dp_daemon *d, int wd) {
+        if (wd == d->config_wd || wd == d->kubelet_wd || wd == d->ancestor_wd)
+                return true;
+        for (size_t i = 0; i < d->dev_wd_dirs.n; i++)
+                if (d->dev_wds[i] == wd)
+                        return true;
+        return false;
+}
+
+static void unwatch_real(struct dp_daemon *d) {
+        if (d->config_real_wd >= 0 && !wd_shared(d, d->config_real_wd))
+                inotify_rm_watch(d->inotify_fd, d->config_real_wd);
+        d->config_real_wd = -1;
+}
+
+/* Watch the dir where the config file really lives, if that is not the
+ * path's own: resolved again each time, as a ConfigMap swap or a new link
+ * moves it. */
+static void watch_real(struct dp_daemon *d) {
+        const char *path = d->opts->config_path;
+        _cleanup_free_ char *dir = NULL, *name = NULL;
+        struct stat st;
+
+        if (lstat(path, &st) < 0 || !S_ISLNK(st.st_mode) || split_real(path, &dir, &name) < 0) {
+                unwatch_real(d);
+                return;
+        }
+        int wd = inotify_add_watch(d->inotify_fd, dir, CONFIG_MASK);
+        if (wd < 0) {
+                log_warn(
+                        "config: cannot watch %s, where %s leads: %m; a write in place there needs "
+                        "SIGHUP",
+                        dir, path);
+                unwatch_real(d);
+                return;
+        }
+        if (wd != d->config_real_wd || !d->config_real_name ||
+            strcmp(name, d->config_real_name) != 0)
+                log_info("config: %s leads to %s/%s; watching %s too", path, dir, name, dir);
+        if (wd != d->config_real_wd)
+                unwatch_real(d);
+        d->config_real_wd = wd;
+        free(d->config_real_name);
+        d->config_real_name = TAKE_PTR(name);
+}
 
 int dp_reload_setup(struct dp_daemon *d) {
         const char *path = d->opts->config_path;
@@ -79,12 +183,33 @@ int dp_reload_setup(struct dp_daemon *d) {
                 return 0;
         }
         log_info("config: watching %s for changes to %s (SIGHUP reloads too)", dir, d->config_name);
+        watch_real(d);
         return 0;
+}
+
+/* An event in the dir where the config really lives. */
+static void real_event(struct dp_daemon *d, const struct inotify_event *ev) {
+        /* That dir is gone (an old ConfigMap dir after a swap, whose
+         * reload resolves the path again). */
+        if (ev->mask & IN_IGNORED) {
+                d->config_real_wd = -1;
+                return;
+        }
+        if (!ev->len || !d->config_real_name || strcmp(ev->name, d->config_real_name) != 0)
+                return;
+        /* A new file is still being written: its IN_CLOSE_WRITE follows. */
+        if (ev->mask & (IN_CLOSE_WRITE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM))
+                d->reload_due = true;
 }
 
 void dp_reload_event(struct dp_daemon *d, const struct inotify_event *ev) {
         const char *path = d->opts->config_path;
         struct stat st;
+
+        if (ev->wd == d->config_real_wd)
+                real_event(d, ev);
+        if (ev->wd != d->config_wd)
+                return;
 
         if (ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED)) {
                 if (d->config_wd >= 0)
@@ -128,6 +253,7 @@ struct step {
         char **watch_dirs;        /* CHANGED_DEVICES */
         struct cfg_resource
                 *keep; /* CHANGED_DEVICES: the old settings, if its spec cannot be written */
+        size_t n_gone; /* CHANGED_DEVICES: devices the new config no longer names */
 };
 
 struct plan {
@@ -187,6 +313,25 @@ static struct dp_resource *find_running(struct dp_daemon *d, const char *name, s
         return NULL;
 }
 
+/* Devices the old selectors find now and the new ones do not leave the
+ * list (capacity drops); a device neither finds is unplugged and stays
+ * listed Unhealthy, as on a hotplug. Asked now, not taken from the last
+ * list: a device unplugged since would otherwise count as unnamed. */
+static int retire_unnamed(struct dp_daemon *d, const struct dp_resource *old, struct step *s) {
+        const struct cfg_resource *oc = old->cfg;
+        struct res_devlist before = { 0 };
+        int r = res_discover(d->opts->host_root, oc->selectors, oc->n_selectors, &before);
+
+        if (r < 0) {
+                log_error("config: resource \"%s\": device discovery under %s failed: %s", oc->name,
+                          d->opts->host_root, strerror(-r));
+                return r;
+        }
+        dp_plugin_retire(s->plugin, &before, &s->n_gone);
+        res_devlist_free(&before);
+        return 0;
+}
+
 /* Everything that can fail, before anything that serves is touched. */
 static int prepare_step(struct dp_daemon *d, struct plan *p, size_t j) {
         const struct cfg_resource *cfg = &p->next->resources[j];
@@ -221,6 +366,8 @@ static int prepare_step(struct dp_daemon *d, struct plan *p, size_t j) {
                 if (r >= 0)
                         r = discover(d, s->plugin, &s->found);
                 if (r >= 0)
+                        r = retire_unnamed(d, old, s);
+                if (r >= 0)
                         r = res_watch_dirs(d->opts->host_root, cfg->selectors, cfg->n_selectors,
                                            &s->watch_dirs);
                 return r;
@@ -228,6 +375,49 @@ static int prepare_step(struct dp_daemon *d, struct plan *p, size_t j) {
         s->change = old->cfg->alloc_modes != cfg->alloc_modes || old->cfg->policy != cfg->policy
                             ? CHANGED_ANSWERS
                             : UNCHANGED;
+        return 0;
+}
+
+/* The other kind's resource that still needs file, or NULL: a running
+ * one (next no longer configures it under that file, names.c refuses
+ * two resources sharing one) or one whose retained spec it is. */
+static const char *file_needed_by(const struct dp_daemon *d, const char *file, const char *kind) {
+        for (size_t i = 0; i < d->n_res; i++) {
+                _cleanup_free_ char *f = NULL;
+                const struct dp_plugin *pl = d->res[i]->plugin;
+                if (cdi_spec_file_name(pl->kind, &f) >= 0 && strcmp(f, file) == 0 &&
+                    strcmp(pl->kind, kind) != 0)
+                        return d->res[i]->cfg->name;
+        }
+        const char *gone = dp_retained_resource(d, file);
+        _cleanup_free_ char *gone_kind = NULL;
+        if (gone && cdi_kind_from_resource(gone, &gone_kind) >= 0 && strcmp(gone_kind, kind) != 0)
+                return gone;
+        return NULL;
+}
+
+/* -EEXIST, logged, when next would overwrite a spec another resource's
+ * pods may still need. */
+static int check_spec_files(const struct dp_daemon *d, const struct cfg_config *next) {
+        const char *path = d->opts->config_path;
+
+        for (size_t j = 0; j < next->n_resources; j++) {
+                const char *name = next->resources[j].name;
+                _cleanup_free_ char *kind = NULL, *file = NULL;
+                if (cdi_kind_from_resource(name, &kind) < 0 || cdi_spec_file_name(kind, &file) < 0)
+                        continue; /* dp_names_prepare refused it already */
+                const char *other = file_needed_by(d, file, kind);
+                if (!other)
+                        continue;
+                log_with(LOG_ERR, &(struct log_fields){ .resource = name, .path = path },
+                         "config: %s: resource \"%s\" would replace CDI spec %s/%s, which "
+                         "defines the devices of resource \"%s\" (removed from the config) that "
+                         "a pod may still need to start its containers; keeping the running "
+                         "configuration. Remove \"%s\" first: \"%s\" can be added once its spec "
+                         "is gone (cdiplug removes it when no pod holds one of its devices)",
+                         path, name, d->opts->cdi_dir, file, other, other, name);
+                return -EEXIST;
+        }
         return 0;
 }
 
@@ -338,6 +528,10 @@ static bool apply_devices(struct dp_daemon *d, struct step *s, const struct cfg_
         dp_watch_resource(d, res);
         if (dp_notes_log(&res->logged_notes, cfg->name, &s->found, res->plugin) < 0)
                 log_error("resource \"%s\": out of memory logging what discovery noted", cfg->name);
+        if (s->n_gone)
+                log_info("resource \"%s\": %zu devices no longer named by the config are not "
+                         "offered any more; they stay in its CDI spec while a pod may hold one",
+                         cfg->name, s->n_gone);
         log_devices(res->plugin);
         dp_server_push(res);
         return true;
@@ -406,6 +600,18 @@ static void apply_log_format(const struct dp_daemon *d) {
                 log_set_json(d->cfg->log_format == CFG_LOG_JSON);
 }
 
+static void warn_overlaps(const struct dp_daemon *d) {
+        _cleanup_free_ struct dp_plugin **plugins = calloc(d->n_res + 1, sizeof(*plugins));
+
+        if (!plugins) {
+                log_warn("cannot look for devices that two resources share: out of memory");
+                return;
+        }
+        for (size_t i = 0; i < d->n_res; i++)
+                plugins[i] = d->res[i]->plugin;
+        dp_warn_overlaps(plugins, d->n_res);
+}
+
 static void commit(struct dp_daemon *d, struct plan *p) {
         restart_only(d, p->next);
         for (size_t i = 0; i < d->n_res; i++)
@@ -454,10 +660,17 @@ static void commit(struct dp_daemon *d, struct plan *p) {
         cfg_free(d->cfg);
         d->cfg = TAKE_PTR(p->next);
         apply_log_format(d);
-        /* Removed resources' specs, and any kept from before: the new
-         * config may own some again, and an operator's SIGHUP is a
-         * request to look now. */
-        dp_retained_check(d);
+        /* As at start-up: resources the reload added or changed may
+         * now find a device another one lists. */
+        if (p->added || p->changed)
+                warn_overlaps(d);
+        /* Removed resources' specs, and any kept from before, and devices
+         * the new config no longer names: the new config may own some
+         * again, and an operator's SIGHUP is a request to look now. */
+        if (dp_gone_any(d))
+                dp_retained_devices(d);
+        else
+                dp_retained_check(d);
         dp_arm_timer(d);
 }
 
@@ -468,6 +681,9 @@ void dp_reload(struct dp_daemon *d, const char *why) {
         int r;
 
         log_info("config: reloading %s (%s)", path, why);
+        /* Before reading: edits from now on in the dir the path now leads
+         * to are seen. */
+        watch_real(d);
         r = cfg_load(path, &p.next, &err);
         if (r == -ENOENT)
                 log_warn("config: %s was removed; keeping the running configuration", path);
@@ -489,6 +705,11 @@ void dp_reload(struct dp_daemon *d, const char *why) {
         if (r < 0) {
                 log_error("config: %s: %s; keeping the running configuration", path,
                           r == -EINVAL ? "a name cannot be served (see above)" : strerror(-r));
+                cfg_free(p.next);
+                return;
+        }
+        r = check_spec_files(d, p.next);
+        if (r < 0) {
                 cfg_free(p.next);
                 return;
         }

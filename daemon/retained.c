@@ -80,17 +80,31 @@ static void drop(struct dp_retained *rt, size_t i) {
         rt->n--;
 }
 
-int dp_retained_add(struct dp_daemon *d, const char *file, const char *resource) {
+static struct dp_retained *rt_get(struct dp_daemon *d) {
         struct dp_retained *rt = d->retained_specs;
-        struct kept k = { 0 }, *v;
 
         if (!rt) {
                 rt = calloc(1, sizeof(*rt));
                 if (!rt)
-                        return -ENOMEM;
+                        return NULL;
                 rt->tag.fn = on_listed;
                 d->retained_specs = rt;
         }
+        return rt;
+}
+
+/* Something to ask PodResources about: retained specs, or devices a
+ * reload left gone (gone.c). */
+static bool pending(const struct dp_daemon *d) {
+        return d->retained_specs->n || dp_gone_any(d);
+}
+
+int dp_retained_add(struct dp_daemon *d, const char *file, const char *resource) {
+        struct dp_retained *rt = rt_get(d);
+        struct kept k = { 0 }, *v;
+
+        if (!rt)
+                return -ENOMEM;
         for (size_t i = 0; i < rt->n; i++)
                 if (strcmp(rt->v[i].file, file) == 0)
                         return 0;
@@ -112,6 +126,15 @@ int dp_retained_add(struct dp_daemon *d, const char *file, const char *resource)
         rt->v = v;
         rt->v[rt->n++] = k;
         return 0;
+}
+
+const char *dp_retained_resource(const struct dp_daemon *d, const char *file) {
+        const struct dp_retained *rt = d->retained_specs;
+
+        for (size_t i = 0; rt && i < rt->n; i++)
+                if (strcmp(rt->v[i].file, file) == 0)
+                        return rt->v[i].resource;
+        return NULL;
 }
 
 /* Whether a configured resource writes the file again (re-added by a
@@ -232,7 +255,7 @@ static void check(struct dp_daemon *d) {
 
         rt->due_ms = 0;
         prune(d);
-        if (!rt->n || d->stopping)
+        if (!pending(d) || d->stopping)
                 return;
         if (rt->call) {
                 rt->again = true;
@@ -350,6 +373,8 @@ static void judge(struct dp_daemon *d, const V1__ListPodResourcesResponse *resp,
                         dir, k->file, k->label, socket);
                 drop(rt, i);
         }
+        if (dp_gone_judge(d, resp))
+                again = true;
         if (again)
                 schedule(d);
 }
@@ -382,9 +407,9 @@ static void on_listed(struct dp_daemon *d, struct dp_tag *tag, bool ok) {
 
         if (!d->stopping) {
                 prune(d);
-                if (rt->n && r < 0)
+                if (pending(d) && r < 0)
                         unknown(d, why ? why : "no answer", true);
-                else if (rt->n)
+                else if (pending(d))
                         judge(d, (const V1__ListPodResourcesResponse *)resp, socket ? socket : "?");
                 if (rt->again) {
                         rt->again = false;
@@ -395,6 +420,14 @@ static void on_listed(struct dp_daemon *d, struct dp_tag *tag, bool ok) {
         if (resp)
                 protobuf_c_message_free_unpacked(resp, NULL);
         dp_maybe_finish(d);
+}
+
+void dp_retained_devices(struct dp_daemon *d) {
+        if (!rt_get(d)) {
+                log_error("out of memory: devices no longer configured stay in their CDI specs");
+                return;
+        }
+        dp_retained_check(d);
 }
 
 void dp_retained_stop(struct dp_daemon *d) {

@@ -356,7 +356,7 @@ void dp_watch_handle(struct dp_daemon *d) {
                         }
                         if (ev->wd == d->kubelet_wd)
                                 kubelet_event(d, ev);
-                        if (ev->wd == d->config_wd)
+                        if (ev->wd == d->config_wd || ev->wd == d->config_real_wd)
                                 dp_reload_event(d, ev);
                         if (ev->wd == d->ancestor_wd && watch_kubelet_dir(d) == 1)
                                 kubelet_dir_appeared(d);

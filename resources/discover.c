@@ -9,11 +9,20 @@
  * list->clashes: renaming them would change what an ID the kubelet has
  * checkpointed means, so nothing is renamed, and the daemon keeps the one
  * it already serves under that ID, if any.
+ *
+ * Before that, one device node is one device: the kubelet must never be
+ * able to give one port to two pods because it is reachable by two paths
+ * (a link the glob catches too, /dev/serial/by-id/ * next to
+ * /dev/ttyUSB*). Nodes are told apart by type and st_rdev, what the
+ * kernel opens, not by path or inode: a second node made with mknod is
+ * the same device too.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include "res-internal.h"
 
@@ -157,6 +166,116 @@ static int note_empty(int rootfd, const struct res_selector *sel, size_t idx,
                                 res_strdup_printf("match[%zu]: finds no device: %s", idx, why));
 }
 
+/* A device's first node as the kernel knows it. */
+struct node_key {
+        size_t order; /* index in the discovery vector */
+        unsigned type;
+        uint64_t rdev;
+};
+
+static int cmp_key(const void *a, const void *b) {
+        const struct node_key *x = a, *y = b;
+        if (x->type != y->type)
+                return x->type < y->type ? -1 : 1;
+        if (x->rdev != y->rdev)
+                return x->rdev < y->rdev ? -1 : 1;
+        return x->order < y->order ? -1 : x->order > y->order;
+}
+
+static const char *path_of(const struct res_device *dev) {
+        return dev->matched ? dev->matched : dev->nodes[0];
+}
+
+/* Paths named in one note at most: 2,000 udev links to one node must
+ * not make a 100 kB log line. */
+#define SAME_NODE_NAMED 16
+
+/* The note for keeper k, which paths (distinct, k's first) all reach. */
+static int note_same_node(const struct res_device *k, const struct node_key *key, size_t sel,
+                          char *const *paths, size_t n_paths, struct base_strvec *notes) {
+        _cleanup_free_ char *list = NULL;
+        for (size_t i = 0; i < n_paths && i < SAME_NODE_NAMED; i++) {
+                char *more =
+                        res_strdup_printf("%s%s%s", list ? list : "", list ? ", " : "", paths[i]);
+                if (!more)
+                        return -ENOMEM;
+                free(list);
+                list = more;
+        }
+        if (n_paths > SAME_NODE_NAMED) {
+                char *more =
+                        res_strdup_printf("%s and %zu more paths", list, n_paths - SAME_NODE_NAMED);
+                if (!more)
+                        return -ENOMEM;
+                free(list);
+                list = more;
+        }
+        return base_strvec_push(
+                notes,
+                res_strdup_printf("match[%zu]: %s are one device node (%s %u:%u): listed once, as "
+                                  "\"%s\" (%s)",
+                                  sel, list, key->type == S_IFBLK ? "block" : "char",
+                                  major(key->rdev), minor(key->rdev), k->id, path_of(k)));
+}
+
+/* Clears every device of v whose first node is that of an earlier one
+ * (dropped[i] set), with one note per node reached by several paths.
+ * sel_of[i] is the index of the selector that found device i, pci[i]
+ * whether that is a "pci" selector. */
+static int drop_same_nodes(int rootfd, struct res_devvec *v, const size_t *sel_of, const bool *pci,
+                           bool *dropped, struct base_strvec *notes) {
+        _cleanup_free_ struct node_key *keys = calloc(v->n + 1, sizeof(*keys));
+        _cleanup_free_ char **paths = calloc(v->n + 1, sizeof(*paths));
+        size_t n = 0;
+        if (!keys || !paths)
+                return -ENOMEM;
+        for (size_t i = 0; i < v->n; i++) {
+                struct stat st;
+                int r = res_stat_in_root(rootfd, v->devs[i].nodes[0], 0, &st);
+                if (r == -ENOMEM)
+                        return r;
+                /* Gone since the selector saw it: nothing to compare. */
+                if (r < 0 || !(S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)))
+                        continue;
+                keys[n++] = (struct node_key){ .order = i,
+                                               .type = (unsigned)(st.st_mode & S_IFMT),
+                                               .rdev = st.st_rdev };
+        }
+        if (n > 1)
+                qsort(keys, n, sizeof(*keys), cmp_key);
+        for (size_t i = 0; i < n;) {
+                size_t j = i + 1, n_paths = 0;
+                const struct node_key *k = &keys[i];
+                struct res_device *keep = &v->devs[k->order];
+                paths[n_paths++] = (char *)path_of(keep);
+                for (; j < n && keys[j].type == k->type && keys[j].rdev == k->rdev; j++) {
+                        size_t o = keys[j].order;
+                        /* PCI functions in one IOMMU group share its node
+                         * yet are distinct devices (by address). */
+                        if (pci[o] && pci[k->order])
+                                continue;
+                        const char *p = path_of(&v->devs[o]);
+                        bool seen = false;
+                        for (size_t m = 0; m < n_paths && !seen; m++)
+                                seen = strcmp(paths[m], p) == 0;
+                        if (!seen)
+                                paths[n_paths++] = (char *)p;
+                        dropped[o] = true;
+                }
+                if (n_paths > 1) {
+                        int r = note_same_node(keep, k, sel_of[k->order], paths, n_paths, notes);
+                        if (r < 0)
+                                return r;
+                }
+                /* Cleared only now: the note names their paths. */
+                for (size_t m = i + 1; m < j; m++)
+                        if (dropped[keys[m].order])
+                                res_device_clear(&v->devs[keys[m].order]);
+                i = j;
+        }
+        return 0;
+}
+
 int res_discover(const char *host_root, struct res_selector *const *sels, size_t n_sels,
                  struct res_devlist *ret) {
         _cleanup_close_ int rootfd = -1;
@@ -166,12 +285,32 @@ int res_discover(const char *host_root, struct res_selector *const *sels, size_t
 
         struct res_devvec v = { 0 }, clashes = { 0 };
         struct base_strvec notes = { 0 };
+        /* Where each selector's devices end in v. */
+        _cleanup_free_ size_t *ends = calloc(n_sels + 1, sizeof(*ends));
+        _cleanup_free_ size_t *sel_of = NULL;
+        _cleanup_free_ bool *pci = NULL, *dropped = NULL;
+        if (!ends)
+                return -ENOMEM;
         for (size_t i = 0; i < n_sels && r >= 0; i++) {
                 size_t before = v.n;
                 r = res_discover_one(rootfd, sels[i], i, &v, &notes);
                 if (r >= 0 && v.n == before)
                         r = note_empty(rootfd, sels[i], i, &notes);
+                ends[i] = v.n;
         }
+        if (r >= 0) {
+                sel_of = calloc(v.n + 1, sizeof(*sel_of));
+                pci = calloc(v.n + 1, sizeof(*pci));
+                dropped = calloc(v.n + 1, sizeof(*dropped));
+                r = sel_of && pci && dropped ? 0 : -ENOMEM;
+        }
+        for (size_t i = 0, k = 0; r >= 0 && i < n_sels; i++)
+                for (; k < ends[i]; k++) {
+                        sel_of[k] = i;
+                        pci[k] = sels[i]->kind == RES_SEL_PCI;
+                }
+        if (r >= 0)
+                r = drop_same_nodes(rootfd, &v, sel_of, pci, dropped, &notes);
         if (r < 0) {
                 devvec_clear(&v);
                 base_strvec_clear(&notes);
@@ -193,9 +332,10 @@ int res_discover(const char *host_root, struct res_selector *const *sels, size_t
                 base_strvec_clear(&notes);
                 return -ENOMEM;
         }
+        size_t n = 0;
         for (size_t i = 0; i < v.n; i++)
-                slots[i] = (struct slot){ .dev = &v.devs[i], .order = i };
-        size_t n = v.n;
+                if (!dropped[i])
+                        slots[n++] = (struct slot){ .dev = &v.devs[i], .order = i };
         r = make_unique(slots, &n, &clashes);
         if (r < 0) {
                 free(list.devs);

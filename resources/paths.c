@@ -238,6 +238,11 @@ static int emit(struct res_devvec *out, int rootfd, const struct res_selector *s
                 return r == -ENOMEM ? r : 0;
         }
         dev.id_is_path = sel->id_mode == RES_ID_NAME && !m0->link;
+        if (m0->link && !(dev.matched = strdup(m0->link))) {
+                res_device_clear(&dev);
+                base_strvec_clear(nodes);
+                return -ENOMEM;
+        }
         /* The nearest device up the sysfs path with a numa_node: a tty
          * behind a PCI USB controller, a DRM node under its GPU. */
         dev.numa_node = devdir ? res_sysfs_numa(rootfd, devdir) : -1;

@@ -32,6 +32,9 @@ struct res_device {
          * device at another path is another device, even if its ID is the
          * same (/dev/a/b and /dev/a-b are both "a-b"). */
         bool id_is_path;
+        /* The path the selector matched when that is not nodes[0] (a
+         * link such as /dev/serial/by-id/...), else NULL. */
+        char *matched;
 };
 
 struct res_devlist {
@@ -129,8 +132,14 @@ const char *res_selector_warning(const struct res_selector *sel, const char **re
  * numa_node: that of the nearest device in the sysfs chain (the device,
  * then its parents) that has a numa_node attribute: a tty behind a PCI USB
  * controller, a DRM node under its GPU; -1 when none has one.
- * IDs: a device found by several selectors (same ID, same nodes) is listed
- * once, with the first selector's edits. Distinct devices that would share
+ * One device node is one device: devices whose first nodes are the same
+ * node (same type and st_rdev, stat'ed inside host_root), reached by one
+ * path or by several (a link caught by the glob, /dev/ttyUSB* plus
+ * /dev/serial/by-id/ *), are listed once, as the first selector in the
+ * match list found it (its path, ID and edits); when the paths differ,
+ * notes gets one sentence naming them. Devices of "pci" selectors are
+ * told apart by their PCI address: functions sharing an IOMMU group share
+ * its node. Distinct devices that would share
  * an ID are all left out of devs and listed in clashes: nothing is renamed.
  * Symlinks resolve inside host_root (openat2 RESOLVE_IN_ROOT; on kernels
  * without it, plain openat). */

@@ -45,6 +45,7 @@ void res_device_clear(struct res_device *dev) {
         free(dev->id);
         base_strv_free(dev->nodes);
         base_edits_clear(&dev->edits);
+        free(dev->matched);
         *dev = (struct res_device){ .numa_node = -1 };
 }
 
@@ -92,9 +93,17 @@ int res_open_in_root(int rootfd, const char *path, int flags) {
 }
 
 int res_read_attr(int rootfd, const char *path, char **ret) {
-        _cleanup_close_ int fd = res_open_in_root(rootfd, path, O_RDONLY | O_NOCTTY);
+        /* A hostile tree can put a FIFO where an attribute should be: with
+         * O_NONBLOCK its open returns at once, and only a regular file (as
+         * every sysfs attribute is) is read, so nothing here can block. */
+        _cleanup_close_ int fd = res_open_in_root(rootfd, path, O_RDONLY | O_NOCTTY | O_NONBLOCK);
         if (fd < 0)
                 return fd;
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode))
+                return -EINVAL;
 
         _cleanup_free_ char *buf = malloc(RES_ATTR_MAX + 1);
         if (!buf)

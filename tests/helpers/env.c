@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "env.h"
+#include "faketree.h"
 
 #include <criterion/criterion.h>
 #include <dirent.h>
@@ -85,12 +86,14 @@ void env_write(const struct env *e, const char *rel, const char *text) {
 void env_touch(const struct env *e, const char *host_rel) {
         char *path = join(e->host, host_rel);
         mkparents(path);
-        /* Only char/block nodes are devices; 1:3 (/dev/null's numbers)
-         * keeps hardware out of reach. */
+        /* Only char/block nodes are devices, one node one device: numbers
+         * of their own that no driver answers (faketree.h). */
+        unsigned major, minor;
         if (geteuid() != 0)
                 cr_skip_test("making fake device nodes (mknod) needs root");
-        cr_assert(mknod(path, S_IFCHR | 0666, makedev(1, 3)) == 0, "cannot mknod %s: %s", path,
-                  strerror(errno));
+        ft_next_devnum(&major, &minor);
+        cr_assert(mknod(path, S_IFCHR | 0666, makedev(major, minor)) == 0, "cannot mknod %s: %s",
+                  path, strerror(errno));
         free(path);
 }
 

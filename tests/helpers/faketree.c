@@ -119,6 +119,14 @@ int ft_chrdev(const char *root, const char *path, unsigned major, unsigned minor
         return r;
 }
 
+void ft_next_devnum(unsigned *ret_major, unsigned *ret_minor) {
+        static unsigned next;
+        unsigned n = next++;
+
+        *ret_major = 60 + (n >> 20) % 4;
+        *ret_minor = n & 0xfffff;
+}
+
 int ft_fifo(const char *root, const char *path) {
         int r;
         char *full = prepare(root, path, 0, &r);

@@ -19,6 +19,12 @@ int ft_dir(const char *root, const char *path);
 int ft_file(const char *root, const char *path, const char *content);
 int ft_symlink(const char *root, const char *path, const char *target);
 int ft_chrdev(const char *root, const char *path, unsigned major, unsigned minor);
+/* Numbers for a fake node that is no other fake node made in this process:
+ * one device node is one device to cdiplug, so fake devices need distinct
+ * numbers. Char majors 60-63 are reserved for local/experimental use
+ * (the kernel's devices.txt): no driver answers them, an open fails with
+ * ENXIO, so nothing reaches hardware. */
+void ft_next_devnum(unsigned *ret_major, unsigned *ret_minor);
 int ft_fifo(const char *root, const char *path);
 /* root + "/" + path, malloc'd; NULL on error. */
 char *ft_path(const char *root, const char *path);

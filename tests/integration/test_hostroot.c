@@ -18,6 +18,7 @@
 
 #include "calls.h"
 #include "env.h"
+#include "faketree.h"
 #include "kubelet.h"
 #include "logwait.h"
 
@@ -40,10 +41,13 @@ static char *at(const char *base, const char *rel) {
         return p;
 }
 
-/* A character device node (as /dev/null), whatever env_touch makes. */
+/* A character device node of its own (faketree.h), whatever env_touch
+ * makes. */
 static void mknode(const char *dir, const char *name) {
         char *p = at(dir, name);
-        cr_assert_eq(mknod(p, S_IFCHR | 0600, makedev(1, 3)), 0, "mknod %s: %s", p,
+        unsigned major, minor;
+        ft_next_devnum(&major, &minor);
+        cr_assert_eq(mknod(p, S_IFCHR | 0600, makedev(major, minor)), 0, "mknod %s: %s", p,
                      strerror(errno));
         free(p);
 }

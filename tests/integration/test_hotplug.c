@@ -3,6 +3,8 @@
  * not exist at start, USB devices plugged and unplugged, and health. */
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +13,7 @@
 #include "calls.h"
 #include "env.h"
 #include "kubelet.h"
+#include "logwait.h"
 #include "proc_status.h"
 
 static struct env e;
@@ -161,4 +164,91 @@ Test(hotplug, no_wakeups_while_nothing_happens) {
         env_touch(&e, "dev/ttyUSB1");
         cr_assert_eq(tk_wait_lists(tk, "example.com/serial", 2, 5000, NULL), 0);
         cr_assert_gt(own_switches(e.pid), after);
+}
+
+/* A FIFO where a USB device's idProduct should be. Before, discovery
+ * opened it for reading and blocked for a writer: at start-up the daemon
+ * never registered; on hotplug the watcher blocked holding the daemon's
+ * lock and every Allocate timed out. Now it is a mismatch. */
+static void usb_fifo_product(const char *port) {
+        char *path;
+        cr_assert(asprintf(&path, "%s/sys/bus/usb/devices/%s/idProduct", e.host, port) > 0);
+        cr_assert_eq(unlink(path), 0, "%s", path);
+        cr_assert_eq(mkfifo(path, 0644), 0, "%s", path);
+        free(path);
+}
+
+Test(hotplug, a_fifo_in_sysfs_is_a_mismatch_not_a_hang) {
+        env_init(&e);
+        usb_sysfs("1-1", "046d", "0825", 1, 2);
+        env_touch(&e, "dev/bus/usb/001/002");
+        usb_sysfs("1-2", "046d", "0825", 1, 4);
+        usb_fifo_product("1-2");
+        env_touch(&e, "dev/bus/usb/001/004");
+        serve("example.com/webcam",
+              "{ \"resources\": [ { \"name\": \"example.com/webcam\", "
+              "\"match\": [ { \"usb\": { \"vendor\": \"046d\", \"product\": \"0825\" } } ] } ] }");
+        grpc_channel *ch = tk_dial(tk, "example.com/webcam");
+        struct lw_stream *s = lw_open(ch);
+        V1beta1__ListAndWatchResponse *l = next_with(s, 1);
+        cr_assert_str_eq(l->devices[0]->id, "usb-1-1");
+        v1beta1__list_and_watch_response__free_unpacked(l, NULL);
+
+        /* Plugged while serving: one more with a FIFO, then a good one,
+         * whose list shows the watcher got past the FIFO. */
+        usb_sysfs("1-3", "046d", "0825", 1, 5);
+        usb_fifo_product("1-3");
+        env_touch(&e, "dev/bus/usb/001/005");
+        usb_sysfs("1-4", "046d", "0825", 1, 6);
+        env_touch(&e, "dev/bus/usb/001/006");
+        l = next_with(s, 2);
+        cr_assert_str_eq(l->devices[1]->id, "usb-1-4");
+        v1beta1__list_and_watch_response__free_unpacked(l, NULL);
+        V1beta1__AllocateResponse *r = NULL;
+        cr_assert_eq(call_allocate(ch, &r, NULL, "usb-1-4", NULL, NULL), GRPC_STATUS_OK);
+        v1beta1__allocate_response__free_unpacked(r, NULL);
+        lw_close(s);
+        grpc_channel_destroy(ch);
+}
+
+/* One node reached by several paths is one device. Before, /dev/ttyUSB*
+ * plus /dev/serial/by-id/ * listed the port twice, both Healthy, and the
+ * kubelet could give it to two pods. */
+Test(hotplug, one_node_by_several_paths_is_listed_once) {
+        env_init(&e);
+        env_touch(&e, "dev/ttyUSB0");
+        env_touch(&e, "dev/ttyUSB1");
+        char *link;
+        env_write(&e, "host/dev/serial/by-id/.keep", ""); /* the dir; '*' skips dotfiles */
+        cr_assert(asprintf(&link, "%s/dev/serial/by-id/usb-FTDI_A-port0", e.host) > 0);
+        cr_assert_eq(symlink("../../ttyUSB0", link), 0);
+        free(link);
+        serve("example.com/serial",
+              "{ \"resources\": [ { \"name\": \"example.com/serial\", \"match\": [ "
+              "{ \"path\": \"/dev/ttyUSB*\" }, { \"path\": \"/dev/serial/by-id/*\" } ] } ] }");
+        grpc_channel *ch = tk_dial(tk, "example.com/serial");
+        struct lw_stream *s = lw_open(ch);
+        V1beta1__ListAndWatchResponse *l = next_with(s, 2);
+        cr_assert_str_eq(l->devices[0]->id, "ttyUSB0");
+        cr_assert_str_eq(l->devices[1]->id, "ttyUSB1");
+        v1beta1__list_and_watch_response__free_unpacked(l, NULL);
+        cr_assert_eq(log_wait(e.log,
+                              "match[0]: /dev/ttyUSB0, /dev/serial/by-id/usb-FTDI_A-port0 are one "
+                              "device node",
+                              5000),
+                     0);
+
+        /* A second link to ttyUSB1 appears: still two devices, and the list
+         * that goes out says so. */
+        cr_assert(asprintf(&link, "%s/dev/serial/by-id/usb-FTDI_B-port0", e.host) > 0);
+        cr_assert_eq(symlink("/dev/ttyUSB1", link), 0);
+        free(link);
+        cr_assert_eq(
+                log_wait(e.log, "/dev/ttyUSB1, /dev/serial/by-id/usb-FTDI_B-port0 are one", 5000),
+                0);
+        env_touch(&e, "dev/ttyUSB2");
+        l = next_with(s, 3);
+        v1beta1__list_and_watch_response__free_unpacked(l, NULL);
+        lw_close(s);
+        grpc_channel_destroy(ch);
 }

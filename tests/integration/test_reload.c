@@ -289,6 +289,75 @@ static V1beta1__ListAndWatchResponse *list_after(unsigned n) {
         return l;
 }
 
+/* A reload that narrows b from rb* to rb0: rb1 leaves the list at once
+ * (before, it stayed listed Unhealthy until a restart, so capacity never
+ * dropped) and Allocate refuses it, while its spec entry stays as long
+ * as a pod holds it. And a resource a reload adds that finds a device
+ * another one offers is warned about, as at start-up. */
+Test(reload, narrowed_selector_drops_devices_from_the_list) {
+        env_init(&e);
+        struct tk_pr *pr;
+        cr_assert_eq(tk_pr_start(e.podres, &pr), 0);
+        cr_assert_eq(tk_pr_age(pr, 3600), 0);
+        tk_pr_hold(pr, "shop", "web-0", B, "rb1");
+        char *cfg = config3(B_WIDER);
+        serve(cfg, e.config);
+        free(cfg);
+        registered(B, 1);
+        unsigned n = tk_lists(tk, B);
+        V1beta1__ListAndWatchResponse *l = list_after(n - 1);
+        cr_assert_eq(l->n_devices, 2);
+        v1beta1__list_and_watch_response__free_unpacked(l, NULL);
+        char *spec_b = path_in(e.cdi_dir, "example.com-rb.json");
+
+        cfg = config3(NULL);
+        rename_into_place(e.config, cfg);
+        free(cfg);
+        l = list_after(n);
+        n = tk_lists(tk, B);
+        cr_assert_eq(l->n_devices, 1, "rb1 is still listed (%zu devices)", l->n_devices);
+        cr_assert_str_eq(l->devices[0]->id, "rb0");
+        v1beta1__list_and_watch_response__free_unpacked(l, NULL);
+        cr_assert_eq(log_wait(e.log, "1 devices no longer named by the config", 10000), 0);
+        char *text = env_read(spec_b);
+        cr_assert_not_null(strstr(text, "\"/dev/rb1\""), "rb1 left the spec a pod needs: %s", text);
+        free(text);
+        grpc_channel *ch = tk_dial(tk, B);
+        char *msg = NULL;
+        V1beta1__AllocateResponse *r = NULL;
+        cr_assert_eq(call_allocate(ch, &r, &msg, "rb1", NULL, NULL), GRPC_STATUS_INVALID_ARGUMENT);
+        cr_assert_not_null(strstr(msg, "no longer offered"), "%s", msg);
+        free(msg);
+        grpc_channel_destroy(ch);
+
+        /* The pod goes: rb1 leaves the spec on the next check. */
+        tk_pr_hold(pr, NULL, NULL, NULL, NULL);
+        cr_assert_eq(log_wait(e.log,
+                              "device \"rb1\", no longer named by the config, left its CDI "
+                              "spec",
+                              20000),
+                     0);
+        text = env_read(spec_b);
+        cr_assert_null(strstr(text, "/dev/rb1"), "%s", text);
+        cr_assert_not_null(strstr(text, "\"/dev/rb0\""), "%s", text);
+        free(text);
+
+        /* Added by a reload, d finds rb0, which b offers. */
+        cr_assert(asprintf(&cfg,
+                           "{ \"resources\": [ %s, %s, %s, { \"name\": \"example.com/rd\", "
+                           "\"match\": [ { \"path\": \"/dev/rb0\" } ] } ] }",
+                           resource_json(A), resource_json(B), resource_json(C)) > 0);
+        rename_into_place(e.config, cfg);
+        free(cfg);
+        cr_assert_eq(log_wait(e.log,
+                              "resources \"example.com/rb\" and \"example.com/rd\" both offer "
+                              "device /dev/rb0",
+                              10000),
+                     0, "the overlap a reload brought in was not warned about");
+        tk_pr_stop(pr);
+        free(spec_b);
+}
+
 static void reload_b(const char *b_json) {
         char *cfg;
         cr_assert(asprintf(&cfg, "{ \"resources\": [ %s, %s ] }", resource_json(A), b_json) > 0);
@@ -525,6 +594,143 @@ Test(reload, configmap_data_swap_reloads_once) {
         free(link);
         free(in_ts1);
         free(in_ts2);
+}
+
+/* Write text over path in place (truncate, write, close), as `>` does. */
+static void write_in_place(const char *path, const char *text) {
+        write_file(path, text);
+}
+
+/* A config whose path is a ConfigMap's symlinks, edited in place where
+ * the file really lives (..data/config.json), before and after a swap.
+ * Before, only the link's dir was watched: the edit was never seen. */
+Test(reload, configmap_file_edited_in_place_reloads) {
+        env_init(&e);
+        char *cm = path_in(e.root, "cm");
+        cr_assert_eq(mkdir(cm, 0755), 0);
+        char *ts1 = path_in(cm, "..2026_01_01_00_00_00.1");
+        char *ts2 = path_in(cm, "..2026_01_01_00_00_00.2");
+        char *data = path_in(cm, "..data"), *data_tmp = path_in(cm, "..data_tmp");
+        char *link = path_in(cm, "config.json");
+        char *in_ts1 = path_in(ts1, "config.json"), *in_ts2 = path_in(ts2, "config.json");
+        cr_assert_eq(mkdir(ts1, 0755), 0);
+        char *cfg = config3(NULL);
+        write_file(in_ts1, cfg);
+        cr_assert_eq(symlink("..2026_01_01_00_00_00.1", data), 0);
+        cr_assert_eq(symlink("..data/config.json", link), 0);
+        env_touch(&e, "dev/ra0");
+        env_touch(&e, "dev/rb0");
+        env_touch(&e, "dev/rb1");
+        env_touch(&e, "dev/rc0");
+        env_spawn(&e, "--config", link, NULL);
+        cr_assert_eq(tk_start(e.kubelet_dir, &tk), 0);
+        registered(B, 1);
+        unsigned lists_b = tk_lists(tk, B);
+
+        /* In place, where the file really is: b widens to rb0 and rb1. */
+        char *wide = config3(B_WIDER);
+        write_in_place(in_ts1, wide);
+        V1beta1__ListAndWatchResponse *l = NULL;
+        cr_assert_eq(tk_wait_lists(tk, B, lists_b + 1, 10000, &l), 0,
+                     "an in-place edit of ..data/config.json was not applied");
+        cr_assert_eq(l->n_devices, 2);
+        v1beta1__list_and_watch_response__free_unpacked(l, NULL);
+        wait_summaries(1);
+
+        /* A swap to a new dir (b as it is), then an edit in place there:
+         * the dir watched follows the swap. */
+        cr_assert_eq(mkdir(ts2, 0755), 0);
+        write_file(in_ts2, wide);
+        cr_assert_eq(symlink("..2026_01_01_00_00_00.2", data_tmp), 0);
+        cr_assert_eq(rename(data_tmp, data), 0);
+        cr_assert_eq(unlink(in_ts1), 0);
+        cr_assert_eq(rmdir(ts1), 0);
+        wait_summaries(2);
+        char *narrow_c = NULL; /* c gone: the only change, seen as 1 removed */
+        cr_assert(asprintf(&narrow_c, "{ \"resources\": [ %s, %s ] }", resource_json(A), B_WIDER) >
+                  0);
+        write_in_place(in_ts2, narrow_c);
+        cr_assert_eq(log_wait(e.log, "reload: 0 added, 0 changed, 1 removed, 2 unchanged", 10000),
+                     0, "an in-place edit after the swap was not applied");
+        free(narrow_c), free(wide), free(cfg);
+        free(cm), free(ts1), free(ts2), free(data), free(data_tmp), free(link), free(in_ts1),
+                free(in_ts2);
+}
+
+/* /etc/cdiplug/config.json linked to a file elsewhere, edited there. */
+Test(reload, linked_config_edited_where_it_lives_reloads) {
+        env_init(&e);
+        char *etc = path_in(e.root, "etc"), *real = path_in(e.root, "real");
+        cr_assert_eq(mkdir(etc, 0755), 0);
+        cr_assert_eq(mkdir(real, 0755), 0);
+        char *link = path_in(etc, "config.json"), *target = path_in(real, "cdiplug.json");
+        cr_assert_eq(symlink(target, link), 0);
+        char *cfg = config3(NULL);
+        write_file(target, cfg);
+        free(cfg);
+        env_touch(&e, "dev/ra0");
+        env_touch(&e, "dev/rb0");
+        env_touch(&e, "dev/rb1");
+        env_touch(&e, "dev/rc0");
+        env_spawn(&e, "--config", link, NULL);
+        cr_assert_eq(tk_start(e.kubelet_dir, &tk), 0);
+        registered(B, 1);
+        unsigned lists_b = tk_lists(tk, B);
+        cfg = config3(B_WIDER);
+        write_in_place(target, cfg);
+        free(cfg);
+        V1beta1__ListAndWatchResponse *l = NULL;
+        cr_assert_eq(tk_wait_lists(tk, B, lists_b + 1, 10000, &l), 0,
+                     "an in-place edit of the link's target was not applied");
+        cr_assert_eq(l->n_devices, 2);
+        v1beta1__list_and_watch_response__free_unpacked(l, NULL);
+        exactly_file_reloads(1, 1);
+        free(etc), free(real), free(link), free(target);
+}
+
+/* "example.com-ab/cd" and "example.com/ab-cd" both have the spec file
+ * example.com-ab-cd.json. Renaming one into the other, in one reload or
+ * after the old one was removed while its spec is kept, would replace the
+ * spec a pod holding "example.com-ab/cd=ra0" resolves that name through.
+ * Before, the reload did so silently. */
+Test(reload, a_reload_never_overwrites_a_spec_another_resource_may_need) {
+        env_init(&e);
+        env_touch(&e, "dev/ra0");
+        const char *old_cfg = "{ \"resources\": [ { \"name\": \"example.com-ab/cd\", \"match\": "
+                              "[ { \"path\": \"/dev/ra0\" } ] } ] }";
+        const char *renamed = "{ \"resources\": [ { \"name\": \"example.com/ab-cd\", \"match\": "
+                              "[ { \"path\": \"/dev/ra0\" } ] } ] }";
+        write_file(e.config, old_cfg);
+        env_spawn(&e, NULL);
+        cr_assert_eq(tk_start(e.kubelet_dir, &tk), 0);
+        registered("example.com-ab/cd", 1);
+        char *spec = path_in(e.cdi_dir, "example.com-ab-cd.json");
+        char *text = env_read(spec);
+        cr_assert_not_null(strstr(text, "\"example.com-ab/cd\""), "%s", text);
+        free(text);
+
+        /* Renamed in one reload: refused, the old one keeps serving. */
+        rename_into_place(e.config, renamed);
+        cr_assert_eq(log_wait(e.log, "would replace CDI spec", 10000), 0,
+                     "the rename was not refused");
+        cr_assert_eq(log_count(e.log, "keeping the running configuration"), 1);
+        cr_assert_eq(log_count(e.log, SUMMARY), 0);
+        text = env_read(spec);
+        cr_assert_not_null(strstr(text, "\"example.com-ab/cd\""), "spec overwritten: %s", text);
+        free(text);
+
+        /* Removed alone: its spec stays (nobody answers PodResources), and
+         * adding the other name is refused while it does. */
+        rename_into_place(e.config, "{ \"resources\": [] }");
+        wait_summaries(1);
+        rename_into_place(e.config, renamed);
+        cr_assert_eq(log_wait_count(e.log, "would replace CDI spec", 2, 10000), 2,
+                     "adding over a retained spec was not refused");
+        cr_assert_eq(log_count(e.log, SUMMARY), 1);
+        text = env_read(spec);
+        cr_assert_not_null(strstr(text, "\"example.com-ab/cd\""), "spec overwritten: %s", text);
+        free(text);
+        free(spec);
 }
 
 Test(reload, rename_into_place_reloads_once) {

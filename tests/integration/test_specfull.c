@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -176,4 +177,64 @@ Test(specfull, a_full_cdi_dir_holds_the_list_until_the_spec_is_written) {
 
 Test(specfull, a_read_only_cdi_dir_holds_the_list_until_the_spec_is_written) {
         hold_then_catch_up(ro, rw, "Read-only file system");
+}
+
+/* A full CDI dir at start-up: the spec an earlier run wrote (ttyS0) is
+ * still on disk, ttyS1 was plugged meanwhile. Before, the held list
+ * offered nothing at all, and Allocate handed out ttyS1, whose CDI name
+ * no runtime can resolve. Now the list offers what the file defines, and
+ * Allocate refuses what is not offered. */
+Test(specfull, a_full_cdi_dir_at_start_up_offers_what_the_spec_on_disk_defines) {
+        env_init(&e);
+        private_tmpfs_cdi_dir();
+        env_touch(&e, "dev/ttyS0");
+        env_write(&e, "config.json",
+                  "{ \"resources\": [ { \"name\": \"" RESOURCE
+                  "\", \"match\": [ { \"path\": \"/dev/ttyS*\" } ] } ] }");
+        env_spawn(&e, NULL);
+        cr_assert_eq(tk_start(e.kubelet_dir, &tk), 0);
+        cr_assert_eq(tk_wait_registered(tk, RESOURCE, 1, 10000), 0);
+        char *spec = spec_text();
+        cr_assert_not_null(strstr(spec, "\"ttyS0\""), "%s", spec);
+        free(spec);
+        cr_assert_eq(env_stop(&e, SIGTERM, 5000), 0);
+
+        env_touch(&e, "dev/ttyS1");
+        char *filler_path = fill_cdi_dir();
+        env_spawn(&e, NULL);
+        cr_assert_eq(tk_wait_registered(tk, RESOURCE, 2, 10000), 0);
+        cr_assert_eq(log_wait(e.log, "No space left on device", 5000), 0);
+        grpc_channel *ch = tk_dial(tk, RESOURCE);
+        struct lw_stream *s = lw_open(ch);
+        V1beta1__ListAndWatchResponse *l = lw_next(s, 5000);
+        cr_assert_not_null(l);
+        cr_assert_eq(l->n_devices, 1, "the held list offers %zu devices, want ttyS0 only",
+                     l->n_devices);
+        cr_assert_str_eq(l->devices[0]->id, "ttyS0");
+        cr_assert_str_eq(l->devices[0]->health, "Healthy");
+        v1beta1__list_and_watch_response__free_unpacked(l, NULL);
+
+        char *msg = NULL;
+        V1beta1__AllocateResponse *r = NULL;
+        cr_assert_eq(call_allocate(ch, &r, &msg, "ttyS1", NULL, NULL),
+                     GRPC_STATUS_INVALID_ARGUMENT);
+        cr_assert_not_null(msg);
+        cr_assert_not_null(strstr(msg, "not advertised"), "%s", msg);
+        free(msg);
+        cr_assert_eq(call_allocate(ch, &r, NULL, "ttyS0", NULL, NULL), GRPC_STATUS_OK);
+        v1beta1__allocate_response__free_unpacked(r, NULL);
+
+        /* Room again: the spec gains ttyS1 and so does the list. */
+        cr_assert_eq(unlink(filler_path), 0);
+        free(filler_path);
+        bool seen = false;
+        while (!seen) {
+                l = lw_next(s, 15000);
+                cr_assert_not_null(l, "no list with ttyS1 after the CDI dir had room again");
+                assert_spec_defines(l);
+                seen = lists_id(l, "ttyS1");
+                v1beta1__list_and_watch_response__free_unpacked(l, NULL);
+        }
+        lw_close(s);
+        grpc_channel_destroy(ch);
 }

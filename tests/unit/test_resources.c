@@ -4,8 +4,10 @@
 #include <errno.h>
 #include <stdio.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include "../resources/res_test.h"
+#include "tfmt.h"
 
 static char *root;
 
@@ -149,7 +151,8 @@ Test(resources, path_no_match_is_empty) {
 
 Test(resources, symlinks_resolve_inside_host_root) {
         mk(root, "dev/ttyUSB0", NULL);
-        mkln(root, "dev/serial/by-id/usb-rel", "../../ttyUSB0");
+        mk(root, "dev/ttyUSB1", NULL);
+        mkln(root, "dev/serial/by-id/usb-rel", "../../ttyUSB1");
         /* Absolute links mean the host's /dev, i.e. <root>/dev. */
         mkln(root, "dev/serial/by-id/usb-abs", "/dev/ttyUSB0");
         mkln(root, "dev/serial/by-id/usb-dangling", "../../ttyUSB7");
@@ -162,7 +165,8 @@ Test(resources, symlinks_resolve_inside_host_root) {
         cr_expect_str_eq(l.devs[0].id, "serial-by-id-usb-abs");
         cr_expect_str_eq(l.devs[1].id, "serial-by-id-usb-rel");
         /* The link names the ID; the node it leads to is what is injected. */
-        assert_nodes(&l.devs[1], (const char *[]){ "/dev/ttyUSB0", NULL });
+        assert_nodes(&l.devs[0], (const char *[]){ "/dev/ttyUSB0", NULL });
+        assert_nodes(&l.devs[1], (const char *[]){ "/dev/ttyUSB1", NULL });
         res_devlist_free(&l);
 }
 
@@ -341,4 +345,73 @@ Test(resources, watch_no_selectors_is_empty) {
         cr_assert_not_null(dirs);
         cr_expect_null(dirs[0]);
         base_strv_free(dirs);
+}
+
+/* One node reached by several paths is one device. Before, each path was
+ * a device of its own (2 nodes, 4 healthy IDs): the kubelet could give
+ * one port to two pods. */
+Test(resources, one_node_by_several_paths_is_one_device) {
+        mk(root, "dev/ttyUSB0", NULL);
+        mk(root, "dev/ttyUSB1", NULL);
+        /* A link the glob itself catches, and udev's stable links. */
+        mkln(root, "dev/ttyUSB-console", "ttyUSB0");
+        mkln(root, "dev/serial/by-id/usb-FTDI_A-port0", "/dev/ttyUSB0");
+        mkln(root, "dev/serial/by-id/usb-FTDI_B-port0", "../../ttyUSB1");
+        /* A second node made with mknod, same numbers: the same device. */
+        struct stat st;
+        char *p0 = ft_path(root, "dev/ttyUSB0");
+        cr_assert_eq(stat(p0, &st), 0);
+        free(p0);
+        cr_assert_eq(ft_chrdev(root, "dev/copy/ttyUSB0", major(st.st_rdev), minor(st.st_rdev)), 0);
+
+        struct res_devlist l =
+                discover(root, "[{\"path\": \"/dev/serial/by-id/*\", \"env\": {\"FIRST\": \"1\"}},"
+                               " {\"path\": \"/dev/ttyUSB*\", \"env\": {\"SECOND\": \"1\"}},"
+                               " {\"path\": \"/dev/copy/*\"}]");
+        cr_assert_eq(l.n, 2, "got %zu devices", l.n);
+        /* The first selector's path, ID and edits. */
+        cr_expect_str_eq(l.devs[0].id, "serial-by-id-usb-FTDI_A-port0");
+        cr_expect_str_eq(l.devs[1].id, "serial-by-id-usb-FTDI_B-port0");
+        assert_nodes(&l.devs[0], (const char *[]){ "/dev/ttyUSB0", NULL });
+        assert_nodes(&l.devs[1], (const char *[]){ "/dev/ttyUSB1", NULL });
+        for (size_t i = 0; i < 2; i++) {
+                cr_expect_str_eq(l.devs[i].edits.env[0], "FIRST=1");
+                cr_expect_null(l.devs[i].edits.env[1]);
+        }
+        /* One note per node, naming every path. */
+        cr_assert_not_null(l.notes);
+        size_t n = 0;
+        for (; l.notes[n]; n++)
+                ;
+        cr_assert_eq(n, 2, "notes: %s", l.notes[0]);
+        const char *a = strstr(l.notes[0], "ttyUSB-console") ? l.notes[0] : l.notes[1];
+        const char *b = a == l.notes[0] ? l.notes[1] : l.notes[0];
+        cr_expect(strncmp(a, "match[0]: /dev/serial/by-id/usb-FTDI_A-port0, ", 46) == 0, "%s", a);
+        cr_expect_not_null(strstr(a, "/dev/ttyUSB0"), "%s", a);
+        cr_expect_not_null(strstr(a, "/dev/ttyUSB-console"), "%s", a);
+        cr_expect_not_null(strstr(a, "/dev/copy/ttyUSB0"), "%s", a);
+        cr_expect_not_null(strstr(a, "listed once, as \"serial-by-id-usb-FTDI_A-port0\""), "%s", a);
+        cr_expect_not_null(strstr(b, "/dev/ttyUSB1"), "%s", b);
+        cr_expect_null(strstr(b, "ttyUSB0"), "%s", b);
+        res_devlist_free(&l);
+}
+
+/* Thousands of links to one node: one device, and a note of bounded
+ * length that says how many paths it leaves out. */
+Test(resources, many_links_to_one_node_are_one_device) {
+        mk(root, "dev/ttyUSB0", NULL);
+        for (int i = 0; i < 200; i++) {
+                char *p = tfmt("dev/serial/by-id/link%03d", i);
+                mkln(root, p, "/dev/ttyUSB0");
+                free(p);
+        }
+        struct res_devlist l = discover(root, "[{\"path\": \"/dev/serial/by-id/*\"},"
+                                              " {\"path\": \"/dev/ttyUSB*\"}]");
+        cr_assert_eq(l.n, 1, "got %zu devices", l.n);
+        cr_expect_str_eq(l.devs[0].id, "serial-by-id-link000");
+        cr_assert_not_null(l.notes);
+        cr_assert_null(l.notes[1]);
+        cr_expect_not_null(strstr(l.notes[0], " and 185 more paths"), "%s", l.notes[0]);
+        cr_expect_lt(strlen(l.notes[0]), 1024);
+        res_devlist_free(&l);
 }

@@ -342,3 +342,35 @@ Test(resources_sysfs, all_selector_kinds_together) {
         cr_expect_null(l.devs[2].edits.node.permissions);
         res_devlist_free(&l);
 }
+
+/* A FIFO where an attribute should be: before, opening it for reading
+ * blocked until a writer came, and discovery (generate, doctor, the
+ * daemon's watcher under its lock) never returned. Now it is a mismatch. */
+static void fifo_attr(const char *dir, const char *attr) {
+        char *p = tfmt("%s/%s", dir, attr), *full = ft_path(root, p);
+        cr_assert_eq(unlink(full), 0, "%s", full);
+        cr_assert_eq(ft_fifo(root, p), 0);
+        free(p), free(full);
+}
+
+Test(resources_sysfs, fifo_attributes_are_mismatches_not_hangs, .timeout = 10) {
+        usb_tree();
+        fifo_attr("sys/devices/pci0000:00/0000:00:14.0/usb1/1-1/1-1.2", "idProduct");
+        fifo_attr("sys/devices/pci0000:00/0000:00:14.0/usb2/2-1", "serial");
+        struct res_devlist l =
+                discover(root, "[{\"usb\": {\"vendor\": \"046d\", \"product\": \"0825\"}}, "
+                               "{\"usb\": {\"vendor\": \"0403\", \"serial\": \"FT1\"}}, "
+                               "{\"usb\": {\"vendor\": \"046d\", \"product\": \"c52b\"}}]");
+        /* Only the device whose attributes are files is found. */
+        cr_assert_eq(l.n, 1, "got %zu devices", l.n);
+        cr_expect_str_eq(l.devs[0].id, "usb-1-3");
+        res_devlist_free(&l);
+
+        struct sels s = sels_parse("[{\"usb\": {\"vendor\": \"0403\", \"serial\": \"FT1\"}}]");
+        char *msg = NULL;
+        size_t found = 99;
+        cr_assert_eq(res_selector_explain(root, s.v[0], &msg, &found), 0);
+        cr_expect_eq(found, 0, "%s", msg);
+        free(msg);
+        sels_free(&s);
+}

@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Devices a reload no longer names (plugin.c's "gone"): out of the list at
+ * once, so node capacity drops, but kept in the resource's CDI spec while
+ * a pod may hold one, since the kubelet starts a crashed container again
+ * with the CDI names it allocated. The same PodResources List that
+ * decides retained specs (retained.c) decides them, device by device:
+ * one that no pod holds leaves the spec with its next write. */
+#include <string.h>
+
+#include "config.h"
+#include "daemon.h"
+#include "options.h"
+#include "plugin.h"
+#include "podresources.pb-c.h"
+#include "publish.h"
+#include "retained.h"
+#include "util.h"
+
+bool dp_gone_any(const struct dp_daemon *d) {
+        for (size_t i = 0; i < d->n_res; i++)
+                if (dp_plugin_has_gone(d->res[i]->plugin))
+                        return true;
+        return false;
+}
+
+/* Marks in held every device of p some pod holds an ID of. */
+static void mark_held(const struct dp_plugin *p, const V1__ListPodResourcesResponse *resp,
+                      bool *held) {
+        for (size_t q = 0; q < resp->n_pod_resources; q++) {
+                const V1__PodResources *pod = resp->pod_resources[q];
+                for (size_t c = 0; c < pod->n_containers; c++) {
+                        const V1__ContainerResources *ctr = pod->containers[c];
+                        for (size_t k = 0; k < ctr->n_devices; k++) {
+                                const V1__ContainerDevices *dev = ctr->devices[k];
+                                if (!dev->resource_name ||
+                                    strcmp(dev->resource_name, p->cfg->name) != 0)
+                                        continue;
+                                for (size_t m = 0; m < dev->n_device_ids; m++) {
+                                        size_t id;
+                                        if (dp_plugin_find_id(p, dev->device_ids[m], &id) == 0)
+                                                held[dp_plugin_id_dev(p, id)] = true;
+                                }
+                        }
+                }
+        }
+}
+
+/* One resource: its gone devices no pod holds leave its spec. Whether
+ * one is still held (ask again later). */
+static bool judge_resource(struct dp_resource *res, const V1__ListPodResourcesResponse *resp) {
+        struct dp_plugin *p = res->plugin;
+        _cleanup_free_ bool *held = calloc(p->n_devs + 1, sizeof(bool));
+        _cleanup_free_ bool *forget = calloc(p->n_devs + 1, sizeof(bool));
+        bool again = false, any = false;
+
+        if (!held || !forget) {
+                log_error("resource \"%s\": out of memory; its gone devices stay in its CDI spec",
+                          res->cfg->name);
+                return true;
+        }
+        mark_held(p, resp, held);
+        for (size_t i = 0; i < p->n_devs; i++) {
+                if (!p->devs[i].gone)
+                        continue;
+                again |= held[i];
+                forget[i] = !held[i];
+                any |= forget[i];
+        }
+        if (!any)
+                return again;
+        _cleanup_strvec_ struct base_strvec ids = { 0 };
+        for (size_t i = 0; i < p->n_devs; i++)
+                if (forget[i] && base_strvec_push_dup(&ids, dp_device_id(p, i)) < 0)
+                        break;
+        if (ids.n != 0 && dp_plugin_forget(p, forget) < 0) {
+                log_error("resource \"%s\": out of memory; its gone devices stay in its CDI spec",
+                          res->cfg->name);
+                return true;
+        }
+        /* A failed write is logged and retried on the timer (publish.c);
+         * the list itself does not change. */
+        bool written = dp_spec_publish(res) >= 0;
+        for (size_t i = 0; i < ids.n; i++)
+                log_info("resource \"%s\": device \"%s\", no longer named by the config, %s its "
+                         "CDI spec in %s: no pod holds it",
+                         res->cfg->name, ids.v[i], written ? "left" : "leaves",
+                         res->d->opts->cdi_dir);
+        return again;
+}
+
+bool dp_gone_judge(struct dp_daemon *d, const V1__ListPodResourcesResponse *resp) {
+        bool again = false;
+
+        for (size_t i = 0; i < d->n_res; i++)
+                if (dp_plugin_has_gone(d->res[i]->plugin))
+                        again |= judge_resource(d->res[i], resp);
+        return again;
+}
