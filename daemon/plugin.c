@@ -458,6 +458,21 @@ int dp_plugin_find_dev(const struct dp_plugin *p, const char *id, size_t *ret) {
         return find_sorted(p, p->n_devs, dp_device_id, id, ret);
 }
 
+/* The new device table replaces the old one, which it was built from. */
+static void install_table(struct dp_plugin *p, struct dp_device *devs, size_t n, struct strbuf *b,
+                          struct dp_share *shares, char *share_strs, size_t n_ids) {
+        free(p->devs);
+        free(p->strs);
+        free(p->shares);
+        free(p->share_strs);
+        p->devs = devs;
+        p->n_devs = n;
+        p->strs = strbuf_take(b);
+        p->shares = shares;
+        p->share_strs = share_strs;
+        p->n_ids = n_ids;
+}
+
 int dp_plugin_update(struct dp_plugin *p, const struct res_devlist *found, bool *ret_changed) {
         _cleanup_free_ struct dp_device *devs =
                 calloc(p->n_devs + found->n + found->n_clashes + 1, sizeof(*devs));
@@ -530,16 +545,7 @@ int dp_plugin_update(struct dp_plugin *p, const struct res_devlist *found, bool 
         struct dp_device *fit = realloc(devs, (n + 1) * sizeof(*devs));
         if (fit)
                 devs = fit;
-        free(p->devs);
-        free(p->strs);
-        free(p->shares);
-        free(p->share_strs);
-        p->devs = TAKE_PTR(devs);
-        p->n_devs = n;
-        p->strs = strbuf_take(&b);
-        p->shares = shares;
-        p->share_strs = share_strs;
-        p->n_ids = n_ids;
+        install_table(p, TAKE_PTR(devs), n, &b, shares, share_strs, n_ids);
         if (changed)
                 p->generation++;
         p->events[0] += appeared;
@@ -595,16 +601,7 @@ int dp_plugin_forget(struct dp_plugin *p, const bool *forget) {
         }
         if (p->cfg->shares == 1)
                 n_ids = n;
-        free(p->devs);
-        free(p->strs);
-        free(p->shares);
-        free(p->share_strs);
-        p->devs = TAKE_PTR(devs);
-        p->n_devs = n;
-        p->strs = strbuf_take(&b);
-        p->shares = shares;
-        p->share_strs = share_strs;
-        p->n_ids = n_ids;
+        install_table(p, TAKE_PTR(devs), n, &b, shares, share_strs, n_ids);
         return 0;
 }
 

@@ -193,6 +193,27 @@ static grpc_status_code answer(struct dp_call *c, const char *method, char **ret
         return st;
 }
 
+/* Ends a ListAndWatch stream with a status the kubelet logs (one send at
+ * a time: the caller made sure none is in flight). */
+static void stream_close(struct dp_call *c, grpc_status_code code, const char *msg) {
+        size_t n = 0;
+        grpc_op ops[2];
+
+        memset(ops, 0, sizeof(ops));
+        n += initial_metadata_op(c, &ops[n]);
+        c->status_details = grpc_slice_from_copied_string(msg);
+        ops[n].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
+        ops[n].data.send_status_from_server.status = code;
+        ops[n++].data.send_status_from_server.status_details = &c->status_details;
+        c->closed = true;
+        if (grpc_call_start_batch(c->call, ops, n, &c->send_tag, NULL) != GRPC_CALL_OK)
+                return;
+        c->sending = true;
+        c->status_in_flight = true;
+        c->md_sent = true;
+        c->refs++;
+}
+
 /* A list the kubelet cannot read (its stream would fail on it anyway) is
  * never sent: the stream ends with a status saying why, and the other
  * resources keep serving. Devices are never dropped from a running list,
@@ -201,8 +222,7 @@ static void stream_refuse(struct dp_call *c) {
         struct dp_resource *res = c->res;
         const struct dp_plugin *p = res->plugin;
         _cleanup_free_ char *msg = NULL;
-        size_t len = 0, n = 0;
-        grpc_op ops[2];
+        size_t len = 0;
 
         dp_plugin_list(p, NULL, &len);
         if (xasprintf(
@@ -214,19 +234,7 @@ static void stream_refuse(struct dp_call *c) {
                 msg = NULL;
         log_error("resource \"%s\": %s", res->cfg->name,
                   msg ? msg : "device list too large, not sent");
-        memset(ops, 0, sizeof(ops));
-        n += initial_metadata_op(c, &ops[n]);
-        c->status_details = grpc_slice_from_copied_string(msg ? msg : "device list too large");
-        ops[n].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
-        ops[n].data.send_status_from_server.status = GRPC_STATUS_RESOURCE_EXHAUSTED;
-        ops[n++].data.send_status_from_server.status_details = &c->status_details;
-        c->closed = true;
-        if (grpc_call_start_batch(c->call, ops, n, &c->send_tag, NULL) != GRPC_CALL_OK)
-                return;
-        c->sending = true;
-        c->status_in_flight = true;
-        c->md_sent = true;
-        c->refs++;
+        stream_close(c, GRPC_STATUS_RESOURCE_EXHAUSTED, msg ? msg : "device list too large");
 }
 
 /* The resource is going (a reload removed it, or the daemon stops): each
@@ -235,8 +243,6 @@ static void stream_refuse(struct dp_call *c) {
  * time, so a stream with a list in flight ends once that send is done. */
 static void stream_end(struct dp_call *c) {
         struct dp_resource *res = c->res;
-        size_t n = 0;
-        grpc_op ops[2];
 
         if (c->closed)
                 return;
@@ -245,21 +251,9 @@ static void stream_end(struct dp_call *c) {
                 return;
         }
         c->ending = false;
-        memset(ops, 0, sizeof(ops));
-        n += initial_metadata_op(c, &ops[n]);
-        c->status_details = grpc_slice_from_copied_string(
-                res->d->stopping ? "cdiplug is stopping"
-                                 : "the resource was removed from cdiplug's configuration");
-        ops[n].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
-        ops[n].data.send_status_from_server.status = GRPC_STATUS_UNAVAILABLE;
-        ops[n++].data.send_status_from_server.status_details = &c->status_details;
-        c->closed = true;
-        if (grpc_call_start_batch(c->call, ops, n, &c->send_tag, NULL) != GRPC_CALL_OK)
-                return;
-        c->sending = true;
-        c->status_in_flight = true;
-        c->md_sent = true;
-        c->refs++;
+        stream_close(c, GRPC_STATUS_UNAVAILABLE,
+                     res->d->stopping ? "cdiplug is stopping"
+                                      : "the resource was removed from cdiplug's configuration");
 }
 
 /* Cancelling the server's calls resets the streams on the wire, so it
