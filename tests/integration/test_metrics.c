@@ -242,13 +242,25 @@ Test(metrics, pod_resources_restart_hang_and_garbage) {
         errors = value_of(body, "cdiplug_pod_resources_errors_total");
         free(body);
 
-        /* Garbage: left out, counted. Failures are not cached. */
+        /* Garbage: left out, counted. A failure stands for a second
+         * (DP_PODRES_CACHE_S), so a crowd of scrapers costs one List a
+         * second: the first scrapes may get the hang's failure again. */
         tk_pr_mode(pr, TK_PR_GARBAGE);
-        body = scrape();
-        assert_alloc(body, "");
-        assert_has(body, "cdiplug_pod_resources_up 0\n");
-        cr_assert_gt(value_of(body, "cdiplug_pod_resources_errors_total"), errors);
+        unsigned calls = tk_pr_calls(pr);
+        for (int tries = 0;; tries++) {
+                body = scrape();
+                assert_alloc(body, "");
+                assert_has(body, "cdiplug_pod_resources_up 0\n");
+                if (value_of(body, "cdiplug_pod_resources_errors_total") > errors)
+                        break;
+                free(body);
+                cr_assert_lt(tries, 50, "the garbage answer was never counted");
+                struct timespec tick = { 0, 100000000 };
+                nanosleep(&tick, NULL); /* the cached failure expires by itself */
+        }
         free(body);
+        /* One List for all those scrapes, not one each. */
+        cr_assert_leq(tk_pr_calls(pr), calls + 1, "%u Lists", tk_pr_calls(pr) - calls);
         cr_assert_eq(kill(e.pid, 0), 0, "the daemon died");
 }
 
@@ -411,22 +423,22 @@ Test(metrics, hostile_clients_leave_it_serving) {
         cr_assert_eq(wait_closed(slow, 20000), 0, "a slow client held its connection");
         close(slow);
 
-        /* 100 connections at once, all idle: the daemon takes a bounded
-         * number (16 served, 16 waiting); the rest wait in the kernel's
-         * backlog and cost it no fd. */
+        /* 100 connections at once, all idle: the daemon holds a bounded
+         * number (64): each one past them makes the longest idle one
+         * close. */
         int fds[100], before = env_fd_count(e.pid);
         for (int i = 0; i < 100; i++) {
                 fds[i] = http_connect(port);
                 cr_assert_geq(fds[i], 0, "connection %d refused", i);
         }
-        /* It takes at least the 16 it serves; then, given time to take
-         * more, it holds no more than 32. */
+        /* It takes at least 16; then, given time to take all, it holds
+         * no more than 64. */
         struct timespec tick = { 0, 10000000 }, accepting = { 0, 300000000 };
         for (int waited = 0; env_fd_count(e.pid) - before < 16 && waited < 10000; waited += 10)
                 nanosleep(&tick, NULL); /* /proc has no change notification */
         nanosleep(&accepting, NULL);
         int held = env_fd_count(e.pid) - before;
-        cr_assert(held >= 16 && held <= 32, "the daemon took %d of 100 idle connections", held);
+        cr_assert(held >= 16 && held <= 64, "the daemon held %d of 100 idle connections", held);
         for (int i = 0; i < 100; i++)
                 close(fds[i]);
         /* Held ones free their slots when closed; the endpoint serves on. */
