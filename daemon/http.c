@@ -66,6 +66,13 @@
 /* A scrape waits this long at most for PodResources and a page slot. */
 #define HTTP_WAIT_S 15
 #define HTTP_MAX_WRITE (256 * 1024)
+/* The kernel caps it at net.core.somaxconn (4096 by default since Linux
+ * 5.4; glibc's SOMAXCONN still says 128). */
+#define HTTP_BACKLOG 4096
+/* Accepted per turn of the loop: then the connections taken get to read
+ * their requests before more arrive, so a burst of new ones cannot evict
+ * a probe that has sent its request but not had it read. */
+#define HTTP_ACCEPTS_PER_TURN 16
 /* A loop that cannot take its own lock within this long is stuck. */
 #define HEALTH_LOCK_TIMEOUT_S 2
 /* After accept() fails (no fds left, most likely) the listener rests,
@@ -93,6 +100,7 @@ struct conn {
         size_t body_left;         /* body bytes to drop before the next request */
         double progress;          /* monotonic seconds */
         struct conn *prev, *next; /* by progress, oldest first */
+        bool linked;
 };
 
 /* A /metrics page, shared by the scrapes it answers. */
@@ -111,7 +119,7 @@ struct dp_http {
         char *address;
         struct event_base *base;
         struct evconnlistener *listener;
-        struct event *stop_ev, *rest_ev, *bind_ev, *podres_ev, *pages_ev;
+        struct event *stop_ev, *rest_ev, *bind_ev, *podres_ev, *pages_ev, *turn_ev;
         int stop_fd, podres_fd;
         pthread_t thread;
         bool running;
@@ -119,6 +127,8 @@ struct dp_http {
         size_t n_conns;
         unsigned pages;           /* alive */
         unsigned accept_failures; /* in a row */
+        unsigned turn_accepts;    /* in this turn of the loop */
+        bool resting;             /* after an accept error */
         unsigned bind_failures;
         struct dp_podres *pr; /* NULL: pod labels off */
 };
@@ -139,6 +149,9 @@ static void serve_waiting(struct dp_http *h);
 static void unlink_conn(struct conn *c) {
         struct dp_http *h = c->h;
 
+        if (!c->linked)
+                return;
+        c->linked = false;
         if (c->prev)
                 c->prev->next = c->next;
         else
@@ -169,6 +182,7 @@ static void progress(struct conn *c) {
         else
                 h->oldest = c;
         h->newest = c;
+        c->linked = true;
         arm(c);
 }
 
@@ -243,7 +257,8 @@ static void respond(struct conn *c, int status, const char *type, const char *te
         struct evbuffer *out = bufferevent_get_output(c->bev);
         size_t len = page ? page->b.len : strlen(text);
 
-        if (status >= 400 && status != 404 && status != 405 && status != 503)
+        /* A refused request: its client gets no second try on the connection. */
+        if (status >= 400 && status != 404 && status != 503)
                 c->close_after = true;
         if (evbuffer_add_printf(out,
                                 "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
@@ -529,8 +544,15 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
         struct dp_http *h = arg;
         struct conn *c;
 
-        (void)l, (void)sa, (void)socklen;
+        (void)sa, (void)socklen;
         h->accept_failures = 0;
+        if (++h->turn_accepts == HTTP_ACCEPTS_PER_TURN) {
+                /* A zero timer runs after the next epoll_wait, which
+                 * reports what the new connections have sent. */
+                static const struct timeval now = { 0, 0 };
+                evconnlistener_disable(l);
+                evtimer_add(h->turn_ev, &now);
+        }
         if (h->n_conns >= HTTP_MAX_CONNECTIONS) {
                 log_debug("metrics endpoint: %d connections open, closing the longest idle",
                           HTTP_MAX_CONNECTIONS);
@@ -571,12 +593,22 @@ static void on_accept_error(struct evconnlistener *l, void *arg) {
                          "accepts, starting with %llu ms",
                          h->address, strerror(err), (unsigned long long)ms);
         evconnlistener_disable(l);
+        h->resting = true;
         evtimer_add(h->rest_ev, &rest);
 }
 
 static void on_rest_over(evutil_socket_t fd, short what, void *arg) {
         struct dp_http *h = arg;
-        evconnlistener_enable(h->listener);
+        h->resting = false;
+        if (!evtimer_pending(h->turn_ev, NULL))
+                evconnlistener_enable(h->listener);
+}
+
+static void on_turn(evutil_socket_t fd, short what, void *arg) {
+        struct dp_http *h = arg;
+        h->turn_accepts = 0;
+        if (!h->resting)
+                evconnlistener_enable(h->listener);
 }
 
 static void log_serving(struct dp_http *h) {
@@ -585,19 +617,25 @@ static void log_serving(struct dp_http *h) {
                  pr ? ", pod labels from " : "", pr ? pr : "");
 }
 
-/* bind and listen; 0, or -errno with the socket left to try again. */
+/* bind and listen; 0, or -errno with the socket left to try again. The
+ * backlog is as deep as the kernel allows (net.core.somaxconn): a burst
+ * of connections that overflows it has the kernel drop SYNs, the probe's
+ * among them, and a dropped SYN is retried only after a second. Queued,
+ * they are taken and evicted in a few milliseconds. */
 static int try_listen(struct dp_http *h) {
+        if (h->listening)
+                return 0; /* only the listener was missing */
         if (bind(h->listen_fd, (struct sockaddr *)&h->ss, h->ss_len) < 0 ||
-            listen(h->listen_fd, 128) < 0)
+            listen(h->listen_fd, HTTP_BACKLOG) < 0)
                 return -errno;
         h->listening = true;
         return 0;
 }
 
 static int make_listener(struct dp_http *h) {
-        h->listener =
-                evconnlistener_new(h->base, on_accept, h,
-                                   LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, -1, h->listen_fd);
+        h->listener = evconnlistener_new(
+                h->base, on_accept, h, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC,
+                0 /* listening already, with HTTP_BACKLOG */, h->listen_fd);
         if (!h->listener)
                 return -ENOMEM;
         h->listen_fd = -1;
@@ -616,6 +654,7 @@ static void on_bind_retry(evutil_socket_t fd, short what, void *arg) {
                 log_serving(h);
                 return;
         }
+        log_debug("metrics: still cannot listen on %s: %s", h->address, strerror(-r));
         h->bind_failures++;
         listen_later(h);
 }
@@ -647,8 +686,9 @@ static int setup(struct dp_http *h) {
         h->pages_ev = event_new(h->base, -1, 0, on_pages, h);
         h->rest_ev = evtimer_new(h->base, on_rest_over, h);
         h->bind_ev = evtimer_new(h->base, on_bind_retry, h);
+        h->turn_ev = evtimer_new(h->base, on_turn, h);
         if (!h->stop_ev || !h->podres_ev || !h->pages_ev || !h->rest_ev || !h->bind_ev ||
-            event_add(h->stop_ev, NULL) < 0 || event_add(h->podres_ev, NULL) < 0)
+            !h->turn_ev || event_add(h->stop_ev, NULL) < 0 || event_add(h->podres_ev, NULL) < 0)
                 return -ENOMEM;
         return h->listening ? make_listener(h) : 0;
 }
@@ -727,6 +767,9 @@ static void *serve(void *arg) {
 int dp_http_start(struct dp_http *h) {
         int r = h->pr ? dp_podres_start(h->pr) : 0;
 
+        /* Before the thread: the base is the thread's alone once it runs. */
+        if (r == 0 && !h->listener)
+                listen_later(h);
         if (r == 0)
                 r = -pthread_create(&h->thread, NULL, serve, h);
         if (r < 0) {
@@ -737,8 +780,6 @@ int dp_http_start(struct dp_http *h) {
         h->running = true;
         if (h->listener)
                 log_serving(h);
-        else
-                listen_later(h);
         return 0;
 }
 
@@ -761,7 +802,8 @@ void dp_http_stop(struct dp_http *h) {
                 evconnlistener_free(h->listener);
         /* The worker writes podres_fd: it goes before the fd. */
         dp_podres_free(h->pr);
-        struct event *evs[] = { h->stop_ev, h->rest_ev, h->bind_ev, h->podres_ev, h->pages_ev };
+        struct event *evs[] = { h->stop_ev,   h->rest_ev,  h->bind_ev,
+                                h->podres_ev, h->pages_ev, h->turn_ev };
         for (size_t i = 0; i < sizeof(evs) / sizeof(*evs); i++)
                 if (evs[i])
                         event_free(evs[i]);
