@@ -589,13 +589,13 @@ Test(metrics, out_of_fds_pauses_accepting) {
                 close(fds[i]);
         /* The held connections close, the rest resumes: a scrape works
          * within the same low limit. */
+        static const char get[] = "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
         char *body = NULL;
         int st = 0;
         for (double until = mono() + 10; mono() < until && st != 200;) {
                 free(body);
                 body = NULL;
-                st = http_raw(port, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
-                              55, &body, 3000);
+                st = http_raw(port, get, sizeof(get) - 1, &body, 3000);
         }
         cr_assert_eq(st, 200, "no scrape after the fds came back: %d\n%s", st, env_read(e.log));
         assert_has(body, "cdiplug_devices{resource=\"example.com/serial\",health=\"Healthy\"} 2\n");
