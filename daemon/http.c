@@ -66,6 +66,12 @@
 /* A scrape waits this long at most for PodResources and a page slot. */
 #define HTTP_WAIT_S 15
 #define HTTP_MAX_WRITE (256 * 1024)
+/* The kernel's buffers of each connection, which the memory cgroup
+ * charges to the daemon too: the receive side at most what we would
+ * read ahead anyway (the kernel doubles it, and autotuning stops), the
+ * send side enough for a page to stream. */
+#define HTTP_SO_RCVBUF (32 * 1024)
+#define HTTP_SO_SNDBUF (256 * 1024)
 /* The kernel caps it at net.core.somaxconn (4096 by default since Linux
  * 5.4; glibc's SOMAXCONN still says 128). */
 #define HTTP_BACKLOG 4096
@@ -558,6 +564,9 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
                           HTTP_MAX_CONNECTIONS);
                 conn_free(h->oldest);
         }
+        /* Best effort: without them the kernel's defaults hold. */
+        (void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &(int){ HTTP_SO_RCVBUF }, sizeof(int));
+        (void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &(int){ HTTP_SO_SNDBUF }, sizeof(int));
         c = calloc(1, sizeof(*c));
         if (!c || !(c->bev = bufferevent_socket_new(h->base, fd, BEV_OPT_CLOSE_ON_FREE))) {
                 free(c);
