@@ -567,7 +567,7 @@ static void render_calls(struct dp_mbuf *b, struct dp_daemon *d) {
         per_resource_u64(b, d, "cdiplug_registrations_total", "counter",
                          "Successful registrations with the kubelet.", get_registrations);
         dp_metric_header(b, "cdiplug_kubelet_restarts_total", "counter",
-                         "Times a new kubelet.sock appeared (kubelet restarts).");
+                         "Times a new kubelet.sock appeared after a first one (kubelet restarts).");
         dp_metric_start(b, "cdiplug_kubelet_restarts_total");
         dp_metric_u64(b, d->kubelet_restarts);
         per_resource_u64(b, d, "cdiplug_listandwatch_streams", "gauge",

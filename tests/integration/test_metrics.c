@@ -292,6 +292,15 @@ Test(metrics, readyz_follows_registration) {
         free(body);
         body = scrape();
         assert_has(body, "cdiplug_resource_ready{resource=\"example.com/fuse\"} 1\n");
+        /* The first kubelet the daemon sees is no restart; the next is. */
+        assert_has(body, "\ncdiplug_kubelet_restarts_total 0\n");
+        free(body);
+        tk_stop(tk);
+        cr_assert_eq(tk_start(e.kubelet_dir, &tk), 0);
+        cr_assert_eq(tk_wait_registered(tk, "example.com/serial", 1, 10000), 0);
+        cr_assert_eq(file_wait_count(e.log, "kubelet.sock appeared", 2, 10000), 0);
+        body = scrape();
+        assert_has(body, "\ncdiplug_kubelet_restarts_total 1\n");
         free(body);
 }
 
