@@ -95,7 +95,9 @@ static int request_line(const char *s, size_t n, struct dp_http_request *req) {
                 }
         }
         req->path = target;
-        req->path_len = strcspn(target, "?#") < tlen ? strcspn(target, "?#") : tlen;
+        req->path_len = 0; /* the head has no NUL: bounded by tlen */
+        while (req->path_len < tlen && target[req->path_len] != '?' && target[req->path_len] != '#')
+                req->path_len++;
         return 0;
 }
 
