@@ -13,7 +13,7 @@
  *   bufferevent's read high-water mark); past it the kernel's socket
  *   buffer fills and the client is paused. One request is answered at a
  *   time per connection; the next is parsed once the answer is sent. A
- *   request head is HTTP_MAX_REQUEST at most, a body HTTP_MAX_BODY (read
+ *   request head is HTTP_MAX_REQUEST at most, a body DP_HTTP_MAX_BODY (read
  *   and dropped: nothing here takes one).
  * - Connections: HTTP_MAX_CONNECTIONS at most. The listener never stops
  *   for a full endpoint (a paused listener leaves the kubelet's probe in
@@ -59,7 +59,6 @@
 #define HTTP_MAX_CONNECTIONS 64
 #define HTTP_INPUT_BUDGET (64 * 1024)
 #define HTTP_MAX_REQUEST (16 * 1024)
-#define HTTP_MAX_BODY 1024
 #define HTTP_MAX_PAGES 4
 #define HTTP_REQUEST_S 5
 #define HTTP_WRITE_S 10
@@ -104,7 +103,6 @@ struct conn {
         bool close_after;         /* close once the answer is sent */
         bool eof;                 /* the client sent all it will */
         size_t body_left;         /* body bytes to drop before the next request */
-        double progress;          /* monotonic seconds */
         struct conn *prev, *next; /* by progress, oldest first */
         bool linked;
 };
@@ -180,7 +178,6 @@ static void arm(struct conn *c) {
 static void progress(struct conn *c) {
         struct dp_http *h = c->h;
 
-        c->progress = dp_mono_seconds();
         unlink_conn(c);
         c->prev = h->newest;
         if (h->newest)
