@@ -391,6 +391,7 @@ int dp_daemon_run(const struct dp_options *opts, struct cfg_config *cfg) {
         /* Serve first, then register: the kubelet dials back at once. The
          * sockets wait for kubelet.sock (watch.c), like after a restart. */
         bool kubelet = d.kubelet_wd >= 0 && dp_kubelet_present(&d);
+        d.kubelet_seen = kubelet;
         if (d.kubelet_wd >= 0 && !kubelet)
                 log_info("waiting for %s before serving", d.kubelet_sock);
         for (size_t i = 0; i < d.n_res; i++) {

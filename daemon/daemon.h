@@ -106,7 +106,8 @@ struct dp_daemon {
         unsigned kubelet_gen;               /* bumped each time a new kubelet.sock appears */
         grpc_channel *kubelet_ch;           /* shared by every Register, or NULL */
         unsigned kubelet_ch_gen;            /* bumped each time kubelet_ch is replaced */
-        uint64_t kubelet_restarts;          /* new kubelet.sock seen */
+        uint64_t kubelet_restarts;          /* new kubelet.sock seen after a first one */
+        bool kubelet_seen;                  /* a kubelet.sock was there once */
         struct dp_http *http;               /* the metrics endpoint, or NULL */
         struct dp_retained *retained_specs; /* specs of resources gone from the config, or NULL */
 };

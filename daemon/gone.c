@@ -9,9 +9,9 @@
 
 #include "config.h"
 #include "daemon.h"
+#include "metrics.h"
 #include "options.h"
 #include "plugin.h"
-#include "podresources.pb-c.h"
 #include "publish.h"
 #include "retained.h"
 #include "util.h"
@@ -23,31 +23,36 @@ bool dp_gone_any(const struct dp_daemon *d) {
         return false;
 }
 
-/* Marks in held every device of p some pod holds an ID of. */
-static void mark_held(const struct dp_plugin *p, const V1__ListPodResourcesResponse *resp,
-                      bool *held) {
-        for (size_t q = 0; q < resp->n_pod_resources; q++) {
-                const V1__PodResources *pod = resp->pod_resources[q];
-                for (size_t c = 0; c < pod->n_containers; c++) {
-                        const V1__ContainerResources *ctr = pod->containers[c];
-                        for (size_t k = 0; k < ctr->n_devices; k++) {
-                                const V1__ContainerDevices *dev = ctr->devices[k];
-                                if (!dev->resource_name ||
-                                    strcmp(dev->resource_name, p->cfg->name) != 0)
-                                        continue;
-                                for (size_t m = 0; m < dev->n_device_ids; m++) {
-                                        size_t id;
-                                        if (dp_plugin_find_id(p, dev->device_ids[m], &id) == 0)
-                                                held[dp_plugin_id_dev(p, id)] = true;
-                                }
-                        }
-                }
+struct held {
+        const struct dp_plugin *p;
+        bool *held; /* per device */
+};
+
+/* Marks every device of ours some pod holds an ID of. */
+static int mark_held(void *arg, const struct dp_podres_devices *dv) {
+        struct held *h = arg;
+        struct dp_podres_str id;
+        size_t pos = 0, dev;
+        char buf[256];
+        int r;
+
+        if (!dp_podres_str_eq(dv->resource, h->p->cfg->name))
+                return 0;
+        while ((r = dp_podres_next_id(dv, &pos, &id)) > 0) {
+                /* Longer than any ID of ours: someone else's. */
+                if (id.len >= sizeof(buf))
+                        continue;
+                memcpy(buf, id.s, id.len);
+                buf[id.len] = '\0';
+                if (dp_plugin_find_id(h->p, buf, &dev) == 0)
+                        h->held[dp_plugin_id_dev(h->p, dev)] = true;
         }
+        return r;
 }
 
 /* One resource: its gone devices no pod holds leave its spec. Whether
  * one is still held (ask again later). */
-static bool judge_resource(struct dp_resource *res, const V1__ListPodResourcesResponse *resp) {
+static bool judge_resource(struct dp_resource *res, const void *wire, size_t len) {
         struct dp_plugin *p = res->plugin;
         _cleanup_free_ bool *held = calloc(p->n_devs + 1, sizeof(bool));
         _cleanup_free_ bool *forget = calloc(p->n_devs + 1, sizeof(bool));
@@ -58,7 +63,8 @@ static bool judge_resource(struct dp_resource *res, const V1__ListPodResourcesRe
                           res->cfg->name);
                 return true;
         }
-        mark_held(p, resp, held);
+        if (dp_podres_walk(wire, len, mark_held, &(struct held){ p, held }) < 0)
+                return true; /* cannot tell: ask again */
         for (size_t i = 0; i < p->n_devs; i++) {
                 if (!p->devs[i].gone)
                         continue;
@@ -88,11 +94,11 @@ static bool judge_resource(struct dp_resource *res, const V1__ListPodResourcesRe
         return again;
 }
 
-bool dp_gone_judge(struct dp_daemon *d, const V1__ListPodResourcesResponse *resp) {
+bool dp_gone_judge(struct dp_daemon *d, const void *wire, size_t len) {
         bool again = false;
 
         for (size_t i = 0; i < d->n_res; i++)
                 if (dp_plugin_has_gone(d->res[i]->plugin))
-                        again |= judge_resource(d->res[i], resp);
+                        again |= judge_resource(d->res[i], wire, len);
         return again;
 }

@@ -150,16 +150,78 @@ void dp_mbuf_puts(struct dp_mbuf *b, const char *s) {
         dp_mbuf_put(b, s, strlen(s));
 }
 
+/* The length of the valid UTF-8 sequence at s (at most n bytes), or 0
+ * (RFC 3629: no overlongs, no surrogates, nothing past U+10FFFF). */
+static size_t utf8_seq(const unsigned char *s, size_t n) {
+        unsigned char c = s[0];
+        size_t len;
+        unsigned char lo = 0x80, hi = 0xbf;
+
+        if (c < 0x80)
+                return 1;
+        if (c >= 0xc2 && c <= 0xdf)
+                len = 2;
+        else if (c >= 0xe0 && c <= 0xef) {
+                len = 3;
+                if (c == 0xe0)
+                        lo = 0xa0;
+                else if (c == 0xed)
+                        hi = 0x9f;
+        } else if (c >= 0xf0 && c <= 0xf4) {
+                len = 4;
+                if (c == 0xf0)
+                        lo = 0x90;
+                else if (c == 0xf4)
+                        hi = 0x8f;
+        } else
+                return 0;
+        if (n < len || s[1] < lo || s[1] > hi)
+                return 0;
+        for (size_t i = 2; i < len; i++)
+                if (s[i] < 0x80 || s[i] > 0xbf)
+                        return 0;
+        return len;
+}
+
+static const char replacement[] = "\xef\xbf\xbd"; /* U+FFFD */
+
+void dp_mbuf_utf8(struct dp_mbuf *b, const char *s, size_t len) {
+        const unsigned char *u = (const unsigned char *)s;
+        size_t start = 0, i = 0;
+
+        while (i < len) {
+                size_t n = u[i] ? utf8_seq(u + i, len - i) : 0;
+                if (n) {
+                        i += n;
+                        continue;
+                }
+                dp_mbuf_put(b, s + start, i - start);
+                dp_mbuf_put(b, replacement, sizeof(replacement) - 1);
+                start = ++i;
+        }
+        dp_mbuf_put(b, s + start, i - start);
+}
+
+/* Escapes '\\', '"' and newline as the format demands; bytes that are
+ * not UTF-8 become U+FFFD. */
 void dp_mbuf_escaped(struct dp_mbuf *b, const char *s) {
         for (;;) {
                 size_t n = strcspn(s, "\\\"\n");
-                dp_mbuf_put(b, s, n);
+                dp_mbuf_utf8(b, s, n);
                 s += n;
                 if (!*s)
                         return;
                 dp_mbuf_put(b, *s == '\n' ? "\\n" : *s == '"' ? "\\\"" : "\\\\", 2);
                 s++;
         }
+}
+
+/* Whether s[0..n) is plain ASCII, the common case written in one piece. */
+static bool ascii(const char *s, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                if ((unsigned char)s[i] >= 0x80)
+                        return false;
+        return true;
 }
 
 /* HELP text escapes only '\\' and newline. */
@@ -196,7 +258,7 @@ void dp_metric_label(struct dp_mbuf *b, const char *key, const char *value) {
         char sep = b->in_labels ? ',' : '{';
 
         b->in_labels = true;
-        if (value[vlen]) { /* needs escaping */
+        if (value[vlen] || !ascii(value, vlen)) { /* needs escaping or checking */
                 dp_mbuf_put(b, &sep, 1);
                 dp_mbuf_put(b, key, klen);
                 dp_mbuf_put(b, "=\"", 2);
@@ -252,9 +314,15 @@ void dp_metric_double(struct dp_mbuf *b, double v) {
         else if (isnan(v))
                 dp_mbuf_puts(b, "NaN\n");
         else {
-                /* %.17g round-trips every double. */
-                snprintf(num, sizeof(num), "%.17g\n", v);
+                /* The shortest of %.15g to %.17g that reads back as v
+                 * (%.17g always does): 0.06, not 0.059999999999999998. */
+                for (int prec = 15; prec <= 17; prec++) {
+                        snprintf(num, sizeof(num), "%.*g", prec, v);
+                        if (strtod(num, NULL) == v)
+                                break;
+                }
                 dp_mbuf_puts(b, num);
+                dp_mbuf_put(b, "\n", 1);
         }
 }
 
@@ -373,7 +441,7 @@ void dp_metric_device_line(struct dp_mbuf *b, const struct dp_mbuf *pre, const c
         char digits[24], *num = u64_digits(digits, numa >= 0 ? (uint64_t)numa : 0);
         size_t idlen = strcspn(id, "\\\"\n"), numlen = (size_t)(digits + sizeof(digits) - num);
 
-        if (id[idlen]) { /* needs escaping: rare, the slow way */
+        if (id[idlen] || !ascii(id, idlen)) { /* rare: the slow way */
                 dp_mbuf_put(b, pre->s, pre->len);
                 dp_mbuf_escaped(b, id);
                 dp_mbuf_puts(b, healthy ? ok : bad);
@@ -440,75 +508,42 @@ static void render_devices(struct dp_mbuf *b, struct dp_daemon *d) {
         }
 }
 
-static int cmp_res_name(const void *a, const void *b) {
-        return strcmp((*(struct dp_resource *const *)a)->cfg->name,
-                      (*(struct dp_resource *const *)b)->cfg->name);
-}
-
-static int cmp_name_res(const void *key, const void *elem) {
-        return strcmp(key, (*(struct dp_resource *const *)elem)->cfg->name);
-}
-
-/* by_name: the resources sorted by name (or NULL: look them up one by
- * one); an answer names a resource once per container and device set,
- * thousands of times on a big node. */
-static struct dp_resource *resource_named(struct dp_daemon *d, struct dp_resource **by_name,
-                                          const char *name) {
-        if (by_name) {
-                struct dp_resource **r =
-                        bsearch(name, by_name, d->n_res, sizeof(*by_name), cmp_name_res);
-                return r ? *r : NULL;
-        }
-        for (size_t i = 0; i < d->n_res; i++)
-                if (strcmp(d->res[i]->cfg->name, name) == 0)
-                        return d->res[i];
-        return NULL;
-}
-
-/* Only our resources' IDs, each with the device behind it (a share ID
- * such as "fuse-3" names one share of device "fuse"). An ID we do not
- * know (the kubelet's checkpoint from before a configuration change) has
- * no device to name and is left out. */
+/* Only our resources' IDs (the answer holds nothing else), each with the
+ * device behind it (a share ID such as "fuse-3" names one share of
+ * device "fuse"). An ID we do not know (the kubelet's checkpoint from
+ * before a configuration change) has no device to name and is left
+ * out. The answer's resources are in the order the kubelet lists them:
+ * the last one found is tried first. */
 static void render_allocations(struct dp_mbuf *b, struct dp_daemon *d,
-                               const V1__ListPodResourcesResponse *list) {
-        _cleanup_free_ struct dp_resource **by_name = NULL;
+                               const struct dp_podres_answer *answer) {
+        struct dp_resource *res = NULL;
 
         dp_metric_header(
                 b, "cdiplug_device_allocation_info", "gauge",
                 "A device ID the kubelet has allocated to a container, from its PodResources API.");
-        if (list && list->n_pod_resources && (by_name = malloc(d->n_res * sizeof(*by_name)))) {
-                memcpy(by_name, d->res, d->n_res * sizeof(*by_name));
-                qsort(by_name, d->n_res, sizeof(*by_name), cmp_res_name);
-        }
-        for (size_t i = 0; list && i < list->n_pod_resources; i++) {
-                const V1__PodResources *pod = list->pod_resources[i];
-                for (size_t j = 0; j < pod->n_containers; j++) {
-                        const V1__ContainerResources *ctr = pod->containers[j];
-                        for (size_t k = 0; k < ctr->n_devices; k++) {
-                                const V1__ContainerDevices *cd = ctr->devices[k];
-                                struct dp_resource *res =
-                                        resource_named(d, by_name, cd->resource_name);
-                                if (!res)
-                                        continue;
-                                for (size_t m = 0; m < cd->n_device_ids; m++) {
-                                        size_t idx;
-                                        if (dp_plugin_find_id(res->plugin, cd->device_ids[m],
-                                                              &idx) < 0)
-                                                continue;
-                                        dp_metric_start(b, "cdiplug_device_allocation_info");
-                                        dp_metric_label(b, "resource", res->cfg->name);
-                                        dp_metric_label(
-                                                b, "device",
-                                                dp_device_id(res->plugin,
-                                                             dp_plugin_id_dev(res->plugin, idx)));
-                                        dp_metric_label(b, "id", cd->device_ids[m]);
-                                        dp_metric_label(b, "namespace", pod->namespace_);
-                                        dp_metric_label(b, "pod", pod->name);
-                                        dp_metric_label(b, "container", ctr->name);
-                                        dp_metric_u64(b, 1);
-                                }
-                        }
+        for (size_t i = 0; answer && i < answer->n; i++) {
+                const struct dp_podres_alloc *al = &answer->v[i];
+                size_t idx;
+
+                if (!res || strcmp(res->cfg->name, al->resource) != 0) {
+                        res = NULL;
+                        for (size_t j = 0; j < d->n_res && !res; j++)
+                                if (strcmp(d->res[j]->cfg->name, al->resource) == 0)
+                                        res = d->res[j];
+                        if (!res)
+                                continue; /* removed by a reload since */
                 }
+                if (dp_plugin_find_id(res->plugin, al->id, &idx) < 0)
+                        continue;
+                dp_metric_start(b, "cdiplug_device_allocation_info");
+                dp_metric_label(b, "resource", res->cfg->name);
+                dp_metric_label(b, "device",
+                                dp_device_id(res->plugin, dp_plugin_id_dev(res->plugin, idx)));
+                dp_metric_label(b, "id", al->id);
+                dp_metric_label(b, "namespace", al->namespace_);
+                dp_metric_label(b, "pod", al->pod);
+                dp_metric_label(b, "container", al->container);
+                dp_metric_u64(b, 1);
         }
 }
 
@@ -532,7 +567,7 @@ static void render_calls(struct dp_mbuf *b, struct dp_daemon *d) {
         per_resource_u64(b, d, "cdiplug_registrations_total", "counter",
                          "Successful registrations with the kubelet.", get_registrations);
         dp_metric_header(b, "cdiplug_kubelet_restarts_total", "counter",
-                         "Times a new kubelet.sock appeared (kubelet restarts).");
+                         "Times a new kubelet.sock appeared after a first one (kubelet restarts).");
         dp_metric_start(b, "cdiplug_kubelet_restarts_total");
         dp_metric_u64(b, d->kubelet_restarts);
         per_resource_u64(b, d, "cdiplug_listandwatch_streams", "gauge",
@@ -652,9 +687,8 @@ static void render_process(struct dp_mbuf *b) {
         dp_metric_double(b, btime + (double)start / ticks);
 }
 
-int dp_metrics_render(struct dp_daemon *d, struct dp_podres *pr, struct dp_mbuf *b) {
-        const V1__ListPodResourcesResponse *list = pr ? dp_podres_list(pr) : NULL;
-
+int dp_metrics_render(struct dp_daemon *d, const struct dp_podres_answer *answer, uint64_t errors,
+                      struct dp_mbuf *b) {
         dp_metric_header(b, "cdiplug_build_info", "gauge",
                          "cdiplug's version and the grpc core it runs on.");
         dp_metric_start(b, "cdiplug_build_info");
@@ -666,7 +700,7 @@ int dp_metrics_render(struct dp_daemon *d, struct dp_podres *pr, struct dp_mbuf 
          * doublings, each copying what was written so far; and not much
          * more, as all of it is populated (dp_mbuf_reserve). A device's
          * line is about 64 bytes and its resource's name and its ID; an
-         * allocation's about 128 and its names. */
+         * allocation's about 128 and its names, which the answer holds. */
         size_t est = 16384 + d->n_res * 3072;
         for (size_t i = 0; i < d->n_res; i++) {
                 const struct dp_plugin *p = d->res[i]->plugin;
@@ -674,32 +708,22 @@ int dp_metrics_render(struct dp_daemon *d, struct dp_podres *pr, struct dp_mbuf 
                 for (size_t j = 0; j < p->n_devs; j++)
                         est += strlen(dp_device_id(p, j));
         }
-        for (size_t i = 0; list && i < list->n_pod_resources; i++)
-                for (size_t j = 0; j < list->pod_resources[i]->n_containers; j++)
-                        for (size_t k = 0; k < list->pod_resources[i]->containers[j]->n_devices;
-                             k++)
-                                est += list->pod_resources[i]
-                                               ->containers[j]
-                                               ->devices[k]
-                                               ->n_device_ids *
-                                       192;
+        if (answer)
+                est += answer->n * 128 + answer->text.len * 2;
         dp_mbuf_reserve(b, est);
         render_devices(b, d);
-        render_allocations(b, d, list);
+        render_allocations(b, d, answer);
         render_calls(b, d);
         pthread_mutex_unlock(&d->lock);
-        bool up = list != NULL;
-        if (pr)
-                dp_podres_release(pr);
         dp_metric_header(
                 b, "cdiplug_pod_resources_up", "gauge",
                 "1 when the last List on the kubelet's PodResources API answered in time.");
         dp_metric_start(b, "cdiplug_pod_resources_up");
-        dp_metric_u64(b, up);
+        dp_metric_u64(b, answer && answer->up);
         dp_metric_header(b, "cdiplug_pod_resources_errors_total", "counter",
                          "PodResources List calls that failed, timed out or answered garbage.");
         dp_metric_start(b, "cdiplug_pod_resources_errors_total");
-        dp_metric_u64(b, pr ? pr->errors : 0);
+        dp_metric_u64(b, errors);
         render_process(b);
         return b->err;
 }

@@ -10,8 +10,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "podresources.pb-c.h"
-
 struct dp_daemon;
 struct dp_resource;
 
@@ -91,39 +89,102 @@ double dp_mono_seconds(void);
  * Called with d->lock held. /readyz is the AND of these. */
 int dp_resource_ready(const struct dp_resource *res, const char **ret_reason);
 
-/* The kubelet's PodResources service, as seen by scrapes. */
-struct dp_podres_chunk;
-struct dp_podres {
-        char *path;
-        void *ch;                    /* grpc_channel, dialled lazily */
-        uint64_t dev, ino, ctime_ns; /* the socket file the channel was dialled to */
-        double fetched_at;           /* monotonic seconds of the cached answer */
-        uint8_t *wire; /* the cached answer as received; NULL when the last List failed */
-        size_t wire_len;
-        V1__ListPodResourcesResponse *decoded; /* for the scrape under way */
-        struct dp_podres_chunk *chunks;        /* where decoded lives */
-        uint64_t errors;
+/* A PodResources answer read in place (podres_wire.c): strings are
+ * pointers into the answer's bytes, not NUL-terminated. */
+struct dp_podres_str {
+        const char *s;
+        size_t len;
 };
+/* One ContainerDevices of a container of a pod. */
+struct dp_podres_devices {
+        struct dp_podres_str namespace_, pod, container, resource;
+        struct dp_podres_str devices; /* the message, for dp_podres_next_id() */
+};
+/* fn returns 0 to go on, < 0 to stop the walk with that error. */
+typedef int (*dp_podres_fn)(void *arg, const struct dp_podres_devices *dv);
+/* Calls fn for each device set of a packed ListPodResourcesResponse, in
+ * the answer's order, allocating nothing; -EBADMSG if it is malformed. */
+int dp_podres_walk(const void *wire, size_t len, dp_podres_fn fn, void *arg);
+/* The device ID after *pos (start at 0): 1 and *ret, 0 at the end, or
+ * -EBADMSG. */
+int dp_podres_next_id(const struct dp_podres_devices *dv, size_t *pos, struct dp_podres_str *ret);
+bool dp_podres_str_eq(struct dp_podres_str s, const char *c);
+
+/* Appends s[0..len) with each byte that is not part of valid UTF-8, and
+ * each NUL, replaced by U+FFFD: a Prometheus page must be UTF-8 through
+ * and through, or the whole page is refused. */
+void dp_mbuf_utf8(struct dp_mbuf *b, const char *s, size_t len);
+
+/* One allocated ID of one of our resources, as PodResources lists it;
+ * strings are valid UTF-8 with no NUL. */
+struct dp_podres_alloc {
+        const char *resource, *id, *namespace_, *pod, *container;
+};
+/* What one List left: only our resources' IDs, so its size follows our
+ * allocations, not the answer's. Immutable once published; shared by
+ * the scrapes that use it (refs under the podres lock). */
+struct dp_podres_answer {
+        unsigned refs;
+        bool up;        /* false: the List failed, timed out or did not decode */
+        bool truncated; /* more of our IDs than DP_PODRES_MAX_IDS */
+        size_t n;
+        struct dp_podres_alloc *v;
+        struct dp_mbuf text; /* the strings v points into */
+};
+
+/* The kubelet's PodResources service, asked by a worker thread of its
+ * own (podresources.c): a scrape never waits on the kubelet on the
+ * thread that answers health checks, and nothing is decoded under
+ * d->lock. */
+struct dp_podres;
 
 #define DP_DEFAULT_PODRES_SOCKET "/var/lib/kubelet/pod-resources/kubelet.sock"
 #define DP_PODRES_DEADLINE_MS 500
+/* An answer, or a failure, is reused this long. */
 #define DP_PODRES_CACHE_S 1.0
-void dp_podres_init(struct dp_podres *pr, const char *path);
-void dp_podres_clear(struct dp_podres *pr);
-/* The pods' resources, from a List at most DP_PODRES_CACHE_S old; NULL
- * when the kubelet did not answer in time or answered nonsense (the error
- * is counted and logged at debug level: a scrape must not spam the log).
- * Valid until dp_podres_release(), which gives its memory back. */
-const V1__ListPodResourcesResponse *dp_podres_list(struct dp_podres *pr);
-void dp_podres_release(struct dp_podres *pr);
+/* Our IDs kept from one answer, and their strings' bytes, at most. */
+#define DP_PODRES_MAX_IDS 65536
+#define DP_PODRES_MAX_TEXT (4u << 20)
+/* notify_fd is written (an eventfd) each time a new answer is published. */
+int dp_podres_new(const char *path, int notify_fd, struct dp_podres **ret);
+void dp_podres_free(struct dp_podres *pr);
+/* Starts the worker: after the lock-down, so it inherits the filter. */
+int dp_podres_start(struct dp_podres *pr);
+const char *dp_podres_path(const struct dp_podres *pr);
+/* The answer if one at most DP_PODRES_CACHE_S old is there (a reference:
+ * give it back with dp_podres_unref), else NULL, having asked the worker
+ * for a new one about the resources named (copied) unless one is under
+ * way; notify_fd says when it is there. */
+struct dp_podres_answer *dp_podres_get(struct dp_podres *pr, char *const *names, size_t n);
+void dp_podres_unref(struct dp_podres *pr, struct dp_podres_answer *a);
+uint64_t dp_podres_errors(struct dp_podres *pr);
 
-/* The whole /metrics page. Takes d->lock itself (after the PodResources
- * call, which runs without it). */
-int dp_metrics_render(struct dp_daemon *d, struct dp_podres *pr, struct dp_mbuf *b);
+/* The whole /metrics page, with the allocations of answer (NULL: none
+ * asked) and errors PodResources errors so far. Takes d->lock itself. */
+int dp_metrics_render(struct dp_daemon *d, const struct dp_podres_answer *answer, uint64_t errors,
+                      struct dp_mbuf *b);
 
-/* The HTTP endpoint: dp_http_open() binds and listens before the lock-down
- * (no socket of another family can be made after it); dp_http_start()
- * starts serving after it; dp_http_stop() stops and frees. */
+/* A request head: request line and header fields, without the empty
+ * line that ends it. path points into the head. */
+#define DP_HTTP_MAX_BODY 1024
+enum dp_http_method { DP_HTTP_GET, DP_HTTP_HEAD, DP_HTTP_OTHER };
+struct dp_http_request {
+        enum dp_http_method method;
+        const char *path; /* without query or fragment */
+        size_t path_len;
+        size_t content_length; /* DP_HTTP_MAX_BODY at most */
+        bool http10;
+        bool close; /* the client wants the connection closed after */
+};
+/* 0 and *ret, or the status to answer before closing: 400, 413 (a body
+ * over DP_HTTP_MAX_BODY), 501 (Transfer-Encoding), 505. */
+int dp_http_parse_head(const char *head, size_t len, struct dp_http_request *ret);
+
+/* The HTTP endpoint: dp_http_open() makes its socket and tries to bind it
+ * before the lock-down (no socket of another family can be made after
+ * it); a taken port is logged and tried again once serving; only a bad
+ * address or no socket at all fails. dp_http_start() starts serving
+ * after the lock-down; dp_http_stop() stops and frees. */
 struct dp_http;
 int dp_http_open(struct dp_daemon *d, const char *address, const char *podres_path,
                  struct dp_http **ret);

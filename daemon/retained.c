@@ -24,6 +24,7 @@
  * says how to remove it by hand), and a kubelet that started less than a
  * minute ago, since its List shows only the pods it has synced from its
  * sources so far (its pod-resources socket's mtime is when it bound it). */
+#include <grpc/byte_buffer_reader.h>
 #include <grpc/support/alloc.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -34,6 +35,7 @@
 #include "kubelet.h"
 #include "options.h"
 #include "plugin.h"
+#include "podresources.pb-c.h"
 #include "retained.h"
 #include "rpc.h"
 #include "util.h"
@@ -306,30 +308,83 @@ uint64_t dp_retained_due_at(const struct dp_daemon *d) {
         return d->retained_specs ? d->retained_specs->due_ms : 0;
 }
 
-/* The first pod holding a device of the resource whose spec is file,
- * and that device. */
-static const V1__PodResources *holder(const V1__ListPodResourcesResponse *resp, const char *file,
-                                      const char **ret_device) {
-        for (size_t p = 0; p < resp->n_pod_resources; p++) {
-                const V1__PodResources *pod = resp->pod_resources[p];
-                for (size_t c = 0; c < pod->n_containers; c++) {
-                        const V1__ContainerResources *ctr = pod->containers[c];
-                        for (size_t i = 0; i < ctr->n_devices; i++) {
-                                const V1__ContainerDevices *dev = ctr->devices[i];
-                                _cleanup_free_ char *kind = NULL, *name = NULL;
-                                if (!dev->n_device_ids ||
-                                    cdi_kind_from_resource(dev->resource_name, &kind) < 0 ||
-                                    cdi_spec_file_name(kind, &name) < 0 || strcmp(name, file) != 0)
-                                        continue;
-                                *ret_device = dev->device_ids[0];
-                                return pod;
-                        }
-                }
-        }
-        return NULL;
+/* The first pod found holding a device of a kept spec's resource, and
+ * that device (copies: the answer's bytes go first). */
+struct holder {
+        char *namespace_, *pod, *device;
+};
+
+struct find {
+        const struct dp_retained *rt;
+        struct holder *h; /* one per kept spec */
+};
+
+static void holder_clear(struct holder *h) {
+        free(h->namespace_);
+        free(h->pod);
+        free(h->device);
 }
 
-static void judge(struct dp_daemon *d, const V1__ListPodResourcesResponse *resp,
+/* A log line's copy of a name from the answer: bounded, and at most the
+ * longest name Kubernetes allows. */
+static char *name_copy(struct dp_podres_str s) {
+        return strndup(s.s, s.len < 253 ? s.len : 253);
+}
+
+static int find_one(void *arg, const struct dp_podres_devices *dv) {
+        struct find *f = arg;
+        _cleanup_free_ char *kind = NULL, *name = NULL;
+        struct dp_podres_str id;
+        char resource[320];
+        size_t pos = 0;
+        int r = dp_podres_next_id(dv, &pos, &id);
+
+        /* No ID, or a name too long to be a resource's: not a holder. */
+        if (r <= 0 || dv->resource.len >= sizeof(resource))
+                return r;
+        memcpy(resource, dv->resource.s, dv->resource.len);
+        resource[dv->resource.len] = '\0';
+        if (cdi_kind_from_resource(resource, &kind) < 0 || cdi_spec_file_name(kind, &name) < 0)
+                return 0;
+        for (size_t i = 0; i < f->rt->n; i++) {
+                struct holder *h = &f->h[i];
+                if (h->pod || strcmp(name, f->rt->v[i].file) != 0)
+                        continue;
+                h->namespace_ = name_copy(dv->namespace_);
+                h->pod = name_copy(dv->pod);
+                h->device = name_copy(id);
+                if (!h->namespace_ || !h->pod || !h->device)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
+/* The holders of the kept specs in a List answer, read in place (as the
+ * metrics endpoint does, podres_wire.c): a big answer costs a flat copy
+ * of its bytes for the walk, not its decoded form. */
+static int find_holders(const struct dp_retained *rt, const grpc_slice *wire,
+                        struct holder *holders) {
+        struct find f = { .rt = rt, .h = holders };
+
+        return dp_podres_walk(GRPC_SLICE_START_PTR(*wire), GRPC_SLICE_LENGTH(*wire), find_one, &f);
+}
+
+/* The answer's bytes in one piece (an empty answer, no pods, is none). */
+static int flatten(grpc_byte_buffer *recv, grpc_slice *ret) {
+        grpc_byte_buffer_reader reader;
+
+        if (!recv) {
+                *ret = grpc_empty_slice();
+                return 0;
+        }
+        if (!grpc_byte_buffer_reader_init(&reader, recv))
+                return -EBADMSG;
+        *ret = grpc_byte_buffer_reader_readall(&reader);
+        grpc_byte_buffer_reader_destroy(&reader);
+        return 0;
+}
+
+static void judge(struct dp_daemon *d, struct holder *holders, const grpc_slice *wire,
                   const char *socket) {
         struct dp_retained *rt = d->retained_specs;
         const char *dir = d->opts->cdi_dir;
@@ -339,20 +394,19 @@ static void judge(struct dp_daemon *d, const V1__ListPodResourcesResponse *resp,
         for (size_t i = 0; i < rt->n;) {
                 struct kept *k = &rt->v[i];
                 struct log_fields f = { .resource = k->resource ? k->resource : "" };
-                const char *device = NULL;
-                const V1__PodResources *pod = holder(resp, k->file, &device);
+                const struct holder *pod = &holders[i];
                 bool removed = false;
                 int r;
 
-                if (pod) {
+                if (pod->pod) {
                         again = true;
                         if (k->said != SAID_HELD)
                                 log_with(
                                         LOG_INFO, &f,
                                         "CDI spec %s/%s (%s) kept: pod %s/%s holds its device \"%s\"; cdiplug "
                                         "asks PodResources again in %llu s and removes it once no pod holds one",
-                                        dir, k->file, k->label, pod->namespace_, pod->name, device,
-                                        s);
+                                        dir, k->file, k->label, pod->namespace_, pod->pod,
+                                        pod->device, s);
                         k->said = SAID_HELD;
                         i++;
                         continue;
@@ -372,8 +426,12 @@ static void judge(struct dp_daemon *d, const V1__ListPodResourcesResponse *resp,
                         "removed CDI spec %s/%s (%s): no pod holds one of its devices (PodResources on %s)",
                         dir, k->file, k->label, socket);
                 drop(rt, i);
+                /* holders stays parallel to rt->v. */
+                holder_clear(&holders[i]);
+                memmove(&holders[i], &holders[i + 1], (rt->n - i) * sizeof(*holders));
+                holders[rt->n] = (struct holder){ 0 };
         }
-        if (dp_gone_judge(d, resp))
+        if (dp_gone_judge(d, GRPC_SLICE_START_PTR(*wire), GRPC_SLICE_LENGTH(*wire)))
                 again = true;
         if (again)
                 schedule(d);
@@ -381,14 +439,19 @@ static void judge(struct dp_daemon *d, const V1__ListPodResourcesResponse *resp,
 
 static void on_listed(struct dp_daemon *d, struct dp_tag *tag, bool ok) {
         struct dp_retained *rt = (struct dp_retained *)tag;
-        ProtobufCMessage *resp = NULL;
         _cleanup_free_ char *why = NULL;
         const char *socket = dp_podres_socket(d);
         grpc_status_code status = rt->u.status;
+        size_t n_kept = rt->n;
+        /* One per spec kept now; prune() below only shortens the list. */
+        struct holder *holders = calloc(n_kept ? n_kept : 1, sizeof(*holders));
+        grpc_slice wire = grpc_empty_slice();
         int r = -EIO;
 
-        if (ok && status == GRPC_STATUS_OK)
-                r = dp_unpack(rt->u.recv, &v1__list_pod_resources_response__descriptor, &resp);
+        if (!holders)
+                r = -ENOMEM;
+        else if (ok && status == GRPC_STATUS_OK && (r = flatten(rt->u.recv, &wire)) >= 0)
+                r = find_holders(rt, &wire, holders);
         if (r < 0) {
                 char *details = grpc_slice_to_c_string(rt->u.details);
                 if (xasprintf(&why, "%s on %s: %s",
@@ -406,19 +469,25 @@ static void on_listed(struct dp_daemon *d, struct dp_tag *tag, bool ok) {
         d->live--;
 
         if (!d->stopping) {
+                /* The holders were found for the specs kept before the
+                 * prune: ask again rather than match them up. */
                 prune(d);
                 if (pending(d) && r < 0)
                         unknown(d, why ? why : "no answer", true);
+                else if (rt->n != n_kept)
+                        rt->again = true;
                 else if (pending(d))
-                        judge(d, (const V1__ListPodResourcesResponse *)resp, socket ? socket : "?");
+                        judge(d, holders, &wire, socket ? socket : "?");
                 if (rt->again) {
                         rt->again = false;
                         rt->rounds = 0;
                         check(d);
                 }
         }
-        if (resp)
-                protobuf_c_message_free_unpacked(resp, NULL);
+        for (size_t i = 0; holders && i < n_kept; i++)
+                holder_clear(&holders[i]);
+        free(holders);
+        grpc_slice_unref(wire);
         dp_maybe_finish(d);
 }
 

@@ -6,10 +6,10 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct dp_daemon;
-struct V1__ListPodResourcesResponse;
 
 int dp_retained_add(struct dp_daemon *d, const char *file, const char *resource);
 void dp_retained_check(struct dp_daemon *d);
@@ -25,8 +25,8 @@ void dp_retained_free(struct dp_daemon *d);
  * about retained specs, now and on the same timer. */
 void dp_retained_devices(struct dp_daemon *d);
 
-/* gone.c: whether any resource has gone devices; and, on a List answer,
- * forget those no pod holds (their spec is rewritten). Returns whether
- * one is still held. */
+/* gone.c: whether any resource has gone devices; and, on a List answer
+ * (its wire bytes, read in place), forget those no pod holds (their spec
+ * is rewritten). Returns whether one is still held. */
 bool dp_gone_any(const struct dp_daemon *d);
-bool dp_gone_judge(struct dp_daemon *d, const struct V1__ListPodResourcesResponse *resp);
+bool dp_gone_judge(struct dp_daemon *d, const void *wire, size_t len);

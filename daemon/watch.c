@@ -291,7 +291,10 @@ static void kubelet_event(struct dp_daemon *d, const struct inotify_event *ev) {
                 return;
         if (strcmp(ev->name, "kubelet.sock") == 0 && (ev->mask & (IN_CREATE | IN_MOVED_TO))) {
                 log_info("kubelet.sock appeared: registering %zu resources", d->n_res);
-                d->kubelet_restarts++;
+                /* The first kubelet of a daemon that started before it is
+                 * no restart. */
+                d->kubelet_restarts += d->kubelet_seen;
+                d->kubelet_seen = true;
                 kubelet_appeared(d);
                 return;
         }

@@ -19,10 +19,14 @@
  *   those 10,000 devices and 1,000 allocated IDs (p50/p99, the PodResources
  *   answer cached, and with a fresh dial and List each), RssAnon and idle
  *   wake-ups with the endpoint on; SIGHUP → the changed one of 64 resources
- *   has its new list on the kubelet's stream.
+ *   has its new list on the kubelet's stream; beside 1,000 idle HTTP
+ *   connections, scrape and /healthz p50/p99; Allocate p99 beside a client
+ *   scraping back to back, with 1,000 IDs listed and with a 4 MiB
+ *   PodResources answer, and RssAnon and peak resident after it.
  *
  * Extra arguments are passed to `cdiplug serve` (e.g. --no-sandbox).
- * BENCH_ONLY=alloc,exec,restart,hotplug,reload,discovery,many,preferred,scrape picks sections;
+ * BENCH_ONLY=alloc,exec,restart,hotplug,reload,discovery,many,preferred,scrape,hostile
+ * picks sections;
  * TMPDIR picks the file system the kubelet, CDI and fake /dev dirs go on;
  * BENCH_RESTARTS=N runs N kubelet restarts instead of 100; BENCH_TRACE=1
  * prints every restart, memory and fds every 50, and the last two
@@ -34,6 +38,7 @@
 #include <ftw.h>
 #include <grpc/grpc.h>
 #include <grpc/grpc_security.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sched.h>
 #include <spawn.h>
@@ -42,6 +47,7 @@
 #include <string.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -334,6 +340,12 @@ static struct {
         double scrape_cpu_ms, scrape_user_ms, scrape_sys_ms;
         uint64_t rl50, rl99;
         unsigned rl_regs, rl_lists; /* Registers and lists of the 63 others across the reloads */
+        bool hostile;
+        uint64_t hi_sc50, hi_sc99, hi_hz50, hi_hz99; /* beside 1,000 idle connections */
+        uint64_t hi_a50, hi_a99;                     /* Allocate alone */
+        uint64_t hi_s50[2], hi_s99[2]; /* beside scrapes of 1,000 IDs, of a 4 MiB answer */
+        unsigned hi_scrapes[2], hi_lists[2];
+        long hi_rss_anon, hi_hwm;
 } fig;
 
 /* The floor: a unary echo with the daemon's own loop and batch shape, one
@@ -984,18 +996,20 @@ static void bench_preferred(void) {
 #define ALLOCATED 1000
 #define SMALL_SCRAPES 5
 
-/* One GET on loopback, the whole answer read; its size, or 0. */
-static size_t http_scrape(int port, char **ret_body) {
+/* One GET of path on loopback, the whole answer read; its size, or 0. */
+static size_t http_path(int port, const char *path, char **ret_body) {
         struct sockaddr_in sa = { .sin_family = AF_INET,
                                   .sin_port = htons((uint16_t)port),
                                   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-        static const char req[] = "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+        char req[128];
+        int len = snprintf(req, sizeof(req),
+                           "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", path);
         size_t cap = 1 << 20, n = 0;
         char *buf = malloc(cap);
         int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
         if (!buf || fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-            write(fd, req, sizeof(req) - 1) != (ssize_t)(sizeof(req) - 1))
+            write(fd, req, (size_t)len) != (ssize_t)len)
                 die("scrape");
         for (;;) {
                 if (n + 65536 > cap && !(buf = realloc(buf, cap *= 2)))
@@ -1014,6 +1028,10 @@ static size_t http_scrape(int port, char **ret_body) {
         else
                 free(buf);
         return n;
+}
+
+static size_t http_scrape(int port, char **ret_body) {
+        return http_path(port, "/metrics", ret_body);
 }
 
 static int free_port(void) {
@@ -1171,6 +1189,173 @@ static void bench_scrape(const char *dir) {
         tk_stop(tk);
         write_file(cfg_path, cfg); /* not needed after, but leave it as found */
         fig.scrape = true;
+        free(metrics_cfg);
+        free(cfg);
+        free(cfg_path);
+        free(prsock);
+        free(kdir);
+}
+
+/* The 1,000 allocated IDs, and OTHER_IDS IDs of a resource that is not
+ * ours beside them: an answer just under PodResources' 4 MiB limit. */
+#define OTHER_IDS 330000
+static void set_pods_huge(struct tk_pr *pr) {
+        static char text[OTHER_IDS][12];
+        static char *ids[OTHER_IDS];
+        for (int i = 0; i < OTHER_IDS; i++) {
+                snprintf(text[i], sizeof(text[i]), "gpu-%06d", i);
+                ids[i] = text[i];
+        }
+        V1__ContainerDevices other = V1__CONTAINER_DEVICES__INIT;
+        other.resource_name = "vendor.example/gpu";
+        other.n_device_ids = OTHER_IDS;
+        other.device_ids = ids;
+        V1__ContainerDevices *devs[] = { &other };
+        V1__ContainerResources ctr = V1__CONTAINER_RESOURCES__INIT;
+        ctr.name = "trainer";
+        ctr.n_devices = 1;
+        ctr.devices = devs;
+        V1__ContainerResources *ctrs[] = { &ctr };
+        V1__PodResources pod = V1__POD_RESOURCES__INIT;
+        pod.name = "big-0";
+        pod.namespace_ = "batch";
+        pod.n_containers = 1;
+        pod.containers = ctrs;
+        /* Ours first, as set_pods() has them, then the big pod. */
+        set_pods(pr);
+        tk_pr_add_pod(pr, &pod);
+}
+
+struct scraper {
+        int port;
+        volatile bool stop;
+        unsigned scrapes;
+};
+
+static void *scrape_loop(void *arg) {
+        struct scraper *s = arg;
+        while (!s->stop) {
+                http_scrape(s->port, NULL);
+                s->scrapes++;
+        }
+        return NULL;
+}
+
+/* 1,000 idle connections held open, idle: what a scrape and a kubelet
+ * probe of /healthz take beside them; then a 4 MiB PodResources answer
+ * (another resource's 330,000 IDs beside our 1,000): Allocate p99 while
+ * a client scrapes back to back, against Allocate p99 before, and
+ * RssAnon after. */
+#define HOSTILE_IDLE 1000
+#define HOSTILE_CALLS 10000
+static void bench_hostile(const char *dir) {
+        static uint64_t t[SCRAPES], ta[HOSTILE_CALLS];
+        static int idle[HOSTILE_IDLE];
+        char *kdir = path_join(dir, "kubelet"), *prsock = path_join(dir, "pod-resources.sock");
+        char *cfg_path = path_join(dir, "config.json"), *cfg = resources_config(MANY, "b", "-*");
+        char *metrics_cfg = with_endpoint(cfg, free_port(), prsock);
+        int port = atoi(strstr(metrics_cfg, "127.0.0.1:") + 10);
+        struct rlimit rl;
+        struct tk *tk = NULL;
+        struct tk_pr *pr = NULL;
+
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < HOSTILE_IDLE + 256) {
+                rl.rlim_cur = HOSTILE_IDLE + 256;
+                if (rl.rlim_max < rl.rlim_cur)
+                        rl.rlim_max = rl.rlim_cur;
+                if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+                        die("RLIMIT_NOFILE for 1,000 connections");
+        }
+        write_file(cfg_path, metrics_cfg);
+        if (tk_start(kdir, &tk) < 0 || tk_pr_start(prsock, &pr) < 0)
+                die("test kubelet");
+        set_pods(pr);
+        pid_t d = spawn_daemon(dir);
+        wait_all(tk, MANY, 1);
+
+        struct sockaddr_in sa = { .sin_family = AF_INET,
+                                  .sin_port = htons((uint16_t)port),
+                                  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        for (int i = 0; i < HOSTILE_IDLE; i++) {
+                idle[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+                if (idle[i] < 0 || (connect(idle[i], (struct sockaddr *)&sa, sizeof(sa)) < 0 &&
+                                    errno != EINPROGRESS))
+                        die("an idle connection");
+        }
+        struct timespec settle = { 0, 200 * 1000 * 1000L };
+        nanosleep(&settle, NULL); /* a benchmark: let the crowd connect */
+        for (int i = 0; i < SCRAPES; i++) {
+                uint64_t t0 = now_ns();
+                http_scrape(port, NULL);
+                t[i] = now_ns() - t0;
+        }
+        fig.hi_sc50 = pct(t, SCRAPES, 0.5);
+        fig.hi_sc99 = pct(t, SCRAPES, 0.99);
+        for (int i = 0; i < SCRAPES; i++) {
+                uint64_t t0 = now_ns();
+                http_path(port, "/healthz", NULL);
+                t[i] = now_ns() - t0;
+        }
+        fig.hi_hz50 = pct(t, SCRAPES, 0.5);
+        fig.hi_hz99 = pct(t, SCRAPES, 0.99);
+        for (int i = 0; i < HOSTILE_IDLE; i++)
+                close(idle[i]);
+
+        V1beta1__AllocateRequest req = V1BETA1__ALLOCATE_REQUEST__INIT;
+        V1beta1__ContainerAllocateRequest creq = V1BETA1__CONTAINER_ALLOCATE_REQUEST__INIT;
+        V1beta1__ContainerAllocateRequest *creqs[] = { &creq };
+        char *ids[] = { "b00-0000" };
+        creq.n_devices_ids = 1;
+        creq.devices_ids = ids;
+        req.n_container_requests = 1;
+        req.container_requests = creqs;
+        grpc_channel *ch = tk_dial(tk, name_of(0));
+        call_block(ch, DP_METHOD_ALLOCATE, &req.base, &v1beta1__allocate_response__descriptor, NULL,
+                   200);
+        call_block(ch, DP_METHOD_ALLOCATE, &req.base, &v1beta1__allocate_response__descriptor, ta,
+                   HOSTILE_CALLS);
+        fig.hi_a50 = pct(ta, HOSTILE_CALLS, 0.5);
+        fig.hi_a99 = pct(ta, HOSTILE_CALLS, 0.99);
+
+        /* Beside a client scraping back to back: the page's 10,000
+         * devices are written under the daemon's lock either way; what
+         * the answer's size adds is the difference. */
+        for (int huge = 0; huge < 2; huge++) {
+                struct scraper sc = { .port = port };
+                pthread_t thread;
+                if (huge) {
+                        /* A new socket: no answer cached from before. */
+                        tk_pr_stop(pr);
+                        if (tk_pr_start(prsock, &pr) < 0)
+                                die("PodResources restart");
+                        set_pods_huge(pr);
+                }
+                unsigned lists = tk_pr_calls(pr);
+                if (pthread_create(&thread, NULL, scrape_loop, &sc) != 0)
+                        die("scraper thread");
+                call_block(ch, DP_METHOD_ALLOCATE, &req.base,
+                           &v1beta1__allocate_response__descriptor, ta, HOSTILE_CALLS);
+                sc.stop = true;
+                pthread_join(thread, NULL);
+                fig.hi_s50[huge] = pct(ta, HOSTILE_CALLS, 0.5);
+                fig.hi_s99[huge] = pct(ta, HOSTILE_CALLS, 0.99);
+                fig.hi_scrapes[huge] = sc.scrapes;
+                fig.hi_lists[huge] = tk_pr_calls(pr) - lists;
+        }
+        char *body = NULL;
+        http_scrape(port, &body);
+        if (!strstr(body, "\ncdiplug_pod_resources_up 1\n"))
+                die("a scrape of the 4 MiB answer");
+        free(body);
+        fig.hi_rss_anon = status_kb(d, "RssAnon");
+        fig.hi_hwm = status_kb(d, "VmHWM");
+        dump_anon(d, "after scrapes of a 4 MiB PodResources answer");
+        grpc_channel_destroy(ch);
+        stop_daemon(d);
+        tk_pr_stop(pr);
+        tk_stop(tk);
+        write_file(cfg_path, cfg);
+        fig.hostile = true;
         free(metrics_cfg);
         free(cfg);
         free(cfg_path);
@@ -1399,6 +1584,25 @@ static void print_table(void) {
                 printf("%-46s %8ld %12s  %s\n", "idle wake-ups in 2 s, all threads",
                        fig.idle_wakeups, "", "(grpc core's timers; the endpoint adds none)");
         }
+        if (fig.hostile) {
+                char t3[128];
+                row_ms("scrape beside 1,000 idle connections", fig.hi_sc50, fig.hi_sc99, "");
+                snprintf(t3, sizeof(t3), "p99 < 1 s (a probe's timeout): %s",
+                         verdict(fig.hi_hz99 < 1000000000));
+                row_ms("/healthz beside 1,000 idle connections", fig.hi_hz50, fig.hi_hz99, t3);
+                row_us("Allocate, 10,000 devices, no scrapes", fig.hi_a50, fig.hi_a99, "");
+                snprintf(t3, sizeof(t3), "(%u scrapes, %u Lists)", fig.hi_scrapes[0],
+                         fig.hi_lists[0]);
+                row_us("Allocate beside scrapes, 1,000 IDs listed", fig.hi_s50[0], fig.hi_s99[0],
+                       t3);
+                snprintf(t3, sizeof(t3), "p99 within 1.5x of 1,000 IDs: %s (%u scrapes, %u Lists)",
+                         verdict(2 * fig.hi_s99[1] <= 3 * fig.hi_s99[0]), fig.hi_scrapes[1],
+                         fig.hi_lists[1]);
+                row_us("Allocate beside scrapes, 4 MiB answer", fig.hi_s50[1], fig.hi_s99[1], t3);
+                snprintf(t3, sizeof(t3), "under 32 MiB: %s (peak resident %ld kB)",
+                         verdict(fig.hi_hwm < 32 * 1024), fig.hi_hwm);
+                row_kb("RssAnon after a 4 MiB PodResources answer", fig.hi_rss_anon, t3);
+        }
 }
 
 int main(int argc, char **argv) {
@@ -1422,7 +1626,7 @@ int main(int argc, char **argv) {
                 bench_preferred();
         if (section("reload"))
                 bench_reload();
-        if (section("discovery") || section("many") || section("scrape")) {
+        if (section("discovery") || section("many") || section("scrape") || section("hostile")) {
                 char *nodes = make_nodes();
                 if (section("discovery"))
                         bench_discovery(nodes);
@@ -1432,6 +1636,8 @@ int main(int argc, char **argv) {
                         bench_scrape(nodes);
                 if (section("scrape"))
                         bench_scrape_small();
+                if (section("hostile"))
+                        bench_hostile(nodes);
                 free(nodes);
         }
         print_table();

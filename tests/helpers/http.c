@@ -93,6 +93,47 @@ int http_raw(int port, const char *raw, size_t len, char **ret_body, int timeout
         return status;
 }
 
+int http_probe(int port, const char *path, int timeout_ms) {
+        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+        long long until = now_ms() + timeout_ms;
+        char req[256], buf[512];
+        size_t n = 0;
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), status = 0;
+        int len = snprintf(req, sizeof(req),
+                           "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", path);
+
+        if (fd < 0)
+                return -errno;
+        sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 && errno != EINPROGRESS) {
+                close(fd);
+                return -errno;
+        }
+        for (bool sent = false;;) {
+                struct pollfd p = { .fd = fd, .events = sent ? POLLIN : POLLOUT };
+                long long left = until - now_ms();
+                if (left <= 0 || poll(&p, 1, (int)left) <= 0) {
+                        close(fd);
+                        return -ETIMEDOUT;
+                }
+                if (!sent) {
+                        if (send(fd, req, (size_t)len, MSG_NOSIGNAL) != len) {
+                                close(fd);
+                                return -EIO;
+                        }
+                        sent = true;
+                        continue;
+                }
+                ssize_t r = read(fd, buf + n, sizeof(buf) - 1 - n);
+                if (r <= 0 || (n += (size_t)r) >= sizeof(buf) - 1 || memchr(buf, '\n', n))
+                        break;
+        }
+        close(fd);
+        buf[n] = '\0';
+        sscanf(buf, "HTTP/1.%*d %d", &status);
+        return status;
+}
+
 int http_get(int port, const char *path, char **ret_body) {
         char req[512];
         int n = snprintf(req, sizeof(req),

@@ -14,6 +14,9 @@ int http_connect(int port);
  * not NULL, gets the body (malloc'd). */
 int http_raw(int port, const char *raw, size_t len, char **ret_body, int timeout_ms);
 int http_get(int port, const char *path, char **ret_body);
+/* A kubelet-style probe: GET path on a new connection, everything
+ * (connect included) within timeout_ms; the status, or -ETIMEDOUT. */
+int http_probe(int port, const char *path, int timeout_ms);
 /* Wait until path holds needle (inotify on the file); 0 or -ETIMEDOUT. */
 int file_wait_for(const char *path, const char *needle, int timeout_ms);
 /* Lines of path holding needle. */

@@ -73,6 +73,8 @@ int tk_pr_start(const char *path, struct tk_pr **ret);
 void tk_pr_stop(struct tk_pr *pr);
 /* Answer resp (copied) from now on, and switch to TK_PR_ANSWER. */
 void tk_pr_set(struct tk_pr *pr, const V1__ListPodResourcesResponse *resp);
+/* Add pod to what List answers (after tk_pr_set). */
+void tk_pr_add_pod(struct tk_pr *pr, const V1__PodResources *pod);
 void tk_pr_mode(struct tk_pr *pr, enum tk_pr_mode mode);
 /* Calls answered (or left unanswered) so far. */
 unsigned tk_pr_calls(struct tk_pr *pr);

@@ -254,6 +254,26 @@ void tk_pr_set(struct tk_pr *pr, const V1__ListPodResourcesResponse *resp) {
         pthread_mutex_unlock(&pr->lock);
 }
 
+/* Serialized protobuf messages concatenate into their merge: a repeated
+ * field's elements add up. */
+void tk_pr_add_pod(struct tk_pr *pr, const V1__PodResources *pod) {
+        V1__ListPodResourcesResponse one = V1__LIST_POD_RESOURCES_RESPONSE__INIT;
+        V1__PodResources *pods[] = { (V1__PodResources *)pod };
+        one.n_pod_resources = 1;
+        one.pod_resources = pods;
+        size_t len = v1__list_pod_resources_response__get_packed_size(&one);
+
+        pthread_mutex_lock(&pr->lock);
+        uint8_t *buf = realloc(pr->answer, pr->answer_len + len + 1);
+        if (buf) {
+                v1__list_pod_resources_response__pack(&one, buf + pr->answer_len);
+                pr->answer = buf;
+                pr->answer_len += len;
+                pr->mode = TK_PR_ANSWER;
+        }
+        pthread_mutex_unlock(&pr->lock);
+}
+
 void tk_pr_mode(struct tk_pr *pr, enum tk_pr_mode mode) {
         pthread_mutex_lock(&pr->lock);
         pr->mode = mode;

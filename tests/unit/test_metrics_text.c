@@ -140,7 +140,7 @@ Test(metrics_text, histogram_buckets_are_cumulative) {
                               "d_seconds_bucket{resource=\"r\",le=\"0.1\"} 3\n"
                               "d_seconds_bucket{resource=\"r\",le=\"1\"} 3\n"
                               "d_seconds_bucket{resource=\"r\",le=\"+Inf\"} 4\n"
-                              "d_seconds_sum{resource=\"r\"} 5.0031100000000004\n"
+                              "d_seconds_sum{resource=\"r\"} 5.00311\n"
                               "d_seconds_count{resource=\"r\"} 4\n");
         dp_mbuf_free(&b);
 }
