@@ -297,7 +297,8 @@ static int scan_all(int rootfd, struct res_selector *const *sels, size_t n_sels,
 }
 
 /* The devices of v not dropped, in ID order and unique, into *ret (devs,
- * clashes); v keeps only what was moved out or cleared. */
+ * clashes); every device left in v is then moved out or cleared, so only
+ * v's array remains to free. */
 static int take_unique(struct res_devvec *v, const bool *dropped, struct res_devlist *ret) {
         struct res_devvec clashes = { 0 };
         struct res_devlist list = { 0 };

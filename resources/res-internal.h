@@ -146,12 +146,13 @@ int res_miss_make(struct res_miss *ret, const char *device, const char *field, c
                   const char *got, const char *on);
 void res_miss_clear(struct res_miss *m);
 
-/* Distinct fields a selector can fail on: usb/pci keys, 3 filters, the
- * attrs, "node". */
+/* Distinct fields a selector can fail on: 7 usb/pci keys, 3 filters,
+ * "attrs" and one per attribute, "node", "sysfs". */
 #define RES_MAX_MISSES (RES_MAX_ATTRS + 16)
 
-/* The first miss of each field, in the order the scan met them: the
- * earliest miss among any set of fields is the first entry of that set. */
+/* The first miss of each field, in the order the scan met them, so the
+ * earliest miss on any set of fields is the first entry kept whose field
+ * is in the set. */
 struct res_misses {
         struct res_miss v[RES_MAX_MISSES];
         size_t n;
