@@ -148,8 +148,11 @@ int cdi_kind_from_resource(const char *resource, char **ret_kind) {
         kind[vlen + 1 + clen] = '\0';
         if (!cdi_kind_is_valid(kind))
                 return -EINVAL;
-        *ret_kind = strdup(kind);
-        return *ret_kind ? 0 : -ENOMEM;
+        char *k = strdup(kind);
+        if (!k)
+                return -ENOMEM;
+        *ret_kind = k;
+        return 0;
 }
 
 int cdi_annotation_key(const char *resource, char **ret_key) {
@@ -173,10 +176,11 @@ int cdi_annotation_key(const char *resource, char **ret_key) {
         if (!cdi_annotation_name_is_valid(name))
                 return -EINVAL;
         n = strlen(prefix) + strlen(name) + 1;
-        *ret_key = malloc(n);
-        if (!*ret_key)
+        char *key = malloc(n);
+        if (!key)
                 return -ENOMEM;
-        snprintf(*ret_key, n, "%s%s", prefix, name);
+        snprintf(key, n, "%s%s", prefix, name);
+        *ret_key = key;
         return 0;
 }
 

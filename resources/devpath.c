@@ -227,57 +227,70 @@ static int chain_has(int rootfd, const struct chain *c, const char *what, const 
         return 0;
 }
 
-/* For a mismatch message: "idVendor is "067b" on 1-1.2" for the nearest
- * device that has the first attribute that fails, else "no device has
- * idVendor". */
-static char *attr_hint(int rootfd, const struct chain *c, const struct res_selector *sel) {
+/* The first attribute that fails, for an explanation: the nearest device
+ * of the chain that has it with another value (field "attrs.<name>"), or
+ * field "attrs" when each one matches somewhere but never all on one
+ * device. */
+static int attr_miss(int rootfd, const struct chain *c, const struct res_selector *sel,
+                     struct res_miss *ret) {
         for (size_t a = 0; a < sel->n_attrs; a++) {
                 for (size_t i = 0; i < c->n; i++) {
                         _cleanup_free_ char *v = NULL;
-                        if (read_attr_at(rootfd, c->dirs[i], sel->attrs[a].name, &v) < 0)
+                        int r = read_attr_at(rootfd, c->dirs[i], sel->attrs[a].name, &v);
+                        if (r == -ENOMEM)
+                                return r;
+                        if (r < 0)
                                 continue;
                         if (fnmatch(sel->attrs[a].glob, v, 0) == 0)
                                 break;
-                        return res_strdup_printf("%s is \"%s\" on %s, not \"%s\"",
-                                                 sel->attrs[a].name, v, base_of(c->dirs[i]),
-                                                 sel->attrs[a].glob);
+                        _cleanup_free_ char *field =
+                                res_strdup_printf("attrs.%s", sel->attrs[a].name);
+                        if (!field)
+                                return -ENOMEM;
+                        return res_miss_make(ret, NULL, field, sel->attrs[a].glob, v,
+                                             base_of(c->dirs[i]));
                 }
         }
-        return res_strdup_printf("no single device in its sysfs path has all of its attrs");
+        return res_miss_make(ret, NULL, "attrs", NULL, NULL, NULL);
+}
+
+/* kernel, subsystem, driver: each on some device of the chain. */
+static int names_match(int rootfd, const struct chain *c, const struct res_selector *sel,
+                       struct res_miss *ret_miss) {
+        const char *keys[] = { "kernel", "subsystem", "driver" };
+        const char *globs[] = { sel->kernel, sel->subsystem, sel->driver };
+        for (size_t k = 0; k < 3; k++) {
+                if (!globs[k])
+                        continue;
+                int r = chain_has(rootfd, c, keys[k], globs[k]);
+                if (r < 0)
+                        return r;
+                if (r == 0 && ret_miss) {
+                        r = res_miss_make(ret_miss, NULL, keys[k], globs[k], NULL, NULL);
+                        return r < 0 ? r : 0;
+                }
+                if (r == 0)
+                        return 0;
+        }
+        return 1;
 }
 
 int res_sysfs_filter(int rootfd, const char *devdir, const struct res_selector *sel,
-                     char **ret_why) {
+                     struct res_miss *ret_miss) {
         if (!res_sel_has_filters(sel))
                 return 1;
         struct chain c;
         int r = chain_build(rootfd, devdir, &c);
         if (r < 0)
                 return r;
-        const char *keys[] = { "kernel", "subsystem", "driver" };
-        const char *globs[] = { sel->kernel, sel->subsystem, sel->driver };
-        for (size_t k = 0; k < 3; k++) {
-                if (!globs[k])
-                        continue;
-                r = chain_has(rootfd, &c, keys[k], globs[k]);
-                if (r <= 0) {
-                        if (r == 0 && ret_why)
-                                *ret_why = res_strdup_printf(
-                                        "no device in its sysfs path has %s \"%s\"", keys[k],
-                                        globs[k]);
-                        chain_clear(&c);
-                        return r;
-                }
-        }
-        if (sel->n_attrs) {
+        r = names_match(rootfd, &c, sel, ret_miss);
+        if (r > 0 && sel->n_attrs) {
                 /* Like udev's ATTRS{}: all on one device of the chain. */
                 r = 0;
                 for (size_t i = 0; i < c.n && r == 0; i++)
                         r = attrs_on(rootfd, c.dirs[i], sel);
-                if (r == 0 && ret_why)
-                        *ret_why = attr_hint(rootfd, &c, sel);
-        } else {
-                r = 1;
+                if (r == 0 && ret_miss)
+                        r = attr_miss(rootfd, &c, sel, ret_miss);
         }
         chain_clear(&c);
         return r;

@@ -46,20 +46,6 @@ static void devvec_clear(struct res_devvec *v) {
         *v = (struct res_devvec){ 0 };
 }
 
-int res_discover_one(int rootfd, const struct res_selector *sel, size_t idx, struct res_devvec *out,
-                     struct base_strvec *notes) {
-        switch (sel->kind) {
-        case RES_SEL_PATH:
-        case RES_SEL_PATHS:
-                return res_discover_paths(rootfd, sel, idx, out, notes);
-        case RES_SEL_USB:
-                return res_discover_usb(rootfd, sel, idx, out, notes);
-        case RES_SEL_PCI:
-                return res_discover_pci(rootfd, sel, idx, out, notes);
-        }
-        return -EINVAL;
-}
-
 /* Sorted by ID, then by discovery order, so the first selector's copy of
  * a duplicate comes first (qsort is not stable). */
 struct slot {
@@ -276,72 +262,60 @@ static int drop_same_nodes(int rootfd, struct res_devvec *v, const size_t *sel_o
         return 0;
 }
 
-int res_discover(const char *host_root, struct res_selector *const *sels, size_t n_sels,
-                 struct res_devlist *ret) {
-        _cleanup_close_ int rootfd = -1;
-        int r = res_root_open(host_root, &rootfd);
-        if (r < 0)
-                return r;
-
-        struct res_devvec v = { 0 }, clashes = { 0 };
-        struct base_strvec notes = { 0 };
+/* Runs every selector into v, with a note for each that finds nothing,
+ * and leaves in *ret_sel_of and *ret_pci, per device of v, the index of
+ * its selector and whether that is a "pci" one. */
+static int scan_all(int rootfd, struct res_selector *const *sels, size_t n_sels,
+                    struct res_devvec *v, struct base_strvec *notes, size_t **ret_sel_of,
+                    bool **ret_pci) {
         /* Where each selector's devices end in v. */
         _cleanup_free_ size_t *ends = calloc(n_sels + 1, sizeof(*ends));
-        _cleanup_free_ size_t *sel_of = NULL;
-        _cleanup_free_ bool *pci = NULL, *dropped = NULL;
         if (!ends)
                 return -ENOMEM;
+        int r = 0;
         for (size_t i = 0; i < n_sels && r >= 0; i++) {
-                size_t before = v.n;
-                r = res_discover_one(rootfd, sels[i], i, &v, &notes);
-                if (r >= 0 && v.n == before)
-                        r = note_empty(rootfd, sels[i], i, &notes);
-                ends[i] = v.n;
+                size_t before = v->n;
+                r = res_discover_one(rootfd, sels[i], i, v, notes, NULL);
+                if (r >= 0 && v->n == before)
+                        r = note_empty(rootfd, sels[i], i, notes);
+                ends[i] = v->n;
         }
-        if (r >= 0) {
-                sel_of = calloc(v.n + 1, sizeof(*sel_of));
-                pci = calloc(v.n + 1, sizeof(*pci));
-                dropped = calloc(v.n + 1, sizeof(*dropped));
-                r = sel_of && pci && dropped ? 0 : -ENOMEM;
-        }
-        for (size_t i = 0, k = 0; r >= 0 && i < n_sels; i++)
+        if (r < 0)
+                return r;
+        _cleanup_free_ size_t *sel_of = calloc(v->n + 1, sizeof(*sel_of));
+        _cleanup_free_ bool *pci = calloc(v->n + 1, sizeof(*pci));
+        if (!sel_of || !pci)
+                return -ENOMEM;
+        for (size_t i = 0, k = 0; i < n_sels; i++)
                 for (; k < ends[i]; k++) {
                         sel_of[k] = i;
                         pci[k] = sels[i]->kind == RES_SEL_PCI;
                 }
-        if (r >= 0)
-                r = drop_same_nodes(rootfd, &v, sel_of, pci, dropped, &notes);
-        if (r < 0) {
-                devvec_clear(&v);
-                base_strvec_clear(&notes);
-                return r;
-        }
+        *ret_sel_of = TAKE_PTR(sel_of);
+        *ret_pci = TAKE_PTR(pci);
+        return 0;
+}
 
+/* The devices of v not dropped, in ID order and unique, into *ret (devs,
+ * clashes); every device left in v is then moved out or cleared, so only
+ * v's array remains to free. */
+static int take_unique(struct res_devvec *v, const bool *dropped, struct res_devlist *ret) {
+        struct res_devvec clashes = { 0 };
         struct res_devlist list = { 0 };
-        if (v.n == 0) {
-                devvec_clear(&v);
-                list.notes = notes_take(&notes);
-                *ret = list;
-                return 0;
-        }
-        _cleanup_free_ struct slot *slots = calloc(v.n, sizeof(*slots));
-        list.devs = calloc(v.n, sizeof(*list.devs));
+        _cleanup_free_ struct slot *slots = calloc(v->n, sizeof(*slots));
+        list.devs = calloc(v->n, sizeof(*list.devs));
         if (!slots || !list.devs) {
                 free(list.devs);
-                devvec_clear(&v);
-                base_strvec_clear(&notes);
                 return -ENOMEM;
         }
         size_t n = 0;
-        for (size_t i = 0; i < v.n; i++)
+        for (size_t i = 0; i < v->n; i++)
                 if (!dropped[i])
-                        slots[n++] = (struct slot){ .dev = &v.devs[i], .order = i };
-        r = make_unique(slots, &n, &clashes);
+                        slots[n++] = (struct slot){ .dev = &v->devs[i], .order = i };
+        int r = make_unique(slots, &n, &clashes);
         if (r < 0) {
                 free(list.devs);
-                devvec_clear(&v);
                 devvec_clear(&clashes);
-                base_strvec_clear(&notes);
                 return r;
         }
         /* Move the survivors into ID order; dropped duplicates are already
@@ -351,9 +325,38 @@ int res_discover(const char *host_root, struct res_selector *const *sels, size_t
                 *slots[i].dev = (struct res_device){ .numa_node = -1 };
         }
         list.n = n;
-        devvec_clear(&v);
         list.clashes = clashes.devs;
         list.n_clashes = clashes.n;
+        *ret = list;
+        return 0;
+}
+
+int res_discover(const char *host_root, struct res_selector *const *sels, size_t n_sels,
+                 struct res_devlist *ret) {
+        _cleanup_close_ int rootfd = -1;
+        int r = res_root_open(host_root, &rootfd);
+        if (r < 0)
+                return r;
+
+        struct res_devvec v = { 0 };
+        struct base_strvec notes = { 0 };
+        struct res_devlist list = { 0 };
+        _cleanup_free_ size_t *sel_of = NULL;
+        _cleanup_free_ bool *pci = NULL, *dropped = NULL;
+        r = scan_all(rootfd, sels, n_sels, &v, &notes, &sel_of, &pci);
+        if (r >= 0) {
+                dropped = calloc(v.n + 1, sizeof(*dropped));
+                r = dropped ? 0 : -ENOMEM;
+        }
+        if (r >= 0)
+                r = drop_same_nodes(rootfd, &v, sel_of, pci, dropped, &notes);
+        if (r >= 0 && v.n > 0)
+                r = take_unique(&v, dropped, &list);
+        devvec_clear(&v);
+        if (r < 0) {
+                base_strvec_clear(&notes);
+                return r;
+        }
         list.notes = notes_take(&notes);
         *ret = list;
         return 0;

@@ -5,11 +5,13 @@
  * would check: the directory, the vendor/product, the driver, the sysfs
  * attribute that differs.
  *
- * Each explanation re-reads sysfs rather than reusing discovery's state:
- * it runs only when something is wrong or on request, never on the hotplug
- * path of a working selector.
+ * The rules are not checked here: the scan that discovery runs reports
+ * each candidate it refused with the first rule it failed (struct
+ * res_miss), and this file only chooses which miss to tell and words it,
+ * so an explanation cannot disagree with the match. It runs only when
+ * something is wrong or on request, never on the hotplug path of a
+ * working selector.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
@@ -59,7 +61,20 @@ static int missing_dir(int rootfd, const char *glob, char **ret) {
         return 0;
 }
 
-static int explain_glob(int rootfd, const struct res_selector *sel, const char *field,
+/* A sysfs filter's miss (res_sysfs_filter), as the end of a sentence. */
+static char *filter_text(const struct res_miss *m) {
+        if (strcmp(m->field, "attrs") == 0)
+                return strdup("no single device in its sysfs path has all of its attrs");
+        if (strncmp(m->field, "attrs.", 6) == 0)
+                return res_strdup_printf("%s is \"%s\" on %s, not \"%s\"", m->field + 6, m->got,
+                                         m->on, m->want);
+        return res_strdup_printf("no device in its sysfs path has %s \"%s\"", m->field, m->want);
+}
+
+/* What is wrong with glob (field "path" or "paths[<i>]"): no directory,
+ * no match, no device node, or, for the first glob, the sysfs filters as
+ * misses has them from the scan; *ret NULL when none of that. */
+static int explain_glob(int rootfd, const struct res_misses *misses, const char *field,
                         const char *glob, bool first, char **ret) {
         _cleanup_free_ char *missing = NULL;
         int r = missing_dir(rootfd, glob, &missing);
@@ -87,34 +102,30 @@ static int explain_glob(int rootfd, const struct res_selector *sel, const char *
                 return set(ret, msg);
         }
         base_strvec_clear(&skipped);
-        if (!first || !res_sel_has_filters(sel)) {
-                base_strvec_clear(&sv);
+        base_strvec_clear(&sv);
+        /* The first glob's matches all failed the sysfs filters: say why
+         * for the first, as the scan found it. */
+        const struct res_miss *m = first && misses->n ? &misses->v[0] : NULL;
+        if (!m) {
                 *ret = NULL;
                 return 0;
         }
-        /* Every match failed the sysfs filters: say why for the first. */
-        _cleanup_free_ char *node = NULL, *devdir = NULL, *why = NULL;
-        r = res_resolve(rootfd, sv.v[0], &node);
-        if (r >= 0)
-                r = res_node_devdir(rootfd, node, &devdir);
-        char *msg;
-        if (r == -ENOMEM)
-                msg = NULL;
-        else if (r < 0)
-                msg = res_strdup_printf("%s matches \"%s\" but has no sysfs device "
-                                        "(/sys/dev/...), so attrs/subsystem/driver/kernel "
-                                        "cannot match",
-                                        sv.v[0], glob);
-        else if ((r = res_sysfs_filter(rootfd, devdir, sel, &why)) == 0 && why)
-                msg = res_strdup_printf("%s%s matches \"%s\" but %s", sv.v[0],
-                                        sv.n > 1 ? " (and others)" : "", glob, why);
-        else
-                msg = r == -ENOMEM ? NULL : res_strdup_printf("%s matches \"%s\"", sv.v[0], glob);
-        base_strvec_clear(&sv);
-        return set(ret, msg);
+        if (strcmp(m->field, "sysfs") == 0)
+                return set(ret,
+                           res_strdup_printf("%s matches \"%s\" but has no sysfs device "
+                                             "(/sys/dev/...), so attrs/subsystem/driver/kernel "
+                                             "cannot match",
+                                             m->device, glob));
+        _cleanup_free_ char *why = filter_text(m);
+        if (!why)
+                return -ENOMEM;
+        return set(ret,
+                   res_strdup_printf("%s%s matches \"%s\" but %s", m->device,
+                                     misses->candidates > 1 ? " (and others)" : "", glob, why));
 }
 
-static int explain_paths(int rootfd, const struct res_selector *sel, char **ret) {
+static int explain_paths(int rootfd, const struct res_selector *sel,
+                         const struct res_misses *misses, char **ret) {
         for (size_t i = 0; i < sel->n_globs; i++) {
                 _cleanup_free_ char *field = sel->kind == RES_SEL_PATH
                                                      ? strdup("path")
@@ -122,7 +133,7 @@ static int explain_paths(int rootfd, const struct res_selector *sel, char **ret)
                 if (!field)
                         return -ENOMEM;
                 char *msg = NULL;
-                int r = explain_glob(rootfd, sel, field, sel->globs[i], i == 0, &msg);
+                int r = explain_glob(rootfd, misses, field, sel->globs[i], i == 0, &msg);
                 if (r < 0)
                         return r;
                 if (msg) {
@@ -134,213 +145,117 @@ static int explain_paths(int rootfd, const struct res_selector *sel, char **ret)
                                           "under the same sysfs parent"));
 }
 
-static int read_at(int rootfd, const char *dir, const char *attr, char **ret) {
-        _cleanup_free_ char *p = res_strdup_printf("%s/%s", dir, attr);
-        return p ? res_read_attr(rootfd, p, ret) : -ENOMEM;
-}
-
-static bool hex_is(int rootfd, const char *dir, const char *attr, unsigned digits, uint32_t want,
-                   char **ret_val) {
-        _cleanup_free_ char *v = NULL;
-        uint32_t x;
-        if (read_at(rootfd, dir, attr, &v) < 0)
-                return false;
-        if (res_parse_hex(v, digits, &x) == 0 && x == want)
-                return true;
-        if (ret_val)
-                *ret_val = TAKE_PTR(v);
-        return false;
-}
-
-/* Entries of a sysfs bus dir, for the explainers below. */
-/* Why the device at the sysfs dir dir fails sel's attrs/subsystem/driver/
- * kernel filters (malloc'd), or NULL when it passes or cannot be read. */
-static char *filter_miss(int rootfd, const char *dir, const struct res_selector *sel) {
-        _cleanup_free_ char *canon = NULL;
-        char *why = NULL;
-
-        if (res_sysfs_canon(rootfd, dir, &canon) == 0 &&
-            res_sysfs_filter(rootfd, canon, sel, &why) == 0)
-                return why;
-        free(why);
+/* Which miss an explanation tells: the first candidate (in the bus
+ * directory's order) whose miss passes pick. */
+static const struct res_miss *first_miss(const struct res_misses *ms,
+                                         const struct res_selector *sel,
+                                         bool (*pick)(const struct res_selector *sel,
+                                                      const char *field)) {
+        for (size_t i = 0; i < ms->n; i++)
+                if (pick(sel, ms->v[i].field))
+                        return &ms->v[i];
         return NULL;
 }
 
-static int list_dir(int rootfd, const char *path, struct base_strvec *ret) {
-        int fd = res_open_in_root(rootfd, path, O_RDONLY | O_DIRECTORY);
-        if (fd < 0)
-                return fd;
-        DIR *d = fdopendir(fd);
-        if (!d) {
-                close(fd);
-                return -errno;
-        }
-        int r = 0;
-        struct dirent *de;
-        while (r >= 0 && (de = readdir(d)))
-                if (de->d_name[0] != '.')
-                        r = base_strvec_push_dup(ret, de->d_name);
-        closedir(d);
-        return r;
+/* A device of another vendor is no near miss: the operator meant one of
+ * the vendor's devices, and the first of those says what differs. */
+static bool usb_told(const struct res_selector *sel, const char *field) {
+        (void)sel;
+        return strcmp(field, "usb.vendor") != 0;
 }
 
-static int explain_usb(int rootfd, const struct res_selector *sel, char **ret) {
-        struct base_strvec names = { 0 };
-        int r = list_dir(rootfd, "/sys/bus/usb/devices", &names);
-        if (r == -ENOMEM)
-                return r;
-        if (r < 0)
-                return set(ret, res_strdup_printf("/sys/bus/usb/devices cannot be read (%s): no "
-                                                  "USB, or sysfs is not under the host root",
-                                                  strerror(-r)));
-        char *msg = NULL;
-        size_t devices = 0;
-        for (size_t i = 0; i < names.n && !msg; i++) {
-                const char *name = names.v[i];
-                if (name[strspn(name, "0123456789.-usb")] != '\0')
-                        continue;
-                devices++;
-                _cleanup_free_ char *dir = res_strdup_printf("/sys/bus/usb/devices/%s", name);
-                _cleanup_free_ char *val = NULL;
-                if (!dir) {
-                        r = -ENOMEM;
-                        break;
-                }
-                if (!hex_is(rootfd, dir, "idVendor", 4, sel->usb_vendor, NULL))
-                        continue;
-                if (sel->has_usb_product &&
-                    !hex_is(rootfd, dir, "idProduct", 4, sel->usb_product, &val)) {
-                        msg = res_strdup_printf("USB device %s has vendor %04x but product %s, "
-                                                "not %04x",
-                                                name, sel->usb_vendor, val ? val : "(unreadable)",
-                                                sel->usb_product);
-                        break;
-                }
-                if (sel->usb_serial) {
-                        _cleanup_free_ char *serial = NULL;
-                        read_at(rootfd, dir, "serial", &serial);
-                        if (!serial || strcmp(serial, sel->usb_serial) != 0) {
-                                msg = res_strdup_printf(
-                                        "USB device %s (vendor %04x) has %s%s%s, "
-                                        "not \"%s\"",
-                                        name, sel->usb_vendor, serial ? "serial \"" : "no serial",
-                                        serial ? serial : "", serial ? "\"" : "", sel->usb_serial);
-                                break;
-                        }
-                }
-                _cleanup_free_ char *why = filter_miss(rootfd, dir, sel);
-                if (why) {
-                        msg = res_strdup_printf("USB device %s matches but %s", name, why);
-                        break;
-                }
-                _cleanup_free_ char *bus = NULL, *dev = NULL;
-                read_at(rootfd, dir, "busnum", &bus);
-                read_at(rootfd, dir, "devnum", &dev);
-                msg = res_strdup_printf("USB device %s matches but its node /dev/bus/usb/%s/%s "
-                                        "is missing or not a device node",
-                                        name, bus ? bus : "?", dev ? dev : "?");
-        }
-        base_strvec_clear(&names);
-        if (r == -ENOMEM)
-                return r;
-        if (!msg)
-                msg = res_strdup_printf("no USB device has vendor %04x (%zu USB devices present)",
-                                        sel->usb_vendor, devices);
-        return set(ret, msg);
+static char *usb_text(const struct res_selector *sel, const struct res_misses *ms) {
+        if (ms->list_err)
+                return res_strdup_printf("/sys/bus/usb/devices cannot be read (%s): no "
+                                         "USB, or sysfs is not under the host root",
+                                         strerror(-ms->list_err));
+        const struct res_miss *m = first_miss(ms, sel, usb_told);
+        if (!m)
+                return res_strdup_printf("no USB device has vendor %04x (%zu USB devices present)",
+                                         sel->usb_vendor, ms->candidates);
+        if (strcmp(m->field, "usb.product") == 0)
+                return res_strdup_printf("USB device %s has vendor %04x but product %s, not %s",
+                                         m->device, sel->usb_vendor,
+                                         m->got ? m->got : "(unreadable)", m->want);
+        if (strcmp(m->field, "usb.serial") == 0)
+                return res_strdup_printf("USB device %s (vendor %04x) has %s%s%s, not \"%s\"",
+                                         m->device, sel->usb_vendor,
+                                         m->got ? "serial \"" : "no serial", m->got ? m->got : "",
+                                         m->got ? "\"" : "", m->want);
+        if (strcmp(m->field, "node") == 0)
+                return m->want ? res_strdup_printf("USB device %s matches but its node %s is "
+                                                   "missing or not a device node",
+                                                   m->device, m->want)
+                               : res_strdup_printf("USB device %s matches but its busnum or "
+                                                   "devnum cannot be read",
+                                                   m->device);
+        _cleanup_free_ char *why = filter_text(m);
+        return why ? res_strdup_printf("USB device %s matches but %s", m->device, why) : NULL;
 }
 
-static int explain_pci(int rootfd, const struct res_selector *sel, char **ret) {
-        struct base_strvec names = { 0 };
-        int r = list_dir(rootfd, "/sys/bus/pci/devices", &names);
-        if (r == -ENOMEM)
-                return r;
-        if (r < 0)
-                return set(ret, res_strdup_printf("/sys/bus/pci/devices cannot be read (%s)",
-                                                  strerror(-r)));
-        char *msg = NULL, *near = NULL;
-        size_t present;
-        for (size_t i = 0; i < names.n && !msg; i++) {
-                const char *name = names.v[i];
-                _cleanup_free_ char *dir = res_strdup_printf("/sys/bus/pci/devices/%s", name);
-                _cleanup_free_ char *val = NULL, *drvlink = NULL, *driver = NULL;
-                if (!dir) {
-                        r = -ENOMEM;
-                        break;
-                }
-                if (sel->has_pci_vendor && !hex_is(rootfd, dir, "vendor", 4, sel->pci_vendor, NULL))
-                        continue;
-                if (sel->has_pci_device &&
-                    !hex_is(rootfd, dir, "device", 4, sel->pci_device, &val)) {
-                        if (!near)
-                                near = res_strdup_printf("PCI function %s has vendor %04x but "
-                                                         "device %s, not %04x",
-                                                         name, sel->pci_vendor, val ? val : "?",
-                                                         sel->pci_device);
-                        continue;
-                }
-                if (sel->has_pci_class) {
-                        uint32_t c;
-                        _cleanup_free_ char *cv = NULL;
-                        if (read_at(rootfd, dir, "class", &cv) < 0 ||
-                            res_parse_hex(cv, 6, &c) < 0 ||
-                            (c & sel->pci_class_mask) != sel->pci_class) {
-                                if (!near && (sel->has_pci_vendor || sel->has_pci_device))
-                                        near = res_strdup_printf("PCI function %s has class %s, "
-                                                                 "not %06x",
-                                                                 name, cv ? cv : "?",
-                                                                 sel->pci_class);
-                                continue;
-                        }
-                }
-                drvlink = res_strdup_printf("%s/driver", dir);
-                if (!drvlink) {
-                        r = -ENOMEM;
-                        break;
-                }
-                res_readlink_base(rootfd, drvlink, &driver);
-                if (sel->pci_driver && (!driver || strcmp(driver, sel->pci_driver) != 0)) {
-                        msg = driver ? res_strdup_printf("PCI function %s is bound to %s, not %s",
-                                                         name, driver, sel->pci_driver)
-                                     : res_strdup_printf("PCI function %s is bound to no driver, "
-                                                         "not %s",
-                                                         name, sel->pci_driver);
-                        break;
-                }
-                _cleanup_free_ char *why = filter_miss(rootfd, dir, sel);
-                if (why) {
-                        msg = res_strdup_printf("PCI function %s matches but %s", name, why);
-                        break;
-                }
-                msg = res_strdup_printf("PCI function %s matches but has no /dev/dri node under "
-                                        "its drm/ dir and is not bound to vfio-pci (driver %s)",
-                                        name, driver ? driver : "none");
-        }
-        present = names.n;
-        base_strvec_clear(&names);
-        if (r == -ENOMEM) {
-                free(msg);
-                free(near);
-                return r;
-        }
-        if (!msg && near)
-                msg = TAKE_PTR(near);
-        free(near);
-        if (!msg)
-                msg = res_strdup_printf("no PCI function matches (%zu present)", present);
-        return set(ret, msg);
+/* Misses at the driver or later are told at once; a function of the
+ * right vendor with another device or class is told only when nothing
+ * came closer (a class miss only when vendor or device narrowed the
+ * search: "no display controller" alone says nothing). */
+static bool pci_final(const struct res_selector *sel, const char *field) {
+        (void)sel;
+        return strncmp(field, "pci.", 4) != 0 || strcmp(field, "pci.driver") == 0;
+}
+
+static bool pci_near(const struct res_selector *sel, const char *field) {
+        return strcmp(field, "pci.device") == 0 ||
+               (strcmp(field, "pci.class") == 0 && (sel->has_pci_vendor || sel->has_pci_device));
+}
+
+static char *pci_node_text(const struct res_miss *m) {
+        if (m->got && strcmp(m->got, "vfio-pci") == 0)
+                return m->want ? res_strdup_printf("PCI function %s is bound to vfio-pci but its "
+                                                   "node %s is missing or not a device node",
+                                                   m->device, m->want)
+                               : res_strdup_printf("PCI function %s is bound to vfio-pci but has "
+                                                   "no IOMMU group",
+                                                   m->device);
+        return res_strdup_printf("PCI function %s matches but has no /dev/dri node under "
+                                 "its drm/ dir and is not bound to vfio-pci (driver %s)",
+                                 m->device, m->got ? m->got : "none");
+}
+
+static char *pci_text(const struct res_selector *sel, const struct res_misses *ms) {
+        if (ms->list_err)
+                return res_strdup_printf("/sys/bus/pci/devices cannot be read (%s)",
+                                         strerror(-ms->list_err));
+        const struct res_miss *m = first_miss(ms, sel, pci_final);
+        if (!m)
+                m = first_miss(ms, sel, pci_near);
+        if (!m)
+                return res_strdup_printf("no PCI function matches (%zu present)", ms->candidates);
+        if (strcmp(m->field, "pci.device") == 0)
+                return res_strdup_printf("PCI function %s has vendor %04x but device %s, not %s",
+                                         m->device, sel->pci_vendor, m->got ? m->got : "?",
+                                         m->want);
+        if (strcmp(m->field, "pci.class") == 0)
+                return res_strdup_printf("PCI function %s has class %s, not %s", m->device,
+                                         m->got ? m->got : "?", m->want);
+        if (strcmp(m->field, "pci.driver") == 0)
+                return m->got ? res_strdup_printf("PCI function %s is bound to %s, not %s",
+                                                  m->device, m->got, m->want)
+                              : res_strdup_printf("PCI function %s is bound to no driver, not %s",
+                                                  m->device, m->want);
+        if (strcmp(m->field, "node") == 0)
+                return pci_node_text(m);
+        _cleanup_free_ char *why = filter_text(m);
+        return why ? res_strdup_printf("PCI function %s matches but %s", m->device, why) : NULL;
 }
 
 static int explain_found(const struct res_devvec *v, char **ret) {
-        size_t len = 0;
-        for (size_t i = 0; i < v->n && i < 3; i++)
-                len += strlen(v->devs[i].nodes[0]) + 2;
-        _cleanup_free_ char *list = calloc(1, len + 1);
-        if (!list)
-                return -ENOMEM;
+        _cleanup_free_ char *list = NULL;
         for (size_t i = 0; i < v->n && i < 3; i++) {
-                if (i)
-                        strcat(list, ", ");
-                strcat(list, v->devs[i].nodes[0]);
+                char *more = res_strdup_printf("%s%s%s", list ? list : "", list ? ", " : "",
+                                               v->devs[i].nodes[0]);
+                if (!more)
+                        return -ENOMEM;
+                free(list);
+                list = more;
         }
         return set(ret, res_strdup_printf("finds %zu device%s: %s%s", v->n, v->n == 1 ? "" : "s",
                                           list, v->n > 3 ? ", ..." : ""));
@@ -349,8 +264,9 @@ static int explain_found(const struct res_devvec *v, char **ret) {
 int res_explain_at(int rootfd, const struct res_selector *sel, char **ret_msg, size_t *ret_found) {
         struct res_devvec v = { 0 };
         struct base_strvec notes = { 0 };
+        struct res_misses misses = { 0 };
         char *msg = NULL;
-        int r = res_discover_one(rootfd, sel, 0, &v, &notes);
+        int r = res_discover_one(rootfd, sel, 0, &v, &notes, &misses);
         if (r >= 0 && v.n > 0)
                 r = explain_found(&v, &msg);
         else if (r >= 0 && notes.n > 0)
@@ -358,16 +274,17 @@ int res_explain_at(int rootfd, const struct res_selector *sel, char **ret_msg, s
                  * without the "match[0]: " the daemon's log lines carry. */
                 r = set(&msg, strdup(strchr(notes.v[0], ' ') + 1));
         else if (r >= 0 && (sel->kind == RES_SEL_PATH || sel->kind == RES_SEL_PATHS))
-                r = explain_paths(rootfd, sel, &msg);
+                r = explain_paths(rootfd, sel, &misses, &msg);
         else if (r >= 0 && sel->kind == RES_SEL_USB)
-                r = explain_usb(rootfd, sel, &msg);
+                r = set(&msg, usb_text(sel, &misses));
         else if (r >= 0)
-                r = explain_pci(rootfd, sel, &msg);
+                r = set(&msg, pci_text(sel, &misses));
         size_t found = v.n;
         for (size_t i = 0; i < v.n; i++)
                 res_device_clear(&v.devs[i]);
         free(v.devs);
         base_strvec_clear(&notes);
+        res_misses_clear(&misses);
         if (r < 0) {
                 free(msg);
                 return r;

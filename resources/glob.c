@@ -90,38 +90,35 @@ static const char *pbuf_str(const struct pbuf *p) {
         return p->len ? p->s : "/";
 }
 
-static DIR *open_dir(int rootfd, const char *path, int *ret_err) {
+static int open_dir(int rootfd, const char *path, DIR **ret) {
         int fd = res_open_in_root(rootfd, path, O_RDONLY | O_DIRECTORY);
-        if (fd < 0) {
-                *ret_err = fd;
-                return NULL;
-        }
+        if (fd < 0)
+                return fd;
         DIR *d = fdopendir(fd);
         if (!d) {
-                *ret_err = -errno;
+                int r = -errno;
                 close(fd);
+                return r;
         }
-        return d;
+        *ret = d;
+        return 0;
 }
 
 /* The next entry of d that comp matches, never "." or "..": 1 with *ret
  * set, 0 at the end, or a negative errno. */
-/* The next entry matching comp, or NULL at the end, when *ret_err says
- * whether readdir failed (negative errno) or the directory is done (0). */
-static struct dirent *next_match(DIR *d, const char *comp, int *ret_err) {
+static int next_match(DIR *d, const char *comp, struct dirent **ret) {
         for (;;) {
                 errno = 0;
                 struct dirent *de = readdir(d);
-                if (!de) {
-                        *ret_err = errno ? -errno : 0;
-                        return NULL;
-                }
+                if (!de)
+                        return errno ? -errno : 0;
                 if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
                         continue;
                 /* FNM_PERIOD: like the shell, '*' does not match dotfiles. */
                 if (fnmatch(comp, de->d_name, FNM_PERIOD) != 0)
                         continue;
-                return de;
+                *ret = de;
+                return 1;
         }
 }
 
@@ -187,13 +184,12 @@ static int walk(struct walk *w, size_t idx) {
                 return r;
         }
 
-        int err = 0;
-        DIR *d = open_dir(w->rootfd, pbuf_str(&w->p), &err);
-        if (!d)
-                return is_absent(err) ? 0 : err;
+        DIR *d = NULL;
+        r = open_dir(w->rootfd, pbuf_str(&w->p), &d);
+        if (r < 0)
+                return is_absent(r) ? 0 : r;
         struct dirent *de;
-        r = 0;
-        while ((de = next_match(d, comp, &r))) {
+        while ((r = next_match(d, comp, &de)) > 0) {
                 if (!last && de->d_type != DT_DIR && de->d_type != DT_LNK &&
                     de->d_type != DT_UNKNOWN)
                         continue;
@@ -259,13 +255,12 @@ static int watch_walk(struct walk *w, size_t idx) {
                 return r < 0 ? r : 0;
         }
 
-        int err = 0;
-        DIR *d = open_dir(w->rootfd, pbuf_str(&w->p), &err);
-        if (!d)
-                return is_absent(err) ? 0 : err;
+        DIR *d = NULL;
+        r = open_dir(w->rootfd, pbuf_str(&w->p), &d);
+        if (r < 0)
+                return is_absent(r) ? 0 : r;
         struct dirent *de;
-        r = 0;
-        while ((de = next_match(d, comp, &r))) {
+        while ((r = next_match(d, comp, &de)) > 0) {
                 if (de->d_type != DT_DIR && de->d_type != DT_LNK && de->d_type != DT_UNKNOWN)
                         continue;
                 r = pbuf_push(&w->p, de->d_name);

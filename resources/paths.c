@@ -220,20 +220,50 @@ static int make_id(int rootfd, const struct res_selector *sel, const struct matc
         }
 }
 
-static int emit(struct res_devvec *out, int rootfd, const struct res_selector *sel, bool sysdev,
-                const struct match *m0, size_t idx, struct base_strvec *notes,
-                struct base_strvec *nodes) {
-        struct res_device dev = { .numa_node = -1 };
+static const char *matched_of(const struct match *m0) {
+        return m0->link ? m0->link : m0->path;
+}
+
+/* The sysfs filters on first match m0: 1 they hold (*ret_devdir is its
+ * sysfs dir, NULL when it has none), 0 a miss (kept in misses if not
+ * NULL; field "sysfs" when the node has no sysfs device for any filter
+ * to hold on), or -ENOMEM. */
+static int sysfs_rules(int rootfd, const struct res_selector *sel, bool sysdev,
+                       const struct match *m0, struct res_misses *misses, char **ret_devdir) {
         _cleanup_free_ char *devdir = NULL;
+        struct res_miss m = { 0 };
         int r = !sysdev       ? -ENOENT
                 : m0->have_st ? res_devdir_of(rootfd, m0->mode, m0->rdev, &devdir)
-                              : res_node_devdir(rootfd, nodes->v[0], &devdir);
-        if (r == -ENOMEM) {
-                base_strvec_clear(nodes);
+                              : res_node_devdir(rootfd, m0->path, &devdir);
+        if (r == -ENOMEM)
+                return r;
+        if (!devdir && res_sel_has_filters(sel))
+                r = misses ? res_miss_make(&m, matched_of(m0), "sysfs", NULL, NULL, NULL) : 0;
+        else if ((r = res_sysfs_filter(rootfd, devdir ? devdir : "", sel, misses ? &m : NULL)) ==
+                         0 &&
+                 misses)
+                r = (m.device = strdup(matched_of(m0))) ? 0 : -ENOMEM;
+        if (r < 0) {
+                res_miss_clear(&m);
                 return r;
         }
-        r = res_sysfs_filter(rootfd, devdir ? devdir : "", sel, NULL);
-        if (r <= 0 || (r > 0 && (r = make_id(rootfd, sel, m0, devdir, idx, notes, &dev.id)) < 0)) {
+        if (r == 0) {
+                if (misses)
+                        res_misses_add(misses, &m);
+                return 0;
+        }
+        *ret_devdir = TAKE_PTR(devdir);
+        return 1;
+}
+
+/* Pushes the device of first match m0 with nodes (taken); 0 when it has
+ * no ID of the kind the selector asks for. */
+static int emit(struct res_devvec *out, int rootfd, const struct res_selector *sel,
+                const char *devdir, const struct match *m0, size_t idx, struct base_strvec *notes,
+                struct base_strvec *nodes) {
+        struct res_device dev = { .numa_node = -1 };
+        int r = make_id(rootfd, sel, m0, devdir, idx, notes, &dev.id);
+        if (r < 0) {
                 base_strvec_clear(nodes);
                 return r == -ENOMEM ? r : 0;
         }
@@ -256,8 +286,34 @@ static int emit(struct res_devvec *out, int rootfd, const struct res_selector *s
         return r;
 }
 
+/* The device of first match k: its sysfs filters, then a node of every
+ * further glob, then its ID. Only the first match's miss is kept: an
+ * explanation names the first, and 10,000 refused nodes must not cost
+ * 10,000 of them. */
+static int one_match(struct res_devvec *out, int rootfd, const struct res_selector *sel,
+                     bool sysdev, const struct glob_matches *g, size_t k, size_t idx,
+                     struct base_strvec *notes, struct res_misses *misses) {
+        _cleanup_free_ char *devdir = NULL;
+        int r = sysfs_rules(rootfd, sel, sysdev, &g[0].m[k], k == 0 ? misses : NULL, &devdir);
+        if (r <= 0)
+                return r;
+        struct base_strvec nodes = { 0 };
+        r = base_strvec_push_dup(&nodes, g[0].m[k].path);
+        int ok = 1;
+        for (size_t i = 1; r >= 0 && ok > 0 && i < sel->n_globs; i++) {
+                ok = pair(&g[0].m[k], &g[i], &nodes);
+                if (ok < 0)
+                        r = ok;
+        }
+        if (r >= 0 && ok > 0)
+                r = emit(out, rootfd, sel, devdir, &g[0].m[k], idx, notes, &nodes);
+        base_strvec_clear(&nodes);
+        return r;
+}
+
 int res_discover_paths(int rootfd, const struct res_selector *sel, size_t idx,
-                       struct res_devvec *out, struct base_strvec *notes) {
+                       struct res_devvec *out, struct base_strvec *notes,
+                       struct res_misses *misses) {
         struct glob_matches *g = calloc(sel->n_globs, sizeof(*g));
         if (!g)
                 return -ENOMEM;
@@ -270,20 +326,10 @@ int res_discover_paths(int rootfd, const struct res_selector *sel, size_t idx,
          * plain "path" skips that sysfs work. */
         for (size_t i = 0; i < sel->n_globs && r >= 0; i++)
                 r = collect(rootfd, sel->globs[i], sel->n_globs > 1, i > 0, idx, notes, &g[i]);
-
-        for (size_t k = 0; r >= 0 && k < g[0].n; k++) {
-                struct base_strvec nodes = { 0 };
-                r = base_strvec_push_dup(&nodes, g[0].m[k].path);
-                int ok = 1;
-                for (size_t i = 1; r >= 0 && ok > 0 && i < sel->n_globs; i++) {
-                        ok = pair(&g[0].m[k], &g[i], &nodes);
-                        if (ok < 0)
-                                r = ok;
-                }
-                if (r >= 0 && ok > 0)
-                        r = emit(out, rootfd, sel, sysdev, &g[0].m[k], idx, notes, &nodes);
-                base_strvec_clear(&nodes);
-        }
+        if (misses && r >= 0)
+                misses->candidates = g[0].n;
+        for (size_t k = 0; r >= 0 && k < g[0].n; k++)
+                r = one_match(out, rootfd, sel, sysdev, g, k, idx, notes, misses);
         for (size_t i = 0; i < sel->n_globs; i++)
                 matches_clear(&g[i]);
         free(g);

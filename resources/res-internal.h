@@ -119,26 +119,75 @@ int res_glob(int rootfd, const char *pattern, struct base_strvec *ret,
 /* Directories (host-absolute) whose entries decide what pattern matches. */
 int res_glob_watch_dirs(int rootfd, const char *pattern, struct base_strvec *out);
 
-/* sysfs.c */
+/* What a selector's rules said about a candidate they refused: the first
+ * rule it fails, in the order the rules are checked. Discovery keeps the
+ * hits and, when asked, hands these to explain.c, which prints them: the
+ * explanation is the verdict the scan reached, not a second opinion. */
+struct res_miss {
+        /* The candidate: as the bus names it ("1-1.2", "0000:3b:00.0"), or
+         * the path a glob matched. */
+        char *device;
+        /* The selector key whose rule failed: "usb.product", "pci.driver",
+         * "driver", "attrs.idVendor"; "attrs" when no single device of the
+         * sysfs chain has all of them; "node" when every rule holds but the
+         * device node does not exist; "sysfs" when a node has no sysfs
+         * device for the filters to hold on. */
+        char *field;
+        /* What the rule asks, as the selector spells it; for "node" the
+         * node looked for (NULL: none could be named). */
+        char *want;
+        /* What the device has; NULL when it has none or it cannot be read.
+         * For "node", the driver the function is bound to (pci). */
+        char *got;
+        char *on; /* the device of the sysfs chain got was read on (attrs) */
+};
+/* Sets every field (each may be NULL) from copies; -ENOMEM. */
+int res_miss_make(struct res_miss *ret, const char *device, const char *field, const char *want,
+                  const char *got, const char *on);
+void res_miss_clear(struct res_miss *m);
+
+/* Distinct fields a selector can fail on: 7 usb/pci keys, 3 filters,
+ * "attrs" and one per attribute, "node", "sysfs". */
+#define RES_MAX_MISSES (RES_MAX_ATTRS + 16)
+
+/* The first miss of each field, in the order the scan met them, so the
+ * earliest miss on any set of fields is the first entry kept whose field
+ * is in the set. */
+struct res_misses {
+        struct res_miss v[RES_MAX_MISSES];
+        size_t n;
+        size_t candidates; /* devices of the bus, or matches of the first glob */
+        int list_err;      /* the bus directory could not be listed: -errno */
+};
+/* Keeps *m (taking its strings, zeroing it) if no miss of its field is
+ * kept yet, else clears it. */
+void res_misses_add(struct res_misses *misses, struct res_miss *m);
+void res_misses_clear(struct res_misses *misses);
+
+/* sysfs.c: usb and pci selectors. misses (may be NULL) gets why each
+ * candidate of the bus was refused. */
 int res_discover_usb(int rootfd, const struct res_selector *sel, size_t idx, struct res_devvec *out,
-                     struct base_strvec *notes);
+                     struct base_strvec *notes, struct res_misses *misses);
 int res_discover_pci(int rootfd, const struct res_selector *sel, size_t idx, struct res_devvec *out,
-                     struct base_strvec *notes);
+                     struct base_strvec *notes, struct res_misses *misses);
 /* Identity of the hardware device behind a device node, via
  * /sys/dev/{char,block}/MAJ:MIN/device; -ENOENT when it has none. */
 int res_node_parent(int rootfd, const char *node, uint64_t *ret_dev, uint64_t *ret_ino);
 
-/* discover.c: the devices one selector (number idx) finds, appended to
- * out; notes gets what the operator should hear ("match[<idx>]: ..."). */
+/* scan.c: the devices one selector (number idx) finds, appended to out;
+ * notes gets what the operator should hear ("match[<idx>]: ..."), misses
+ * (may be NULL) why candidates were refused. */
 int res_discover_one(int rootfd, const struct res_selector *sel, size_t idx, struct res_devvec *out,
-                     struct base_strvec *notes);
+                     struct base_strvec *notes, struct res_misses *misses);
 /* explain.c: res_selector_explain on an open host root. */
 int res_explain_at(int rootfd, const struct res_selector *sel, char **ret_msg, size_t *ret_found);
 
 /* paths.c; notes (may be NULL) gets "match[<idx>]: ..." sentences about
- * matches that are not devices. */
+ * matches that are not devices, misses (may be NULL) why the first match
+ * of the first glob fails the sysfs filters. */
 int res_discover_paths(int rootfd, const struct res_selector *sel, size_t idx,
-                       struct res_devvec *out, struct base_strvec *notes);
+                       struct res_devvec *out, struct base_strvec *notes,
+                       struct res_misses *misses);
 
 /* devpath.c: a device's place in sysfs.
  * The canonical sysfs dir of a device node: /sys/dev/{char,block}/MAJ:MIN
@@ -154,11 +203,11 @@ int res_sys_dev_path(unsigned mode, uint64_t rdev, const char *suffix, char **re
  * links): its target, made absolute and without "..". */
 int res_sysfs_canon(int rootfd, const char *path, char **ret);
 /* Whether the device at devdir (canonical) or its parents pass sel's
- * attrs/subsystem/driver/kernel: 1 yes, 0 no (then *ret_why, if not NULL,
- * gets a malloc'd reason), or -ENOMEM. Unreadable or binary attributes are
- * a mismatch. */
+ * attrs/subsystem/driver/kernel: 1 yes, 0 no (then *ret_miss, if not
+ * NULL, gets the first filter that fails; its device is NULL), or
+ * -ENOMEM. Unreadable or binary attributes are a mismatch. */
 int res_sysfs_filter(int rootfd, const char *devdir, const struct res_selector *sel,
-                     char **ret_why);
+                     struct res_miss *ret_miss);
 /* NUMA node of the nearest device at or above devdir with a numa_node
  * attribute; -1 when none has one. */
 int res_sysfs_numa(int rootfd, const char *devdir);

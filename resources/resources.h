@@ -55,9 +55,9 @@ struct res_devlist {
 
 struct res_selector;
 
-/* Parse one entry of a resource's "match" list. On -EINVAL, *ret_field is
+/* Parse one entry of a resource's "match" list. On -EINVAL, *err_field is
  * the offending key relative to the entry ("" for the entry itself) and
- * *ret_msg says what is wrong; both are malloc'd, for the caller to free.
+ * *err_msg says what is wrong; both are malloc'd, for the caller to free.
  * Field names nest with '.' and '[i]': "usb.vendor", "paths[1]",
  * "mounts[0].hostPath", "env.NAME".
  *
@@ -104,8 +104,8 @@ struct res_selector;
  *   "mode": "0660" (octal, 0001..0777), "owner"/"group": numeric IDs.
  * Paths must be absolute, without "." or ".." components or a trailing '/'.
  * Unknown keys, duplicate keys and wrong types are errors. */
-int res_selector_parse(const struct cJSON *entry, struct res_selector **ret, char **ret_field,
-                       char **ret_msg);
+int res_selector_parse(const struct cJSON *entry, struct res_selector **ret, char **err_field,
+                       char **err_msg);
 void res_selector_free(struct res_selector *sel);
 
 /* Why sel finds what it finds under host_root (NULL means "/"), as one

@@ -561,17 +561,17 @@ static int parse_entry(struct res_selector *sel, const cJSON *entry, struct perr
         return 0;
 }
 
-int res_selector_parse(const cJSON *entry, struct res_selector **ret, char **ret_field,
-                       char **ret_msg) {
+int res_selector_parse(const cJSON *entry, struct res_selector **ret, char **err_field,
+                       char **err_msg) {
         _cleanup_(selector_freep) struct res_selector *sel = calloc(1, sizeof(*sel));
         if (!sel)
                 return -ENOMEM;
         struct perr e = { 0 };
         int r = parse_entry(sel, entry, &e);
         if (r < 0) {
-                if (r == -EINVAL && ret_field && ret_msg) {
-                        *ret_field = e.field;
-                        *ret_msg = e.msg;
+                if (r == -EINVAL && err_field && err_msg) {
+                        *err_field = e.field;
+                        *err_msg = e.msg;
                 } else {
                         free(e.field);
                         free(e.msg);

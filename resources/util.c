@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Small helpers: growable vectors, bounded sysfs reads, opening under the
- * host root. */
+ * host root, the misses a scan keeps for an explanation. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -290,4 +290,49 @@ int res_resolve(int rootfd, const char *path, char **ret) {
         }
         *ret = TAKE_PTR(done);
         return 0;
+}
+
+int res_miss_make(struct res_miss *ret, const char *device, const char *field, const char *want,
+                  const char *got, const char *on) {
+        const char *in[] = { device, field, want, got, on };
+        char *out[5] = { NULL };
+        for (size_t i = 0; i < 5; i++)
+                if (in[i] && !(out[i] = strdup(in[i]))) {
+                        for (size_t k = 0; k < i; k++)
+                                free(out[k]);
+                        return -ENOMEM;
+                }
+        *ret = (struct res_miss){
+                .device = out[0], .field = out[1], .want = out[2], .got = out[3], .on = out[4]
+        };
+        return 0;
+}
+
+void res_miss_clear(struct res_miss *m) {
+        if (!m)
+                return;
+        free(m->device);
+        free(m->field);
+        free(m->want);
+        free(m->got);
+        free(m->on);
+        *m = (struct res_miss){ 0 };
+}
+
+void res_misses_add(struct res_misses *misses, struct res_miss *m) {
+        bool drop = !m->field || misses->n == RES_MAX_MISSES;
+        for (size_t i = 0; i < misses->n && !drop; i++)
+                drop = strcmp(misses->v[i].field, m->field) == 0;
+        if (drop) {
+                res_miss_clear(m);
+                return;
+        }
+        misses->v[misses->n++] = *m;
+        *m = (struct res_miss){ 0 };
+}
+
+void res_misses_clear(struct res_misses *misses) {
+        for (size_t i = 0; i < misses->n; i++)
+                res_miss_clear(&misses->v[i]);
+        *misses = (struct res_misses){ 0 };
 }

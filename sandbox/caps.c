@@ -39,7 +39,7 @@ static int raise_setpcap(void) {
 
 /* Re-read every set from the kernel, not from libcap-ng's cached state:
  * libcap-ng skips the bounding set quietly when CAP_SETPCAP is missing. */
-static int verify_no_caps(const char **ret_step) {
+static int verify_no_caps(const char **err_step) {
         struct __user_cap_header_struct hdr = {
                 .version = _LINUX_CAPABILITY_VERSION_3,
                 .pid = 0,
@@ -47,12 +47,12 @@ static int verify_no_caps(const char **ret_step) {
         struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = { 0 };
 
         if (syscall(SYS_capget, &hdr, data) < 0) {
-                *ret_step = "verify capabilities (capget)";
+                *err_step = "verify capabilities (capget)";
                 return -errno;
         }
         for (size_t i = 0; i < _LINUX_CAPABILITY_U32S_3; i++)
                 if (data[i].effective || data[i].permitted || data[i].inheritable) {
-                        *ret_step = "verify capabilities (effective/permitted/inheritable)";
+                        *err_step = "verify capabilities (effective/permitted/inheritable)";
                         return -EPERM;
                 }
 
@@ -63,7 +63,7 @@ static int verify_no_caps(const char **ret_step) {
                 if (r < 0 && errno == EINVAL)
                         break;
                 if (r != 0) {
-                        *ret_step = "verify capabilities (bounding)";
+                        *err_step = "verify capabilities (bounding)";
                         return r < 0 ? -errno : -EPERM;
                 }
                 r = prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET, cap, 0, 0);
@@ -71,19 +71,19 @@ static int verify_no_caps(const char **ret_step) {
                 if (r < 0 && errno == EINVAL)
                         continue;
                 if (r != 0) {
-                        *ret_step = "verify capabilities (ambient)";
+                        *err_step = "verify capabilities (ambient)";
                         return r < 0 ? -errno : -EPERM;
                 }
         }
         return 0;
 }
 
-int sbx_drop_caps(const char **ret_step) {
+int sbx_drop_caps(const char **err_step) {
         int r;
 
         r = raise_setpcap();
         if (r < 0) {
-                *ret_step = "raise CAP_SETPCAP";
+                *err_step = "raise CAP_SETPCAP";
                 return r;
         }
 
@@ -92,28 +92,28 @@ int sbx_drop_caps(const char **ret_step) {
          * not promise an order within CAPNG_SELECT_ALL. */
         capng_clear(CAPNG_SELECT_ALL);
         if (capng_apply(CAPNG_SELECT_BOUNDS) < 0) {
-                *ret_step = "drop bounding capabilities";
+                *err_step = "drop bounding capabilities";
                 return -EPERM;
         }
         if (capng_apply(CAPNG_SELECT_AMBIENT) < 0) {
-                *ret_step = "drop ambient capabilities";
+                *err_step = "drop ambient capabilities";
                 return -EPERM;
         }
         /* Belt and braces for libcap-ng builds without ambient support;
          * EINVAL means a kernel with no ambient set. */
         if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL) {
-                *ret_step = "drop ambient capabilities";
+                *err_step = "drop ambient capabilities";
                 return -errno;
         }
         if (capng_apply(CAPNG_SELECT_CAPS) < 0) {
-                *ret_step = "drop capabilities";
+                *err_step = "drop capabilities";
                 return -EPERM;
         }
 
         r = sbx_keep_caps_across_setuid(false);
         if (r < 0) {
-                *ret_step = "clear keepcaps";
+                *err_step = "clear keepcaps";
                 return r;
         }
-        return verify_no_caps(ret_step);
+        return verify_no_caps(err_step);
 }

@@ -73,9 +73,9 @@ static int lookup_group(const char *name, gid_t *ret_gid) {
         return 0;
 }
 
-static int user_fail(const char **ret_problem, const char *problem, int r) {
-        if (ret_problem)
-                *ret_problem = problem;
+static int user_fail(const char **err_problem, const char *problem, int r) {
+        if (err_problem)
+                *err_problem = problem;
         return r;
 }
 
@@ -83,7 +83,7 @@ static int user_fail(const char **ret_problem, const char *problem, int r) {
  * a bare UID uses the primary group of the passwd entry with that uid if
  * there is one, else the gid of the same number (containers often run ids
  * with no passwd entry). */
-int sbx_resolve_user(const char *spec, struct sbx_options *ret, const char **ret_problem) {
+int sbx_resolve_user(const char *spec, struct sbx_options *ret, const char **err_problem) {
         static const char malformed[] = "must be NAME|UID[:GROUP|GID]",
                           range[] = "an id must be below 4294967295";
         _cleanup_free_ char *user = NULL;
@@ -94,49 +94,49 @@ int sbx_resolve_user(const char *spec, struct sbx_options *ret, const char **ret
         int r;
 
         if (!spec || !*spec)
-                return user_fail(ret_problem, malformed, -EINVAL);
+                return user_fail(err_problem, malformed, -EINVAL);
         colon = strchr(spec, ':');
         if (colon) {
                 grp = colon + 1;
                 if (colon == spec || !*grp || strchr(grp, ':'))
-                        return user_fail(ret_problem, malformed, -EINVAL);
+                        return user_fail(err_problem, malformed, -EINVAL);
                 user = strndup(spec, (size_t)(colon - spec));
         } else
                 user = strdup(spec);
         if (!user)
-                return user_fail(ret_problem, NULL, -ENOMEM);
+                return user_fail(err_problem, NULL, -ENOMEM);
 
         if (is_number(user, strlen(user))) {
                 r = parse_id(user, strlen(user), &num);
                 if (r < 0)
-                        return user_fail(ret_problem, r == -ERANGE ? range : malformed, r);
+                        return user_fail(err_problem, r == -ERANGE ? range : malformed, r);
                 uid = num;
                 errno = 0;
                 struct passwd *pw = getpwuid(uid);
                 r = pw ? 0 : lookup_failed(errno);
                 if (r < 0 && r != -ENOENT)
-                        return user_fail(ret_problem, NULL, r);
+                        return user_fail(err_problem, NULL, r);
                 gid = pw ? pw->pw_gid : (gid_t)num;
         } else {
                 if (!is_name(user))
-                        return user_fail(ret_problem, malformed, -EINVAL);
+                        return user_fail(err_problem, malformed, -EINVAL);
                 r = lookup_user(user, &uid, &gid);
                 if (r < 0)
-                        return user_fail(ret_problem, r == -ENOENT ? "no such user" : NULL, r);
+                        return user_fail(err_problem, r == -ENOENT ? "no such user" : NULL, r);
         }
 
         if (grp) {
                 if (is_number(grp, strlen(grp))) {
                         r = parse_id(grp, strlen(grp), &num);
                         if (r < 0)
-                                return user_fail(ret_problem, r == -ERANGE ? range : malformed, r);
+                                return user_fail(err_problem, r == -ERANGE ? range : malformed, r);
                         gid = num;
                 } else {
                         if (!is_name(grp))
-                                return user_fail(ret_problem, malformed, -EINVAL);
+                                return user_fail(err_problem, malformed, -EINVAL);
                         r = lookup_group(grp, &gid);
                         if (r < 0)
-                                return user_fail(ret_problem, r == -ENOENT ? "no such group" : NULL,
+                                return user_fail(err_problem, r == -ENOENT ? "no such group" : NULL,
                                                  r);
                 }
         }
@@ -149,34 +149,34 @@ int sbx_parse_user(const char *spec, struct sbx_options *ret) {
         return sbx_resolve_user(spec, ret, NULL);
 }
 
-int sbx_drop_ids(uid_t uid, gid_t gid, const char **ret_step) {
+int sbx_drop_ids(uid_t uid, gid_t gid, const char **err_step) {
         uid_t ru, eu, su;
         gid_t rg, eg, sg;
 
         /* Groups first: after the uid change we could no longer shed the
          * supplementary groups root started with (disk, video, ...). */
         if (setgroups(0, NULL) < 0) {
-                *ret_step = "setgroups";
+                *err_step = "setgroups";
                 return -errno;
         }
         /* gid before uid, for the same reason. Real, effective and saved
          * ids together, so no saved id can be switched back to later. */
         if (setresgid(gid, gid, gid) < 0) {
-                *ret_step = "setresgid";
+                *err_step = "setresgid";
                 return -errno;
         }
         if (setresuid(uid, uid, uid) < 0) {
-                *ret_step = "setresuid";
+                *err_step = "setresuid";
                 return -errno;
         }
 
         if (getresgid(&rg, &eg, &sg) < 0 || rg != gid || eg != gid || sg != gid ||
             getgroups(0, NULL) != 0) {
-                *ret_step = "verify gids";
+                *err_step = "verify gids";
                 return -EPERM;
         }
         if (getresuid(&ru, &eu, &su) < 0 || ru != uid || eu != uid || su != uid) {
-                *ret_step = "verify uids";
+                *err_step = "verify uids";
                 return -EPERM;
         }
         return 0;

@@ -43,11 +43,11 @@ int sbx_lockdown(const struct sbx_options *opts, struct sbx_error *err);
  * Returns -EINVAL (malformed), -ERANGE (id >= 4294967295), -ENOENT
  * (unknown name) or another negative errno from NSS. */
 int sbx_parse_user(const char *spec, struct sbx_options *ret);
-/* The same, and on failure *ret_problem (may be NULL) says what is wrong
+/* The same, and on failure *err_problem (may be NULL) says what is wrong
  * for a person: "no such user", "no such group", "must be
  * NAME|UID[:GROUP|GID]", ...; NULL when NSS itself failed (then the errno
  * says why). serve and check both resolve the identity through it. */
-int sbx_resolve_user(const char *spec, struct sbx_options *ret, const char **ret_problem);
+int sbx_resolve_user(const char *spec, struct sbx_options *ret, const char **err_problem);
 
 /* The seccomp policy as data: one entry per syscall group, each saying who
  * needs it. Exported so the tests can hold SECURITY.md's table and the

@@ -229,7 +229,7 @@ static int add_group(scmp_filter_ctx ctx, const struct sbx_syscall_group *g) {
         return 0;
 }
 
-int sbx_load_seccomp(const char **ret_step) {
+int sbx_load_seccomp(const char **err_step) {
         _cleanup_(seccomp_releasep) scmp_filter_ctx ctx = NULL;
         size_t n;
         const struct sbx_syscall_group *g = sbx_syscall_groups(&n);
@@ -238,7 +238,7 @@ int sbx_load_seccomp(const char **ret_step) {
         /* seccomp_init() targets seccomp_arch_native() only. */
         ctx = seccomp_init(SCMP_ACT_ERRNO(EPERM));
         if (!ctx) {
-                *ret_step = "seccomp init";
+                *err_step = "seccomp init";
                 return -ENOMEM;
         }
 
@@ -250,7 +250,7 @@ int sbx_load_seccomp(const char **ret_step) {
          * against the libseccomp we link. */
         r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
         if (r < 0) {
-                *ret_step = "seccomp bad-arch action";
+                *err_step = "seccomp bad-arch action";
                 return r;
         }
 
@@ -259,21 +259,21 @@ int sbx_load_seccomp(const char **ret_step) {
          * leaving one out. */
         r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1);
         if (r < 0) {
-                *ret_step = "seccomp tsync";
+                *err_step = "seccomp tsync";
                 return r;
         }
 
         for (size_t i = 0; i < n; i++) {
                 r = add_group(ctx, &g[i]);
                 if (r < 0) {
-                        *ret_step = "seccomp rules";
+                        *err_step = "seccomp rules";
                         return r;
                 }
         }
 
         r = seccomp_load(ctx);
         if (r < 0) {
-                *ret_step = "seccomp load";
+                *err_step = "seccomp load";
                 return r;
         }
         return 0;

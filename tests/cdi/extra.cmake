@@ -11,3 +11,9 @@ if(TARGET test_cdi_crash)
   target_compile_definitions(test_cdi_crash PRIVATE CDI_WRITER="$<TARGET_FILE:cdi-writer>")
   add_dependencies(test_cdi_crash cdi-writer)
 endif()
+
+# test_cdi_nomem fails allocations inside cdi/ by wrapping malloc and
+# strdup at the link; the wrappers are in the test.
+if(TARGET test_cdi_nomem)
+  target_link_options(test_cdi_nomem PRIVATE -Wl,--wrap=malloc -Wl,--wrap=strdup)
+endif()

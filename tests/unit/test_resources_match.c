@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "../resources/res_test.h"
+#include "res-internal.h"
 #include "tfmt.h"
 
 static char *root;
@@ -291,7 +292,8 @@ Test(resources_match, explain_usb_and_pci) {
                        "USB device 1-1 (vendor 0403) has serial \"A12B\", not \"XYZ\"");
         expect_explain(
                 "[{\"usb\": {\"vendor\": \"0403\"}}]",
-                "USB device 1-1 matches but its node /dev/bus/usb/1/4 is missing or not a device node");
+                "USB device 1-1 matches but its node /dev/bus/usb/001/004 is missing or not a device "
+                "node");
         expect_explain("[{\"usb\": {\"vendor\": \"1234\"}}]",
                        "no USB device has vendor 1234 (2 USB devices present)");
         expect_explain("[{\"pci\": {\"vendor\": \"8086\", \"driver\": \"vfio-pci\"}}]",
@@ -315,6 +317,121 @@ Test(resources_match, explain_paths_and_missing_serial) {
                 "[{\"path\": \"/dev/fuse\", \"id\": \"serial\"}]",
                 "/dev/fuse has no USB serial or PCI address in its sysfs path, so no \"id\": "
                 "\"serial\"; skipped");
+}
+
+/* The miss the scan kept for field, for the only selector of json, which
+ * finds nothing: the first failing rule the matcher reported. */
+static void expect_rule(const char *json, const char *field, const char *want, const char *got,
+                        const char *text) {
+        struct sels s = sels_parse(json);
+        int rootfd = -1;
+        cr_assert_eq(res_root_open(root, &rootfd), 0);
+        struct res_devvec v = { 0 };
+        struct base_strvec notes = { 0 };
+        struct res_misses ms = { 0 };
+        cr_assert_eq(res_discover_one(rootfd, s.v[0], 0, &v, &notes, &ms), 0, "%s", json);
+        cr_assert_eq(v.n, 0, "%s finds nothing", json);
+        const struct res_miss *m = NULL;
+        for (size_t i = 0; i < ms.n && !m; i++)
+                if (strcmp(ms.v[i].field, field) == 0)
+                        m = &ms.v[i];
+        cr_assert_not_null(m, "%s: the matcher reports no %s miss", json, field);
+        cr_expect_str_eq(m->want, want, "%s", json);
+        if (got)
+                cr_expect_str_eq(m->got, got, "%s", json);
+        else
+                cr_expect_null(m->got, "%s", json);
+        /* The explanation is that miss in words: the same rule, the same
+         * values, nothing the matcher did not look at. */
+        char *msg = explain(json, NULL);
+        cr_expect_str_eq(msg, text, "%s", json);
+        cr_expect_not_null(strstr(msg, want), "%s: %s names no %s", json, msg, want);
+        if (got)
+                cr_expect_not_null(strstr(msg, got), "%s: %s names no %s", json, msg, got);
+        free(msg);
+        res_misses_clear(&ms);
+        base_strvec_clear(&notes);
+        free(v.devs);
+        close(rootfd);
+        sels_free(&s);
+}
+
+/* A function bound to vfio-pci in IOMMU group 7, with no /dev/vfio/7. */
+#define VFIO "/sys/devices/pci0000:64/0000:64:00.0/0000:65:00.0"
+static void vfio_function(void) {
+        sysdev(VFIO, "pci", "vfio-pci");
+        attr(VFIO, "vendor", "0x10de\n");
+        link_to("sys/devices/pci0000:64/0000:64:00.0/0000:65:00.0/iommu_group",
+                "../../../kernel/iommu_groups/7");
+        link_to("sys/bus/pci/devices/0000:65:00.0",
+                "../../../devices/pci0000:64/0000:64:00.0/0000:65:00.0");
+}
+
+Test(resources_match, explanation_names_the_rule_the_matcher_failed) {
+        usb_serial_tree();
+        drm_tree();
+        vfio_function();
+        link_to("sys/bus/usb/devices/1-1", "../../../devices/pci0000:00/0000:00:14.0/usb1/1-1");
+        link_to("sys/bus/usb/devices/1-2", "../../../devices/pci0000:00/0000:00:14.0/usb1/1-2");
+        link_to("sys/bus/pci/devices/0000:3b:00.0",
+                "../../../devices/pci0000:3a/0000:3a:00.0/0000:3b:00.0");
+        attr(XHCI "/usb1/1-1", "busnum", "1\n");
+        attr(XHCI "/usb1/1-1", "devnum", "4\n");
+        attr(GPU, "device", "0x56a1\n");
+        expect_rule("[{\"usb\": {\"vendor\": \"0403\", \"product\": \"6015\"}}]", "usb.product",
+                    "6015", "6001", "USB device 1-1 has vendor 0403 but product 6001, not 6015");
+        expect_rule("[{\"usb\": {\"vendor\": \"0403\", \"serial\": \"XYZ\"}}]", "usb.serial", "XYZ",
+                    "A12B", "USB device 1-1 (vendor 0403) has serial \"A12B\", not \"XYZ\"");
+        expect_rule("[{\"usb\": {\"vendor\": \"0403\"}, \"attrs\": {\"serial\": \"Z*\"}}]",
+                    "attrs.serial", "Z*", "A12B",
+                    "USB device 1-1 matches but serial is \"A12B\" on 1-1, not \"Z*\"");
+        expect_rule("[{\"pci\": {\"vendor\": \"8086\", \"device\": \"56a0\"}}]", "pci.device",
+                    "56a0", "0x56a1",
+                    "PCI function 0000:3b:00.0 has vendor 8086 but device 0x56a1, not 56a0");
+        expect_rule("[{\"pci\": {\"vendor\": \"8086\", \"driver\": \"vfio-pci\"}}]", "pci.driver",
+                    "vfio-pci", "i915", "PCI function 0000:3b:00.0 is bound to i915, not vfio-pci");
+
+        expect_rule("[{\"path\": \"/dev/ttyUSB*\", \"attrs\": {\"idVendor\": \"10c4\"}}]",
+                    "attrs.idVendor", "10c4", "0403",
+                    "/dev/ttyUSB0 (and others) matches \"/dev/ttyUSB*\" but idVendor is \"0403\" "
+                    "on 1-1, not \"10c4\"");
+        expect_rule("[{\"path\": \"/dev/ttyUSB*\", \"driver\": \"cp210x\"}]", "driver", "cp210x",
+                    NULL,
+                    "/dev/ttyUSB0 (and others) matches \"/dev/ttyUSB*\" but no device in its sysfs "
+                    "path has driver \"cp210x\"");
+        /* The card passes the filter; what fails is the pairing, and the
+         * explanation says so rather than that the card matches. */
+        char *msg = explain("[{\"paths\": [\"/dev/dri/card*\", \"/dev/ttyUSB*\"], "
+                            "\"driver\": \"i915\"}]",
+                            NULL);
+        cr_expect_str_eq(msg, "no match of paths[0] has nodes of every further glob under the same "
+                              "sysfs parent");
+        free(msg);
+
+        /* Every rule holds and the node is missing: the explanation names
+         * the node the matcher looked for (busnum and devnum as the kernel
+         * names the node, not as sysfs prints them), and that node is
+         * what makes the device found. */
+        expect_rule("[{\"usb\": {\"vendor\": \"0403\"}}]", "node", "/dev/bus/usb/001/004", NULL,
+                    "USB device 1-1 matches but its node /dev/bus/usb/001/004 is missing or not a "
+                    "device node");
+        mk(root, "dev/bus/usb/001/004", NULL);
+        struct res_devlist l = discover(root, "[{\"usb\": {\"vendor\": \"0403\"}}]");
+        cr_assert_eq(l.n, 1);
+        assert_nodes(&l.devs[0], (const char *[]){ "/dev/bus/usb/001/004", NULL });
+        res_devlist_free(&l);
+
+        /* A vfio-pci function is its group's node, not a DRM node. */
+        expect_rule("[{\"pci\": {\"vendor\": \"10de\", \"driver\": \"vfio-pci\"}}]", "node",
+                    "/dev/vfio/7", "vfio-pci",
+                    "PCI function 0000:65:00.0 is bound to vfio-pci but its node /dev/vfio/7 is "
+                    "missing or not a device node");
+        mk(root, "dev/vfio/7", NULL);
+        mk(root, "dev/vfio/vfio", NULL);
+        l = discover(root, "[{\"pci\": {\"vendor\": \"10de\", \"driver\": \"vfio-pci\"}}]");
+        cr_assert_eq(l.n, 1);
+        cr_expect_str_eq(l.devs[0].id, "0000:65:00.0");
+        res_devlist_free(&l);
 }
 
 Test(resources_match, usb_and_pci_selectors_take_filters_and_serial_ids) {
