@@ -183,7 +183,7 @@ int doc_root_list(const struct doc_ctx *c, const char *path, char ***ret_names) 
         _cleanup_closedir_ DIR *d = NULL;
         struct dirent *e;
         size_t seen = 0;
-        int fd, r;
+        int fd = -1, r;
 
         r = doc_root_open_dir(c, path, &fd);
         if (r < 0)
