@@ -85,6 +85,9 @@ static int replace_at(int dfd, const char *name, const char *data, size_t len) {
         if (r == 0 && renameat(dfd, tmp, dfd, name) < 0)
                 r = -errno;
         if (r < 0) {
+                /* tmp_create_at returned 0, so tmp is set; the analyzer does
+                 * not keep that -errno is negative there.
+                 * NOLINTNEXTLINE(clang-analyzer-core.NonNullParamChecker) */
                 unlinkat(dfd, tmp, 0);
                 return r;
         }
@@ -235,7 +238,9 @@ int cdi_spec_write_at(int dir_fd, const struct cdi_spec *spec) {
         struct stat st;
         int r;
 
-        if (spec && spec->n_devices == 0)
+        if (!spec)
+                return -EINVAL;
+        if (spec->n_devices == 0)
                 return remove_own_spec(dir_fd, spec->kind);
         r = cdi_spec_to_json(spec, &json);
         if (r < 0)
@@ -466,7 +471,7 @@ int cdi_spec_remove(const char *dir, const char *file_name, bool *ret_removed) {
                 *ret_removed = false;
                 return 0;
         }
-        for (char **n = owned.v; *n; n++)
+        for (char **n = owned.v; n && *n; n++)
                 if (strcmp(*n, file_name) != 0 && (r = base_strvec_push_dup(&still, *n)) < 0)
                         return r;
         /* Only a regular file is one we wrote (see sweep_at). */

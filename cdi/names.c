@@ -98,8 +98,9 @@ static int kind_part(const char *s, size_t len, size_t max, char *out, size_t *r
                 if (!vendor_class_char(s[i]))
                         return -EINVAL;
         if (!is_letter(s[0]) || len < 2) {
-                memcpy(buf, prefix, strlen(prefix));
-                n = strlen(prefix);
+                /* buf is counted by n, never NUL-terminated. */
+                memcpy(buf, prefix, sizeof(prefix) - 1);
+                n = sizeof(prefix) - 1;
         }
         memcpy(buf + n, s, len);
         n += len;

@@ -17,6 +17,7 @@
 #   CDIPLUG_PKG_SRC=DIR    package this source tree instead of the
 #                          repository (for testing the packaging alone)
 #   CDIPLUG_PKG_MAX_EXPOSURE=N  highest accepted systemd exposure (2.0)
+# shellcheck disable=SC2317 # the check functions run through check "$@" and cleanup through trap; shellcheck 0.9 takes them for unreachable
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -56,6 +57,16 @@ trap cleanup EXIT
 
 # check NAME CMD...: run CMD with its output in a log; print the log's tail
 # on failure.
+# first_match PATTERN-WORDS...: print the first word that names an existing
+# file (an unmatched glob stays literal and does not exist), or nothing.
+first_match() {
+	local f
+	for f in "$@"; do
+		[ -e "$f" ] && { printf '%s\n' "$f"; return 0; }
+	done
+	return 0
+}
+
 check() {
 	local name=$1 log
 	shift
@@ -110,10 +121,10 @@ versions_agree() {
 	deb_v=$(dpkg-parsechangelog -l "$here/debian/changelog" -S Version)
 	spec_v=$(sed -n 's/^Version:[[:space:]]*//p' "$here/cdiplug.spec")
 	echo "CMake $version, debian/changelog $deb_v, cdiplug.spec $spec_v"
-	[ -n "$version" ] && [ "${deb_v%%-*}" = "$version" ] && [ "$spec_v" = "$version" ] || {
+	if [ -z "$version" ] || [ "${deb_v%%-*}" != "$version" ] || [ "$spec_v" != "$version" ]; then
 		echo "bump packaging/debian/changelog and packaging/cdiplug.spec to $version"
 		return 1
-	}
+	fi
 }
 check "package versions match CMake's project version" versions_agree
 
@@ -144,8 +155,8 @@ build_deb() {
 	(cd "$debsrc" && DEB_BUILD_OPTIONS="parallel=$(nproc)" dpkg-buildpackage -us -uc)
 }
 check "deb: dpkg-buildpackage" build_deb
-deb=$(ls "$debdir"/cdiplug_"$version"_*.deb 2>/dev/null | head -n 1)
-changes=$(ls "$debdir"/cdiplug_"$version"_*.changes 2>/dev/null | head -n 1)
+deb=$(first_match "$debdir"/cdiplug_"$version"_*.deb)
+changes=$(first_match "$debdir"/cdiplug_"$version"_*.changes)
 
 run_lintian() {
 	lintian --fail-on error --display-info "$changes" | tee "$work/lintian.txt"
@@ -240,7 +251,7 @@ deb_lifecycle() {
 	grep -rqs '^path-exclude=/usr/share/man' /etc/dpkg/dpkg.cfg.d/ && excl_man=1
 	while IFS= read -r f; do
 		[ -e "$f" ] && continue
-		[ $excl_man = 1 ] && [[ "$f" == /usr/share/man/* ]] && continue
+		[ "$excl_man" = 1 ] && [[ "$f" == /usr/share/man/* ]] && continue
 		echo "listed but missing: $f"; bad=1
 	done < <(dpkg -L cdiplug)
 	/usr/bin/cdiplug version || bad=1
@@ -249,7 +260,7 @@ deb_lifecycle() {
 	echo "== systemd-analyze verify (installed unit, and packaging/cdiplug.service)"
 	systemd-analyze verify --man=no /lib/systemd/system/cdiplug.service || bad=1
 	systemd-analyze verify --man=no "$here/cdiplug.service" || bad=1
-	[ $bad = 0 ] || return 1
+	[ "$bad" = 0 ] || return 1
 
 	fake_daemon_output || return 1
 	echo "== dpkg -r"
@@ -283,7 +294,7 @@ deb_lifecycle() {
 	else
 		echo "(none)"
 	fi
-	return $bad
+	return "$bad"
 }
 
 if [ -n "$deb" ]; then
@@ -308,8 +319,8 @@ build_rpm() {
 		"$here/cdiplug.spec"
 }
 check "rpm: rpmbuild" build_rpm
-rpmfile=$(ls "$rpmtop"/RPMS/*/cdiplug-"$version"-*.rpm 2>/dev/null | head -n 1)
-srpm=$(ls "$rpmtop"/SRPMS/cdiplug-"$version"-*.src.rpm 2>/dev/null | head -n 1)
+rpmfile=$(first_match "$rpmtop"/RPMS/*/cdiplug-"$version"-*.rpm)
+srpm=$(first_match "$rpmtop"/SRPMS/cdiplug-"$version"-*.src.rpm)
 
 run_rpmlint() {
 	rpmlint -c "$here/rpmlint.toml" "$rpmfile" "$srpm" "$here/cdiplug.spec" | tee "$work/rpmlint.txt"
@@ -397,18 +408,18 @@ check "container: scratch root file system runs cdiplug (chroot)" container_root
 # the build stage, and every COPY source exists.
 containerfile_copies() {
 	local cf="$repo/deploy/Containerfile" d rc=0
-	for d in $(sed -n 's/^[[:space:]]*add_subdirectory(\([^) ]*\)).*/\1/p' "$repo/CMakeLists.txt"); do
+	while read -r d; do
 		[ "$d" = tests ] && continue
 		grep -q "^COPY $d/ $d/\$" "$cf" || { echo "deploy/Containerfile does not COPY $d/"; rc=1; }
-	done
-	for d in $(awk '$1 == "COPY" && $2 !~ /^--/ { for (i = 2; i < NF; i++) print $i }' "$cf"); do
+	done < <(sed -n 's/^[[:space:]]*add_subdirectory(\([^) ]*\)).*/\1/p' "$repo/CMakeLists.txt")
+	while read -r d; do
 		[ -e "$repo/$d" ] || { echo "COPY source $d does not exist"; rc=1; }
-	done
+	done < <(awk '$1 == "COPY" && $2 !~ /^--/ { for (i = 2; i < NF; i++) print $i }' "$cf")
 	grep -E '^FROM ' "$cf"
 	grep -E '^FROM ' "$cf" | grep -vqE '^FROM (\$\{DEBIAN_IMAGE\}|scratch)( |$)' &&
 		{ echo "only Debian images and scratch"; rc=1; }
 	grep -q '^ARG DEBIAN_IMAGE=debian:12$' "$cf" || { echo "base is not debian:12"; rc=1; }
-	return $rc
+	return "$rc"
 }
 check "container: Containerfile copies every built folder" containerfile_copies
 

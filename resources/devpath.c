@@ -48,8 +48,10 @@ static int join_normal(const char *dir, const char *target, char **ret) {
                 len += cl;
                 out[len] = '\0';
         }
-        if (len == 0)
-                strcpy(out, "/");
+        if (len == 0) {
+                out[0] = '/';
+                out[1] = '\0';
+        }
         *ret = out;
         return 0;
 }

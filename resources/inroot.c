@@ -38,7 +38,7 @@ int res_open_in_root_compat(int rootfd, const char *path, int flags) {
                 return -ENOMEM;
         if (strlen(path) > MAX_PATH)
                 return -ENAMETOOLONG;
-        strcpy(todo, path);
+        memcpy(todo, path, strlen(path) + 1);
         resolved[0] = '\0';
         for (;;) {
                 char *p = todo;

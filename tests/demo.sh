@@ -69,7 +69,8 @@ echo
 echo "== a kubelet now sees the new lists (same sockets for serial and fuse)"
 build/test-kubelet "$demo/kubelet" example.com/serial example.com/tun
 kill -TERM "$pid"
-wait "$pid"
+status=0
+wait "$pid" || status=$?
 echo
-echo "== cdiplug stopped with status $?; its sockets are gone:"
+echo "== cdiplug stopped with status $status; its sockets are gone:"
 ls -A "$demo/kubelet"

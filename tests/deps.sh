@@ -11,6 +11,8 @@ pkgs=(build-essential cmake pkg-config libgrpc-dev protobuf-c-compiler libprotob
 pkgs+=(clang-14 libfuzzer-14-dev libclang-rt-14-dev dpkg-dev)
 # The format check in tests/run-all.sh (.clang-format).
 pkgs+=(clang-format-14)
+# The static checks in tests/run-all.sh (.clang-tidy; every shell script).
+pkgs+=(clang-tidy-14 shellcheck)
 missing=()
 for p in "${pkgs[@]}"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -12,12 +12,42 @@ jobs=$(nproc)
 echo "== format (clang-format-14, .clang-format)"
 find base cdi daemon proto resources sandbox tests -name '*.[ch]' -print0 |
         xargs -0 clang-format-14 --dry-run --Werror
+echo "== shellcheck (every shell script)"
+shellcheck tests/*.sh tests/*/*.sh packaging/*.sh packaging/debian/postrm deploy/*.sh .ci/run
+
+# TODO(issue 23): daemon/ is being split into folders by concern, and
+# resources/explain.c rewritten around one selector matcher, at the same
+# time as this check arrived; their clang-tidy findings are fixed after that
+# move, and this list is then emptied. Paths relative to the top, as
+# regular expressions.
+clang_tidy_todo=(daemon/ 'resources/explain\.c')
+
+# clang-tidy-14 (.clang-tidy; tests/.clang-tidy) over every C file of the
+# tree that the release build compiles, from its compile_commands.json; the
+# generated protobuf-c files in the build directory are left out.
+static_c() {
+        local skip="build[^/]*/" top
+        top=$(printf '%s' "$PWD" | sed 's/[][\\.^$*+?(){}|]/\\&/g')
+        [ ${#clang_tidy_todo[@]} -eq 0 ] || skip+="|$(IFS='|'; echo "${clang_tidy_todo[*]}")"
+        echo "== clang-tidy-14 (left out for now: ${clang_tidy_todo[*]:-nothing})"
+        # run-clang-tidy-14 always asks for colour: strip it for the log.
+        run-clang-tidy-14 -p build -j "$jobs" -quiet "^$top/(?!$skip)" 2>&1 |
+                sed 's/\x1b\[[0-9;]*m//g' >build/clang-tidy.log || {
+                grep -E -A8 ': (warning|error): ' build/clang-tidy.log || tail -n 40 build/clang-tidy.log
+                echo "clang-tidy found the above (full output: build/clang-tidy.log)"
+                return 1
+        }
+}
+
 for variant in build:OFF build-asan:ON; do
         dir=${variant%%:*}
         san=${variant##*:}
         echo "== $dir (sanitizers $san)"
-        cmake -S . -B "$dir" -DCDIPLUG_SANITIZE="$san" -DCDIPLUG_WERROR=ON >/dev/null
+        cmake -S . -B "$dir" -DCDIPLUG_SANITIZE="$san" -DCDIPLUG_WERROR=ON \
+                -DCMAKE_EXPORT_COMPILE_COMMANDS=ON >/dev/null
         cmake --build "$dir" -j "$jobs" >/dev/null
+        # Before the tests: the generated protobuf-c headers now exist.
+        [ "$dir" != build ] || static_c
         (cd "$dir" && ctest --output-on-failure -j "$jobs")
 done
 ubsan="-fsanitize=undefined,float-cast-overflow -fno-sanitize-recover=all"

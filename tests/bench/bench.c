@@ -271,6 +271,7 @@ static void dump_anon(pid_t pid, const char *when) {
         if (!f)
                 return;
         fprintf(stderr, "anonymous memory of %d, %s:\n", (int)pid, when);
+        /* NOLINTBEGIN(cert-err34-c): the kernel's own smaps lines */
         while (fgets(line, sizeof(line), f)) {
                 long kb;
                 if (strchr(line, '-') && strchr(line, '-') < strchr(line, ' ') && line[0] != ' ') {
@@ -285,6 +286,7 @@ static void dump_anon(pid_t pid, const char *when) {
                         total += kb;
                 }
         }
+        /* NOLINTEND(cert-err34-c) */
         fclose(f);
         fprintf(stderr, "  total %ld kB\n", total);
 }
@@ -446,7 +448,7 @@ static int threads_of(pid_t pid, pid_t *tids, int max) {
                 die(path);
         for (struct dirent *de; (de = readdir(dir)) && n < max;)
                 if (de->d_name[0] != '.')
-                        tids[n++] = (pid_t)atoi(de->d_name);
+                        tids[n++] = (pid_t)strtol(de->d_name, NULL, 10);
         closedir(dir);
         return n;
 }
@@ -471,6 +473,7 @@ static uint64_t process_cpu_ns(pid_t pid) {
                 unsigned long long ns;
                 snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int)pid, (int)tids[i]);
                 FILE *f = fopen(path, "r");
+                /* NOLINTNEXTLINE(cert-err34-c): the kernel's schedstat counter */
                 if (f && fscanf(f, "%llu", &ns) == 1)
                         sum += ns;
                 if (f)
@@ -494,6 +497,7 @@ static void process_user_sys(pid_t pid, unsigned long long *user, unsigned long 
         buf[n] = '\0';
         const char *p = strrchr(buf, ')');
         if (p)
+                /* NOLINTNEXTLINE(cert-err34-c): the kernel's stat line */
                 (void)sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", user,
                              sys);
 }
@@ -637,7 +641,13 @@ static void bench_exec(void) {
 /* 64 resources: memory, then 100 kubelet restarts. */
 static void bench_restart(void) {
         static uint64_t sent[RESTARTS_MAX], done[RESTARTS_MAX];
-        int restarts = getenv("BENCH_RESTARTS") ? atoi(getenv("BENCH_RESTARTS")) : RESTARTS;
+        const char *env = getenv("BENCH_RESTARTS");
+        char *end = NULL;
+        long asked = env ? strtol(env, &end, 10) : RESTARTS;
+        /* -1 (refused below) for text that is not a number in range. */
+        int restarts = (env && (end == env || *end)) || asked < 1 || asked > RESTARTS_MAX
+                               ? -1
+                               : (int)asked;
         char *many = make_env("restart", MANY), *kdir = path_join(many, "kubelet");
         struct tk *tk;
 

@@ -210,7 +210,7 @@ int env_dir_entries(const char *path) {
         if (!d)
                 return -1;
         while ((de = readdir(d)))
-                if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+                if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
                         n++;
         closedir(d);
         return n;

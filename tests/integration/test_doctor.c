@@ -584,7 +584,10 @@ Test(doctor, crio_drop_ins_all_read_in_name_order_or_where_it_stopped) {
         snprintf(name, sizeof(name), "host/etc/crio/crio.conf.d/%s", late);
         env_write(&e, name, "[crio.runtime]\ncdi_spec_dirs = [\"/srv/cdi\"]\n");
         /* Every later name sets nothing: late's setting is CRI-O's. */
-        for (int i = atoi(late + 1) + 1; i < 300; i++) {
+        char *end;
+        long first = strtol(late + 1, &end, 10);
+        cr_assert(end != late + 1 && first >= 0 && first < 300, "late name \"%s\"", late);
+        for (int i = (int)first + 1; i < 300; i++) {
                 snprintf(name, sizeof(name), "host/etc/crio/crio.conf.d/d%04d.conf", i);
                 env_write(&e, name, "[crio.runtime]\n");
         }

@@ -144,8 +144,10 @@ static int stuck_stream(const char *socket_path) {
         cr_assert_lt(strlen(socket_path), sizeof(sa.sun_path));
         strcpy(sa.sun_path, socket_path);
         cr_assert_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0, "%s: %m", socket_path);
-        memcpy(buf, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 24);
-        n = 24;
+        static const char preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+        /* The HTTP/2 connection preface is 24 bytes on the wire, no NUL. */
+        memcpy(buf, preface, sizeof(preface) - 1);
+        n = sizeof(preface) - 1;
         /* SETTINGS_INITIAL_WINDOW_SIZE = 0 */
         n += frame(buf + n, 4, 0, 0, settings, sizeof(settings));
         h += header(hpack + h, ":method", "POST");

@@ -50,7 +50,11 @@ static int print_metrics(const char *addr) {
                 return -1;
         memcpy(host, addr, (size_t)(colon - addr));
         host[colon - addr] = '\0';
-        sa.sin_port = htons((uint16_t)atoi(colon + 1));
+        char *end;
+        unsigned long port = strtoul(colon + 1, &end, 10);
+        if (end == colon + 1 || *end || port == 0 || port > 65535)
+                return -1;
+        sa.sin_port = htons((uint16_t)port);
         fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (inet_pton(AF_INET, host, &sa.sin_addr) != 1 || fd < 0 ||
             connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||

@@ -90,7 +90,7 @@ static char *listing(void) {
 
         cr_assert(n >= 0);
         for (int i = 0; i < n; i++) {
-                if (strcmp(ents[i]->d_name, ".") && strcmp(ents[i]->d_name, "..")) {
+                if (strcmp(ents[i]->d_name, ".") != 0 && strcmp(ents[i]->d_name, "..") != 0) {
                         fprintf(m, "%s%s", first ? "" : " ", ents[i]->d_name);
                         first = false;
                 }

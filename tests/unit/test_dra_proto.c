@@ -62,6 +62,7 @@ static uint8_t *fixture(const char *name, size_t max, size_t *ret_len) {
 /* protobuf-c keeps fields it does not know and packs them back, so a field
  * number that differs from upstream could still round-trip byte for byte:
  * refuse any unknown field, in every nested message. */
+/* NOLINTNEXTLINE(misc-no-recursion): as deep as the generated messages nest */
 static void no_unknown_fields(const ProtobufCMessage *m) {
         const ProtobufCMessageDescriptor *d = m->descriptor;
         cr_assert_eq(m->n_unknown_fields, 0, "%s: %u field(s) unknown to our .proto", d->name,
@@ -413,6 +414,7 @@ static bool nested_in(const char *outer, const char *inner) {
         return strncmp(inner, outer, n) == 0 && inner[n] == '.';
 }
 
+/* NOLINTNEXTLINE(misc-no-recursion): as deep as the generated messages nest */
 static void render_message(struct lines *l, const ProtobufCMessageDescriptor *m) {
         add_line(l, "message %s", m->name);
         for (unsigned i = 0; i < m->n_fields; i++) {
