@@ -188,10 +188,10 @@ static int walk(struct walk *w, size_t idx) { /* NOLINT(misc-no-recursion) */
 
         DIR *d = NULL;
         r = open_dir(w->rootfd, pbuf_str(&w->p), &d);
-        if (r < 0)
+        if (r < 0 || !d) /* !d: never, said for the analyzer */
                 return is_absent(r) ? 0 : r;
-        struct dirent *de;
-        while ((r = next_match(d, comp, &de)) > 0) {
+        struct dirent *de = NULL;
+        while ((r = next_match(d, comp, &de)) > 0 && de) {
                 if (!last && de->d_type != DT_DIR && de->d_type != DT_LNK &&
                     de->d_type != DT_UNKNOWN)
                         continue;
@@ -261,10 +261,10 @@ static int watch_walk(struct walk *w, size_t idx) { /* NOLINT(misc-no-recursion)
 
         DIR *d = NULL;
         r = open_dir(w->rootfd, pbuf_str(&w->p), &d);
-        if (r < 0)
+        if (r < 0 || !d) /* !d: never, said for the analyzer */
                 return is_absent(r) ? 0 : r;
-        struct dirent *de;
-        while ((r = next_match(d, comp, &de)) > 0) {
+        struct dirent *de = NULL;
+        while ((r = next_match(d, comp, &de)) > 0 && de) {
                 if (de->d_type != DT_DIR && de->d_type != DT_LNK && de->d_type != DT_UNKNOWN)
                         continue;
                 r = pbuf_push(&w->p, de->d_name);

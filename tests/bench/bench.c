@@ -1263,8 +1263,8 @@ static void bench_hostile(const char *dir) {
         static int idle[HOSTILE_IDLE];
         char *kdir = path_join(dir, "kubelet"), *prsock = path_join(dir, "pod-resources.sock");
         char *cfg_path = path_join(dir, "config.json"), *cfg = resources_config(MANY, "b", "-*");
-        char *metrics_cfg = with_endpoint(cfg, free_port(), prsock);
-        int port = atoi(strstr(metrics_cfg, "127.0.0.1:") + 10);
+        int port = free_port();
+        char *metrics_cfg = with_endpoint(cfg, port, prsock);
         struct rlimit rl;
         struct tk *tk = NULL;
         struct tk_pr *pr = NULL;

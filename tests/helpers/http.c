@@ -133,7 +133,9 @@ int http_probe(int port, const char *path, int timeout_ms) {
         }
         close(fd);
         buf[n] = '\0';
-        sscanf(buf, "HTTP/1.%*d %d", &status);
+        /* "HTTP/1.x NNN ..." */
+        if (strncmp(buf, "HTTP/1.", 7) == 0 && buf[7] && buf[8] == ' ')
+                status = (int)strtol(buf + 9, NULL, 10);
         return status;
 }
 
