@@ -1,0 +1,608 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* cdiplug: command line. Exit codes: 0 success, 1 runtime failure,
+ * 2 usage or configuration error (nothing written). */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <grpc/grpc.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "cdi.h"
+#include "config.h"
+#include "serve.h"
+#include "doctor.h"
+#include "plugin.h"
+#include "resources.h"
+#include "sandbox.h"
+#include "log.h"
+#include "metrics.h"
+
+#define DEFAULT_CONFIG "/etc/cdiplug/config.json"
+#define DEFAULT_KUBELET_DIR "/var/lib/kubelet/device-plugins"
+#define DEFAULT_CDI_DIR "/etc/cdi"
+
+/* Every option, once: its name, its argument and what it does. Which
+ * commands take it is the command table's business. */
+enum opt_id {
+        OPT_CONFIG,
+        OPT_KUBELET_DIR,
+        OPT_CDI_DIR,
+        OPT_HOST_ROOT,
+        OPT_USER,
+        OPT_METRICS_ADDRESS,
+        OPT_PODRES_SOCKET,
+        OPT_LOG_FORMAT,
+        OPT_STDOUT,
+        OPT_JSON,
+        OPT_NO_SANDBOX,
+        OPT_VERBOSE,
+        N_OPTS
+};
+
+#define OPT(id) (1u << (id))
+
+struct cli_option {
+        const char *name;
+        const char *arg; /* placeholder for its value, NULL for a flag */
+        const char *help;
+};
+
+static const struct cli_option options[N_OPTS] = {
+        [OPT_CONFIG] = { "config", "FILE", "configuration (default " DEFAULT_CONFIG ")" },
+        [OPT_KUBELET_DIR] = { "kubelet-dir", "DIR",
+                              "kubelet device-plugin dir (default " DEFAULT_KUBELET_DIR ")" },
+        [OPT_CDI_DIR] = { "cdi-dir", "DIR", "where CDI specs go (default " DEFAULT_CDI_DIR ")" },
+        [OPT_HOST_ROOT] = { "host-root", "DIR", "read /dev and /sys under DIR (default /)" },
+        [OPT_USER] = { "user", "NAME|UID[:GID]",
+                       "serve as this identity (default: uid 0, no capabilities);\n"
+                       "check: resolve it as serve will" },
+        [OPT_METRICS_ADDRESS] = { "metrics-address", "HOST:PORT",
+                                  "serve /metrics, /healthz, /readyz there (\"\": off;\n"
+                                  "default: the config's metrics.address, else off;\n"
+                                  "doctor: ask the daemon's /readyz there)" },
+        [OPT_PODRES_SOCKET] = { "pod-resources-socket", "PATH",
+                                "kubelet PodResources socket, for pod labels and\n"
+                                "to tell when a spec no resource owns may go (\"\": off)\n"
+                                "(default " DP_DEFAULT_PODRES_SOCKET ")" },
+        [OPT_LOG_FORMAT] = { "log-format", "text|json",
+                             "log lines as text (default) or JSON objects" },
+        [OPT_STDOUT] = { "stdout", NULL, "print the specs instead of writing them" },
+        [OPT_JSON] = { "json", NULL, "print the report as JSON" },
+        [OPT_NO_SANDBOX] = { "no-sandbox", NULL, "serve without the lock-down (debugging only)" },
+        [OPT_VERBOSE] = { "verbose", NULL, "log debug messages" },
+};
+
+static int run_serve(const struct dp_options *o);
+static int run_check(const struct dp_options *o);
+static int run_generate(const struct dp_options *o);
+static int run_doctor(const struct dp_options *o);
+static int run_version(const struct dp_options *o);
+
+struct cli_command {
+        const char *name;
+        const char *summary;
+        unsigned opts; /* OPT() bits of the options it takes, besides --help */
+        int (*run)(const struct dp_options *o);
+};
+
+static const struct cli_command commands[] = {
+        { "serve", "run the device plugin daemon",
+          OPT(OPT_CONFIG) | OPT(OPT_KUBELET_DIR) | OPT(OPT_CDI_DIR) | OPT(OPT_HOST_ROOT) |
+                  OPT(OPT_USER) | OPT(OPT_METRICS_ADDRESS) | OPT(OPT_PODRES_SOCKET) |
+                  OPT(OPT_LOG_FORMAT) | OPT(OPT_NO_SANDBOX) | OPT(OPT_VERBOSE),
+          run_serve },
+        { "check", "validate the configuration (and the devices it finds) and exit",
+          OPT(OPT_CONFIG) | OPT(OPT_KUBELET_DIR) | OPT(OPT_HOST_ROOT) | OPT(OPT_USER) |
+                  OPT(OPT_LOG_FORMAT) | OPT(OPT_VERBOSE),
+          run_check },
+        { "generate", "discover devices once, write the CDI specs and exit",
+          OPT(OPT_CONFIG) | OPT(OPT_CDI_DIR) | OPT(OPT_HOST_ROOT) | OPT(OPT_STDOUT) |
+                  OPT(OPT_LOG_FORMAT) | OPT(OPT_VERBOSE),
+          run_generate },
+        { "doctor", "check this node and explain what stands in the way (read-only)",
+          OPT(OPT_CONFIG) | OPT(OPT_KUBELET_DIR) | OPT(OPT_CDI_DIR) | OPT(OPT_HOST_ROOT) |
+                  OPT(OPT_METRICS_ADDRESS) | OPT(OPT_JSON) | OPT(OPT_VERBOSE),
+          run_doctor },
+        { "version", "print the version", 0, run_version },
+};
+
+static const struct cli_command *find_command(const char *name) {
+        for (size_t i = 0; i < ELEMENTSOF(commands); i++)
+                if (strcmp(commands[i].name, name) == 0)
+                        return &commands[i];
+        return NULL;
+}
+
+/* "serve, check and doctor": the commands that take an option. */
+static size_t print_commands_taking(FILE *f, enum opt_id id) {
+        size_t n = 0, k = 0;
+
+        for (size_t i = 0; i < ELEMENTSOF(commands); i++)
+                n += !!(commands[i].opts & OPT(id));
+        for (size_t i = 0; i < ELEMENTSOF(commands); i++)
+                if (commands[i].opts & OPT(id))
+                        fprintf(f, "%s%s",
+                                k++ == 0 ? ""
+                                : k == n ? " and "
+                                         : ", ",
+                                commands[i].name);
+        return n;
+}
+
+#define HELP_COLUMN 23
+
+/* An option and its help, the help's lines in one column; with_commands
+ * adds which commands take it (for the overall usage). */
+static void print_option(FILE *f, enum opt_id id, bool with_commands) {
+        const struct cli_option *opt = &options[id];
+        int w = fprintf(f, "  --%s%s%s", opt->name, opt->arg ? " " : "", opt->arg ? opt->arg : "");
+
+        if (w >= HELP_COLUMN - 1) {
+                fputc('\n', f);
+                w = 0;
+        }
+        for (const char *line = opt->help; *line;) {
+                size_t len = strcspn(line, "\n");
+                fprintf(f, "%*s%.*s\n", HELP_COLUMN - w, "", (int)len, line);
+                w = 0;
+                line += len + (line[len] == '\n');
+        }
+        if (with_commands) {
+                fprintf(f, "%*s(", HELP_COLUMN, "");
+                print_commands_taking(f, id);
+                fputs(")\n", f);
+        }
+}
+
+/* "Usage: cdiplug NAME [--opt ARG]...", wrapped under the command name. */
+static void print_synopsis(FILE *f, const struct cli_command *cmd) {
+        int indent = fprintf(f, "Usage: cdiplug %s", cmd->name), col = indent;
+
+        for (size_t i = 0; i < N_OPTS; i++) {
+                if (!(cmd->opts & OPT(i)))
+                        continue;
+                int len = (int)strlen(options[i].name) + 5 +
+                          (options[i].arg ? (int)strlen(options[i].arg) + 1 : 0);
+                if (col + len > 79) {
+                        fprintf(f, "\n%*s", indent, "");
+                        col = indent;
+                }
+                col += fprintf(f, " [--%s%s%s]", options[i].name, options[i].arg ? " " : "",
+                               options[i].arg ? options[i].arg : "");
+        }
+        fputc('\n', f);
+}
+
+static void command_help(FILE *f, const struct cli_command *cmd) {
+        print_synopsis(f, cmd);
+        fprintf(f, "\n%c%s.\n\nOptions:\n", toupper((unsigned char)cmd->summary[0]),
+                cmd->summary + 1);
+        for (size_t i = 0; i < N_OPTS; i++)
+                if (cmd->opts & OPT(i))
+                        print_option(f, (enum opt_id)i, false);
+        fputs("  -h, --help           show this help\n", f);
+}
+
+static void usage(FILE *f) {
+        fputs("Usage: cdiplug COMMAND [OPTIONS]\n"
+              "\n"
+              "Expose host devices to Kubernetes pods through the kubelet's device\n"
+              "plugin API, with CDI specs for the container runtime.\n"
+              "\n"
+              "Commands:\n",
+              f);
+        for (size_t i = 0; i < ELEMENTSOF(commands); i++)
+                fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+        fputs("\nOptions:\n", f);
+        for (size_t i = 0; i < N_OPTS; i++)
+                print_option(f, (enum opt_id)i, true);
+        fputs("  -h, --help           show this help\n"
+              "\n"
+              "Each command takes the options its synopsis lists: cdiplug COMMAND --help.\n",
+              f);
+}
+
+static int load_config(const struct dp_options *o, struct cfg_config **ret) {
+        struct cfg_error err = { 0 };
+        int r = cfg_load(o->config_path, ret, &err);
+
+        if (r < 0 && err.msg) {
+                if (err.field && *err.field)
+                        fprintf(stderr, "cdiplug: error: %s: %s: %s\n", o->config_path, err.field,
+                                err.msg);
+                else
+                        fprintf(stderr, "cdiplug: error: %s: %s\n", o->config_path, err.msg);
+        } else if (r < 0)
+                fprintf(stderr, "cdiplug: error: %s: %s\n", o->config_path, strerror(-r));
+        cfg_error_clear(&err);
+        return r;
+}
+
+/* Valid, but probably not what the operator meant: said, not refused. */
+static void check_warnings(const struct cfg_config *cfg) {
+        for (size_t i = 0; i < cfg->n_resources; i++)
+                for (size_t j = 0; j < cfg->resources[i].n_selectors; j++) {
+                        const char *field = NULL;
+                        const char *w =
+                                res_selector_warning(cfg->resources[i].selectors[j], &field);
+                        if (w)
+                                fprintf(stderr,
+                                        "cdiplug: warning: resources[%zu].match[%zu].%s: %s\n", i,
+                                        j, field, w);
+                }
+}
+
+/* Build every resource's spec once, outside the daemon: for podman and
+ * other CDI users that have no kubelet. */
+static int generate(const struct dp_options *o, const struct cfg_config *cfg) {
+        size_t written = 0, empty = 0;
+
+        for (size_t i = 0; i < cfg->n_resources; i++) {
+                const struct cfg_resource *rc = &cfg->resources[i];
+                struct dp_plugin *p = NULL;
+                struct res_devlist found = { 0 };
+                struct cdi_spec spec = { 0 };
+                _cleanup_free_ char *json = NULL;
+                bool changed;
+                int r;
+
+                r = dp_plugin_new(rc, &p);
+                if (r >= 0)
+                        r = res_discover(o->host_root, rc->selectors, rc->n_selectors, &found);
+                if (r >= 0)
+                        r = dp_plugin_update(p, &found, &changed);
+                if (r >= 0) {
+                        char **logged = NULL;
+                        r = dp_notes_log(&logged, rc->name, &found, p);
+                        base_strv_free(logged);
+                }
+                if (r >= 0 && p->n_devs == 0) {
+                        /* A spec without devices is invalid for every
+                         * runtime: say so and write none. */
+                        log_warn("resource \"%s\": no matching devices, no CDI spec", rc->name);
+                        empty++;
+                        res_devlist_free(&found);
+                        dp_plugin_free(p);
+                        continue;
+                }
+                if (r >= 0)
+                        r = dp_plugin_spec(p, &spec);
+                if (r >= 0 && o->to_stdout) {
+                        r = cdi_spec_to_json(&spec, &json);
+                        if (r >= 0)
+                                printf("%s\n", json);
+                } else if (r >= 0)
+                        r = cdi_spec_write(o->cdi_dir, &spec);
+                if (r < 0)
+                        log_error("resource \"%s\": cannot generate its CDI spec%s%s: %s", rc->name,
+                                  o->to_stdout ? "" : " in ", o->to_stdout ? "" : o->cdi_dir,
+                                  strerror(-r));
+                else {
+                        written++;
+                        log_info("resource \"%s\": %zu devices in CDI kind \"%s\"", rc->name,
+                                 p->n_devs, p->kind);
+                }
+                cdi_spec_free(&spec);
+                res_devlist_free(&found);
+                dp_plugin_free(p);
+        }
+        if (written == 0) {
+                log_error("no CDI spec could be written");
+                return 1;
+        }
+        return written + empty == cfg->n_resources ? 0 : 1;
+}
+
+/* The config, loaded and its names worked out as serve would: 0, or the
+ * exit status (2: the config is wrong, 1: something else failed). */
+static int load_prepared(const struct dp_options *o, bool sockets, struct cfg_config **ret) {
+        struct cfg_config *cfg = NULL;
+        int r;
+
+        if (load_config(o, &cfg) < 0)
+                return 2;
+        if (o->log_format == CFG_LOG_UNSET)
+                log_set_json(cfg->log_format == CFG_LOG_JSON);
+        r = dp_names_prepare(cfg, o->kubelet_dir, sockets);
+        if (r < 0) {
+                if (r != -EINVAL)
+                        log_error("%s: %s", o->config_path, strerror(-r));
+                cfg_free(cfg);
+                return r == -EINVAL ? 2 : 1;
+        }
+        *ret = cfg;
+        return 0;
+}
+
+/* The identity serve switches to (--user over the config's "user"),
+ * resolved now with the resolver the lock-down uses: check finds what
+ * serve would stumble on, and serve stops before it opens anything. */
+static int resolve_user(const struct dp_options *o, const struct cfg_config *cfg) {
+        const char *user = o->user ? o->user : cfg->user, *problem = NULL;
+        struct sbx_options ids;
+        int r;
+
+        if (!user)
+                return 0;
+        r = sbx_resolve_user(user, &ids, &problem);
+        if (r >= 0)
+                return 0;
+        if (o->user)
+                fprintf(stderr, "cdiplug: error: --user \"%s\": %s\n", user,
+                        problem ? problem : strerror(-r));
+        else
+                fprintf(stderr, "cdiplug: error: %s: user: \"%s\": %s\n", o->config_path, user,
+                        problem ? problem : strerror(-r));
+        /* A failed lookup (NSS unreachable) is no mistake in the config. */
+        return problem ? 2 : 1;
+}
+
+static int run_serve(const struct dp_options *o) {
+        struct cfg_config *cfg = NULL;
+        int r = load_prepared(o, true, &cfg);
+
+        if (r != 0)
+                return r;
+        /* Unconfined, it stays root: the user is not used. */
+        r = o->no_sandbox ? 0 : resolve_user(o, cfg);
+        if (r != 0) {
+                cfg_free(cfg);
+                return r;
+        }
+        log_info("cdiplug %s starting: %zu resources, kubelet dir %s, CDI dir %s", CDIPLUG_VERSION,
+                 cfg->n_resources, o->kubelet_dir, o->cdi_dir);
+        if (cfg->n_resources == 0)
+                log_warn("%s configures no resources: serving nothing; add resources to it "
+                         "(see cdiplug(8) and the example config.json in cdiplug's doc dir)",
+                         o->config_path);
+        return dp_daemon_run(o, cfg);
+}
+
+static int run_check(const struct dp_options *o) {
+        struct cfg_config *cfg = NULL;
+        int r = load_prepared(o, true, &cfg);
+
+        if (r != 0)
+                return r;
+        r = resolve_user(o, cfg);
+        if (r != 0) {
+                cfg_free(cfg);
+                return r;
+        }
+        check_warnings(cfg);
+        dp_check_devices(o->host_root, cfg);
+        printf("%s: valid, %zu resources\n", o->config_path, cfg->n_resources);
+        cfg_free(cfg);
+        return 0;
+}
+
+static int run_generate(const struct dp_options *o) {
+        struct cfg_config *cfg = NULL;
+        int r = load_prepared(o, false, &cfg);
+
+        if (r != 0)
+                return r;
+        r = generate(o, cfg);
+        cfg_free(cfg);
+        return r;
+}
+
+/* doctor explains an invalid config instead of stopping at it. */
+static int run_doctor(const struct dp_options *o) {
+        return doc_run(&(struct doc_options){ .config_path = o->config_path,
+                                              .host_root = o->host_root,
+                                              .kubelet_dir = o->kubelet_dir,
+                                              .cdi_dir = o->cdi_dir,
+                                              .metrics_address = o->metrics_address,
+                                              .json = o->json });
+}
+
+static int run_version(const struct dp_options *o) {
+        (void)o;
+        printf("cdiplug %s (grpc %s, device plugin API v1beta1)\n", CDIPLUG_VERSION,
+               grpc_version_string());
+        return 0;
+}
+
+/* Store one option's value; 0, or the exit status for a bad value. */
+static int set_option(struct dp_options *o, enum opt_id id, const char *arg) {
+        switch (id) {
+        case OPT_CONFIG:
+                o->config_path = arg;
+                break;
+        case OPT_KUBELET_DIR:
+                o->kubelet_dir = arg;
+                break;
+        case OPT_CDI_DIR:
+                o->cdi_dir = arg;
+                break;
+        case OPT_HOST_ROOT:
+                o->host_root = arg;
+                break;
+        case OPT_USER:
+                o->user = arg;
+                break;
+        case OPT_METRICS_ADDRESS:
+                o->metrics_address = arg;
+                break;
+        case OPT_PODRES_SOCKET:
+                o->pod_resources_socket = arg;
+                break;
+        case OPT_LOG_FORMAT:
+                o->log_format = cfg_log_format_parse(arg);
+                if (o->log_format == CFG_LOG_UNSET) {
+                        fprintf(stderr,
+                                "cdiplug: error: --log-format must be \"text\" or \"json\"\n");
+                        return 2;
+                }
+                log_set_json(o->log_format == CFG_LOG_JSON);
+                break;
+        case OPT_STDOUT:
+                o->to_stdout = true;
+                break;
+        case OPT_JSON:
+                o->json = true;
+                break;
+        case OPT_NO_SANDBOX:
+                o->no_sandbox = true;
+                break;
+        case OPT_VERBOSE:
+                log_set_level(LOG_DEBUG);
+                break;
+        case N_OPTS:
+                break;
+        }
+        return 0;
+}
+
+/* getopt's own messages are off (opterr): every mistake is said one way,
+ * with the command whose help lists what it takes. 0 when parsed, 1 when
+ * --help was printed, else the exit status 2. */
+static int parse_options(const struct cli_command *cmd, int argc, char **argv,
+                         struct dp_options *o) {
+        struct option longopts[N_OPTS + 2];
+        int c;
+
+        for (size_t i = 0; i < N_OPTS; i++)
+                longopts[i] = (struct option){ options[i].name,
+                                               options[i].arg ? required_argument : no_argument,
+                                               NULL, (int)i + 1 };
+        longopts[N_OPTS] = (struct option){ "help", no_argument, NULL, 'h' };
+        longopts[N_OPTS + 1] = (struct option){ 0 };
+        opterr = 0;
+        optind = 2;
+        while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+                const char *given = argv[optind - 1];
+                if (c == 'h') {
+                        command_help(stdout, cmd);
+                        return 1;
+                }
+                if (c == ':') {
+                        fprintf(stderr, "cdiplug: error: %s needs a value; see cdiplug %s --help\n",
+                                given, cmd->name);
+                        return 2;
+                }
+                if (c == '?' && ((optopt >= 1 && optopt <= N_OPTS) || optopt == 'h') &&
+                    strncmp(given, "--", 2) == 0) {
+                        /* "--stdout=yes": a flag given a value. */
+                        fprintf(stderr,
+                                "cdiplug: error: \"%s\": the option takes no value; see cdiplug "
+                                "%s --help\n",
+                                given, cmd->name);
+                        return 2;
+                }
+                if (c == '?') {
+                        if (optopt > 0)
+                                fprintf(stderr, "cdiplug: error: unknown option \"-%c\"", optopt);
+                        else
+                                fprintf(stderr, "cdiplug: error: unknown option \"%s\"", given);
+                        fprintf(stderr, "; see cdiplug %s --help\n", cmd->name);
+                        return 2;
+                }
+                enum opt_id id = (enum opt_id)(c - 1);
+                if (!(cmd->opts & OPT(id))) {
+                        fprintf(stderr, "cdiplug: error: --%s is for ", options[id].name);
+                        size_t n = print_commands_taking(stderr, id);
+                        fprintf(stderr, "%s, not %s; see cdiplug %s --help\n",
+                                n == 1 ? " only" : "", cmd->name, cmd->name);
+                        return 2;
+                }
+                int r = set_option(o, id, optarg);
+                if (r != 0)
+                        return r;
+        }
+        if (optind < argc) {
+                fprintf(stderr,
+                        "cdiplug: error: unexpected argument \"%s\"; see cdiplug %s --help\n",
+                        argv[optind], cmd->name);
+                return 2;
+        }
+        return 0;
+}
+
+/* Every command reads devices (and doctor the runtime's files) under the
+ * host root: a missing one is a usage error, said as such, rather than
+ * "No such file or directory" for each resource or a "valid" config. */
+static int check_host_root(const char *host_root) {
+        _cleanup_close_ int fd = open(host_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+        if (fd >= 0)
+                return 0;
+        fprintf(stderr, "cdiplug: error: --host-root %s: %s\n", host_root,
+                errno == ENOENT    ? "no such directory"
+                : errno == ENOTDIR ? "not a directory"
+                : errno == EACCES  ? "cannot be read (permission denied)"
+                                   : strerror(errno));
+        return 2;
+}
+
+/* What every command checks the same way once its options are read. */
+static int check_options(const struct cli_command *cmd, const struct dp_options *o) {
+        if (!*o->config_path || !*o->kubelet_dir || !*o->cdi_dir || !*o->host_root) {
+                fprintf(stderr, "cdiplug: error: --config, --kubelet-dir, --cdi-dir and "
+                                "--host-root must not be empty\n");
+                return 2;
+        }
+        if (o->metrics_address && *o->metrics_address) {
+                struct sockaddr_storage ss;
+                unsigned len;
+                const char *msg = NULL;
+                if (dp_http_parse_address(o->metrics_address, &ss, &len, &msg) < 0) {
+                        fprintf(stderr, "cdiplug: error: --metrics-address \"%s\": %s\n",
+                                o->metrics_address, msg ? msg : "invalid");
+                        return 2;
+                }
+        }
+        if (cmd->opts & OPT(OPT_HOST_ROOT))
+                return check_host_root(o->host_root);
+        return 0;
+}
+
+int main(int argc, char **argv) {
+        struct dp_options o = {
+                .config_path = DEFAULT_CONFIG,
+                .kubelet_dir = DEFAULT_KUBELET_DIR,
+                .cdi_dir = DEFAULT_CDI_DIR,
+                .host_root = "/",
+        };
+        const struct cli_command *cmd;
+        int r;
+
+        if (argc < 2) {
+                usage(stderr);
+                return 2;
+        }
+        if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
+            strcmp(argv[1], "help") == 0) {
+                /* "cdiplug help serve" is "cdiplug serve --help". */
+                if (argc > 2 && strcmp(argv[1], "help") == 0) {
+                        cmd = find_command(argv[2]);
+                        if (!cmd) {
+                                fprintf(stderr,
+                                        "cdiplug: error: unknown command \"%s\" (see cdiplug --help)\n",
+                                        argv[2]);
+                                return 2;
+                        }
+                        command_help(stdout, cmd);
+                        return 0;
+                }
+                usage(stdout);
+                return 0;
+        }
+        cmd = find_command(strcmp(argv[1], "--version") == 0 ? "version" : argv[1]);
+        if (!cmd) {
+                fprintf(stderr, "cdiplug: error: unknown command \"%s\" (see cdiplug --help)\n",
+                        argv[1]);
+                return 2;
+        }
+        r = parse_options(cmd, argc, argv, &o);
+        if (r != 0)
+                return r == 1 ? 0 : r;
+        r = check_options(cmd, &o);
+        if (r != 0)
+                return r;
+        return cmd->run(&o);
+}

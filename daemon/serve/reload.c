@@ -1,0 +1,744 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Live reload: SIGHUP, or the config file changing on disk, re-reads the
+ * config and applies the difference resource by resource.
+ *
+ * The file's directory is watched, not the file: editors write a temp
+ * file and rename it over the old one (IN_MOVED_TO), `>` rewrites it in
+ * place (IN_CLOSE_WRITE, so half a file is never parsed), and a
+ * Kubernetes ConfigMap volume swaps its "..data" symlink to a new
+ * timestamped dir, leaving "config.json -> ..data/config.json" as it was
+ * (IN_MOVED_TO "..data"). An inode watched on the first open would see
+ * none of the later versions. When the path is a symlink, the dir where
+ * the file really lives is watched too (by name, resolved again after
+ * every reload, so after every swap): a write in place there
+ * ("..data/config.json", or the target of /etc/cdiplug/config.json
+ * linked elsewhere) changes nothing in the link's dir.
+ *
+ * A reload first builds everything it needs (the parsed config, each
+ * changed or added resource's plugin with its devices discovered): any
+ * failure there changes nothing. Only then does it touch what serves:
+ * - unchanged: keeps its socket, Register, streams, spec and list;
+ * - changed allocate or policy: only its answers change;
+ * - changed devices (selectors, shares, edits): the spec is written
+ *   before the new list goes out on the open streams, so every ID the
+ *   kubelet sees resolves; discovery starts from a clone of the running
+ *   devices, so an ID keeps its device while the daemon runs (a newcomer
+ *   that would take it is refused; one the new selectors no longer find
+ *   while the old ones still do leaves the list, and its spec, once no
+ *   pod holds it (gone.c); one neither finds, unplugged, stays listed
+ *   Unhealthy, as on a hotplug);
+ * - removed: streams end, socket goes, its spec stays while a pod holds
+ *   one of its devices (retained.c); the struct lives on until grpc is
+ *   done;
+ * - added: served and registered like one present at start.
+ * A reload that would give a spec file still needed by another resource
+ * (removed now, or earlier and still retained) to a resource of another
+ * kind ("ab-cd/ef" and "ab/cd-ef" are both ab-cd-ef.json) is refused as a
+ * whole: writing it would replace the spec a pod holding the old
+ * resource's devices resolves its CDI names through. */
+#include <fcntl.h>
+#include <limits.h>
+#include <malloc.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+
+#include "cdi.h"
+#include "config.h"
+#include "serve-internal.h"
+#include "plugin.h"
+#include "resources.h"
+#include "log.h"
+
+#define CONFIG_MASK                                                                                \
+        (IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_DELETE_SELF |   \
+         IN_MOVE_SELF | IN_ONLYDIR | IN_MASK_ADD)
+
+/* The ConfigMap volume's atomic writer renames this symlink into place. */
+#define CONFIGMAP_DATA "..data"
+
+/* Symlinks a config path may chain through, as the kernel allows. */
+#define CONFIG_MAX_LINKS 40
+
+/* dir/name of what path names once its last component's links are
+ * followed (links inside dirs are the kernel's to follow when the dir is
+ * watched). The path itself when it is no link, or is missing. */
+static int split_real(const char *path, char **ret_dir, char **ret_name) {
+        _cleanup_free_ char *cur = strdup(path), *target = malloc(PATH_MAX);
+
+        if (!cur || !target)
+                return -ENOMEM;
+        for (unsigned links = 0; links < CONFIG_MAX_LINKS; links++) {
+                ssize_t n = readlinkat(AT_FDCWD, cur, target, PATH_MAX);
+                if (n < 0 || n >= PATH_MAX)
+                        break;
+                target[n] = '\0';
+                const char *slash = strrchr(cur, '/');
+                char *next = NULL;
+                if (target[0] == '/' || !slash)
+                        next = strdup(target);
+                else if (xasprintf(&next, "%.*s/%s", (int)(slash - cur), cur, target) < 0)
+                        next = NULL;
+                if (!next)
+                        return -ENOMEM;
+                free(cur);
+                cur = next;
+        }
+        const char *slash = strrchr(cur, '/');
+        char *dir = NULL, *name = strdup(slash ? slash + 1 : cur);
+        if (name && xasprintf(&dir, "%.*s", slash ? (slash == cur ? 1 : (int)(slash - cur)) : 1,
+                              slash ? cur : ".") < 0)
+                dir = NULL;
+        if (!name || !dir) {
+                free(name);
+                free(dir);
+                return -ENOMEM;
+        }
+        *ret_dir = dir;
+        *ret_name = name;
+        return 0;
+}
+
+/* Whether wd is also one of the daemon's other watches: inotify gives one
+ * watch per inode, so removing it would end theirs too. */
+static bool wd_shared(const struct dp_daemon *d, int wd) {
+        if (wd == d->config_wd || wd == d->kubelet_wd || wd == d->ancestor_wd)
+                return true;
+        for (size_t i = 0; i < d->dev_wd_dirs.n; i++)
+                if (d->dev_wds[i] == wd)
+                        return true;
+        return false;
+}
+
+static void unwatch_real(struct dp_daemon *d) {
+        if (d->config_real_wd >= 0 && !wd_shared(d, d->config_real_wd))
+                inotify_rm_watch(d->inotify_fd, d->config_real_wd);
+        d->config_real_wd = -1;
+}
+
+/* Watch the dir where the config file really lives, if that is not the
+ * path's own: resolved again each time, as a ConfigMap swap or a new link
+ * moves it. */
+static void watch_real(struct dp_daemon *d) {
+        const char *path = d->opts->config_path;
+        _cleanup_free_ char *dir = NULL, *name = NULL;
+        struct stat st;
+
+        if (lstat(path, &st) < 0 || !S_ISLNK(st.st_mode) || split_real(path, &dir, &name) < 0) {
+                unwatch_real(d);
+                return;
+        }
+        int wd = inotify_add_watch(d->inotify_fd, dir, CONFIG_MASK);
+        if (wd < 0) {
+                log_warn(
+                        "config: cannot watch %s, where %s leads: %m; a write in place there needs "
+                        "SIGHUP",
+                        dir, path);
+                unwatch_real(d);
+                return;
+        }
+        if (wd != d->config_real_wd || !d->config_real_name ||
+            strcmp(name, d->config_real_name) != 0)
+                log_info("config: %s leads to %s/%s; watching %s too", path, dir, name, dir);
+        if (wd != d->config_real_wd)
+                unwatch_real(d);
+        d->config_real_wd = wd;
+        free(d->config_real_name);
+        d->config_real_name = TAKE_PTR(name);
+}
+
+int dp_reload_setup(struct dp_daemon *d) {
+        const char *path = d->opts->config_path;
+        const char *slash = strrchr(path, '/');
+        _cleanup_free_ char *dir = NULL;
+
+        if (xasprintf(&dir, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".") < 0)
+                return -ENOMEM;
+        if (!*dir) { /* "/config.json" */
+                free(dir);
+                dir = strdup("/");
+                if (!dir)
+                        return -ENOMEM;
+        }
+        d->config_name = strdup(slash ? slash + 1 : path);
+        if (!d->config_name)
+                return -ENOMEM;
+        d->config_wd = inotify_add_watch(d->inotify_fd, dir, CONFIG_MASK);
+        if (d->config_wd < 0) {
+                /* The daemon can serve without it; an operator can still
+                 * send SIGHUP. */
+                log_warn("config: cannot watch %s for changes: %m; only SIGHUP reloads %s", dir,
+                         path);
+                return 0;
+        }
+        log_info("config: watching %s for changes to %s (SIGHUP reloads too)", dir, d->config_name);
+        watch_real(d);
+        return 0;
+}
+
+/* An event in the dir where the config really lives. */
+static void real_event(struct dp_daemon *d, const struct inotify_event *ev) {
+        /* That dir is gone (an old ConfigMap dir after a swap, whose
+         * reload resolves the path again). */
+        if (ev->mask & IN_IGNORED) {
+                d->config_real_wd = -1;
+                return;
+        }
+        if (!ev->len || !d->config_real_name || strcmp(ev->name, d->config_real_name) != 0)
+                return;
+        /* A new file is still being written: its IN_CLOSE_WRITE follows. */
+        if (ev->mask & (IN_CLOSE_WRITE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM))
+                d->reload_due = true;
+}
+
+void dp_reload_event(struct dp_daemon *d, const struct inotify_event *ev) {
+        const char *path = d->opts->config_path;
+        struct stat st;
+
+        if (ev->wd == d->config_real_wd)
+                real_event(d, ev);
+        if (ev->wd != d->config_wd)
+                return;
+
+        if (ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED)) {
+                if (d->config_wd >= 0)
+                        log_warn(
+                                "config: the dir of %s was removed or moved; the running configuration stays, "
+                                "and only SIGHUP reloads it now",
+                                path);
+                d->config_wd = -1;
+                return;
+        }
+        if (!ev->len)
+                return;
+        if (strcmp(ev->name, CONFIGMAP_DATA) == 0) {
+                if (ev->mask & (IN_MOVED_TO | IN_CREATE))
+                        d->reload_due = true;
+                return;
+        }
+        if (strcmp(ev->name, d->config_name) != 0)
+                return;
+        /* Maybe an editor moving the old file aside before it writes the
+         * new one (vim): the reload, after the whole batch of events,
+         * tells that from a removal. */
+        if (ev->mask & (IN_DELETE | IN_MOVED_FROM)) {
+                d->reload_due = true;
+                return;
+        }
+        /* A new regular file is still being written: its IN_CLOSE_WRITE
+         * follows. A new symlink is complete at once. */
+        if ((ev->mask & IN_CREATE) && !(lstat(path, &st) == 0 && S_ISLNK(st.st_mode)))
+                return;
+        d->reload_due = true;
+}
+
+enum change { UNCHANGED, CHANGED_ANSWERS, CHANGED_DEVICES, ADDED };
+
+struct step {
+        enum change change;
+        struct dp_resource *res;  /* the running one, or the new one when ADDED */
+        struct dp_plugin *plugin; /* CHANGED_DEVICES: the running one's devices, rediscovered */
+        struct res_devlist found; /* CHANGED_DEVICES, ADDED: for the notes */
+        char **watch_dirs;        /* CHANGED_DEVICES */
+        struct cfg_resource
+                *keep; /* CHANGED_DEVICES: the old settings, if its spec cannot be written */
+        size_t n_gone; /* CHANGED_DEVICES: devices the new config no longer names */
+};
+
+struct plan {
+        struct cfg_config *next;
+        size_t n_steps;
+        struct step *steps;           /* one per resource of next */
+        size_t n_old;                 /* running resources when the plan was made */
+        bool *kept;                   /* per running resource: still configured */
+        struct cfg_resource **retire; /* per running resource: room for its settings once removed */
+        struct dp_resource **res;     /* the new d->res */
+        size_t n_res;                 /* filled in res */
+        size_t added, changed, removed, unchanged, failed;
+};
+
+static void plan_free(struct plan *p) {
+        for (size_t j = 0; p->steps && j < p->n_steps; j++) {
+                struct step *s = &p->steps[j];
+                if (s->change == ADDED)
+                        dp_resource_free(s->res);
+                dp_plugin_free(s->plugin);
+                res_devlist_free(&s->found);
+                base_strv_free(s->watch_dirs);
+                free(s->keep);
+        }
+        for (size_t i = 0; p->retire && i < p->n_old; i++)
+                free(p->retire[i]);
+        free(p->steps);
+        free(p->kept);
+        free(p->retire);
+        free(p->res);
+        cfg_free(p->next);
+}
+
+static int discover(struct dp_daemon *d, struct dp_plugin *plugin, struct res_devlist *found) {
+        const struct cfg_resource *cfg = plugin->cfg;
+        bool changed;
+        int r;
+
+        r = res_discover(d->opts->host_root, cfg->selectors, cfg->n_selectors, found);
+        if (r < 0) {
+                log_error("config: resource \"%s\": device discovery under %s failed: %s",
+                          cfg->name, d->opts->host_root, strerror(-r));
+                return r;
+        }
+        r = dp_plugin_update(plugin, found, &changed);
+        if (r < 0)
+                log_error("config: resource \"%s\": %s", cfg->name, strerror(-r));
+        return r;
+}
+
+static struct dp_resource *find_running(struct dp_daemon *d, const char *name, size_t *ret_i) {
+        for (size_t i = 0; i < d->n_res; i++)
+                if (strcmp(d->res[i]->cfg->name, name) == 0) {
+                        *ret_i = i;
+                        return d->res[i];
+                }
+        return NULL;
+}
+
+/* Devices the old selectors find now and the new ones do not leave the
+ * list (capacity drops); a device neither finds is unplugged and stays
+ * listed Unhealthy, as on a hotplug. Asked now, not taken from the last
+ * list: a device unplugged since would otherwise count as unnamed. */
+static int retire_unnamed(struct dp_daemon *d, const struct dp_resource *old, struct step *s) {
+        const struct cfg_resource *oc = old->cfg;
+        struct res_devlist before = { 0 };
+        int r = res_discover(d->opts->host_root, oc->selectors, oc->n_selectors, &before);
+
+        if (r < 0) {
+                log_error("config: resource \"%s\": device discovery under %s failed: %s", oc->name,
+                          d->opts->host_root, strerror(-r));
+                return r;
+        }
+        dp_plugin_retire(s->plugin, &before, &s->n_gone);
+        res_devlist_free(&before);
+        return 0;
+}
+
+/* Everything that can fail, before anything that serves is touched. */
+static int prepare_step(struct dp_daemon *d, struct plan *p, size_t j) {
+        const struct cfg_resource *cfg = &p->next->resources[j];
+        struct step *s = &p->steps[j];
+        struct dp_resource *old;
+        size_t i;
+        int r;
+
+        old = find_running(d, cfg->name, &i);
+        /* Register announces the name, the socket and options that are
+         * the same for every resource: only a new socket name (from a
+         * newer naming rule) would call for a new Register, and then the
+         * old endpoint goes as a removed one and the new comes as added. */
+        if (old && strcmp(old->cfg->socket_name, cfg->socket_name) != 0)
+                old = NULL;
+        if (!old) {
+                s->change = ADDED;
+                r = dp_resource_new(d, cfg, &s->res);
+                return r < 0 ? r : discover(d, s->res->plugin, &s->found);
+        }
+        p->kept[i] = true;
+        s->res = old;
+        if (strcmp(old->cfg->settings_json, cfg->settings_json) != 0) {
+                s->change = CHANGED_DEVICES;
+                s->keep = calloc(1, sizeof(*s->keep));
+                if (!s->keep)
+                        return -ENOMEM;
+                /* From the running devices: an ID handed out keeps its
+                 * device, and a newcomer that would take it is refused,
+                 * as on a hotplug. */
+                r = dp_plugin_clone(old->plugin, cfg, &s->plugin);
+                if (r >= 0)
+                        r = discover(d, s->plugin, &s->found);
+                if (r >= 0)
+                        r = retire_unnamed(d, old, s);
+                if (r >= 0)
+                        r = res_watch_dirs(d->opts->host_root, cfg->selectors, cfg->n_selectors,
+                                           &s->watch_dirs);
+                return r;
+        }
+        s->change = old->cfg->alloc_modes != cfg->alloc_modes || old->cfg->policy != cfg->policy
+                            ? CHANGED_ANSWERS
+                            : UNCHANGED;
+        return 0;
+}
+
+/* The other kind's resource that still needs file, or NULL: a running
+ * one (next no longer configures it under that file, names.c refuses
+ * two resources sharing one) or one whose retained spec it is. */
+static const char *file_needed_by(const struct dp_daemon *d, const char *file, const char *kind) {
+        for (size_t i = 0; i < d->n_res; i++) {
+                _cleanup_free_ char *f = NULL;
+                const struct dp_plugin *pl = d->res[i]->plugin;
+                if (cdi_spec_file_name(pl->kind, &f) >= 0 && strcmp(f, file) == 0 &&
+                    strcmp(pl->kind, kind) != 0)
+                        return d->res[i]->cfg->name;
+        }
+        const char *gone = dp_retained_resource(d, file);
+        _cleanup_free_ char *gone_kind = NULL;
+        if (gone && cdi_kind_from_resource(gone, &gone_kind) >= 0 && strcmp(gone_kind, kind) != 0)
+                return gone;
+        return NULL;
+}
+
+/* -EEXIST, logged, when next would overwrite a spec another resource's
+ * pods may still need. */
+static int check_spec_files(const struct dp_daemon *d, const struct cfg_config *next) {
+        const char *path = d->opts->config_path;
+
+        for (size_t j = 0; j < next->n_resources; j++) {
+                const char *name = next->resources[j].name;
+                _cleanup_free_ char *kind = NULL, *file = NULL;
+                if (cdi_kind_from_resource(name, &kind) < 0 || cdi_spec_file_name(kind, &file) < 0)
+                        continue; /* dp_names_prepare refused it already */
+                const char *other = file_needed_by(d, file, kind);
+                if (!other)
+                        continue;
+                log_with(LOG_ERR, &(struct log_fields){ .resource = name, .path = path },
+                         "config: %s: resource \"%s\" would replace CDI spec %s/%s, which "
+                         "defines the devices of resource \"%s\" (removed from the config) that "
+                         "a pod may still need to start its containers; keeping the running "
+                         "configuration. Remove \"%s\" first: \"%s\" can be added once its spec "
+                         "is gone (cdiplug removes it when no pod holds one of its devices)",
+                         path, name, d->opts->cdi_dir, file, other, other, name);
+                return -EEXIST;
+        }
+        return 0;
+}
+
+static int prepare(struct dp_daemon *d, struct plan *p) {
+        size_t n = p->next->n_resources;
+
+        p->n_steps = n;
+        p->steps = calloc(n, sizeof(*p->steps));
+        p->res = calloc(n, sizeof(*p->res));
+        p->n_old = d->n_res;
+        p->kept = calloc(d->n_res + 1, sizeof(*p->kept));
+        p->retire = calloc(d->n_res + 1, sizeof(*p->retire));
+        if (!p->steps || !p->res || !p->kept || !p->retire)
+                return -ENOMEM;
+        for (size_t j = 0; j < n; j++) {
+                int r = prepare_step(d, p, j);
+                if (r < 0)
+                        return r;
+        }
+        for (size_t i = 0; i < d->n_res; i++)
+                if (!p->kept[i] && !(p->retire[i] = calloc(1, sizeof(**p->retire))))
+                        return -ENOMEM;
+        return 0;
+}
+
+/* Settings a resource kept from an earlier config, once it follows the new one. */
+static void drop_owned(struct dp_resource *res) {
+        cfg_resource_clear(res->owned_cfg);
+        free(res->owned_cfg);
+        res->owned_cfg = NULL;
+}
+
+/* Move a running resource's settings out of the config about to be freed. */
+static void own_cfg(struct dp_resource *res, struct cfg_resource *room) {
+        struct cfg_resource *src = (struct cfg_resource *)res->cfg;
+
+        *room = *src;
+        *src = (struct cfg_resource){ 0 };
+        drop_owned(res); /* emptied just now when it was src */
+        res->owned_cfg = room;
+        res->cfg = room;
+        res->plugin->cfg = room;
+}
+
+static void retire(struct dp_daemon *d, struct dp_resource *res, struct cfg_resource *room) {
+        _cleanup_free_ char *file = NULL;
+        struct log_fields f = { .resource = res->cfg->name };
+
+        own_cfg(res, room);
+        dp_register_cancel(res);
+        dp_server_stop(res);
+        res->retired = true;
+        res->next_retired = d->retired;
+        d->retired = res;
+        log_with(
+                LOG_INFO, &f,
+                "resource \"%s\": removed from the config: its streams end and its socket %s is gone",
+                res->cfg->name, res->socket_path);
+        /* Its spec may still be needed to start a container of a pod
+         * that holds one of its devices: retained.c decides. */
+        if (cdi_spec_file_name(res->plugin->kind, &file) < 0 ||
+            dp_retained_add(d, file, res->cfg->name) < 0)
+                log_with(LOG_ERR, &f, "resource \"%s\": out of memory; its CDI spec in %s stays",
+                         res->cfg->name, d->opts->cdi_dir);
+        dp_resource_maybe_free(res);
+}
+
+static int write_spec(struct dp_resource *res, const struct dp_plugin *plugin) {
+        int r = dp_spec_write(res, plugin);
+
+        if (r < 0)
+                log_error("resource \"%s\": cannot write CDI spec into %s: %s", plugin->cfg->name,
+                          res->d->opts->cdi_dir, strerror(-r));
+        return r;
+}
+
+static void log_devices(const struct dp_plugin *p) {
+        size_t healthy = 0;
+
+        for (size_t i = 0; i < p->n_devs; i++)
+                healthy += p->devs[i].healthy;
+        log_info("resource \"%s\": %zu devices (%zu healthy), %zu IDs", p->cfg->name, p->n_devs,
+                 healthy, p->n_ids);
+}
+
+/* New devices: spec first, then the list on the streams already open. */
+static bool apply_devices(struct dp_daemon *d, struct step *s, const struct cfg_resource *cfg) {
+        struct dp_resource *res = s->res;
+        struct dp_plugin *old = res->plugin;
+
+        if (write_spec(res, s->plugin) < 0) {
+                /* The running list stays, so its settings must too: the
+                 * next reload sees the difference and tries again. */
+                log_warn("resource \"%s\": keeping its previous devices until a reload succeeds",
+                         cfg->name);
+                own_cfg(res, TAKE_PTR(s->keep));
+                return false;
+        }
+        dp_plugin_spec_written(s->plugin);
+        /* Past what any stream has sent, so each one sends the new list. */
+        s->plugin->generation = old->generation + 1;
+        res->plugin = TAKE_PTR(s->plugin);
+        dp_plugin_free(old);
+        res->cfg = cfg;
+        drop_owned(res);
+        base_strv_free(res->watch_dirs);
+        res->watch_dirs = TAKE_PTR(s->watch_dirs);
+        dp_watch_resource(d, res);
+        if (dp_notes_log(&res->logged_notes, cfg->name, &s->found, res->plugin) < 0)
+                log_error("resource \"%s\": out of memory logging what discovery noted", cfg->name);
+        if (s->n_gone)
+                log_info("resource \"%s\": %zu devices no longer named by the config are not "
+                         "offered any more; they stay in its CDI spec while a pod may hold one",
+                         cfg->name, s->n_gone);
+        log_devices(res->plugin);
+        dp_server_push(res);
+        return true;
+}
+
+static bool apply_added(struct dp_daemon *d, struct step *s) {
+        struct dp_resource *res = s->res;
+
+        /* Its IDs must resolve before the kubelet sees them. Not served
+         * now, it counts as added again on the next reload. */
+        if (write_spec(res, res->plugin) < 0) {
+                log_error("resource \"%s\": not served; the next reload tries again",
+                          res->cfg->name);
+                return false;
+        }
+        dp_plugin_spec_written(res->plugin);
+        if (dp_notes_log(&res->logged_notes, res->cfg->name, &s->found, res->plugin) < 0)
+                log_error("resource \"%s\": out of memory logging what discovery noted",
+                          res->cfg->name);
+        log_devices(res->plugin);
+        dp_watch_resource(d, res);
+        if (dp_server_start(res) < 0) {
+                log_error("resource \"%s\": cannot start its server", res->cfg->name);
+                return true;
+        }
+        /* Like at start-up: the socket waits for kubelet.sock (watch.c). */
+        if (d->kubelet_wd >= 0 && dp_kubelet_present(d) && dp_server_listen(res) >= 0)
+                dp_register(res);
+        return true;
+}
+
+static bool streq_null(const char *a, const char *b) {
+        return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+static const char *shown(const char *v) {
+        return !v ? "unset" : *v ? v : "\"\"";
+}
+
+/* Keeps the running value of a setting fixed at start; every reload
+ * whose file differs says so until a restart applies the file's. A
+ * setting the command line gives is not the file's to change. */
+static void keep_running(const char *key, bool on_command_line, char **running, char **next) {
+        if (!on_command_line && !streq_null(*running, *next))
+                log_warn("config: \"%s\" changed (%s to %s): needs a restart; the rest is applied",
+                         key, shown(*running), shown(*next));
+        free(*next);
+        *next = TAKE_PTR(*running);
+}
+
+/* What start-up fixed cannot change while the daemon runs: the identity
+ * (the sandbox sets it), the metrics endpoint's socket (bound before the
+ * lock-down, which allows no new network socket) and the PodResources
+ * socket it was given. The host root, kubelet dir and CDI dir are
+ * command-line options, which a reload does not re-read. */
+static void restart_only(struct dp_daemon *d, struct cfg_config *next) {
+        keep_running("user", d->opts->user, &d->cfg->user, &next->user);
+        keep_running("metrics.address", d->opts->metrics_address, &d->cfg->metrics_address,
+                     &next->metrics_address);
+        keep_running("metrics.pod_resources_socket", d->opts->pod_resources_socket,
+                     &d->cfg->pod_resources_socket, &next->pod_resources_socket);
+}
+
+static void apply_log_format(const struct dp_daemon *d) {
+        if (d->opts->log_format == CFG_LOG_UNSET)
+                log_set_json(d->cfg->log_format == CFG_LOG_JSON);
+}
+
+static void warn_overlaps(const struct dp_daemon *d) {
+        _cleanup_free_ struct dp_plugin **plugins = calloc(d->n_res + 1, sizeof(*plugins));
+
+        if (!plugins) {
+                log_warn("cannot look for devices that two resources share: out of memory");
+                return;
+        }
+        for (size_t i = 0; i < d->n_res; i++)
+                plugins[i] = d->res[i]->plugin;
+        dp_warn_overlaps(plugins, d->n_res);
+}
+
+static void commit(struct dp_daemon *d, struct plan *p) {
+        restart_only(d, p->next);
+        for (size_t i = 0; i < d->n_res; i++)
+                if (!p->kept[i]) {
+                        retire(d, d->res[i], TAKE_PTR(p->retire[i]));
+                        p->removed++;
+                }
+        for (size_t j = 0; j < p->next->n_resources; j++) {
+                struct step *s = &p->steps[j];
+                const struct cfg_resource *cfg = &p->next->resources[j];
+
+                if (s->change != ADDED)
+                        p->res[p->n_res++] = s->res;
+                switch (s->change) {
+                case ADDED:
+                        if (apply_added(d, s)) {
+                                p->res[p->n_res++] = TAKE_PTR(s->res);
+                                p->added++;
+                        } else
+                                p->failed++;
+                        break;
+                case CHANGED_DEVICES:
+                        if (apply_devices(d, s, cfg))
+                                p->changed++;
+                        else
+                                p->failed++;
+                        break;
+                case CHANGED_ANSWERS:
+                case UNCHANGED:
+                        /* The same settings (or only the answers' ones),
+                         * now held by the new config; what Register
+                         * announced is the same (see prepare_step). */
+                        s->res->cfg = cfg;
+                        s->res->plugin->cfg = cfg;
+                        drop_owned(s->res);
+                        if (s->change == CHANGED_ANSWERS)
+                                p->changed++;
+                        else
+                                p->unchanged++;
+                        break;
+                }
+        }
+        free(d->res);
+        d->res = TAKE_PTR(p->res);
+        d->n_res = p->n_res;
+        cfg_free(d->cfg);
+        d->cfg = TAKE_PTR(p->next);
+        apply_log_format(d);
+        /* As at start-up: resources the reload added or changed may
+         * now find a device another one lists. */
+        if (p->added || p->changed)
+                warn_overlaps(d);
+        /* Removed resources' specs, and any kept from before, and devices
+         * the new config no longer names: the new config may own some
+         * again, and an operator's SIGHUP is a request to look now. */
+        if (dp_gone_any(d))
+                dp_retained_devices(d);
+        else
+                dp_retained_check(d);
+        dp_arm_timer(d);
+}
+
+void dp_reload(struct dp_daemon *d, const char *why) {
+        const char *path = d->opts->config_path;
+        struct cfg_error err = { 0 };
+        struct plan p = { 0 };
+        int r;
+
+        log_info("config: reloading %s (%s)", path, why);
+        /* Before reading: edits from now on in the dir the path now leads
+         * to are seen. */
+        watch_real(d);
+        r = cfg_load(path, &p.next, &err);
+        if (r == -ENOENT)
+                log_warn("config: %s was removed; keeping the running configuration", path);
+        else if (r < 0 && err.msg)
+                /* As `check` prints it: the file, the field's JSON path. */
+                log_with(LOG_ERR, &(struct log_fields){ .path = path },
+                         "config: %s: %s%s%s; keeping the running configuration", path,
+                         err.field ? err.field : "", err.field && *err.field ? ": " : "",
+                         err.msg ? err.msg : "");
+        else if (r < 0)
+                log_error("config: %s: %s; keeping the running configuration", path, strerror(-r));
+        cfg_error_clear(&err);
+        if (r < 0)
+                return;
+        /* The rest of what `check` and start-up refuse: names with no
+         * valid CDI form, resources that would share a kind, a spec file or
+         * a socket. It also sets each socket name as start-up did. */
+        r = dp_names_prepare(p.next, d->opts->kubelet_dir, true);
+        if (r < 0) {
+                log_error("config: %s: %s; keeping the running configuration", path,
+                          r == -EINVAL ? "a name cannot be served (see above)" : strerror(-r));
+                cfg_free(p.next);
+                return;
+        }
+        r = check_spec_files(d, p.next);
+        if (r < 0) {
+                cfg_free(p.next);
+                return;
+        }
+        r = prepare(d, &p);
+        if (r < 0) {
+                log_error("config: %s: cannot apply it: %s; keeping the running configuration",
+                          path, strerror(-r));
+                plan_free(&p);
+                return;
+        }
+        commit(d, &p);
+        if (p.failed)
+                log_error("reload: %zu added, %zu changed, %zu removed, %zu unchanged, %zu failed",
+                          p.added, p.changed, p.removed, p.unchanged, p.failed);
+        else
+                log_info("reload: %zu added, %zu changed, %zu removed, %zu unchanged", p.added,
+                         p.changed, p.removed, p.unchanged);
+        plan_free(&p);
+        /* Old plugins and configs leave the heap holed, as a kubelet restart does. */
+        malloc_trim(0);
+}
+
+void dp_resource_maybe_free(struct dp_resource *res) {
+        struct dp_daemon *d = res->d;
+
+        if (!res->retired || res->state != SRV_DOWN || res->reg || res->calls)
+                return;
+        for (struct dp_resource **pp = &d->retired; *pp; pp = &(*pp)->next_retired)
+                if (*pp == res) {
+                        *pp = res->next_retired;
+                        break;
+                }
+        dp_resource_free(res);
+}
+
+void dp_retired_free_all(struct dp_daemon *d) {
+        while (d->retired) {
+                struct dp_resource *res = d->retired;
+                d->retired = res->next_retired;
+                dp_resource_free(res);
+        }
+}
