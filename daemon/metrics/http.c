@@ -52,7 +52,6 @@
 
 #include "config.h"
 #include "loop.h"
-#include "serve-internal.h"
 #include "metrics.h"
 #include "log.h"
 
@@ -115,8 +114,8 @@ struct page {
 };
 
 struct dp_http {
-        struct dp_daemon *d;
-        int listen_fd; /* ours until the listener takes it */
+        struct dp_metrics_source src; /* the runtime's state, under its lock */
+        int listen_fd;                /* ours until the listener takes it */
         bool listening;
         struct sockaddr_storage ss;
         unsigned ss_len;
@@ -289,46 +288,48 @@ static void respond_text(struct conn *c, int status, const char *text) {
 }
 
 static void healthz(struct conn *c) {
-        struct dp_daemon *d = c->h->d;
+        const struct dp_metrics_source *src = &c->h->src;
         struct timespec until;
         bool stopping;
 
         clock_gettime(CLOCK_REALTIME, &until);
         until.tv_sec += HEALTH_LOCK_TIMEOUT_S;
-        /* Both loops hold d->lock for all of their work and let go when
+        /* Both loops hold the runtime's lock for all of their work and let go when
          * they wait: a handler stuck in a loop or a blocking call keeps it,
          * and the probe fails within seconds. */
-        if (pthread_mutex_timedlock(&d->lock, &until) != 0)
+        if (src->lock(src->ctx, &until) < 0)
                 return respond_text(c, 503, "the daemon's loops are stuck\n");
-        stopping = d->stopping;
-        pthread_mutex_unlock(&d->lock);
+        stopping = src->stopping(src->ctx);
+        src->unlock(src->ctx);
         if (stopping)
                 return respond_text(c, 503, "shutting down\n");
         respond_text(c, 200, "ok\n");
 }
 
 static void readyz(struct conn *c) {
-        struct dp_daemon *d = c->h->d;
+        const struct dp_metrics_source *src = &c->h->src;
         struct dp_mbuf b = { 0 };
         bool all = true;
 
-        pthread_mutex_lock(&d->lock);
-        for (size_t i = 0; i < d->n_res; i++) {
+        src->lock(src->ctx, NULL);
+        for (size_t i = 0, n = src->n_res(src->ctx); i < n; i++) {
+                struct dp_metrics_res res;
                 const char *why = NULL;
-                bool ready = dp_resource_ready(d->res[i], &why);
+                src->res(src->ctx, i, &res);
+                bool ready = dp_resource_ready(&res, &why);
                 all &= ready;
-                dp_mbuf_puts(&b, d->res[i]->cfg->name);
+                dp_mbuf_puts(&b, res.name);
                 dp_mbuf_puts(&b, ready ? ": ready\n" : ": not ready: ");
                 if (!ready) {
                         dp_mbuf_puts(&b, why);
                         dp_mbuf_puts(&b, "\n");
                 }
         }
-        if (d->stopping) {
+        if (src->stopping(src->ctx)) {
                 all = false;
                 dp_mbuf_puts(&b, "shutting down\n");
         }
-        pthread_mutex_unlock(&d->lock);
+        src->unlock(src->ctx);
         if (b.err)
                 respond_text(c, 500, "out of memory\n");
         else
@@ -454,7 +455,7 @@ static void serve_page(struct dp_http *h, const struct dp_podres_answer *answer)
         struct page *p = calloc(1, sizeof(*p));
         uint64_t errors = h->pr ? dp_podres_errors(h->pr) : 0;
 
-        if (!p || dp_metrics_render(h->d, answer, errors, &p->b) < 0) {
+        if (!p || dp_metrics_render(&h->src, answer, errors, &p->b) < 0) {
                 if (p)
                         dp_mbuf_free(&p->b);
                 free(p);
@@ -477,21 +478,24 @@ static void serve_page(struct dp_http *h, const struct dp_podres_answer *answer)
 }
 
 /* Our resources' names, for PodResources to keep their IDs only. */
-static int resource_names(struct dp_daemon *d, char ***ret, size_t *ret_n) {
+static int resource_names(const struct dp_metrics_source *src, char ***ret, size_t *ret_n) {
         char **v;
         size_t n;
 
-        pthread_mutex_lock(&d->lock);
-        n = d->n_res;
+        src->lock(src->ctx, NULL);
+        n = src->n_res(src->ctx);
         v = calloc(n ? n : 1, sizeof(*v));
-        for (size_t i = 0; v && i < n; i++)
-                if (!(v[i] = strdup(d->res[i]->cfg->name))) {
+        for (size_t i = 0; v && i < n; i++) {
+                struct dp_metrics_res res;
+                src->res(src->ctx, i, &res);
+                if (!(v[i] = strdup(res.name))) {
                         for (size_t j = 0; j < i; j++)
                                 free(v[j]);
                         free(v);
                         v = NULL;
                 }
-        pthread_mutex_unlock(&d->lock);
+        }
+        src->unlock(src->ctx);
         if (!v)
                 return -ENOMEM;
         *ret = v;
@@ -512,7 +516,7 @@ static void serve_waiting(struct dp_http *h) {
         if (h->pr) {
                 char **names = NULL;
                 size_t n = 0;
-                if (resource_names(h->d, &names, &n) == 0) {
+                if (resource_names(&h->src, &names, &n) == 0) {
                         answer = dp_podres_get(h->pr, names, n);
                         for (size_t i = 0; i < n; i++)
                                 free(names[i]);
@@ -699,7 +703,7 @@ static int setup(struct dp_http *h) {
         return h->listening ? make_listener(h) : 0;
 }
 
-int dp_http_open(struct dp_daemon *d, const char *address, const char *podres_path,
+int dp_http_open(const struct dp_metrics_source *src, const char *address, const char *podres_path,
                  struct dp_http **ret) {
         const char *msg = NULL;
         int one = 1, r;
@@ -708,7 +712,7 @@ int dp_http_open(struct dp_daemon *d, const char *address, const char *podres_pa
         h = calloc(1, sizeof(*h));
         if (!h)
                 return -ENOMEM;
-        h->d = d;
+        h->src = *src;
         h->stop_fd = h->podres_fd = h->listen_fd = -1;
         r = dp_http_parse_address(address, &h->ss, &h->ss_len, &msg);
         if (r < 0) {

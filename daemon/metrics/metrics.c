@@ -15,7 +15,6 @@
 #include <time.h>
 
 #include "config.h"
-#include "serve-internal.h"
 #include "metrics.h"
 #include "plugin.h"
 #include "log.h"
@@ -378,56 +377,63 @@ double dp_mono_seconds(void) {
         return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-void dp_stats_allocate(struct dp_resource *res, int grpc_status, double seconds) {
+void dp_stats_allocate(struct dp_res_stats *s, int grpc_status, double seconds) {
         if (grpc_status >= 0 && grpc_status < DP_GRPC_CODES)
-                res->stats.allocate[grpc_status]++;
-        dp_histogram_observe(&res->stats.allocate_seconds, seconds);
+                s->allocate[grpc_status]++;
+        dp_histogram_observe(&s->allocate_seconds, seconds);
 }
 
-void dp_stats_spec_write(struct dp_resource *res, int r) {
-        res->stats.spec_failed = r < 0;
+void dp_stats_spec_write(struct dp_res_stats *s, int r) {
+        s->spec_failed = r < 0;
         if (r < 0) {
-                res->stats.spec_writes_failed++;
+                s->spec_writes_failed++;
                 return;
         }
-        res->stats.spec_writes_ok++;
-        res->stats.spec_last_write = dp_wall_seconds();
+        s->spec_writes_ok++;
+        s->spec_last_write = dp_wall_seconds();
 }
 
-int dp_resource_ready(const struct dp_resource *res, const char **ret_reason) {
-        if (res->stats.spec_failed) {
+int dp_resource_ready(const struct dp_metrics_res *res, const char **ret_reason) {
+        if (res->stats->spec_failed) {
                 *ret_reason = "its CDI spec could not be written";
                 return 0;
         }
-        if (!res->stats.registered) {
-                *ret_reason = res->reg ? "registering with the kubelet"
-                                       : "not registered with the kubelet";
+        if (!res->stats->registered) {
+                *ret_reason = res->registering ? "registering with the kubelet"
+                                               : "not registered with the kubelet";
                 return 0;
         }
         return 1;
 }
 
+/* The runtime's resources as one scrape reads them, under its lock. */
+struct view {
+        size_t n;
+        struct dp_metrics_res *v;
+        uint64_t kubelet_restarts;
+};
+
 /* One family per call: header, then a sample per resource. */
-static void per_resource_u64(struct dp_mbuf *b, struct dp_daemon *d, const char *name,
+static void per_resource_u64(struct dp_mbuf *b, const struct view *d, const char *name,
                              const char *type, const char *help,
-                             uint64_t (*get)(const struct dp_resource *)) {
+                             uint64_t (*get)(const struct dp_metrics_res *)) {
         dp_metric_header(b, name, type, help);
-        for (size_t i = 0; i < d->n_res; i++) {
+        for (size_t i = 0; i < d->n; i++) {
                 dp_metric_start(b, name);
-                dp_metric_label(b, "resource", d->res[i]->cfg->name);
-                dp_metric_u64(b, get(d->res[i]));
+                dp_metric_label(b, "resource", d->v[i].name);
+                dp_metric_u64(b, get(&d->v[i]));
         }
 }
 
-static uint64_t get_registrations(const struct dp_resource *res) {
-        return res->stats.registrations;
+static uint64_t get_registrations(const struct dp_metrics_res *res) {
+        return res->stats->registrations;
 }
-static uint64_t get_ready(const struct dp_resource *res) {
+static uint64_t get_ready(const struct dp_metrics_res *res) {
         const char *why;
         return (uint64_t)dp_resource_ready(res, &why);
 }
-static uint64_t get_streams(const struct dp_resource *res) {
-        return dp_server_streams(res);
+static uint64_t get_streams(const struct dp_metrics_res *res) {
+        return res->streams;
 }
 
 /* Decimal digits of v at the end of buf[24]; returns where they start. */
@@ -473,15 +479,15 @@ void dp_metric_device_line(struct dp_mbuf *b, const struct dp_mbuf *pre, const c
         b->len = (size_t)(w - b->s);
 }
 
-static void render_devices(struct dp_mbuf *b, struct dp_daemon *d) {
+static void render_devices(struct dp_mbuf *b, const struct view *d) {
         dp_metric_header(
                 b, "cdiplug_device_info", "gauge",
                 "A device the resource lists to the kubelet, with its health and NUMA node where known.");
-        for (size_t i = 0; i < d->n_res; i++) {
-                const struct dp_plugin *p = d->res[i]->plugin;
+        for (size_t i = 0; i < d->n; i++) {
+                const struct dp_plugin *p = d->v[i].plugin;
                 struct dp_mbuf pre = { 0 };
                 dp_mbuf_puts(&pre, "cdiplug_device_info{resource=\"");
-                dp_mbuf_escaped(&pre, d->res[i]->cfg->name);
+                dp_mbuf_escaped(&pre, d->v[i].name);
                 dp_mbuf_puts(&pre, "\",device=\"");
                 if (pre.err) {
                         b->err = pre.err;
@@ -493,14 +499,14 @@ static void render_devices(struct dp_mbuf *b, struct dp_daemon *d) {
                 dp_mbuf_free(&pre);
         }
         dp_metric_header(b, "cdiplug_devices", "gauge", "Devices of the resource by health.");
-        for (size_t i = 0; i < d->n_res; i++) {
-                const struct dp_plugin *p = d->res[i]->plugin;
+        for (size_t i = 0; i < d->n; i++) {
+                const struct dp_plugin *p = d->v[i].plugin;
                 uint64_t healthy = 0;
                 for (size_t j = 0; j < p->n_devs; j++)
                         healthy += p->devs[j].healthy;
                 for (int h = 0; h < 2; h++) {
                         dp_metric_start(b, "cdiplug_devices");
-                        dp_metric_label(b, "resource", d->res[i]->cfg->name);
+                        dp_metric_label(b, "resource", d->v[i].name);
                         dp_metric_label(b, "health", h ? "Unhealthy" : "Healthy");
                         dp_metric_u64(b, h ? p->n_devs - healthy : healthy);
                 }
@@ -513,9 +519,9 @@ static void render_devices(struct dp_mbuf *b, struct dp_daemon *d) {
  * before a configuration change) has no device to name and is left
  * out. The answer's resources are in the order the kubelet lists them:
  * the last one found is tried first. */
-static void render_allocations(struct dp_mbuf *b, struct dp_daemon *d,
+static void render_allocations(struct dp_mbuf *b, const struct view *d,
                                const struct dp_podres_answer *answer) {
-        struct dp_resource *res = NULL;
+        const struct dp_metrics_res *res = NULL;
 
         dp_metric_header(
                 b, "cdiplug_device_allocation_info", "gauge",
@@ -524,18 +530,18 @@ static void render_allocations(struct dp_mbuf *b, struct dp_daemon *d,
                 const struct dp_podres_alloc *al = &answer->v[i];
                 size_t idx;
 
-                if (!res || strcmp(res->cfg->name, al->resource) != 0) {
+                if (!res || strcmp(res->name, al->resource) != 0) {
                         res = NULL;
-                        for (size_t j = 0; j < d->n_res && !res; j++)
-                                if (strcmp(d->res[j]->cfg->name, al->resource) == 0)
-                                        res = d->res[j];
+                        for (size_t j = 0; j < d->n && !res; j++)
+                                if (strcmp(d->v[j].name, al->resource) == 0)
+                                        res = &d->v[j];
                         if (!res)
                                 continue; /* removed by a reload since */
                 }
                 if (dp_plugin_find_id(res->plugin, al->id, &idx) < 0)
                         continue;
                 dp_metric_start(b, "cdiplug_device_allocation_info");
-                dp_metric_label(b, "resource", res->cfg->name);
+                dp_metric_label(b, "resource", res->name);
                 dp_metric_label(b, "device",
                                 dp_device_id(res->plugin, dp_plugin_id_dev(res->plugin, idx)));
                 dp_metric_label(b, "id", al->id);
@@ -546,23 +552,23 @@ static void render_allocations(struct dp_mbuf *b, struct dp_daemon *d,
         }
 }
 
-static void render_calls(struct dp_mbuf *b, struct dp_daemon *d) {
+static void render_calls(struct dp_mbuf *b, const struct view *d) {
         dp_metric_header(b, "cdiplug_allocate_requests_total", "counter",
                          "Allocate calls answered, by gRPC status code.");
-        for (size_t i = 0; i < d->n_res; i++)
+        for (size_t i = 0; i < d->n; i++)
                 for (int c = 0; c < DP_GRPC_CODES; c++) {
-                        if (c != 0 && !d->res[i]->stats.allocate[c])
+                        if (c != 0 && !d->v[i].stats->allocate[c])
                                 continue;
                         dp_metric_start(b, "cdiplug_allocate_requests_total");
-                        dp_metric_label(b, "resource", d->res[i]->cfg->name);
+                        dp_metric_label(b, "resource", d->v[i].name);
                         dp_metric_label(b, "code", grpc_code_names[c]);
-                        dp_metric_u64(b, d->res[i]->stats.allocate[c]);
+                        dp_metric_u64(b, d->v[i].stats->allocate[c]);
                 }
         dp_metric_header(b, "cdiplug_allocate_duration_seconds", "histogram",
                          "Time from an Allocate request received to its answer encoded.");
-        for (size_t i = 0; i < d->n_res; i++)
+        for (size_t i = 0; i < d->n; i++)
                 dp_histogram_render(b, "cdiplug_allocate_duration_seconds", "resource",
-                                    d->res[i]->cfg->name, &d->res[i]->stats.allocate_seconds);
+                                    d->v[i].name, &d->v[i].stats->allocate_seconds);
         per_resource_u64(b, d, "cdiplug_registrations_total", "counter",
                          "Successful registrations with the kubelet.", get_registrations);
         dp_metric_header(b, "cdiplug_kubelet_restarts_total", "counter",
@@ -578,31 +584,31 @@ static void render_calls(struct dp_mbuf *b, struct dp_daemon *d) {
         dp_metric_header(
                 b, "cdiplug_device_events_total", "counter",
                 "Device changes seen by discovery (appeared includes those found at start-up).");
-        for (size_t i = 0; i < d->n_res; i++)
+        for (size_t i = 0; i < d->n; i++)
                 for (int e = 0; e < DP_EV_N; e++) {
                         dp_metric_start(b, "cdiplug_device_events_total");
-                        dp_metric_label(b, "resource", d->res[i]->cfg->name);
+                        dp_metric_label(b, "resource", d->v[i].name);
                         dp_metric_label(b, "event", event_names[e]);
-                        dp_metric_u64(b, d->res[i]->plugin->events[e]);
+                        dp_metric_u64(b, d->v[i].plugin->events[e]);
                 }
         dp_metric_header(b, "cdiplug_cdi_spec_writes_total", "counter",
                          "CDI spec writes, by result.");
-        for (size_t i = 0; i < d->n_res; i++)
+        for (size_t i = 0; i < d->n; i++)
                 for (int ok = 1; ok >= 0; ok--) {
                         dp_metric_start(b, "cdiplug_cdi_spec_writes_total");
-                        dp_metric_label(b, "resource", d->res[i]->cfg->name);
+                        dp_metric_label(b, "resource", d->v[i].name);
                         dp_metric_label(b, "result", ok ? "success" : "failure");
-                        dp_metric_u64(b, ok ? d->res[i]->stats.spec_writes_ok
-                                            : d->res[i]->stats.spec_writes_failed);
+                        dp_metric_u64(b, ok ? d->v[i].stats->spec_writes_ok
+                                            : d->v[i].stats->spec_writes_failed);
                 }
         dp_metric_header(b, "cdiplug_cdi_spec_last_write_timestamp_seconds", "gauge",
                          "When the resource's CDI spec was last written.");
-        for (size_t i = 0; i < d->n_res; i++) {
-                if (!d->res[i]->stats.spec_last_write)
+        for (size_t i = 0; i < d->n; i++) {
+                if (!d->v[i].stats->spec_last_write)
                         continue;
                 dp_metric_start(b, "cdiplug_cdi_spec_last_write_timestamp_seconds");
-                dp_metric_label(b, "resource", d->res[i]->cfg->name);
-                dp_metric_double(b, d->res[i]->stats.spec_last_write);
+                dp_metric_label(b, "resource", d->v[i].name);
+                dp_metric_double(b, d->v[i].stats->spec_last_write);
         }
 }
 
@@ -686,34 +692,54 @@ static void render_process(struct dp_mbuf *b) {
         dp_metric_double(b, btime + (double)start / ticks);
 }
 
-int dp_metrics_render(struct dp_daemon *d, const struct dp_podres_answer *answer, uint64_t errors,
-                      struct dp_mbuf *b) {
-        dp_metric_header(b, "cdiplug_build_info", "gauge",
-                         "cdiplug's version and the grpc core it runs on.");
-        dp_metric_start(b, "cdiplug_build_info");
-        dp_metric_label(b, "version", CDIPLUG_VERSION);
-        dp_metric_label(b, "grpc_version", grpc_version_string());
-        dp_metric_u64(b, 1);
-        pthread_mutex_lock(&d->lock);
+/* The resources' part of the page, under the source's lock: the views
+ * point into the runtime's state, so nothing of them outlives it. */
+static void render_resources(struct dp_mbuf *b, const struct dp_metrics_source *src,
+                             const struct dp_podres_answer *answer) {
+        struct view d = { 0 };
+
+        src->lock(src->ctx, NULL);
+        d.n = src->n_res(src->ctx);
+        d.kubelet_restarts = src->kubelet_restarts(src->ctx);
+        d.v = calloc(d.n ? d.n : 1, sizeof(*d.v));
+        if (!d.v) {
+                src->unlock(src->ctx);
+                b->err = -ENOMEM;
+                return;
+        }
+        for (size_t i = 0; i < d.n; i++)
+                src->res(src->ctx, i, &d.v[i]);
         /* One allocation of about the page's size rather than a dozen
          * doublings, each copying what was written so far; and not much
          * more, as all of it is populated (dp_mbuf_reserve). A device's
          * line is about 64 bytes and its resource's name and its ID; an
          * allocation's about 128 and its names, which the answer holds. */
-        size_t est = 16384 + d->n_res * 3072;
-        for (size_t i = 0; i < d->n_res; i++) {
-                const struct dp_plugin *p = d->res[i]->plugin;
-                est += p->n_devs * (64 + strlen(d->res[i]->cfg->name));
+        size_t est = 16384 + d.n * 3072;
+        for (size_t i = 0; i < d.n; i++) {
+                const struct dp_plugin *p = d.v[i].plugin;
+                est += p->n_devs * (64 + strlen(d.v[i].name));
                 for (size_t j = 0; j < p->n_devs; j++)
                         est += strlen(dp_device_id(p, j));
         }
         if (answer)
                 est += answer->n * 128 + answer->text.len * 2;
         dp_mbuf_reserve(b, est);
-        render_devices(b, d);
-        render_allocations(b, d, answer);
-        render_calls(b, d);
-        pthread_mutex_unlock(&d->lock);
+        render_devices(b, &d);
+        render_allocations(b, &d, answer);
+        render_calls(b, &d);
+        src->unlock(src->ctx);
+        free(d.v);
+}
+
+int dp_metrics_render(const struct dp_metrics_source *src, const struct dp_podres_answer *answer,
+                      uint64_t errors, struct dp_mbuf *b) {
+        dp_metric_header(b, "cdiplug_build_info", "gauge",
+                         "cdiplug's version and the grpc core it runs on.");
+        dp_metric_start(b, "cdiplug_build_info");
+        dp_metric_label(b, "version", CDIPLUG_VERSION);
+        dp_metric_label(b, "grpc_version", grpc_version_string());
+        dp_metric_u64(b, 1);
+        render_resources(b, src, answer);
         dp_metric_header(
                 b, "cdiplug_pod_resources_up", "gauge",
                 "1 when the last List on the kubelet's PodResources API answered in time.");

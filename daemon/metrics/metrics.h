@@ -10,8 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct dp_daemon;
-struct dp_resource;
+struct dp_plugin;
+struct timespec;
 
 /* Growing text buffer; a failed allocation sticks in err (-ENOMEM) and
  * makes every later append a no-op, so callers check once at the end.
@@ -76,18 +76,39 @@ struct dp_res_stats {
         bool spec_failed;       /* the latest spec write failed */
 };
 
-void dp_stats_allocate(struct dp_resource *res, int grpc_status, double seconds);
-void dp_stats_spec_write(struct dp_resource *res, int r);
+void dp_stats_allocate(struct dp_res_stats *s, int grpc_status, double seconds);
+void dp_stats_spec_write(struct dp_res_stats *s, int r);
 double dp_wall_seconds(void);
 /* The boot time (unix seconds) from a /proc/stat-format file; 0 when it
  * cannot be read or has none. */
 double dp_boot_time(const char *stat_path);
 double dp_mono_seconds(void);
 
+/* What the page and /readyz read from the runtime, which fills it in: the
+ * endpoint's thread takes the runtime's lock through lock() (until NULL:
+ * wait; else give up at that CLOCK_REALTIME time with -ETIMEDOUT), calls
+ * the others only while holding it, and lets go with unlock(). */
+struct dp_metrics_res {
+        const char *name;               /* the extended resource */
+        const struct dp_plugin *plugin; /* its devices */
+        const struct dp_res_stats *stats;
+        uint64_t streams; /* ListAndWatch streams open */
+        bool registering; /* a Register is in flight */
+};
+struct dp_metrics_source {
+        void *ctx;
+        int (*lock)(void *ctx, const struct timespec *until);
+        void (*unlock)(void *ctx);
+        bool (*stopping)(void *ctx);
+        uint64_t (*kubelet_restarts)(void *ctx);
+        size_t (*n_res)(void *ctx);
+        void (*res)(void *ctx, size_t i, struct dp_metrics_res *ret);
+};
+
 /* Readiness of one resource: 1 when it is registered with the kubelet and
  * its CDI spec is written, else 0 and *ret_reason (static) says why.
- * Called with d->lock held. /readyz is the AND of these. */
-int dp_resource_ready(const struct dp_resource *res, const char **ret_reason);
+ * /readyz is the AND of these. */
+int dp_resource_ready(const struct dp_metrics_res *res, const char **ret_reason);
 
 /* A PodResources answer read in place (podres_wire.c): strings are
  * pointers into the answer's bytes, not NUL-terminated. */
@@ -160,9 +181,9 @@ void dp_podres_unref(struct dp_podres *pr, struct dp_podres_answer *a);
 uint64_t dp_podres_errors(struct dp_podres *pr);
 
 /* The whole /metrics page, with the allocations of answer (NULL: none
- * asked) and errors PodResources errors so far. Takes d->lock itself. */
-int dp_metrics_render(struct dp_daemon *d, const struct dp_podres_answer *answer, uint64_t errors,
-                      struct dp_mbuf *b);
+ * asked) and errors PodResources errors so far. Takes the source's lock. */
+int dp_metrics_render(const struct dp_metrics_source *src, const struct dp_podres_answer *answer,
+                      uint64_t errors, struct dp_mbuf *b);
 
 /* A request head: request line and header fields, without the empty
  * line that ends it. path points into the head. */
@@ -186,7 +207,7 @@ int dp_http_parse_head(const char *head, size_t len, struct dp_http_request *ret
  * address or no socket at all fails. dp_http_start() starts serving
  * after the lock-down; dp_http_stop() stops and frees. */
 struct dp_http;
-int dp_http_open(struct dp_daemon *d, const char *address, const char *podres_path,
+int dp_http_open(const struct dp_metrics_source *src, const char *address, const char *podres_path,
                  struct dp_http **ret);
 int dp_http_start(struct dp_http *h);
 void dp_http_stop(struct dp_http *h);

@@ -231,10 +231,12 @@ static int setup_fds(struct dp_daemon *d) {
 static int metrics_open(struct dp_daemon *d) {
         const char *addr =
                 d->opts->metrics_address ? d->opts->metrics_address : d->cfg->metrics_address;
+        struct dp_metrics_source src;
 
         if (!addr || !*addr)
                 return 0;
-        return dp_http_open(d, addr, dp_podres_socket(d), &d->http);
+        dp_scrape_source(d, &src);
+        return dp_http_open(&src, addr, dp_podres_socket(d), &d->http);
 }
 
 /* The command line wins over the config; "" switches it off. */

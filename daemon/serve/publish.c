@@ -25,7 +25,7 @@ int dp_spec_write(struct dp_resource *res, const struct dp_plugin *plugin) {
         if (r >= 0)
                 r = cdi_spec_write(res->d->opts->cdi_dir, &spec);
         cdi_spec_free(&spec);
-        dp_stats_spec_write(res, r);
+        dp_stats_spec_write(&res->stats, r);
         return r;
 }
 

@@ -121,6 +121,9 @@ int dp_resource_new(struct dp_daemon *d, const struct cfg_resource *cfg, struct 
 const char *dp_podres_socket(const struct dp_daemon *d);
 void dp_resource_free(struct dp_resource *res);
 
+/* scrape.c: what the metrics endpoint renders, read from d under d->lock. */
+void dp_scrape_source(struct dp_daemon *d, struct dp_metrics_source *ret);
+
 /* Registration with the kubelet and the retry timer (kubelet.c). */
 
 struct dp_daemon;

@@ -398,7 +398,7 @@ static void on_call(struct dp_daemon *d, struct dp_tag *tag, bool ok) {
                 double t0 = dp_mono_seconds();
                 grpc_status_code st = answer(c, method, &msg);
                 if (strcmp(method, DP_METHOD_ALLOCATE) == 0)
-                        dp_stats_allocate(res, (int)st, dp_mono_seconds() - t0);
+                        dp_stats_allocate(&res->stats, (int)st, dp_mono_seconds() - t0);
                 if (st != GRPC_STATUS_OK)
                         /* The method's name looks like a path; it is none. */
                         log_with(LOG_WARN, &(struct log_fields){ .path = "" },
