@@ -371,12 +371,6 @@ double dp_wall_seconds(void) {
         return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-double dp_mono_seconds(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 void dp_stats_allocate(struct dp_res_stats *s, int grpc_status, double seconds) {
         if (grpc_status >= 0 && grpc_status < DP_GRPC_CODES)
                 s->allocate[grpc_status]++;

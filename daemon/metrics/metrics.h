@@ -82,7 +82,6 @@ double dp_wall_seconds(void);
 /* The boot time (unix seconds) from a /proc/stat-format file; 0 when it
  * cannot be read or has none. */
 double dp_boot_time(const char *stat_path);
-double dp_mono_seconds(void);
 
 /* What the page and /readyz read from the runtime, which fills it in: the
  * endpoint's thread takes the runtime's lock through lock() (until NULL:

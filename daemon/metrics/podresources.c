@@ -31,6 +31,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "loop.h"
 #include "metrics.h"
 #include "podresources.pb-c.h"
 #include "rpc.h"

@@ -129,7 +129,7 @@ static size_t poll_set(struct dp_daemon *d, struct pollfd **fds, size_t *cap) {
         }
         (*fds)[0] = (struct pollfd){ .fd = d->signal_fd, .events = POLLIN };
         (*fds)[1] = (struct pollfd){ .fd = d->inotify_fd, .events = POLLIN };
-        (*fds)[2] = (struct pollfd){ .fd = d->timer_fd, .events = POLLIN };
+        (*fds)[2] = (struct pollfd){ .fd = dp_loop_fd(&d->loop), .events = POLLIN };
         for (size_t i = 0; i + 3 < n; i++)
                 (*fds)[3 + i] =
                         (struct pollfd){ .fd = dp_server_poll_fd(d->res[i]), .events = POLLIN };
@@ -184,17 +184,8 @@ static void *watcher(void *arg) {
                 }
                 if (!d->stopping && hup)
                         dp_reload(d, "SIGHUP");
-                if (fds[2].revents & POLLIN) {
-                        uint64_t expirations;
-                        (void)!read(d->timer_fd, &expirations, sizeof(expirations));
-                        if (!d->stopping) {
-                                dp_retained_due(d);
-                                dp_spec_due(d);
-                                dp_accept_due(d);
-                                dp_watch_due(d);
-                                dp_register_due(d);
-                        }
-                }
+                if (fds[2].revents & POLLIN)
+                        dp_loop_dispatch(&d->loop, !d->stopping);
                 bool done = d->stopping;
                 n_fds = poll_set(d, &fds, &cap);
                 pthread_mutex_unlock(&d->lock);
@@ -202,6 +193,16 @@ static void *watcher(void *arg) {
                         break;
         }
         return NULL;
+}
+
+/* Each file sets its own timer; when several are due at once they run in
+ * this order. Added first, so that any file may set its timer at once. */
+static void add_timers(struct dp_daemon *d) {
+        dp_timer_add(&d->loop, &d->retained_timer, dp_retained_due, d);
+        dp_timer_add(&d->loop, &d->spec_timer, dp_spec_due, d);
+        dp_timer_add(&d->loop, &d->accept_timer, dp_accept_due, d);
+        dp_timer_add(&d->loop, &d->relisten_timer, dp_watch_due, d);
+        dp_timer_add(&d->loop, &d->register_timer, dp_register_due, d);
 }
 
 static int setup_fds(struct dp_daemon *d) {
@@ -218,8 +219,7 @@ static int setup_fds(struct dp_daemon *d) {
         signal(SIGPIPE, SIG_IGN);
         d->signal_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
         d->inotify_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-        d->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-        if (d->signal_fd < 0 || d->inotify_fd < 0 || d->timer_fd < 0) {
+        if (d->signal_fd < 0 || d->inotify_fd < 0 || dp_loop_init(&d->loop) < 0) {
                 log_error("cannot create signalfd/inotify/timerfd: %m");
                 return -errno;
         }
@@ -334,8 +334,7 @@ static void daemon_free(struct dp_daemon *d) {
                 close(d->signal_fd);
         if (d->inotify_fd >= 0)
                 close(d->inotify_fd);
-        if (d->timer_fd >= 0)
-                close(d->timer_fd);
+        dp_loop_done(&d->loop);
 }
 
 int dp_daemon_run(const struct dp_options *opts, struct cfg_config *cfg) {
@@ -344,7 +343,7 @@ int dp_daemon_run(const struct dp_options *opts, struct cfg_config *cfg) {
                 .cfg = cfg,
                 .signal_fd = -1,
                 .inotify_fd = -1,
-                .timer_fd = -1,
+                .loop = { .fd = -1 },
                 .kubelet_wd = -1,
                 .ancestor_wd = -1,
                 .config_wd = -1,
@@ -355,6 +354,7 @@ int dp_daemon_run(const struct dp_options *opts, struct cfg_config *cfg) {
         int r, ret = 1;
 
         pthread_mutex_init(&d.lock, NULL);
+        add_timers(&d);
         if (xasprintf(&d.kubelet_sock, "%s/kubelet.sock", opts->kubelet_dir) < 0)
                 goto out;
         r = setup_resources(&d);

@@ -45,24 +45,12 @@ void dp_maybe_finish(struct dp_daemon *d) {
                 grpc_completion_queue_shutdown(d->cq);
 }
 
-void dp_arm_timer(struct dp_daemon *d) {
-        uint64_t next = dp_retained_due_at(d), now = dp_now_ms();
-        struct itimerspec its = { 0 };
-
-        for (size_t i = 0; i < d->n_res; i++) {
-                const uint64_t due[] = { d->res[i]->retry_at_ms, d->res[i]->spec_retry_at_ms,
-                                         d->res[i]->accept_resume_ms, d->res[i]->relisten_at_ms };
-                for (size_t k = 0; k < ELEMENTSOF(due); k++)
-                        if (due[k] && (!next || due[k] < next))
-                                next = due[k];
-        }
-        if (next) {
-                uint64_t in = next > now ? next - now : 1;
-                its.it_value.tv_sec = (time_t)(in / 1000);
-                its.it_value.tv_nsec = (long)(in % 1000) * 1000000;
-        }
-        /* An all-zero value disarms: no wake-ups while nothing is due. */
-        timerfd_settime(d->timer_fd, 0, &its, NULL);
+/* The Register timer set to the earliest retry any resource waits for. */
+static void register_timer_set(struct dp_daemon *d) {
+        uint64_t next = 0;
+        for (size_t i = 0; i < d->n_res; i++)
+                next = dp_due_min(next, d->res[i]->retry_at_ms);
+        dp_timer_set(&d->register_timer, next);
 }
 
 static void reg_free(struct dp_reg *g) {
@@ -154,7 +142,7 @@ static void on_registered(struct dp_daemon *d, struct dp_tag *tag, bool ok) {
                         log_info("resource \"%s\": kubelet.sock is gone, waiting for the kubelet",
                                  res->cfg->name);
                 gpr_free(why);
-                dp_arm_timer(d);
+                register_timer_set(d);
         }
         reg_free(g);
         d->live--;
@@ -212,15 +200,16 @@ fail:
         if (g)
                 reg_free(g);
         res->retry_at_ms = dp_now_ms() + RETRY_MAX_MS;
-        dp_arm_timer(d);
+        register_timer_set(d);
 }
 
-void dp_register_due(struct dp_daemon *d) {
+void dp_register_due(void *ctx) {
+        struct dp_daemon *d = ctx;
         uint64_t now = dp_now_ms();
         for (size_t i = 0; i < d->n_res; i++)
                 if (d->res[i]->retry_at_ms && d->res[i]->retry_at_ms <= now)
                         dp_register(d->res[i]);
-        dp_arm_timer(d);
+        register_timer_set(d);
 }
 
 void dp_register_relistened(struct dp_resource *res) {

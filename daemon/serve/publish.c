@@ -44,6 +44,14 @@ static void hold_to_disk(struct dp_resource *res) {
         dp_plugin_hold(res->plugin);
 }
 
+/* The spec timer set to the earliest retry any resource waits for. */
+static void spec_timer_set(struct dp_daemon *d) {
+        uint64_t next = 0;
+        for (size_t i = 0; i < d->n_res; i++)
+                next = dp_due_min(next, d->res[i]->spec_retry_at_ms);
+        dp_timer_set(&d->spec_timer, next);
+}
+
 static void failed(struct dp_resource *res, int r) {
         struct dp_daemon *d = res->d;
         _cleanup_free_ char *name = NULL;
@@ -63,7 +71,7 @@ static void failed(struct dp_resource *res, int r) {
         res->spec_failures++;
         res->spec_retry_at_ms = dp_now_ms() + delay;
         hold_to_disk(res);
-        dp_arm_timer(d);
+        spec_timer_set(d);
 }
 
 int dp_spec_publish(struct dp_resource *res) {
@@ -84,7 +92,8 @@ int dp_spec_publish(struct dp_resource *res) {
         return 0;
 }
 
-void dp_spec_due(struct dp_daemon *d) {
+void dp_spec_due(void *ctx) {
+        struct dp_daemon *d = ctx;
         uint64_t now = dp_now_ms();
 
         for (size_t i = 0; i < d->n_res; i++) {
@@ -96,4 +105,5 @@ void dp_spec_due(struct dp_daemon *d) {
                 if (dp_spec_publish(res) >= 0 && res->plugin->generation != gen)
                         dp_server_push(res);
         }
+        spec_timer_set(d);
 }

@@ -661,7 +661,6 @@ static void commit(struct dp_daemon *d, struct plan *p) {
                 dp_retained_devices(d);
         else
                 dp_retained_check(d);
-        dp_arm_timer(d);
 }
 
 void dp_reload(struct dp_daemon *d, const char *why) {

@@ -185,6 +185,11 @@ static void prune(struct dp_daemon *d) {
         }
 }
 
+/* The retained specs' timer set to their next check. */
+static void retained_timer_set(struct dp_daemon *d) {
+        dp_timer_set(&d->retained_timer, d->retained_specs ? d->retained_specs->due_ms : 0);
+}
+
 static uint64_t next_delay(const struct dp_retained *rt) {
         return dp_backoff_ms(CHECK_MIN_MS, CHECK_MAX_MS, rt->rounds);
 }
@@ -194,7 +199,7 @@ static void schedule(struct dp_daemon *d) {
 
         rt->due_ms = dp_now_ms() + next_delay(rt);
         rt->rounds++;
-        dp_arm_timer(d);
+        retained_timer_set(d);
 }
 
 /* PodResources cannot be asked: every spec stays, and the operator hears
@@ -281,7 +286,7 @@ static void check(struct dp_daemon *d) {
                         "%zu retained CDI specs stay, asking again in %lld s",
                         socket, (long long)age, rt->n, (long long)(SETTLE_S - age));
                 rt->due_ms = dp_now_ms() + (uint64_t)(SETTLE_S - age) * 1000;
-                dp_arm_timer(d);
+                retained_timer_set(d);
                 return;
         }
         if (start_list(d, socket) < 0)
@@ -295,15 +300,13 @@ void dp_retained_check(struct dp_daemon *d) {
         check(d);
 }
 
-void dp_retained_due(struct dp_daemon *d) {
+void dp_retained_due(void *ctx) {
+        struct dp_daemon *d = ctx;
         struct dp_retained *rt = d->retained_specs;
 
         if (rt && rt->due_ms && rt->due_ms <= dp_now_ms())
                 check(d);
-}
-
-uint64_t dp_retained_due_at(const struct dp_daemon *d) {
-        return d->retained_specs ? d->retained_specs->due_ms : 0;
+        retained_timer_set(d);
 }
 
 /* The first pod found holding a device of a kept spec's resource, and

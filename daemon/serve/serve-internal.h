@@ -90,7 +90,11 @@ struct dp_daemon {
 
         int signal_fd;
         int inotify_fd;
-        int timer_fd;
+        /* The timer list; each timer is its file's, set only there:
+         * retained.c, publish.c (spec retries), server.c (accept pauses),
+         * watch.c (socket re-creation), kubelet.c (Register retries). */
+        struct dp_loop loop;
+        struct dp_timer retained_timer, spec_timer, accept_timer, relisten_timer, register_timer;
         int kubelet_wd;  /* watch on the kubelet dir, or -1 */
         int ancestor_wd; /* watch on its nearest ancestor while it is missing */
         int *dev_wds;    /* device dir watches, one per dev_wd_dirs entry */
@@ -130,13 +134,12 @@ struct dp_daemon;
 struct dp_resource;
 
 void dp_register(struct dp_resource *res);
-void dp_register_due(struct dp_daemon *d);
+/* A timer callback: ctx is the daemon. */
+void dp_register_due(void *ctx);
 void dp_register_cancel(struct dp_resource *res);
 void dp_register_relistened(struct dp_resource *res);
 bool dp_kubelet_present(const struct dp_daemon *d);
 void dp_kubelet_channel_close(struct dp_daemon *d);
-/* The timerfd set to the earliest retry any resource waits for. */
-void dp_arm_timer(struct dp_daemon *d);
 void dp_maybe_finish(struct dp_daemon *d);
 
 /* The CDI specs the daemon writes: per resource with retries
@@ -151,7 +154,8 @@ struct dp_resource;
  * into the CDI dir, counted in res's metrics. 0 or a negative errno. */
 int dp_spec_write(struct dp_resource *res, const struct dp_plugin *plugin);
 int dp_spec_publish(struct dp_resource *res);
-void dp_spec_due(struct dp_daemon *d);
+/* A timer callback: ctx is the daemon. */
+void dp_spec_due(void *ctx);
 
 /* specs.c */
 void dp_specs_startup(struct dp_daemon *d);
@@ -182,8 +186,8 @@ void dp_retained_check(struct dp_daemon *d);
  * kept), or NULL: none, or one found at start-up whose resource is not
  * known. */
 const char *dp_retained_resource(const struct dp_daemon *d, const char *file);
-void dp_retained_due(struct dp_daemon *d);
-uint64_t dp_retained_due_at(const struct dp_daemon *d);
+/* A timer callback: ctx is the daemon. */
+void dp_retained_due(void *ctx);
 void dp_retained_stop(struct dp_daemon *d);
 void dp_retained_free(struct dp_daemon *d);
 /* A reload left devices gone (plugin.h): ask PodResources about them as
@@ -206,7 +210,8 @@ int dp_server_start(struct dp_resource *res);
 int dp_server_listen(struct dp_resource *res);
 void dp_server_unlisten(struct dp_resource *res, bool unlink_path);
 void dp_server_accept(struct dp_resource *res);
-void dp_accept_due(struct dp_daemon *d);
+/* A timer callback: ctx is the daemon. */
+void dp_accept_due(void *ctx);
 int dp_server_poll_fd(const struct dp_resource *res);
 /* Streams end with a status first; the server's other calls are
  * cancelled once every status is out (see dp_server_cancel_stopping). */
@@ -226,5 +231,6 @@ struct dp_resource;
 
 int dp_watch_setup(struct dp_daemon *d);
 void dp_watch_handle(struct dp_daemon *d);
-void dp_watch_due(struct dp_daemon *d);
+/* A timer callback: ctx is the daemon. */
+void dp_watch_due(void *ctx);
 void dp_watch_resource(struct dp_daemon *d, struct dp_resource *res);

@@ -508,6 +508,14 @@ void dp_server_unlisten(struct dp_resource *res, bool unlink_path) {
 #define ACCEPT_PAUSE_MAX_MS 1000
 #define ACCEPT_LOG_EVERY_MS 10000
 
+/* The accept timer set to the earliest end of any resource's pause. */
+static void accept_timer_set(struct dp_daemon *d) {
+        uint64_t next = 0;
+        for (size_t i = 0; i < d->n_res; i++)
+                next = dp_due_min(next, d->res[i]->accept_resume_ms);
+        dp_timer_set(&d->accept_timer, next);
+}
+
 static void accept_failed(struct dp_resource *res, int err) {
         uint64_t now = dp_now_ms();
         uint64_t pause =
@@ -525,7 +533,7 @@ static void accept_failed(struct dp_resource *res, int err) {
                 res->accept_unlogged = 0;
         }
         res->accept_resume_ms = now + pause;
-        dp_arm_timer(res->d);
+        accept_timer_set(res->d);
 }
 
 void dp_server_accept(struct dp_resource *res) {
@@ -566,7 +574,8 @@ int dp_server_poll_fd(const struct dp_resource *res) {
         return res->accept_resume_ms ? -1 : res->listen_fd;
 }
 
-void dp_accept_due(struct dp_daemon *d) {
+void dp_accept_due(void *ctx) {
+        struct dp_daemon *d = ctx;
         uint64_t now = dp_now_ms();
 
         for (size_t i = 0; i < d->n_res; i++) {
@@ -577,6 +586,7 @@ void dp_accept_due(struct dp_daemon *d) {
                 if (res->listen_fd >= 0)
                         dp_server_accept(res);
         }
+        accept_timer_set(d);
 }
 
 void dp_server_stop(struct dp_resource *res) {

@@ -185,6 +185,14 @@ void dp_watch_resource(struct dp_daemon *d, struct dp_resource *res) {
                                 res->cfg->name, *dir);
 }
 
+/* The re-creation timer set to the earliest any deleted socket waits for. */
+static void relisten_timer_set(struct dp_daemon *d) {
+        uint64_t next = 0;
+        for (size_t i = 0; i < d->n_res; i++)
+                next = dp_due_min(next, d->res[i]->relisten_at_ms);
+        dp_timer_set(&d->relisten_timer, next);
+}
+
 /* Re-create a deleted socket; register only with a kubelet that has not
  * seen this resource yet. */
 static void relisten(struct dp_resource *res) {
@@ -260,10 +268,11 @@ static void socket_gone(struct dp_resource *res) {
                 "resource \"%s\": socket %s was removed; re-creating it in %d ms unless its dir goes",
                 res->cfg->name, res->socket_path, RELISTEN_GRACE_MS);
         res->relisten_at_ms = dp_now_ms() + RELISTEN_GRACE_MS;
-        dp_arm_timer(d);
+        relisten_timer_set(d);
 }
 
-void dp_watch_due(struct dp_daemon *d) {
+void dp_watch_due(void *ctx) {
+        struct dp_daemon *d = ctx;
         uint64_t now = dp_now_ms();
 
         for (size_t i = 0; i < d->n_res; i++) {
@@ -274,6 +283,7 @@ void dp_watch_due(struct dp_daemon *d) {
                 if (d->kubelet_wd >= 0 && res->listen_fd < 0 && dp_kubelet_present(d))
                         relisten(res);
         }
+        relisten_timer_set(d);
 }
 
 static void kubelet_event(struct dp_daemon *d, const struct inotify_event *ev) {
