@@ -247,54 +247,6 @@ const char *dp_podres_socket(const struct dp_daemon *d) {
         return *podres ? podres : NULL;
 }
 
-int dp_resource_new(struct dp_daemon *d, const struct cfg_resource *cfg, struct dp_resource **ret) {
-        struct dp_resource *res = calloc(1, sizeof(*res));
-        struct sockaddr_un sa;
-        int r;
-
-        if (!res)
-                return -ENOMEM;
-        res->d = d;
-        res->cfg = cfg;
-        res->listen_fd = -1;
-        r = xasprintf(&res->socket_path, "%s/%s", d->opts->kubelet_dir, cfg->socket_name);
-        if (r < 0)
-                goto fail;
-        if (strlen(res->socket_path) >= sizeof(sa.sun_path)) {
-                log_error("socket path %s is longer than a unix socket allows (%zu bytes)",
-                          res->socket_path, sizeof(sa.sun_path) - 1);
-                r = -ENAMETOOLONG;
-                goto fail;
-        }
-        r = dp_plugin_new(cfg, &res->plugin);
-        if (r < 0) {
-                log_error("resource \"%s\": %s", cfg->name, strerror(-r));
-                goto fail;
-        }
-        r = res_watch_dirs(d->opts->host_root, cfg->selectors, cfg->n_selectors, &res->watch_dirs);
-        if (r < 0) {
-                log_error("resource \"%s\": cannot list device dirs: %s", cfg->name, strerror(-r));
-                goto fail;
-        }
-        *ret = res;
-        return 0;
-fail:
-        dp_resource_free(res);
-        return r;
-}
-
-void dp_resource_free(struct dp_resource *res) {
-        if (!res)
-                return;
-        dp_plugin_free(res->plugin);
-        free(res->socket_path);
-        base_strv_free(res->watch_dirs);
-        base_strv_free(res->logged_notes);
-        cfg_resource_clear(res->owned_cfg);
-        free(res->owned_cfg);
-        free(res);
-}
-
 static int setup_resources(struct dp_daemon *d) {
         d->res = calloc(d->cfg->n_resources + 1, sizeof(*d->res));
         if (!d->res)

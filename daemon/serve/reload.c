@@ -433,35 +433,11 @@ static int prepare(struct dp_daemon *d, struct plan *p) {
         return 0;
 }
 
-/* Settings a resource kept from an earlier config, once it follows the new one. */
-static void drop_owned(struct dp_resource *res) {
-        cfg_resource_clear(res->owned_cfg);
-        free(res->owned_cfg);
-        res->owned_cfg = NULL;
-}
-
-/* Move a running resource's settings out of the config about to be freed. */
-static void own_cfg(struct dp_resource *res, struct cfg_resource *room) {
-        struct cfg_resource *src = (struct cfg_resource *)res->cfg;
-
-        *room = *src;
-        *src = (struct cfg_resource){ 0 };
-        drop_owned(res); /* emptied just now when it was src */
-        res->owned_cfg = room;
-        res->cfg = room;
-        res->plugin->cfg = room;
-}
-
 static void retire(struct dp_daemon *d, struct dp_resource *res, struct cfg_resource *room) {
         _cleanup_free_ char *file = NULL;
         struct log_fields f = { .resource = res->cfg->name };
 
-        own_cfg(res, room);
-        dp_register_cancel(res);
-        dp_server_stop(res);
-        res->retired = true;
-        res->next_retired = d->retired;
-        d->retired = res;
+        dp_resource_retire(res, room);
         log_with(
                 LOG_INFO, &f,
                 "resource \"%s\": removed from the config: its streams end and its socket %s is gone",
@@ -503,7 +479,7 @@ static bool apply_devices(struct dp_daemon *d, struct step *s, const struct cfg_
                  * next reload sees the difference and tries again. */
                 log_warn("resource \"%s\": keeping its previous devices until a reload succeeds",
                          cfg->name);
-                own_cfg(res, TAKE_PTR(s->keep));
+                dp_resource_own_cfg(res, TAKE_PTR(s->keep));
                 return false;
         }
         dp_plugin_spec_written(s->plugin);
@@ -512,7 +488,7 @@ static bool apply_devices(struct dp_daemon *d, struct step *s, const struct cfg_
         res->plugin = TAKE_PTR(s->plugin);
         dp_plugin_free(old);
         res->cfg = cfg;
-        drop_owned(res);
+        dp_resource_drop_owned(res);
         base_strv_free(res->watch_dirs);
         res->watch_dirs = TAKE_PTR(s->watch_dirs);
         dp_watch_resource(d, res);
@@ -636,7 +612,7 @@ static void commit(struct dp_daemon *d, struct plan *p) {
                          * announced is the same (see prepare_step). */
                         s->res->cfg = cfg;
                         s->res->plugin->cfg = cfg;
-                        drop_owned(s->res);
+                        dp_resource_drop_owned(s->res);
                         if (s->change == CHANGED_ANSWERS)
                                 p->changed++;
                         else
@@ -719,25 +695,4 @@ void dp_reload(struct dp_daemon *d, const char *why) {
         plan_free(&p);
         /* Old plugins and configs leave the heap holed, as a kubelet restart does. */
         malloc_trim(0);
-}
-
-void dp_resource_maybe_free(struct dp_resource *res) {
-        struct dp_daemon *d = res->d;
-
-        if (!res->retired || res->state != SRV_DOWN || res->reg || res->calls)
-                return;
-        for (struct dp_resource **pp = &d->retired; *pp; pp = &(*pp)->next_retired)
-                if (*pp == res) {
-                        *pp = res->next_retired;
-                        break;
-                }
-        dp_resource_free(res);
-}
-
-void dp_retired_free_all(struct dp_daemon *d) {
-        while (d->retired) {
-                struct dp_resource *res = d->retired;
-                d->retired = res->next_retired;
-                dp_resource_free(res);
-        }
 }

@@ -120,9 +120,21 @@ struct dp_daemon {
 };
 
 /* daemon.c */
-int dp_resource_new(struct dp_daemon *d, const struct cfg_resource *cfg, struct dp_resource **ret);
 /* The kubelet's PodResources socket the daemon asks, or NULL when off. */
 const char *dp_podres_socket(const struct dp_daemon *d);
+
+/* resource.c: a resource's lifetime. */
+int dp_resource_new(struct dp_daemon *d, const struct cfg_resource *cfg, struct dp_resource **ret);
+/* Discover its devices again; *ret_changed when its list changed (its
+ * spec is then written first). */
+int dp_resource_refresh(struct dp_resource *res, bool *ret_changed);
+/* Keep its settings in room, past the config they came from. */
+void dp_resource_own_cfg(struct dp_resource *res, struct cfg_resource *room);
+void dp_resource_drop_owned(struct dp_resource *res);
+void dp_resource_retire(struct dp_resource *res, struct cfg_resource *room);
+/* Free a retired resource once its server, calls and Register are done. */
+void dp_resource_maybe_free(struct dp_resource *res);
+void dp_retired_free_all(struct dp_daemon *d);
 void dp_resource_free(struct dp_resource *res);
 
 /* scrape.c: what the metrics endpoint renders, read from d under d->lock. */
@@ -170,8 +182,6 @@ struct inotify_event;
 int dp_reload_setup(struct dp_daemon *d);
 void dp_reload_event(struct dp_daemon *d, const struct inotify_event *ev);
 void dp_reload(struct dp_daemon *d, const char *why);
-void dp_resource_maybe_free(struct dp_resource *res);
-void dp_retired_free_all(struct dp_daemon *d);
 
 /* CDI specs of resources no longer configured (retained.c), kept while
  * PodResources shows a pod holding one of their devices. add records one
@@ -220,7 +230,6 @@ void dp_server_stop(struct dp_resource *res);
  * for a peer that takes none (it does not read) when the daemon stops. */
 void dp_server_cancel_stopping(struct dp_daemon *d);
 void dp_server_push(struct dp_resource *res);
-int dp_resource_refresh(struct dp_resource *res, bool *ret_changed);
 size_t dp_server_streams(const struct dp_resource *res);
 
 /* The watcher (watch.c): signals, inotify on the kubelet dir and the
