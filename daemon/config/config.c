@@ -3,6 +3,7 @@
 
 #include <cjson/cJSON.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -177,16 +178,44 @@ static int settings_json(const cJSON *obj, char **ret) {
         return 0;
 }
 
-static int parse_resource(const cJSON *obj, size_t idx, unsigned default_modes,
-                          struct cfg_resource *res, struct cfg_error *err) {
-        char base[64], f[512];
-        const cJSON *it, *name = NULL, *match = NULL, *shares = NULL, *modes = NULL, *policy = NULL;
-        const char *problem;
-        int r;
+static int parse_policy(const cJSON *policy, const char *f, enum cfg_policy *ret,
+                        struct cfg_error *err) {
+        static const char *const names[] = { [CFG_POLICY_PACKED] = "packed",
+                                             [CFG_POLICY_SPREAD] = "spread",
+                                             [CFG_POLICY_NONE] = "none" };
+        size_t k;
+        for (k = 0; k < ELEMENTSOF(names); k++)
+                if (cJSON_IsString(policy) && strcmp(policy->valuestring, names[k]) == 0)
+                        break;
+        if (k == ELEMENTSOF(names))
+                return fail(err, f, "must be \"packed\", \"spread\" or \"none\"");
+        *ret = (enum cfg_policy)k;
+        return 0;
+}
 
-        snprintf(base, sizeof(base), "resources[%zu]", idx);
-        if (!cJSON_IsObject(obj))
-                return fail(err, base, "must be an object");
+/* A resource entry's keys, each where the table below puts it. */
+struct resource_keys {
+        const cJSON *name, *match, *shares, *modes, *policy;
+};
+
+static const struct {
+        const char *key;
+        size_t offset;
+} resource_key_table[] = {
+        { "name", offsetof(struct resource_keys, name) },
+        { "match", offsetof(struct resource_keys, match) },
+        { "shares", offsetof(struct resource_keys, shares) },
+        { "allocate", offsetof(struct resource_keys, modes) },
+        { "policy", offsetof(struct resource_keys, policy) },
+};
+
+/* obj's members by key: an unknown or duplicate key is an error on
+ * base.KEY. */
+static int split_resource_keys(const cJSON *obj, const char *base, struct resource_keys *ret,
+                               struct cfg_error *err) {
+        struct resource_keys k = { 0 };
+        const cJSON *it;
+
         if ((it = duplicate_key(obj))) {
                 _cleanup_free_ char *key = NULL;
                 if (xasprintf(&key, "%s.%s", base, it->string) < 0)
@@ -194,23 +223,41 @@ static int parse_resource(const cJSON *obj, size_t idx, unsigned default_modes,
                 return fail(err, key, "duplicate key");
         }
         cJSON_ArrayForEach(it, obj) {
-                if (strcmp(it->string, "name") == 0)
-                        name = it;
-                else if (strcmp(it->string, "match") == 0)
-                        match = it;
-                else if (strcmp(it->string, "shares") == 0)
-                        shares = it;
-                else if (strcmp(it->string, "allocate") == 0)
-                        modes = it;
-                else if (strcmp(it->string, "policy") == 0)
-                        policy = it;
-                else {
+                size_t i = 0;
+                while (i < ELEMENTSOF(resource_key_table) &&
+                       strcmp(it->string, resource_key_table[i].key) != 0)
+                        i++;
+                if (i == ELEMENTSOF(resource_key_table)) {
                         _cleanup_free_ char *key = NULL;
                         if (xasprintf(&key, "%s.%s", base, it->string) < 0)
                                 return -ENOMEM;
                         return fail(err, key, "unknown key");
                 }
+                *(const cJSON **)((char *)&k + resource_key_table[i].offset) = it;
         }
+        *ret = k;
+        return 0;
+}
+
+static int parse_resource(const cJSON *obj, size_t idx, unsigned default_modes,
+                          struct cfg_resource *res, struct cfg_error *err) {
+        char base[64], f[512];
+        struct resource_keys k = { 0 };
+        const cJSON *name, *match, *shares, *modes, *policy;
+        const char *problem;
+        int r;
+
+        snprintf(base, sizeof(base), "resources[%zu]", idx);
+        if (!cJSON_IsObject(obj))
+                return fail(err, base, "must be an object");
+        r = split_resource_keys(obj, base, &k, err);
+        if (r < 0)
+                return r;
+        name = k.name;
+        match = k.match;
+        shares = k.shares;
+        modes = k.modes;
+        policy = k.policy;
         snprintf(f, sizeof(f), "%s.name", base);
         if (!name)
                 return fail(err, f, "is required");
@@ -249,17 +296,10 @@ static int parse_resource(const cJSON *obj, size_t idx, unsigned default_modes,
                 res->shares = (unsigned)shares->valuedouble;
         }
         if (policy) {
-                static const char *const names[] = { [CFG_POLICY_PACKED] = "packed",
-                                                     [CFG_POLICY_SPREAD] = "spread",
-                                                     [CFG_POLICY_NONE] = "none" };
-                size_t k;
                 snprintf(f, sizeof(f), "%s.policy", base);
-                for (k = 0; k < ELEMENTSOF(names); k++)
-                        if (cJSON_IsString(policy) && strcmp(policy->valuestring, names[k]) == 0)
-                                break;
-                if (k == ELEMENTSOF(names))
-                        return fail(err, f, "must be \"packed\", \"spread\" or \"none\"");
-                res->policy = (enum cfg_policy)k;
+                r = parse_policy(policy, f, &res->policy, err);
+                if (r < 0)
+                        return r;
         }
         res->alloc_modes = default_modes;
         if (modes) {

@@ -197,39 +197,18 @@ static void cd_load_imports(struct doc_ctx *c, struct containerd_files *f) {
         }
 }
 
-/* Returns whether containerd has a config file. */
-static bool check_containerd(struct doc_ctx *c) {
-        _cleanup_free_ char *path = doc_host_path(c, CONTAINERD_CONFIG);
-        struct containerd_files f = { 0 };
+/* enable_cdi in the CRI plugin's table (named plugin for this config
+ * version), and what it means for the configured Allocate modes. */
+static void cd_check_enable(struct doc_ctx *c, const struct containerd_files *f, const char *plugin,
+                            long long version, const char *path) {
         const struct toml_value *v;
         const char *src = NULL;
-        struct stat st;
-
-        if (!path) {
-                c->oom = true;
-                return false;
-        }
-        int r = doc_root_stat(c, CONTAINERD_CONFIG, &st);
-        if (r == -ENOENT || r == -ENOTDIR)
-                return false;
-        cd_load(c, &f, CONTAINERD_CONFIG);
-        if (f.n == 0)
-                return true;
-        cd_load_imports(c, &f);
-
-        v = toml_get(&f.doc[0], (const char *const[]){ "version", NULL });
-        long long version = v && v->type == TOML_INT ? v->i : 1;
-        const char *plugin = version >= 3   ? "io.containerd.cri.v1.runtime"
-                             : version == 2 ? "io.containerd.grpc.v1.cri"
-                                            : "cri";
         const char *enable[] = { "plugins", plugin, "enable_cdi", NULL };
-        const char *dirs[] = { "plugins", plugin, "cdi_spec_dirs", NULL };
-        const char *owner[] = { "plugins", plugin, "device_ownership_from_security_context", NULL };
         _cleanup_free_ char *table = NULL;
         if (xasprintf(&table, "[plugins.\"%s\"]", plugin) < 0)
                 c->oom = true;
 
-        v = cd_get(&f, enable, &src);
+        v = cd_get(f, enable, &src);
         /* CDI off matters most when a configured mode answers with CDI. */
         enum doc_level off = uses_mode(c, CFG_ALLOC_CDI_CRI | CFG_ALLOC_CDI_ANNOTATIONS)
                                      ? DOC_PROBLEM
@@ -256,6 +235,36 @@ static bool check_containerd(struct doc_ctx *c) {
                         "containerd (config version %lld): enable_cdi is not set, and containerd 1.7 "
                         "defaults to off",
                         version);
+}
+
+/* Returns whether containerd has a config file. */
+static bool check_containerd(struct doc_ctx *c) {
+        _cleanup_free_ char *path = doc_host_path(c, CONTAINERD_CONFIG);
+        struct containerd_files f = { 0 };
+        const struct toml_value *v;
+        const char *src = NULL;
+        struct stat st;
+
+        if (!path) {
+                c->oom = true;
+                return false;
+        }
+        int r = doc_root_stat(c, CONTAINERD_CONFIG, &st);
+        if (r == -ENOENT || r == -ENOTDIR)
+                return false;
+        cd_load(c, &f, CONTAINERD_CONFIG);
+        if (f.n == 0)
+                return true;
+        cd_load_imports(c, &f);
+
+        v = toml_get(&f.doc[0], (const char *const[]){ "version", NULL });
+        long long version = v && v->type == TOML_INT ? v->i : 1;
+        const char *plugin = version >= 3   ? "io.containerd.cri.v1.runtime"
+                             : version == 2 ? "io.containerd.grpc.v1.cri"
+                                            : "cri";
+        const char *dirs[] = { "plugins", plugin, "cdi_spec_dirs", NULL };
+        const char *owner[] = { "plugins", plugin, "device_ownership_from_security_context", NULL };
+        cd_check_enable(c, &f, plugin, version, path);
 
         v = cd_get(&f, dirs, &src);
         char **list = NULL;

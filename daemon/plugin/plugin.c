@@ -472,15 +472,42 @@ static void install_table(struct dp_plugin *p, struct dp_device *devs, size_t n,
         p->n_ids = n_ids;
 }
 
+/* The merged table (*devs, n devices, their strings in b) in place of the
+ * old one, taking *devs and b's block on success: shares are built again
+ * when a device was added (or none were made yet), else kept. */
+static int install_merged(struct dp_plugin *p, struct dp_device **devs, size_t n, struct strbuf *b,
+                          bool added) {
+        struct dp_share *shares = NULL;
+        char *share_strs = NULL;
+        size_t n_ids = 0;
+
+        if ((added || !p->shares) && p->cfg->shares > 1) {
+                int r = build_shares(p, *devs, n, b->s, &shares, &share_strs, &n_ids);
+                if (r < 0)
+                        return r;
+        }
+        if (p->cfg->shares == 1)
+                n_ids = n;
+        else if (!shares) { /* same devices in the same places: keep the IDs */
+                shares = TAKE_PTR(p->shares);
+                share_strs = TAKE_PTR(p->share_strs);
+                n_ids = p->n_ids;
+        }
+        /* Room was made for every old and every found device. */
+        struct dp_device *fit = realloc(*devs, (n + 1) * sizeof(**devs));
+        if (fit)
+                *devs = fit;
+        install_table(p, TAKE_PTR(*devs), n, b, shares, share_strs, n_ids);
+        return 0;
+}
+
 int dp_plugin_update(struct dp_plugin *p, const struct res_devlist *found, bool *ret_changed) {
         _cleanup_free_ struct dp_device *devs =
                 calloc(p->n_devs + found->n + found->n_clashes + 1, sizeof(*devs));
         _cleanup_free_ const struct res_device **srcs = NULL;
-        struct dp_share *shares = NULL;
-        char *share_strs = NULL;
         struct strbuf b = { 0 };
         bool changed = p->generation == 0, added = false;
-        size_t i = 0, j = 0, n = 0, n_ids = 0, n_srcs = 0;
+        size_t i = 0, j = 0, n = 0, n_srcs = 0;
         int r = devs ? merge_sources(p, found, &srcs, &n_srcs) : -ENOMEM;
         uint64_t appeared = 0, vanished = 0, recovered = 0;
 
@@ -527,24 +554,12 @@ int dp_plugin_update(struct dp_plugin *p, const struct res_devlist *found, bool 
                 i += c == 0;
                 j++;
         }
-        if (r >= 0 && (added || !p->shares) && p->cfg->shares > 1)
-                r = build_shares(p, devs, n, b.s, &shares, &share_strs, &n_ids);
+        if (r >= 0)
+                r = install_merged(p, &devs, n, &b, added);
         if (r < 0) {
                 free(b.s);
                 return r;
         }
-        if (p->cfg->shares == 1)
-                n_ids = n;
-        else if (!shares) { /* same devices in the same places: keep the IDs */
-                shares = TAKE_PTR(p->shares);
-                share_strs = TAKE_PTR(p->share_strs);
-                n_ids = p->n_ids;
-        }
-        /* Room was made for every old and every found device. */
-        struct dp_device *fit = realloc(devs, (n + 1) * sizeof(*devs));
-        if (fit)
-                devs = fit;
-        install_table(p, TAKE_PTR(devs), n, &b, shares, share_strs, n_ids);
         if (changed)
                 p->generation++;
         p->events[0] += appeared;

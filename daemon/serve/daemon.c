@@ -289,6 +289,35 @@ static void daemon_free(struct dp_daemon *d) {
         dp_loop_done(&d->loop);
 }
 
+/* After grpc_init, under d->lock: every resource's devices and spec, then
+ * its server, then its Register. */
+static int start_serving(struct dp_daemon *d) {
+        int r;
+
+        for (size_t i = 0; i < d->n_res; i++) {
+                bool changed;
+                r = dp_resource_refresh(d->res[i], &changed);
+                if (r < 0)
+                        return r;
+        }
+        dp_specs_startup(d);
+        warn_overlaps(d);
+        /* Serve first, then register: the kubelet dials back at once. The
+         * sockets wait for kubelet.sock (watch.c), like after a restart. */
+        bool kubelet = d->kubelet_wd >= 0 && dp_kubelet_present(d);
+        d->kubelet_seen = kubelet;
+        if (d->kubelet_wd >= 0 && !kubelet)
+                log_info("waiting for %s before serving", d->kubelet_sock);
+        for (size_t i = 0; i < d->n_res; i++) {
+                r = dp_server_start(d->res[i]);
+                if (r < 0)
+                        return r;
+                if (kubelet && dp_server_listen(d->res[i]) >= 0)
+                        dp_register(d->res[i]);
+        }
+        return 0;
+}
+
 int dp_daemon_run(const struct dp_options *opts, struct cfg_config *cfg) {
         struct dp_daemon d = {
                 .opts = opts,
@@ -325,30 +354,10 @@ int dp_daemon_run(const struct dp_options *opts, struct cfg_config *cfg) {
         dp_grpc_init();
         d.cq = grpc_completion_queue_create_for_next(NULL);
         pthread_mutex_lock(&d.lock);
-        for (size_t i = 0; i < d.n_res; i++) {
-                bool changed;
-                if (dp_resource_refresh(d.res[i], &changed) < 0) {
-                        pthread_mutex_unlock(&d.lock);
-                        goto out_grpc;
-                }
-        }
-        dp_specs_startup(&d);
-        warn_overlaps(&d);
-        /* Serve first, then register: the kubelet dials back at once. The
-         * sockets wait for kubelet.sock (watch.c), like after a restart. */
-        bool kubelet = d.kubelet_wd >= 0 && dp_kubelet_present(&d);
-        d.kubelet_seen = kubelet;
-        if (d.kubelet_wd >= 0 && !kubelet)
-                log_info("waiting for %s before serving", d.kubelet_sock);
-        for (size_t i = 0; i < d.n_res; i++) {
-                if (dp_server_start(d.res[i]) < 0) {
-                        pthread_mutex_unlock(&d.lock);
-                        goto out_grpc;
-                }
-                if (kubelet && dp_server_listen(d.res[i]) >= 0)
-                        dp_register(d.res[i]);
-        }
+        r = start_serving(&d);
         pthread_mutex_unlock(&d.lock);
+        if (r < 0)
+                goto out_grpc;
 
         if (d.http && dp_http_start(d.http) < 0)
                 goto out_grpc;
