@@ -239,14 +239,6 @@ static int metrics_open(struct dp_daemon *d) {
         return dp_http_open(&src, addr, dp_podres_socket(d), &d->http);
 }
 
-/* The command line wins over the config; "" switches it off. */
-const char *dp_podres_socket(const struct dp_daemon *d) {
-        const char *podres = d->opts->pod_resources_socket  ? d->opts->pod_resources_socket
-                             : d->cfg->pod_resources_socket ? d->cfg->pod_resources_socket
-                                                            : DP_DEFAULT_PODRES_SOCKET;
-        return *podres ? podres : NULL;
-}
-
 static int setup_resources(struct dp_daemon *d) {
         d->res = calloc(d->cfg->n_resources + 1, sizeof(*d->res));
         if (!d->res)
@@ -341,7 +333,7 @@ int dp_daemon_run(const struct dp_options *opts, struct cfg_config *cfg) {
         r = setup_resources(&d);
         if (r == -ENAMETOOLONG)
                 ret = 2;
-        if (r < 0 || setup_fds(&d) < 0 || dp_watch_setup(&d) < 0 || dp_reload_setup(&d) < 0 ||
+        if (r < 0 || setup_fds(&d) < 0 || dp_watch_setup(&d) < 0 || dp_watch_config_setup(&d) < 0 ||
             metrics_open(&d) < 0)
                 goto out;
         if (lockdown(&d) < 0)

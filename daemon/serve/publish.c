@@ -45,7 +45,7 @@ static void hold_to_disk(struct dp_resource *res) {
 }
 
 /* The spec timer set to the earliest retry any resource waits for. */
-static void spec_timer_set(struct dp_daemon *d) {
+void dp_spec_timer_set(struct dp_daemon *d) {
         uint64_t next = 0;
         for (size_t i = 0; i < d->n_res; i++)
                 next = dp_due_min(next, d->res[i]->spec_retry_at_ms);
@@ -71,7 +71,7 @@ static void failed(struct dp_resource *res, int r) {
         res->spec_failures++;
         res->spec_retry_at_ms = dp_now_ms() + delay;
         hold_to_disk(res);
-        spec_timer_set(d);
+        dp_spec_timer_set(d);
 }
 
 int dp_spec_publish(struct dp_resource *res) {
@@ -90,20 +90,4 @@ int dp_spec_publish(struct dp_resource *res) {
         res->spec_retry_at_ms = 0;
         dp_plugin_spec_written(res->plugin);
         return 0;
-}
-
-void dp_spec_due(void *ctx) {
-        struct dp_daemon *d = ctx;
-        uint64_t now = dp_now_ms();
-
-        for (size_t i = 0; i < d->n_res; i++) {
-                struct dp_resource *res = d->res[i];
-                uint64_t gen = res->plugin->generation;
-                if (!res->spec_retry_at_ms || res->spec_retry_at_ms > now)
-                        continue;
-                res->spec_retry_at_ms = 0;
-                if (dp_spec_publish(res) >= 0 && res->plugin->generation != gen)
-                        dp_server_push(res);
-        }
-        spec_timer_set(d);
 }

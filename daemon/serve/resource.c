@@ -64,40 +64,6 @@ void dp_resource_free(struct dp_resource *res) {
         free(res);
 }
 
-/* Rediscover the resource's devices; on a change rewrite its CDI spec
- * first, so every ID the kubelet is about to see resolves. */
-int dp_resource_refresh(struct dp_resource *res, bool *ret_changed) {
-        struct dp_daemon *d = res->d;
-        struct res_devlist found = { 0 };
-        bool changed = false;
-        int r;
-
-        r = res_discover(d->opts->host_root, res->cfg->selectors, res->cfg->n_selectors, &found);
-        if (r < 0) {
-                log_error("resource \"%s\": device discovery under %s failed: %s", res->cfg->name,
-                          d->opts->host_root, strerror(-r));
-                return r;
-        }
-        r = dp_plugin_update(res->plugin, &found, &changed);
-        if (r >= 0)
-                r = dp_notes_log(&res->logged_notes, res->cfg->name, &found, res->plugin);
-        res_devlist_free(&found);
-        if (r < 0)
-                return r;
-        /* The spec first, so every ID the kubelet is about to see
-         * resolves; a failed write is retried on the timer (publish.c). */
-        if (changed) {
-                dp_spec_publish(res);
-                size_t healthy = 0;
-                for (size_t i = 0; i < res->plugin->n_devs; i++)
-                        healthy += res->plugin->devs[i].healthy;
-                log_info("resource \"%s\": %zu devices (%zu healthy), %zu IDs", res->cfg->name,
-                         res->plugin->n_devs, healthy, res->plugin->n_ids);
-        }
-        *ret_changed = changed;
-        return 0;
-}
-
 /* Settings a resource kept from an earlier config, once it follows the new one. */
 void dp_resource_drop_owned(struct dp_resource *res) {
         cfg_resource_clear(res->owned_cfg);
@@ -117,15 +83,12 @@ void dp_resource_own_cfg(struct dp_resource *res, struct cfg_resource *room) {
         res->plugin->cfg = room;
 }
 
-/* Out of service: Register cancelled, the server stopping, and on
- * d->retired until its server, calls and Register are done with it. Its
- * settings move into room first: the config they are in is about to go. */
-void dp_resource_retire(struct dp_resource *res, struct cfg_resource *room) {
+/* On d->retired until its server, calls and Register are done with it:
+ * its Register cancelled and its server stopping first, its settings
+ * owned (dp_resource_own_cfg) as the config they are in is about to go. */
+void dp_resource_retire(struct dp_resource *res) {
         struct dp_daemon *d = res->d;
 
-        dp_resource_own_cfg(res, room);
-        dp_register_cancel(res);
-        dp_server_stop(res);
         res->retired = true;
         res->next_retired = d->retired;
         d->retired = res;

@@ -185,6 +185,14 @@ static void prune(struct dp_daemon *d) {
         }
 }
 
+/* The command line wins over the config; "" switches it off. */
+const char *dp_podres_socket(const struct dp_daemon *d) {
+        const char *podres = d->opts->pod_resources_socket  ? d->opts->pod_resources_socket
+                             : d->cfg->pod_resources_socket ? d->cfg->pod_resources_socket
+                                                            : DP_DEFAULT_PODRES_SOCKET;
+        return *podres ? podres : NULL;
+}
+
 /* The retained specs' timer set to their next check. */
 static void retained_timer_set(struct dp_daemon *d) {
         dp_timer_set(&d->retained_timer, d->retained_specs ? d->retained_specs->due_ms : 0);

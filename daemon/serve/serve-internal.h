@@ -125,13 +125,13 @@ const char *dp_podres_socket(const struct dp_daemon *d);
 
 /* resource.c: a resource's lifetime. */
 int dp_resource_new(struct dp_daemon *d, const struct cfg_resource *cfg, struct dp_resource **ret);
-/* Discover its devices again; *ret_changed when its list changed (its
+/* refresh.c: discover its devices again; *ret_changed when its list changed (its
  * spec is then written first). */
 int dp_resource_refresh(struct dp_resource *res, bool *ret_changed);
 /* Keep its settings in room, past the config they came from. */
 void dp_resource_own_cfg(struct dp_resource *res, struct cfg_resource *room);
 void dp_resource_drop_owned(struct dp_resource *res);
-void dp_resource_retire(struct dp_resource *res, struct cfg_resource *room);
+void dp_resource_retire(struct dp_resource *res);
 /* Free a retired resource once its server, calls and Register are done. */
 void dp_resource_maybe_free(struct dp_resource *res);
 void dp_retired_free_all(struct dp_daemon *d);
@@ -167,7 +167,9 @@ struct dp_resource;
 int dp_spec_write(struct dp_resource *res, const struct dp_plugin *plugin);
 int dp_spec_publish(struct dp_resource *res);
 /* A timer callback: ctx is the daemon. */
-void dp_spec_due(void *ctx);
+void dp_spec_due(void *ctx); /* refresh.c */
+/* The spec timer set to the earliest retry any resource waits for. */
+void dp_spec_timer_set(struct dp_daemon *d);
 
 /* specs.c */
 void dp_specs_startup(struct dp_daemon *d);
@@ -179,8 +181,6 @@ struct dp_daemon;
 struct dp_resource;
 struct inotify_event;
 
-int dp_reload_setup(struct dp_daemon *d);
-void dp_reload_event(struct dp_daemon *d, const struct inotify_event *ev);
 void dp_reload(struct dp_daemon *d, const char *why);
 
 /* CDI specs of resources no longer configured (retained.c), kept while
@@ -239,6 +239,10 @@ struct dp_daemon;
 struct dp_resource;
 
 int dp_watch_setup(struct dp_daemon *d);
+/* The config file's dir, and where a symlinked config really lives
+ * (resolved again by each reload before it reads). */
+int dp_watch_config_setup(struct dp_daemon *d);
+void dp_watch_config_real(struct dp_daemon *d);
 void dp_watch_handle(struct dp_daemon *d);
 /* A timer callback: ctx is the daemon. */
 void dp_watch_due(void *ctx);

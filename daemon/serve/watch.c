@@ -19,7 +19,21 @@
  * about to go too; in the other order the new kubelet already has our
  * registration, and its connection outlives the file. Registering twice
  * per restart cost twice the work on both sides. When the dir itself is
- * missing we watch its nearest existing ancestor until it appears. */
+ * missing we watch its nearest existing ancestor until it appears.
+ *
+ * The config file (for live reload, reload.c): its directory is watched,
+ * not the file: editors write a temp
+ * file and rename it over the old one (IN_MOVED_TO), `>` rewrites it in
+ * place (IN_CLOSE_WRITE, so half a file is never parsed), and a
+ * Kubernetes ConfigMap volume swaps its "..data" symlink to a new
+ * timestamped dir, leaving "config.json -> ..data/config.json" as it was
+ * (IN_MOVED_TO "..data"). An inode watched on the first open would see
+ * none of the later versions. When the path is a symlink, the dir where
+ * the file really lives is watched too (by name, resolved again after
+ * every reload, so after every swap): a write in place there
+ * ("..data/config.json", or the target of /etc/cdiplug/config.json
+ * linked elsewhere) changes nothing in the link's dir. */
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -30,6 +44,16 @@
 #include "serve-internal.h"
 #include "resources.h"
 #include "log.h"
+
+#define CONFIG_MASK                                                                                \
+        (IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_DELETE_SELF |   \
+         IN_MOVE_SELF | IN_ONLYDIR | IN_MASK_ADD)
+
+/* The ConfigMap volume's atomic writer renames this symlink into place. */
+#define CONFIGMAP_DATA "..data"
+
+/* Symlinks a config path may chain through, as the kernel allows. */
+#define CONFIG_MAX_LINKS 40
 
 /* Longer than an `rm -rf` of the kubelet dir takes; short enough that a
  * kubelet re-dialling a socket deleted alone finds it back soon. */
@@ -286,6 +310,178 @@ void dp_watch_due(void *ctx) {
         relisten_timer_set(d);
 }
 
+/* dir/name of what path names once its last component's links are
+ * followed (links inside dirs are the kernel's to follow when the dir is
+ * watched). The path itself when it is no link, or is missing. */
+static int split_real(const char *path, char **ret_dir, char **ret_name) {
+        _cleanup_free_ char *cur = strdup(path), *target = malloc(PATH_MAX);
+
+        if (!cur || !target)
+                return -ENOMEM;
+        for (unsigned links = 0; links < CONFIG_MAX_LINKS; links++) {
+                ssize_t n = readlinkat(AT_FDCWD, cur, target, PATH_MAX);
+                if (n < 0 || n >= PATH_MAX)
+                        break;
+                target[n] = '\0';
+                const char *slash = strrchr(cur, '/');
+                char *next = NULL;
+                if (target[0] == '/' || !slash)
+                        next = strdup(target);
+                else if (xasprintf(&next, "%.*s/%s", (int)(slash - cur), cur, target) < 0)
+                        next = NULL;
+                if (!next)
+                        return -ENOMEM;
+                free(cur);
+                cur = next;
+        }
+        const char *slash = strrchr(cur, '/');
+        char *dir = NULL, *name = strdup(slash ? slash + 1 : cur);
+        if (name && xasprintf(&dir, "%.*s", slash ? (slash == cur ? 1 : (int)(slash - cur)) : 1,
+                              slash ? cur : ".") < 0)
+                dir = NULL;
+        if (!name || !dir) {
+                free(name);
+                free(dir);
+                return -ENOMEM;
+        }
+        *ret_dir = dir;
+        *ret_name = name;
+        return 0;
+}
+
+/* Whether wd is also one of the daemon's other watches: inotify gives one
+ * watch per inode, so removing it would end theirs too. */
+static bool wd_shared(const struct dp_daemon *d, int wd) {
+        if (wd == d->config_wd || wd == d->kubelet_wd || wd == d->ancestor_wd)
+                return true;
+        for (size_t i = 0; i < d->dev_wd_dirs.n; i++)
+                if (d->dev_wds[i] == wd)
+                        return true;
+        return false;
+}
+
+static void unwatch_real(struct dp_daemon *d) {
+        if (d->config_real_wd >= 0 && !wd_shared(d, d->config_real_wd))
+                inotify_rm_watch(d->inotify_fd, d->config_real_wd);
+        d->config_real_wd = -1;
+}
+
+/* Watch the dir where the config file really lives, if that is not the
+ * path's own: resolved again each time, as a ConfigMap swap or a new link
+ * moves it. */
+void dp_watch_config_real(struct dp_daemon *d) {
+        const char *path = d->opts->config_path;
+        _cleanup_free_ char *dir = NULL, *name = NULL;
+        struct stat st;
+
+        if (lstat(path, &st) < 0 || !S_ISLNK(st.st_mode) || split_real(path, &dir, &name) < 0) {
+                unwatch_real(d);
+                return;
+        }
+        int wd = inotify_add_watch(d->inotify_fd, dir, CONFIG_MASK);
+        if (wd < 0) {
+                log_warn(
+                        "config: cannot watch %s, where %s leads: %m; a write in place there needs "
+                        "SIGHUP",
+                        dir, path);
+                unwatch_real(d);
+                return;
+        }
+        if (wd != d->config_real_wd || !d->config_real_name ||
+            strcmp(name, d->config_real_name) != 0)
+                log_info("config: %s leads to %s/%s; watching %s too", path, dir, name, dir);
+        if (wd != d->config_real_wd)
+                unwatch_real(d);
+        d->config_real_wd = wd;
+        free(d->config_real_name);
+        d->config_real_name = TAKE_PTR(name);
+}
+
+int dp_watch_config_setup(struct dp_daemon *d) {
+        const char *path = d->opts->config_path;
+        const char *slash = strrchr(path, '/');
+        _cleanup_free_ char *dir = NULL;
+
+        if (xasprintf(&dir, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".") < 0)
+                return -ENOMEM;
+        if (!*dir) { /* "/config.json" */
+                free(dir);
+                dir = strdup("/");
+                if (!dir)
+                        return -ENOMEM;
+        }
+        d->config_name = strdup(slash ? slash + 1 : path);
+        if (!d->config_name)
+                return -ENOMEM;
+        d->config_wd = inotify_add_watch(d->inotify_fd, dir, CONFIG_MASK);
+        if (d->config_wd < 0) {
+                /* The daemon can serve without it; an operator can still
+                 * send SIGHUP. */
+                log_warn("config: cannot watch %s for changes: %m; only SIGHUP reloads %s", dir,
+                         path);
+                return 0;
+        }
+        log_info("config: watching %s for changes to %s (SIGHUP reloads too)", dir, d->config_name);
+        dp_watch_config_real(d);
+        return 0;
+}
+
+/* An event in the dir where the config really lives. */
+static void real_event(struct dp_daemon *d, const struct inotify_event *ev) {
+        /* That dir is gone (an old ConfigMap dir after a swap, whose
+         * reload resolves the path again). */
+        if (ev->mask & IN_IGNORED) {
+                d->config_real_wd = -1;
+                return;
+        }
+        if (!ev->len || !d->config_real_name || strcmp(ev->name, d->config_real_name) != 0)
+                return;
+        /* A new file is still being written: its IN_CLOSE_WRITE follows. */
+        if (ev->mask & (IN_CLOSE_WRITE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM))
+                d->reload_due = true;
+}
+
+static void config_event(struct dp_daemon *d, const struct inotify_event *ev) {
+        const char *path = d->opts->config_path;
+        struct stat st;
+
+        if (ev->wd == d->config_real_wd)
+                real_event(d, ev);
+        if (ev->wd != d->config_wd)
+                return;
+
+        if (ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED)) {
+                if (d->config_wd >= 0)
+                        log_warn(
+                                "config: the dir of %s was removed or moved; the running configuration stays, "
+                                "and only SIGHUP reloads it now",
+                                path);
+                d->config_wd = -1;
+                return;
+        }
+        if (!ev->len)
+                return;
+        if (strcmp(ev->name, CONFIGMAP_DATA) == 0) {
+                if (ev->mask & (IN_MOVED_TO | IN_CREATE))
+                        d->reload_due = true;
+                return;
+        }
+        if (strcmp(ev->name, d->config_name) != 0)
+                return;
+        /* Maybe an editor moving the old file aside before it writes the
+         * new one (vim): the reload, after the whole batch of events,
+         * tells that from a removal. */
+        if (ev->mask & (IN_DELETE | IN_MOVED_FROM)) {
+                d->reload_due = true;
+                return;
+        }
+        /* A new regular file is still being written: its IN_CLOSE_WRITE
+         * follows. A new symlink is complete at once. */
+        if ((ev->mask & IN_CREATE) && !(lstat(path, &st) == 0 && S_ISLNK(st.st_mode)))
+                return;
+        d->reload_due = true;
+}
+
 static void kubelet_event(struct dp_daemon *d, const struct inotify_event *ev) {
         if (ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED)) {
                 if (d->kubelet_wd >= 0)
@@ -365,7 +561,7 @@ void dp_watch_handle(struct dp_daemon *d) {
                         if (ev->wd == d->kubelet_wd)
                                 kubelet_event(d, ev);
                         if (ev->wd == d->config_wd || ev->wd == d->config_real_wd)
-                                dp_reload_event(d, ev);
+                                config_event(d, ev);
                         if (ev->wd == d->ancestor_wd && watch_kubelet_dir(d) == 1)
                                 kubelet_dir_appeared(d);
                         for (size_t w = 0; w < d->dev_wd_dirs.n; w++) {

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* A resource's lifetime (serve/resource.c) alone, on a small daemon
+/* A resource's lifetime (serve/resource.c, serve/refresh.c) alone, on a small daemon
  * struct: no grpc, no kubelet, a fake host root and temp dirs. */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -141,7 +141,8 @@ Test(lifecycle, a_retired_resource_outlives_its_config_until_its_last_call) {
         cr_assert_eq(dp_resource_refresh(res, &changed), 0);
         res->calls = 1; /* an answer still on its way */
 
-        dp_resource_retire(res, room);
+        dp_resource_own_cfg(res, room);
+        dp_resource_retire(res);
         cr_expect(res->retired);
         cr_expect_eq(f.d.retired, res);
         cr_expect_eq(res->cfg, room);
@@ -178,8 +179,10 @@ Test(lifecycle, retired_free_all_frees_what_is_still_winding_down) {
         cr_assert_eq(dp_resource_new(&f.d, &f.d.cfg->resources[1], &b), 0);
         a->calls = 2;
         b->calls = 1;
-        dp_resource_retire(a, ra);
-        dp_resource_retire(b, rb);
+        dp_resource_own_cfg(a, ra);
+        dp_resource_retire(a);
+        dp_resource_own_cfg(b, rb);
+        dp_resource_retire(b);
         cr_expect_eq(f.d.retired, b);
         cr_expect_eq(b->next_retired, a);
         dp_retired_free_all(&f.d);
