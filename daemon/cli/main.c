@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* cdiplug: command line. Exit codes: 0 success, 1 runtime failure,
+/* cdiplug: the options, the command table, main() a dispatch. Exit codes
+ * (cli-internal.h): 0 success, 1 runtime failure,
  * 2 usage or configuration error (nothing written). */
 #include <ctype.h>
 #include <errno.h>
@@ -19,6 +20,8 @@
 #include "sandbox.h"
 #include "log.h"
 #include "metrics.h"
+
+#include "cli-internal.h"
 
 #define DEFAULT_CONFIG "/etc/cdiplug/config.json"
 #define DEFAULT_KUBELET_DIR "/var/lib/kubelet/device-plugins"
@@ -75,12 +78,6 @@ static const struct cli_option options[N_OPTS] = {
         [OPT_VERBOSE] = { "verbose", NULL, "log debug messages" },
 };
 
-static int run_serve(const struct dp_options *o);
-static int run_check(const struct dp_options *o);
-static int run_generate(const struct dp_options *o);
-static int run_doctor(const struct dp_options *o);
-static int run_version(const struct dp_options *o);
-
 struct cli_command {
         const char *name;
         const char *summary;
@@ -93,20 +90,20 @@ static const struct cli_command commands[] = {
           OPT(OPT_CONFIG) | OPT(OPT_KUBELET_DIR) | OPT(OPT_CDI_DIR) | OPT(OPT_HOST_ROOT) |
                   OPT(OPT_USER) | OPT(OPT_METRICS_ADDRESS) | OPT(OPT_PODRES_SOCKET) |
                   OPT(OPT_LOG_FORMAT) | OPT(OPT_NO_SANDBOX) | OPT(OPT_VERBOSE),
-          run_serve },
+          cli_serve },
         { "check", "validate the configuration (and the devices it finds) and exit",
           OPT(OPT_CONFIG) | OPT(OPT_KUBELET_DIR) | OPT(OPT_HOST_ROOT) | OPT(OPT_USER) |
                   OPT(OPT_LOG_FORMAT) | OPT(OPT_VERBOSE),
-          run_check },
+          cli_check },
         { "generate", "discover devices once, write the CDI specs and exit",
           OPT(OPT_CONFIG) | OPT(OPT_CDI_DIR) | OPT(OPT_HOST_ROOT) | OPT(OPT_STDOUT) |
                   OPT(OPT_LOG_FORMAT) | OPT(OPT_VERBOSE),
-          run_generate },
+          cli_generate },
         { "doctor", "check this node and explain what stands in the way (read-only)",
           OPT(OPT_CONFIG) | OPT(OPT_KUBELET_DIR) | OPT(OPT_CDI_DIR) | OPT(OPT_HOST_ROOT) |
                   OPT(OPT_METRICS_ADDRESS) | OPT(OPT_JSON) | OPT(OPT_VERBOSE),
-          run_doctor },
-        { "version", "print the version", 0, run_version },
+          cli_doctor },
+        { "version", "print the version", 0, cli_version },
 };
 
 static const struct cli_command *find_command(const char *name) {
@@ -205,208 +202,6 @@ static void usage(FILE *f) {
               f);
 }
 
-static int load_config(const struct dp_options *o, struct cfg_config **ret) {
-        struct cfg_error err = { 0 };
-        int r = cfg_load(o->config_path, ret, &err);
-
-        if (r < 0 && err.msg) {
-                if (err.field && *err.field)
-                        fprintf(stderr, "cdiplug: error: %s: %s: %s\n", o->config_path, err.field,
-                                err.msg);
-                else
-                        fprintf(stderr, "cdiplug: error: %s: %s\n", o->config_path, err.msg);
-        } else if (r < 0)
-                fprintf(stderr, "cdiplug: error: %s: %s\n", o->config_path, strerror(-r));
-        cfg_error_clear(&err);
-        return r;
-}
-
-/* Valid, but probably not what the operator meant: said, not refused. */
-static void check_warnings(const struct cfg_config *cfg) {
-        for (size_t i = 0; i < cfg->n_resources; i++)
-                for (size_t j = 0; j < cfg->resources[i].n_selectors; j++) {
-                        const char *field = NULL;
-                        const char *w =
-                                res_selector_warning(cfg->resources[i].selectors[j], &field);
-                        if (w)
-                                fprintf(stderr,
-                                        "cdiplug: warning: resources[%zu].match[%zu].%s: %s\n", i,
-                                        j, field, w);
-                }
-}
-
-/* Build every resource's spec once, outside the daemon: for podman and
- * other CDI users that have no kubelet. */
-static int generate(const struct dp_options *o, const struct cfg_config *cfg) {
-        size_t written = 0, empty = 0;
-
-        for (size_t i = 0; i < cfg->n_resources; i++) {
-                const struct cfg_resource *rc = &cfg->resources[i];
-                struct dp_plugin *p = NULL;
-                struct res_devlist found = { 0 };
-                struct cdi_spec spec = { 0 };
-                _cleanup_free_ char *json = NULL;
-                bool changed;
-                int r;
-
-                r = dp_plugin_new(rc, &p);
-                if (r >= 0)
-                        r = res_discover(o->host_root, rc->selectors, rc->n_selectors, &found);
-                if (r >= 0)
-                        r = dp_plugin_update(p, &found, &changed);
-                if (r >= 0) {
-                        char **logged = NULL;
-                        r = dp_notes_log(&logged, rc->name, &found, p);
-                        base_strv_free(logged);
-                }
-                if (r >= 0 && p->n_devs == 0) {
-                        /* A spec without devices is invalid for every
-                         * runtime: say so and write none. */
-                        log_warn("resource \"%s\": no matching devices, no CDI spec", rc->name);
-                        empty++;
-                        res_devlist_free(&found);
-                        dp_plugin_free(p);
-                        continue;
-                }
-                if (r >= 0)
-                        r = dp_plugin_spec(p, &spec);
-                if (r >= 0 && o->to_stdout) {
-                        r = cdi_spec_to_json(&spec, &json);
-                        if (r >= 0)
-                                printf("%s\n", json);
-                } else if (r >= 0)
-                        r = cdi_spec_write(o->cdi_dir, &spec);
-                if (r < 0)
-                        log_error("resource \"%s\": cannot generate its CDI spec%s%s: %s", rc->name,
-                                  o->to_stdout ? "" : " in ", o->to_stdout ? "" : o->cdi_dir,
-                                  strerror(-r));
-                else {
-                        written++;
-                        log_info("resource \"%s\": %zu devices in CDI kind \"%s\"", rc->name,
-                                 p->n_devs, p->kind);
-                }
-                cdi_spec_free(&spec);
-                res_devlist_free(&found);
-                dp_plugin_free(p);
-        }
-        if (written == 0) {
-                log_error("no CDI spec could be written");
-                return 1;
-        }
-        return written + empty == cfg->n_resources ? 0 : 1;
-}
-
-/* The config, loaded and its names worked out as serve would: 0, or the
- * exit status (2: the config is wrong, 1: something else failed). */
-static int load_prepared(const struct dp_options *o, bool sockets, struct cfg_config **ret) {
-        struct cfg_config *cfg = NULL;
-        int r;
-
-        if (load_config(o, &cfg) < 0)
-                return 2;
-        if (o->log_format == CFG_LOG_UNSET)
-                log_set_json(cfg->log_format == CFG_LOG_JSON);
-        r = dp_names_prepare(cfg, o->kubelet_dir, sockets);
-        if (r < 0) {
-                if (r != -EINVAL)
-                        log_error("%s: %s", o->config_path, strerror(-r));
-                cfg_free(cfg);
-                return r == -EINVAL ? 2 : 1;
-        }
-        *ret = cfg;
-        return 0;
-}
-
-/* The identity serve switches to (--user over the config's "user"),
- * resolved now with the resolver the lock-down uses: check finds what
- * serve would stumble on, and serve stops before it opens anything. */
-static int resolve_user(const struct dp_options *o, const struct cfg_config *cfg) {
-        const char *user = o->user ? o->user : cfg->user, *problem = NULL;
-        struct sbx_options ids;
-        int r;
-
-        if (!user)
-                return 0;
-        r = sbx_resolve_user(user, &ids, &problem);
-        if (r >= 0)
-                return 0;
-        if (o->user)
-                fprintf(stderr, "cdiplug: error: --user \"%s\": %s\n", user,
-                        problem ? problem : strerror(-r));
-        else
-                fprintf(stderr, "cdiplug: error: %s: user: \"%s\": %s\n", o->config_path, user,
-                        problem ? problem : strerror(-r));
-        /* A failed lookup (NSS unreachable) is no mistake in the config. */
-        return problem ? 2 : 1;
-}
-
-static int run_serve(const struct dp_options *o) {
-        struct cfg_config *cfg = NULL;
-        int r = load_prepared(o, true, &cfg);
-
-        if (r != 0)
-                return r;
-        /* Unconfined, it stays root: the user is not used. */
-        r = o->no_sandbox ? 0 : resolve_user(o, cfg);
-        if (r != 0) {
-                cfg_free(cfg);
-                return r;
-        }
-        log_info("cdiplug %s starting: %zu resources, kubelet dir %s, CDI dir %s", CDIPLUG_VERSION,
-                 cfg->n_resources, o->kubelet_dir, o->cdi_dir);
-        if (cfg->n_resources == 0)
-                log_warn("%s configures no resources: serving nothing; add resources to it "
-                         "(see cdiplug(8) and the example config.json in cdiplug's doc dir)",
-                         o->config_path);
-        return dp_daemon_run(o, cfg);
-}
-
-static int run_check(const struct dp_options *o) {
-        struct cfg_config *cfg = NULL;
-        int r = load_prepared(o, true, &cfg);
-
-        if (r != 0)
-                return r;
-        r = resolve_user(o, cfg);
-        if (r != 0) {
-                cfg_free(cfg);
-                return r;
-        }
-        check_warnings(cfg);
-        dp_check_devices(o->host_root, cfg);
-        printf("%s: valid, %zu resources\n", o->config_path, cfg->n_resources);
-        cfg_free(cfg);
-        return 0;
-}
-
-static int run_generate(const struct dp_options *o) {
-        struct cfg_config *cfg = NULL;
-        int r = load_prepared(o, false, &cfg);
-
-        if (r != 0)
-                return r;
-        r = generate(o, cfg);
-        cfg_free(cfg);
-        return r;
-}
-
-/* doctor explains an invalid config instead of stopping at it. */
-static int run_doctor(const struct dp_options *o) {
-        return doc_run(&(struct doc_options){ .config_path = o->config_path,
-                                              .host_root = o->host_root,
-                                              .kubelet_dir = o->kubelet_dir,
-                                              .cdi_dir = o->cdi_dir,
-                                              .metrics_address = o->metrics_address,
-                                              .json = o->json });
-}
-
-static int run_version(const struct dp_options *o) {
-        (void)o;
-        printf("cdiplug %s (grpc %s, device plugin API v1beta1)\n", CDIPLUG_VERSION,
-               grpc_version_string());
-        return 0;
-}
-
 /* Store one option's value; 0, or the exit status for a bad value. */
 static int set_option(struct dp_options *o, enum opt_id id, const char *arg) {
         switch (id) {
@@ -436,7 +231,7 @@ static int set_option(struct dp_options *o, enum opt_id id, const char *arg) {
                 if (o->log_format == CFG_LOG_UNSET) {
                         fprintf(stderr,
                                 "cdiplug: error: --log-format must be \"text\" or \"json\"\n");
-                        return 2;
+                        return CLI_EXIT_USAGE;
                 }
                 log_set_json(o->log_format == CFG_LOG_JSON);
                 break;
@@ -459,8 +254,9 @@ static int set_option(struct dp_options *o, enum opt_id id, const char *arg) {
 }
 
 /* getopt's own messages are off (opterr): every mistake is said one way,
- * with the command whose help lists what it takes. 0 when parsed, 1 when
- * --help was printed, else the exit status 2. */
+ * with the command whose help lists what it takes. 0 when parsed,
+ * HELP_PRINTED, else the exit status 2. */
+#define HELP_PRINTED (-1)
 static int parse_options(const struct cli_command *cmd, int argc, char **argv,
                          struct dp_options *o) {
         struct option longopts[N_OPTS + 2];
@@ -478,12 +274,12 @@ static int parse_options(const struct cli_command *cmd, int argc, char **argv,
                 const char *given = argv[optind - 1];
                 if (c == 'h') {
                         command_help(stdout, cmd);
-                        return 1;
+                        return HELP_PRINTED;
                 }
                 if (c == ':') {
                         fprintf(stderr, "cdiplug: error: %s needs a value; see cdiplug %s --help\n",
                                 given, cmd->name);
-                        return 2;
+                        return CLI_EXIT_USAGE;
                 }
                 if (c == '?' && ((optopt >= 1 && optopt <= N_OPTS) || optopt == 'h') &&
                     strncmp(given, "--", 2) == 0) {
@@ -492,7 +288,7 @@ static int parse_options(const struct cli_command *cmd, int argc, char **argv,
                                 "cdiplug: error: \"%s\": the option takes no value; see cdiplug "
                                 "%s --help\n",
                                 given, cmd->name);
-                        return 2;
+                        return CLI_EXIT_USAGE;
                 }
                 if (c == '?') {
                         if (optopt > 0)
@@ -500,7 +296,7 @@ static int parse_options(const struct cli_command *cmd, int argc, char **argv,
                         else
                                 fprintf(stderr, "cdiplug: error: unknown option \"%s\"", given);
                         fprintf(stderr, "; see cdiplug %s --help\n", cmd->name);
-                        return 2;
+                        return CLI_EXIT_USAGE;
                 }
                 enum opt_id id = (enum opt_id)(c - 1);
                 if (!(cmd->opts & OPT(id))) {
@@ -508,7 +304,7 @@ static int parse_options(const struct cli_command *cmd, int argc, char **argv,
                         size_t n = print_commands_taking(stderr, id);
                         fprintf(stderr, "%s, not %s; see cdiplug %s --help\n",
                                 n == 1 ? " only" : "", cmd->name, cmd->name);
-                        return 2;
+                        return CLI_EXIT_USAGE;
                 }
                 int r = set_option(o, id, optarg);
                 if (r != 0)
@@ -518,7 +314,7 @@ static int parse_options(const struct cli_command *cmd, int argc, char **argv,
                 fprintf(stderr,
                         "cdiplug: error: unexpected argument \"%s\"; see cdiplug %s --help\n",
                         argv[optind], cmd->name);
-                return 2;
+                return CLI_EXIT_USAGE;
         }
         return 0;
 }
@@ -536,7 +332,7 @@ static int check_host_root(const char *host_root) {
                 : errno == ENOTDIR ? "not a directory"
                 : errno == EACCES  ? "cannot be read (permission denied)"
                                    : strerror(errno));
-        return 2;
+        return CLI_EXIT_USAGE;
 }
 
 /* What every command checks the same way once its options are read. */
@@ -544,7 +340,7 @@ static int check_options(const struct cli_command *cmd, const struct dp_options 
         if (!*o->config_path || !*o->kubelet_dir || !*o->cdi_dir || !*o->host_root) {
                 fprintf(stderr, "cdiplug: error: --config, --kubelet-dir, --cdi-dir and "
                                 "--host-root must not be empty\n");
-                return 2;
+                return CLI_EXIT_USAGE;
         }
         if (o->metrics_address && *o->metrics_address) {
                 struct sockaddr_storage ss;
@@ -553,7 +349,7 @@ static int check_options(const struct cli_command *cmd, const struct dp_options 
                 if (dp_http_parse_address(o->metrics_address, &ss, &len, &msg) < 0) {
                         fprintf(stderr, "cdiplug: error: --metrics-address \"%s\": %s\n",
                                 o->metrics_address, msg ? msg : "invalid");
-                        return 2;
+                        return CLI_EXIT_USAGE;
                 }
         }
         if (cmd->opts & OPT(OPT_HOST_ROOT))
@@ -573,7 +369,7 @@ int main(int argc, char **argv) {
 
         if (argc < 2) {
                 usage(stderr);
-                return 2;
+                return CLI_EXIT_USAGE;
         }
         if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
             strcmp(argv[1], "help") == 0) {
@@ -584,7 +380,7 @@ int main(int argc, char **argv) {
                                 fprintf(stderr,
                                         "cdiplug: error: unknown command \"%s\" (see cdiplug --help)\n",
                                         argv[2]);
-                                return 2;
+                                return CLI_EXIT_USAGE;
                         }
                         command_help(stdout, cmd);
                         return 0;
@@ -596,11 +392,11 @@ int main(int argc, char **argv) {
         if (!cmd) {
                 fprintf(stderr, "cdiplug: error: unknown command \"%s\" (see cdiplug --help)\n",
                         argv[1]);
-                return 2;
+                return CLI_EXIT_USAGE;
         }
         r = parse_options(cmd, argc, argv, &o);
         if (r != 0)
-                return r == 1 ? 0 : r;
+                return r == HELP_PRINTED ? CLI_EXIT_OK : r;
         r = check_options(cmd, &o);
         if (r != 0)
                 return r;

@@ -4,6 +4,7 @@
 
 #include <cjson/cJSON.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/openat2.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -414,5 +415,5 @@ int doc_run(const struct doc_options *o) {
         free(c.v);
         base_strv_free(c.runtime_dirs);
         cfg_free(c.cfg);
-        return problems ? 1 : 0;
+        return problems > INT_MAX ? INT_MAX : (int)problems;
 }

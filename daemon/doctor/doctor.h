@@ -14,6 +14,6 @@ struct doc_options {
         bool json;
 };
 
-/* Run every check, print the report on stdout; returns the exit status:
- * 0 nothing wrong (warnings allowed), 1 a problem found. */
+/* Run every check, print the report on stdout; returns the number of
+ * problems found (warnings are none), 0 when nothing is wrong. */
 int doc_run(const struct doc_options *o);

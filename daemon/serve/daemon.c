@@ -324,19 +324,24 @@ int dp_daemon_run(const struct dp_options *opts, struct cfg_config *cfg) {
                 .kubelet_gen = 1,
         };
         pthread_t thread;
-        int r, ret = 1;
+        int r;
 
         pthread_mutex_init(&d.lock, NULL);
         add_timers(&d);
-        if (xasprintf(&d.kubelet_sock, "%s/kubelet.sock", opts->kubelet_dir) < 0)
-                goto out;
-        r = setup_resources(&d);
-        if (r == -ENAMETOOLONG)
-                ret = 2;
-        if (r < 0 || setup_fds(&d) < 0 || dp_watch_setup(&d) < 0 || dp_watch_config_setup(&d) < 0 ||
-            metrics_open(&d) < 0)
-                goto out;
-        if (lockdown(&d) < 0)
+        r = xasprintf(&d.kubelet_sock, "%s/kubelet.sock", opts->kubelet_dir);
+        if (r >= 0)
+                r = setup_resources(&d);
+        if (r >= 0)
+                r = setup_fds(&d);
+        if (r >= 0)
+                r = dp_watch_setup(&d);
+        if (r >= 0)
+                r = dp_watch_config_setup(&d);
+        if (r >= 0)
+                r = metrics_open(&d);
+        if (r >= 0)
+                r = lockdown(&d);
+        if (r < 0)
                 goto out;
 
         /* One malloc arena, before grpc starts its threads: each thread
@@ -351,9 +356,13 @@ int dp_daemon_run(const struct dp_options *opts, struct cfg_config *cfg) {
         if (r < 0)
                 goto out_grpc;
 
-        if (d.http && dp_http_start(d.http) < 0)
-                goto out_grpc;
-        if (pthread_create(&thread, NULL, watcher, &d) != 0) {
+        if (d.http) {
+                r = dp_http_start(d.http);
+                if (r < 0)
+                        goto out_grpc;
+        }
+        r = -pthread_create(&thread, NULL, watcher, &d);
+        if (r < 0) {
                 log_error("cannot start the watcher thread: %m");
                 goto out_grpc;
         }
@@ -361,7 +370,7 @@ int dp_daemon_run(const struct dp_options *opts, struct cfg_config *cfg) {
         pthread_join(thread, NULL);
         log_info("stopped; sockets removed, CDI specs left in %s for pods that still use them",
                  opts->cdi_dir);
-        ret = 0;
+        r = 0;
         goto out_cq;
 
 out_grpc:
@@ -378,10 +387,10 @@ out_cq:
         daemon_free(&d);
         grpc_shutdown();
         pthread_mutex_destroy(&d.lock);
-        return ret;
+        return r;
 out:
         dp_http_stop(d.http);
         daemon_free(&d);
         pthread_mutex_destroy(&d.lock);
-        return ret;
+        return r;
 }

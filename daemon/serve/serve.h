@@ -6,5 +6,6 @@
 struct cfg_config;
 struct dp_options;
 
-/* Takes cfg: a reload replaces it. */
+/* Takes cfg: a reload replaces it. 0 once stopped by a signal, or a
+ * negative errno: -ENAMETOOLONG when a socket path cannot fit. */
 int dp_daemon_run(const struct dp_options *opts, struct cfg_config *cfg);
