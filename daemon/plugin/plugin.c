@@ -28,6 +28,7 @@ void dp_plugin_free(struct dp_plugin *p) {
         free(p->shares);
         free(p->share_strs);
         free(p->kind);
+        free(p->spec_file);
         free(p->annotation_key);
         free(p);
 }
@@ -39,7 +40,11 @@ int dp_plugin_new(const struct cfg_resource *cfg, struct dp_plugin **ret) {
         if (!p)
                 return -ENOMEM;
         p->cfg = cfg;
+        /* The names the resource goes by in CDI, worked out once here:
+         * everything that writes, keeps or retires its spec reads them. */
         r = cdi_kind_from_resource(cfg->name, &p->kind);
+        if (r >= 0)
+                r = cdi_spec_file_name(p->kind, &p->spec_file);
         if (r >= 0)
                 r = cdi_annotation_key(cfg->name, &p->annotation_key);
         if (r < 0) {

@@ -51,6 +51,7 @@ struct dp_share {
 struct dp_plugin {
         const struct cfg_resource *cfg;
         char *kind;             /* CDI kind */
+        char *spec_file;        /* its CDI spec's file name, from kind */
         char *annotation_key;   /* "cdi.k8s.io/cdiplug_<resource>" */
         struct dp_device *devs; /* sorted by ID */
         size_t n_devs;

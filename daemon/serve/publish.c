@@ -54,18 +54,15 @@ void dp_spec_timer_set(struct dp_daemon *d) {
 
 static void failed(struct dp_resource *res, int r) {
         struct dp_daemon *d = res->d;
-        _cleanup_free_ char *name = NULL;
         uint64_t delay = dp_backoff_ms(SPEC_RETRY_MIN_MS, SPEC_RETRY_MAX_MS, res->spec_failures);
 
         /* Logged on the first failure and then once per maximal back-off,
          * not on every attempt of a disk that stays full. */
         if (res->spec_failures == 0 || delay == SPEC_RETRY_MAX_MS) {
-                if (cdi_spec_file_name(res->plugin->kind, &name) < 0)
-                        name = NULL;
                 log_error(
                         "resource \"%s\": cannot write CDI spec %s/%s: %s (errno %d); listing only the "
                         "devices the spec on disk defines, retrying in %llu ms",
-                        res->cfg->name, d->opts->cdi_dir, name ? name : "", strerror(-r), -r,
+                        res->cfg->name, d->opts->cdi_dir, res->plugin->spec_file, strerror(-r), -r,
                         (unsigned long long)delay);
         }
         res->spec_failures++;

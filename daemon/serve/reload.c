@@ -181,10 +181,8 @@ static int prepare_step(struct dp_daemon *d, struct plan *p, size_t j) {
  * two resources sharing one) or one whose retained spec it is. */
 static const char *file_needed_by(const struct dp_daemon *d, const char *file, const char *kind) {
         for (size_t i = 0; i < d->n_res; i++) {
-                _cleanup_free_ char *f = NULL;
                 const struct dp_plugin *pl = d->res[i]->plugin;
-                if (cdi_spec_file_name(pl->kind, &f) >= 0 && strcmp(f, file) == 0 &&
-                    strcmp(pl->kind, kind) != 0)
+                if (strcmp(pl->spec_file, file) == 0 && strcmp(pl->kind, kind) != 0)
                         return d->res[i]->cfg->name;
         }
         const char *gone = dp_retained_resource(d, file);
@@ -242,7 +240,6 @@ static int prepare(struct dp_daemon *d, struct plan *p) {
 }
 
 static void retire(struct dp_daemon *d, struct dp_resource *res, struct cfg_resource *room) {
-        _cleanup_free_ char *file = NULL;
         struct log_fields f = { .resource = res->cfg->name };
 
         dp_resource_own_cfg(res, room);
@@ -255,8 +252,7 @@ static void retire(struct dp_daemon *d, struct dp_resource *res, struct cfg_reso
                 res->cfg->name, res->socket_path);
         /* Its spec may still be needed to start a container of a pod
          * that holds one of its devices: retained.c decides. */
-        if (cdi_spec_file_name(res->plugin->kind, &file) < 0 ||
-            dp_retained_add(d, file, res->cfg->name) < 0)
+        if (dp_retained_add(d, res->plugin->spec_file, res->cfg->name) < 0)
                 log_with(LOG_ERR, &f, "resource \"%s\": out of memory; its CDI spec in %s stays",
                          res->cfg->name, d->opts->cdi_dir);
         dp_resource_maybe_free(res);

@@ -141,9 +141,7 @@ const char *dp_retained_resource(const struct dp_daemon *d, const char *file) {
  * reload): then it is its spec, not a retained one. */
 static bool configured(const struct dp_daemon *d, const char *file) {
         for (size_t i = 0; i < d->n_res; i++) {
-                _cleanup_free_ char *name = NULL;
-                if (cdi_spec_file_name(d->res[i]->plugin->kind, &name) >= 0 &&
-                    strcmp(name, file) == 0)
+                if (strcmp(d->res[i]->plugin->spec_file, file) == 0)
                         return true;
         }
         return false;
