@@ -49,7 +49,7 @@ void dp_maybe_finish(struct dp_daemon *d) {
 static void register_timer_set(struct dp_daemon *d) {
         uint64_t next = 0;
         for (size_t i = 0; i < d->n_res; i++)
-                next = dp_due_min(next, d->res[i]->retry_at_ms);
+                next = dp_due_min(next, d->res[i]->registration.retry_at_ms);
         dp_timer_set(&d->register_timer, next);
 }
 
@@ -103,7 +103,7 @@ static bool connect_failed(struct dp_daemon *d, const struct dp_reg *g) {
  * back (madvise), so the daemon's footprint is its steady state. */
 static void trim_after_burst(struct dp_daemon *d) {
         for (size_t i = 0; i < d->n_res; i++)
-                if (d->res[i]->reg)
+                if (d->res[i]->registration.call)
                         return;
         malloc_trim(0);
 }
@@ -112,10 +112,10 @@ static void on_registered(struct dp_daemon *d, struct dp_tag *tag, bool ok) {
         struct dp_reg *g = (struct dp_reg *)tag;
         struct dp_resource *res = g->res;
 
-        res->reg = NULL;
+        res->registration.call = NULL;
         if (ok && g->u.status == GRPC_STATUS_OK) {
-                res->reg_failures = 0;
-                res->retry_at_ms = 0;
+                res->registration.failures = 0;
+                res->registration.retry_at_ms = 0;
                 res->stats.registrations++;
                 res->stats.registered = true;
                 log_info("resource \"%s\": registered with the kubelet (endpoint %s)",
@@ -126,15 +126,15 @@ static void on_registered(struct dp_daemon *d, struct dp_tag *tag, bool ok) {
                 log_info(
                         "resource \"%s\": Register failed while its socket was re-created, registering again",
                         res->cfg->name);
-                res->reg_again = true;
-        } else if (!d->stopping && !res->reg_again && !res->retired) {
+                res->registration.again = true;
+        } else if (!d->stopping && !res->registration.again && !res->retired) {
                 char *why = grpc_slice_to_c_string(g->u.details);
                 bool refused = connect_failed(d, g);
                 uint64_t delay = dp_backoff_ms(refused ? RETRY_CONNECT_MIN_MS : RETRY_MIN_MS,
-                                               RETRY_MAX_MS, res->reg_failures);
-                res->reg_failures++;
+                                               RETRY_MAX_MS, res->registration.failures);
+                res->registration.failures++;
                 if (dp_kubelet_present(d)) {
-                        res->retry_at_ms = dp_now_ms() + delay;
+                        res->registration.retry_at_ms = dp_now_ms() + delay;
                         log_msg(refused && delay < RETRY_MIN_MS ? LOG_INFO : LOG_WARN,
                                 "resource \"%s\": Register failed (status %d: %s), retrying in %llu ms",
                                 res->cfg->name, g->u.status, why, (unsigned long long)delay);
@@ -146,8 +146,8 @@ static void on_registered(struct dp_daemon *d, struct dp_tag *tag, bool ok) {
         }
         reg_free(g);
         d->live--;
-        if (res->reg_again && !d->stopping) {
-                res->reg_again = false;
+        if (res->registration.again && !d->stopping) {
+                res->registration.again = false;
                 dp_register(res);
         }
         trim_after_burst(d);
@@ -164,12 +164,12 @@ void dp_register(struct dp_resource *res) {
         if (d->stopping || res->listen_fd < 0)
                 return;
         res->stats.registered = false; /* until the new Register is answered */
-        if (res->reg) {
+        if (res->registration.call) {
                 /* A Register is in flight to what may be the old kubelet. */
-                res->reg_again = true;
+                res->registration.again = true;
                 return;
         }
-        res->retry_at_ms = 0;
+        res->registration.retry_at_ms = 0;
         if (!dp_kubelet_present(d)) {
                 log_info("resource \"%s\": waiting for %s", res->cfg->name, d->kubelet_sock);
                 return;
@@ -191,15 +191,15 @@ void dp_register(struct dp_resource *res) {
         g->call = dp_unary_begin(ch, d->cq, DP_METHOD_REGISTER, REG_TIMEOUT_MS, &g->u, &g->tag);
         if (!g->call)
                 goto fail;
-        res->reg = g;
-        res->reg_gen = d->kubelet_gen;
+        res->registration.call = g;
+        res->registration.gen = d->kubelet_gen;
         d->live++;
         return;
 fail:
         log_error("resource \"%s\": cannot start Register on %s", res->cfg->name, d->kubelet_sock);
         if (g)
                 reg_free(g);
-        res->retry_at_ms = dp_now_ms() + RETRY_MAX_MS;
+        res->registration.retry_at_ms = dp_now_ms() + RETRY_MAX_MS;
         register_timer_set(d);
 }
 
@@ -207,18 +207,19 @@ void dp_register_due(void *ctx) {
         struct dp_daemon *d = ctx;
         uint64_t now = dp_now_ms();
         for (size_t i = 0; i < d->n_res; i++)
-                if (d->res[i]->retry_at_ms && d->res[i]->retry_at_ms <= now)
+                if (d->res[i]->registration.retry_at_ms &&
+                    d->res[i]->registration.retry_at_ms <= now)
                         dp_register(d->res[i]);
         register_timer_set(d);
 }
 
 void dp_register_relistened(struct dp_resource *res) {
-        if (res->reg)
-                res->reg->relistened = true;
+        if (res->registration.call)
+                res->registration.call->relistened = true;
 }
 
 void dp_register_cancel(struct dp_resource *res) {
-        res->retry_at_ms = 0;
-        if (res->reg)
-                grpc_call_cancel(res->reg->call, NULL);
+        res->registration.retry_at_ms = 0;
+        if (res->registration.call)
+                grpc_call_cancel(res->registration.call->call, NULL);
 }

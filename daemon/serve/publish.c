@@ -48,25 +48,26 @@ static void hold_to_disk(struct dp_resource *res) {
 void dp_spec_timer_set(struct dp_daemon *d) {
         uint64_t next = 0;
         for (size_t i = 0; i < d->n_res; i++)
-                next = dp_due_min(next, d->res[i]->spec_retry_at_ms);
+                next = dp_due_min(next, d->res[i]->spec_retry.at_ms);
         dp_timer_set(&d->spec_timer, next);
 }
 
 static void failed(struct dp_resource *res, int r) {
         struct dp_daemon *d = res->d;
-        uint64_t delay = dp_backoff_ms(SPEC_RETRY_MIN_MS, SPEC_RETRY_MAX_MS, res->spec_failures);
+        uint64_t delay =
+                dp_backoff_ms(SPEC_RETRY_MIN_MS, SPEC_RETRY_MAX_MS, res->spec_retry.failures);
 
         /* Logged on the first failure and then once per maximal back-off,
          * not on every attempt of a disk that stays full. */
-        if (res->spec_failures == 0 || delay == SPEC_RETRY_MAX_MS) {
+        if (res->spec_retry.failures == 0 || delay == SPEC_RETRY_MAX_MS) {
                 log_error(
                         "resource \"%s\": cannot write CDI spec %s/%s: %s (errno %d); listing only the "
                         "devices the spec on disk defines, retrying in %llu ms",
                         res->cfg->name, d->opts->cdi_dir, res->plugin->spec_file, strerror(-r), -r,
                         (unsigned long long)delay);
         }
-        res->spec_failures++;
-        res->spec_retry_at_ms = dp_now_ms() + delay;
+        res->spec_retry.failures++;
+        res->spec_retry.at_ms = dp_now_ms() + delay;
         hold_to_disk(res);
         dp_spec_timer_set(d);
 }
@@ -78,13 +79,13 @@ int dp_spec_publish(struct dp_resource *res) {
                 failed(res, r);
                 return r;
         }
-        if (res->spec_failures)
+        if (res->spec_retry.failures)
                 log_info(
                         "resource \"%s\": CDI spec written into %s after %u failed attempts; listing every "
                         "device again",
-                        res->cfg->name, res->d->opts->cdi_dir, res->spec_failures);
-        res->spec_failures = 0;
-        res->spec_retry_at_ms = 0;
+                        res->cfg->name, res->d->opts->cdi_dir, res->spec_retry.failures);
+        res->spec_retry.failures = 0;
+        res->spec_retry.at_ms = 0;
         dp_plugin_spec_written(res->plugin);
         return 0;
 }

@@ -53,9 +53,9 @@ void dp_spec_due(void *ctx) {
         for (size_t i = 0; i < d->n_res; i++) {
                 struct dp_resource *res = d->res[i];
                 uint64_t gen = res->plugin->generation;
-                if (!res->spec_retry_at_ms || res->spec_retry_at_ms > now)
+                if (!res->spec_retry.at_ms || res->spec_retry.at_ms > now)
                         continue;
-                res->spec_retry_at_ms = 0;
+                res->spec_retry.at_ms = 0;
                 if (dp_spec_publish(res) >= 0 && res->plugin->generation != gen)
                         dp_server_push(res);
         }

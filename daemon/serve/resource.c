@@ -97,7 +97,7 @@ void dp_resource_retire(struct dp_resource *res) {
 void dp_resource_maybe_free(struct dp_resource *res) {
         struct dp_daemon *d = res->d;
 
-        if (!res->retired || res->state != SRV_DOWN || res->reg || res->calls)
+        if (!res->retired || res->state != SRV_DOWN || res->registration.call || res->calls)
                 return;
         for (struct dp_resource **pp = &d->retired; *pp; pp = &(*pp)->next_retired)
                 if (*pp == res) {

@@ -46,7 +46,7 @@ static void scrape_res(void *ctx, size_t i, struct dp_metrics_res *ret) {
                 .plugin = res->plugin,
                 .stats = &res->stats,
                 .streams = dp_server_streams(res),
-                .registering = res->reg != NULL,
+                .registering = res->registration.call != NULL,
         };
 }
 

@@ -35,6 +35,37 @@ struct dp_call;
 struct dp_reg;
 struct dp_retained;
 
+/* A resource's state is in parts, each changed only by the file named:
+ * a file's tests need only its part. */
+
+/* Registration with the kubelet (kubelet.c). */
+struct dp_res_register {
+        struct dp_reg *call; /* Register call in flight */
+        unsigned gen;        /* kubelet_gen when the last Register started */
+        bool again;          /* a new kubelet appeared meanwhile */
+        unsigned failures;
+        uint64_t retry_at_ms; /* CLOCK_MONOTONIC, 0 = none */
+};
+
+/* Retrying a CDI spec write that failed (publish.c). */
+struct dp_res_spec_retry {
+        unsigned failures; /* CDI spec writes failed in a row */
+        uint64_t at_ms;    /* next attempt, 0 = none */
+};
+
+/* Accepting connections paused when out of fds (server.c). */
+struct dp_res_accept {
+        unsigned failures;  /* accepts failed in a row (out of fds) */
+        unsigned unlogged;  /* failures since the last log line */
+        uint64_t resume_ms; /* accepting paused until then, 0 = not paused */
+        uint64_t logged_ms;
+};
+
+/* A socket deleted alone, re-created after a grace period (watch.c). */
+struct dp_res_relisten {
+        uint64_t at_ms; /* re-create then, 0 = none */
+};
+
 struct dp_resource {
         struct dp_daemon *d;
         const struct cfg_resource *cfg;
@@ -49,22 +80,11 @@ struct dp_resource {
         struct dp_tag shutdown_tag;
         struct dp_call *streams; /* open ListAndWatch streams */
 
-        struct dp_reg *reg; /* Register call in flight */
-        unsigned reg_gen;   /* kubelet_gen when the last Register started */
-        bool reg_again;     /* a new kubelet appeared meanwhile */
-        unsigned reg_failures;
-        uint64_t retry_at_ms; /* CLOCK_MONOTONIC, 0 = none */
-
-        unsigned spec_failures;    /* CDI spec writes failed in a row */
-        uint64_t spec_retry_at_ms; /* next attempt, 0 = none */
-
-        unsigned accept_failures;  /* accepts failed in a row (out of fds) */
-        unsigned accept_unlogged;  /* failures since the last log line */
-        uint64_t accept_resume_ms; /* accepting paused until then, 0 = not paused */
-        uint64_t accept_logged_ms;
-
-        uint64_t relisten_at_ms; /* socket deleted alone: re-create then, 0 = none */
-        unsigned listen_gen;     /* kubelet_gen when listen_fd was made */
+        struct dp_res_register registration; /* kubelet.c's */
+        struct dp_res_spec_retry spec_retry; /* publish.c's */
+        struct dp_res_accept accept;         /* server.c's */
+        struct dp_res_relisten relisten;     /* watch.c's */
+        unsigned listen_gen;                 /* kubelet_gen when listen_fd was made */
 
         struct dp_res_stats stats; /* for /metrics and /readyz */
 

@@ -512,32 +512,32 @@ void dp_server_unlisten(struct dp_resource *res, bool unlink_path) {
 static void accept_timer_set(struct dp_daemon *d) {
         uint64_t next = 0;
         for (size_t i = 0; i < d->n_res; i++)
-                next = dp_due_min(next, d->res[i]->accept_resume_ms);
+                next = dp_due_min(next, d->res[i]->accept.resume_ms);
         dp_timer_set(&d->accept_timer, next);
 }
 
 static void accept_failed(struct dp_resource *res, int err) {
         uint64_t now = dp_now_ms();
         uint64_t pause =
-                dp_backoff_ms(ACCEPT_PAUSE_MIN_MS, ACCEPT_PAUSE_MAX_MS, res->accept_failures);
+                dp_backoff_ms(ACCEPT_PAUSE_MIN_MS, ACCEPT_PAUSE_MAX_MS, res->accept.failures);
 
-        res->accept_failures++;
-        res->accept_unlogged++;
-        if (!res->accept_logged_ms || now - res->accept_logged_ms >= ACCEPT_LOG_EVERY_MS) {
+        res->accept.failures++;
+        res->accept.unlogged++;
+        if (!res->accept.logged_ms || now - res->accept.logged_ms >= ACCEPT_LOG_EVERY_MS) {
                 log_warn(
                         "resource \"%s\": accept on %s: %s (%u failed attempts); pausing new connections "
                         "for up to %d ms at a time, serving the open ones",
-                        res->cfg->name, res->socket_path, strerror(err), res->accept_unlogged,
+                        res->cfg->name, res->socket_path, strerror(err), res->accept.unlogged,
                         ACCEPT_PAUSE_MAX_MS);
-                res->accept_logged_ms = now;
-                res->accept_unlogged = 0;
+                res->accept.logged_ms = now;
+                res->accept.unlogged = 0;
         }
-        res->accept_resume_ms = now + pause;
+        res->accept.resume_ms = now + pause;
         accept_timer_set(res->d);
 }
 
 void dp_server_accept(struct dp_resource *res) {
-        if (res->accept_resume_ms)
+        if (res->accept.resume_ms)
                 return;
         for (;;) {
                 int fd = accept4(res->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
@@ -555,12 +555,12 @@ void dp_server_accept(struct dp_resource *res) {
                                  res->socket_path);
                         return;
                 }
-                if (res->accept_failures) {
+                if (res->accept.failures) {
                         log_info("resource \"%s\": accepting connections on %s again",
                                  res->cfg->name, res->socket_path);
-                        res->accept_failures = 0;
-                        res->accept_logged_ms = 0;
-                        res->accept_unlogged = 0;
+                        res->accept.failures = 0;
+                        res->accept.logged_ms = 0;
+                        res->accept.unlogged = 0;
                 }
                 grpc_server_credentials *creds = grpc_insecure_server_credentials_create();
                 /* grpc owns fd from here, and closes it with the connection. */
@@ -571,7 +571,7 @@ void dp_server_accept(struct dp_resource *res) {
 
 /* The fd the watcher polls for new connections: none while paused. */
 int dp_server_poll_fd(const struct dp_resource *res) {
-        return res->accept_resume_ms ? -1 : res->listen_fd;
+        return res->accept.resume_ms ? -1 : res->listen_fd;
 }
 
 void dp_accept_due(void *ctx) {
@@ -580,9 +580,9 @@ void dp_accept_due(void *ctx) {
 
         for (size_t i = 0; i < d->n_res; i++) {
                 struct dp_resource *res = d->res[i];
-                if (!res->accept_resume_ms || res->accept_resume_ms > now)
+                if (!res->accept.resume_ms || res->accept.resume_ms > now)
                         continue;
-                res->accept_resume_ms = 0;
+                res->accept.resume_ms = 0;
                 if (res->listen_fd >= 0)
                         dp_server_accept(res);
         }

@@ -213,17 +213,17 @@ void dp_watch_resource(struct dp_daemon *d, struct dp_resource *res) {
 static void relisten_timer_set(struct dp_daemon *d) {
         uint64_t next = 0;
         for (size_t i = 0; i < d->n_res; i++)
-                next = dp_due_min(next, d->res[i]->relisten_at_ms);
+                next = dp_due_min(next, d->res[i]->relisten.at_ms);
         dp_timer_set(&d->relisten_timer, next);
 }
 
 /* Re-create a deleted socket; register only with a kubelet that has not
  * seen this resource yet. */
 static void relisten(struct dp_resource *res) {
-        res->relisten_at_ms = 0;
+        res->relisten.at_ms = 0;
         if (dp_server_listen(res) < 0)
                 return;
-        if (res->reg_gen != res->d->kubelet_gen)
+        if (res->registration.gen != res->d->kubelet_gen)
                 dp_register(res);
         else
                 dp_register_relistened(res);
@@ -236,7 +236,7 @@ static void kubelet_appeared(struct dp_daemon *d) {
         d->kubelet_gen++;
         dp_kubelet_channel_close(d);
         for (size_t i = 0; i < d->n_res; i++) {
-                d->res[i]->relisten_at_ms = 0;
+                d->res[i]->relisten.at_ms = 0;
                 if (d->kubelet_wd >= 0)
                         dp_server_listen(d->res[i]);
                 dp_register(d->res[i]);
@@ -257,7 +257,7 @@ static void kubelet_dir_gone(struct dp_daemon *d) {
         log_warn("kubelet dir %s was removed; sockets stop until it is back", d->opts->kubelet_dir);
         d->kubelet_wd = -1;
         for (size_t i = 0; i < d->n_res; i++) {
-                d->res[i]->relisten_at_ms = 0;
+                d->res[i]->relisten.at_ms = 0;
                 dp_server_unlisten(d->res[i], false);
         }
         if (watch_kubelet_dir(d) == 1)
@@ -291,7 +291,7 @@ static void socket_gone(struct dp_resource *res) {
         log_info(
                 "resource \"%s\": socket %s was removed; re-creating it in %d ms unless its dir goes",
                 res->cfg->name, res->socket_path, RELISTEN_GRACE_MS);
-        res->relisten_at_ms = dp_now_ms() + RELISTEN_GRACE_MS;
+        res->relisten.at_ms = dp_now_ms() + RELISTEN_GRACE_MS;
         relisten_timer_set(d);
 }
 
@@ -301,9 +301,9 @@ void dp_watch_due(void *ctx) {
 
         for (size_t i = 0; i < d->n_res; i++) {
                 struct dp_resource *res = d->res[i];
-                if (!res->relisten_at_ms || res->relisten_at_ms > now)
+                if (!res->relisten.at_ms || res->relisten.at_ms > now)
                         continue;
-                res->relisten_at_ms = 0;
+                res->relisten.at_ms = 0;
                 if (d->kubelet_wd >= 0 && res->listen_fd < 0 && dp_kubelet_present(d))
                         relisten(res);
         }
