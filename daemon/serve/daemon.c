@@ -281,6 +281,26 @@ static void daemon_free(struct dp_daemon *d) {
         dp_loop_done(&d->loop);
 }
 
+/* Everything opened before the lock-down, then the lock-down: 0 or the
+ * first step's negative errno (each says what failed). */
+static int setup(struct dp_daemon *d) {
+        int r = xasprintf(&d->kubelet_sock, "%s/kubelet.sock", d->opts->kubelet_dir);
+
+        if (r >= 0)
+                r = setup_resources(d);
+        if (r >= 0)
+                r = setup_fds(d);
+        if (r >= 0)
+                r = dp_watch_setup(d);
+        if (r >= 0)
+                r = dp_watch_config_setup(d);
+        if (r >= 0)
+                r = metrics_open(d);
+        if (r >= 0)
+                r = lockdown(d);
+        return r;
+}
+
 /* After grpc_init, under d->lock: every resource's devices and spec, then
  * its server, then its Register. */
 static int start_serving(struct dp_daemon *d) {
@@ -328,19 +348,7 @@ int dp_daemon_run(const struct dp_options *opts, struct cfg_config *cfg) {
 
         pthread_mutex_init(&d.lock, NULL);
         add_timers(&d);
-        r = xasprintf(&d.kubelet_sock, "%s/kubelet.sock", opts->kubelet_dir);
-        if (r >= 0)
-                r = setup_resources(&d);
-        if (r >= 0)
-                r = setup_fds(&d);
-        if (r >= 0)
-                r = dp_watch_setup(&d);
-        if (r >= 0)
-                r = dp_watch_config_setup(&d);
-        if (r >= 0)
-                r = metrics_open(&d);
-        if (r >= 0)
-                r = lockdown(&d);
+        r = setup(&d);
         if (r < 0)
                 goto out;
 
