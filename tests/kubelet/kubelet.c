@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "rpc.h"
-#include "util.h"
+#include "log.h"
 
 #define TK_MAX_PLUGINS 128
 

@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "rpc.h"
-#include "util.h"
+#include "log.h"
 
 #define PR_SLOTS 8
 

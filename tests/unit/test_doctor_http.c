@@ -12,7 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "doctor.h"
+#include "doctor-internal.h"
 
 struct server {
         int listen_fd;

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/un.h>
 
-#include "names.h"
+#include "config.h"
 
 static const char name63[] =
         "example.com/a23456789b23456789c23456789d23456789e23456789f23456789g23456789";

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "toml.h"
+#include "doctor-internal.h"
 
 static struct toml_doc parse_ok(const char *text) {
         struct toml_doc doc = { 0 };

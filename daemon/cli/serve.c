@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* cdiplug serve: the daemon. */
+#include <errno.h>
+
+#include "config.h"
+#include "log.h"
+#include "serve.h"
+
+#include "cli-internal.h"
+
+int cli_serve(const struct dp_options *o) {
+        struct cfg_config *cfg = NULL;
+        int r = cli_load_prepared(o, true, &cfg);
+
+        if (r != 0)
+                return r;
+        /* Unconfined, it stays root: the user is not used. */
+        r = o->no_sandbox ? 0 : cli_resolve_user(o, cfg);
+        if (r != 0) {
+                cfg_free(cfg);
+                return r;
+        }
+        log_info("cdiplug %s starting: %zu resources, kubelet dir %s, CDI dir %s", CDIPLUG_VERSION,
+                 cfg->n_resources, o->kubelet_dir, o->cdi_dir);
+        if (cfg->n_resources == 0)
+                log_warn("%s configures no resources: serving nothing; add resources to it "
+                         "(see cdiplug(8) and the example config.json in cdiplug's doc dir)",
+                         o->config_path);
+        r = dp_daemon_run(o, cfg);
+        /* A socket path that cannot fit is the config's or the command
+         * line's mistake, found only once the sockets are made. */
+        if (r == -ENAMETOOLONG)
+                return CLI_EXIT_USAGE;
+        return r < 0 ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
+}

@@ -1,0 +1,644 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "config.h"
+
+#include <cjson/cJSON.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include "resources.h"
+#include "log.h"
+
+static int fail(struct cfg_error *err, const char *field, const char *fmt, ...) _printf_(3, 4);
+
+static int fail(struct cfg_error *err, const char *field, const char *fmt, ...) {
+        va_list ap;
+        char *msg = NULL;
+
+        cfg_error_clear(err);
+        va_start(ap, fmt);
+        if (vasprintf(&msg, fmt, ap) < 0)
+                msg = NULL;
+        va_end(ap);
+        err->field = strdup(field);
+        err->msg = msg;
+        return -EINVAL;
+}
+
+void cfg_error_clear(struct cfg_error *err) {
+        free(err->field);
+        free(err->msg);
+        err->field = err->msg = NULL;
+}
+
+static bool is_alnum(char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+/* DNS-1123 subdomain: lowercase labels of [a-z0-9-], alphanumeric at both
+ * ends, dot-separated, at most 253 characters. */
+static bool is_dns_subdomain(const char *s, size_t len) {
+        if (len == 0 || len > 253)
+                return false;
+        for (size_t i = 0; i < len; i++) {
+                char c = s[i];
+                bool edge = i == 0 || i == len - 1 || s[i - 1] == '.' || s[i + 1] == '.';
+                if (c == '.' ? edge
+                             : !((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'))
+                        return false;
+                if (edge && c == '-')
+                        return false;
+        }
+        return true;
+}
+
+const char *cfg_resource_name_problem(const char *name) {
+        const char *slash = strchr(name, '/');
+        size_t dlen, nlen;
+
+        if (!slash)
+                return "must be <domain>/<name>, e.g. example.com/serial";
+        dlen = (size_t)(slash - name);
+        if (!is_dns_subdomain(name, dlen))
+                return "domain must be a lowercase DNS subdomain";
+        if ((dlen == 13 && strncmp(name, "kubernetes.io", 13) == 0) ||
+            (dlen > 14 && strncmp(slash - 14, ".kubernetes.io", 14) == 0))
+                return "the kubernetes.io domain is reserved for native resources";
+        if (strncmp(name, "requests.", 9) == 0)
+                return "must not start with \"requests.\"";
+        nlen = strlen(slash + 1);
+        if (nlen == 0 || nlen > 63)
+                return "name part must be 1 to 63 characters";
+        for (const char *p = slash + 1; *p; p++)
+                if (!is_alnum(*p) && *p != '-' && *p != '_' && *p != '.')
+                        return "name part may hold only letters, digits, '-', '_' and '.'";
+        if (!is_alnum(slash[1]) || !is_alnum(slash[nlen]))
+                return "name part must start and end with a letter or digit";
+        return NULL;
+}
+
+/* cJSON keeps both of {"a":1,"a":2}; a config that says a thing twice
+ * is a mistake, not a choice of the last one. */
+static const cJSON *duplicate_key(const cJSON *obj) {
+        for (const cJSON *a = obj->child; a; a = a->next)
+                for (const cJSON *b = a->next; b; b = b->next)
+                        if (strcmp(a->string, b->string) == 0)
+                                return b;
+        return NULL;
+}
+
+static int parse_modes(const cJSON *arr, const char *field, unsigned *ret, struct cfg_error *err) {
+        static const struct {
+                const char *name;
+                unsigned bit;
+        } modes[] = {
+                { "cdi-cri", CFG_ALLOC_CDI_CRI },
+                { "cdi-annotations", CFG_ALLOC_CDI_ANNOTATIONS },
+                { "device-specs", CFG_ALLOC_DEVICE_SPECS },
+        };
+        unsigned bits = 0;
+        size_t i = 0;
+        const cJSON *m;
+
+        if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) == 0)
+                return fail(
+                        err, field,
+                        "must be a non-empty array of \"cdi-cri\", \"cdi-annotations\", \"device-specs\"");
+        cJSON_ArrayForEach(m, arr) {
+                size_t k;
+                for (k = 0; k < ELEMENTSOF(modes); k++)
+                        if (cJSON_IsString(m) && strcmp(m->valuestring, modes[k].name) == 0)
+                                break;
+                if (k == ELEMENTSOF(modes)) {
+                        _cleanup_free_ char *f = NULL;
+                        if (xasprintf(&f, "%s[%zu]", field, i) < 0)
+                                return -ENOMEM;
+                        return fail(
+                                err, f,
+                                "unknown allocate mode (expected \"cdi-cri\", \"cdi-annotations\" or \"device-specs\")");
+                }
+                bits |= modes[k].bit;
+                i++;
+        }
+        *ret = bits;
+        return 0;
+}
+
+static int parse_match(const cJSON *match, const char *field, struct cfg_resource *res,
+                       struct cfg_error *err) {
+        const cJSON *entry;
+        size_t i = 0;
+
+        if (!cJSON_IsArray(match) || cJSON_GetArraySize(match) == 0)
+                return fail(err, field, "must be a non-empty array of selectors");
+        res->selectors = calloc((size_t)cJSON_GetArraySize(match), sizeof(*res->selectors));
+        if (!res->selectors)
+                return -ENOMEM;
+        cJSON_ArrayForEach(entry, match) {
+                _cleanup_free_ char *sub = NULL, *msg = NULL;
+                int r = res_selector_parse(entry, &res->selectors[i], &sub, &msg);
+                if (r == -EINVAL) {
+                        _cleanup_free_ char *f = NULL;
+                        if (xasprintf(&f, "%s[%zu]%s%s", field, i, sub && *sub ? "." : "",
+                                      sub ? sub : "") < 0)
+                                return -ENOMEM;
+                        return fail(err, f, "%s", msg ? msg : "invalid selector");
+                }
+                if (r < 0)
+                        return r;
+                res->n_selectors = ++i;
+        }
+        return 0;
+}
+
+enum cfg_log_format cfg_log_format_parse(const char *s) {
+        return strcmp(s, "text") == 0   ? CFG_LOG_TEXT
+               : strcmp(s, "json") == 0 ? CFG_LOG_JSON
+                                        : CFG_LOG_UNSET;
+}
+
+/* Printed in document order: a reordered resource counts as changed,
+ * which costs a re-discovery, never a wrong answer. */
+static int settings_json(const cJSON *obj, char **ret) {
+        cJSON *copy = cJSON_Duplicate(obj, true);
+        char *s;
+
+        if (!copy)
+                return -ENOMEM;
+        cJSON_DeleteItemFromObjectCaseSensitive(copy, "allocate");
+        cJSON_DeleteItemFromObjectCaseSensitive(copy, "policy");
+        s = cJSON_PrintUnformatted(copy);
+        cJSON_Delete(copy);
+        if (!s)
+                return -ENOMEM;
+        *ret = s;
+        return 0;
+}
+
+static int parse_policy(const cJSON *policy, const char *f, enum cfg_policy *ret,
+                        struct cfg_error *err) {
+        static const char *const names[] = { [CFG_POLICY_PACKED] = "packed",
+                                             [CFG_POLICY_SPREAD] = "spread",
+                                             [CFG_POLICY_NONE] = "none" };
+        size_t k;
+        for (k = 0; k < ELEMENTSOF(names); k++)
+                if (cJSON_IsString(policy) && strcmp(policy->valuestring, names[k]) == 0)
+                        break;
+        if (k == ELEMENTSOF(names))
+                return fail(err, f, "must be \"packed\", \"spread\" or \"none\"");
+        *ret = (enum cfg_policy)k;
+        return 0;
+}
+
+/* A resource entry's keys, each where the table below puts it. */
+struct resource_keys {
+        const cJSON *name, *match, *shares, *modes, *policy;
+};
+
+static const struct {
+        const char *key;
+        size_t offset;
+} resource_key_table[] = {
+        { "name", offsetof(struct resource_keys, name) },
+        { "match", offsetof(struct resource_keys, match) },
+        { "shares", offsetof(struct resource_keys, shares) },
+        { "allocate", offsetof(struct resource_keys, modes) },
+        { "policy", offsetof(struct resource_keys, policy) },
+};
+
+/* obj's members by key: an unknown or duplicate key is an error on
+ * base.KEY. */
+static int split_resource_keys(const cJSON *obj, const char *base, struct resource_keys *ret,
+                               struct cfg_error *err) {
+        struct resource_keys k = { 0 };
+        const cJSON *it;
+
+        if ((it = duplicate_key(obj))) {
+                _cleanup_free_ char *key = NULL;
+                if (xasprintf(&key, "%s.%s", base, it->string) < 0)
+                        return -ENOMEM;
+                return fail(err, key, "duplicate key");
+        }
+        cJSON_ArrayForEach(it, obj) {
+                size_t i = 0;
+                while (i < ELEMENTSOF(resource_key_table) &&
+                       strcmp(it->string, resource_key_table[i].key) != 0)
+                        i++;
+                if (i == ELEMENTSOF(resource_key_table)) {
+                        _cleanup_free_ char *key = NULL;
+                        if (xasprintf(&key, "%s.%s", base, it->string) < 0)
+                                return -ENOMEM;
+                        return fail(err, key, "unknown key");
+                }
+                *(const cJSON **)((char *)&k + resource_key_table[i].offset) = it;
+        }
+        *ret = k;
+        return 0;
+}
+
+static int parse_resource(const cJSON *obj, size_t idx, unsigned default_modes,
+                          struct cfg_resource *res, struct cfg_error *err) {
+        char base[64], f[512];
+        struct resource_keys k = { 0 };
+        const cJSON *name, *match, *shares, *modes, *policy;
+        const char *problem;
+        int r;
+
+        snprintf(base, sizeof(base), "resources[%zu]", idx);
+        if (!cJSON_IsObject(obj))
+                return fail(err, base, "must be an object");
+        r = split_resource_keys(obj, base, &k, err);
+        if (r < 0)
+                return r;
+        name = k.name;
+        match = k.match;
+        shares = k.shares;
+        modes = k.modes;
+        policy = k.policy;
+        snprintf(f, sizeof(f), "%s.name", base);
+        if (!name)
+                return fail(err, f, "is required");
+        if (!cJSON_IsString(name))
+                return fail(err, f, "must be a string");
+        problem = cfg_resource_name_problem(name->valuestring);
+        if (problem)
+                return fail(err, f, "\"%s\": %s", name->valuestring, problem);
+        res->name = strdup(name->valuestring);
+        if (!res->name)
+                return -ENOMEM;
+        /* The kubelet takes the bare file name as the endpoint; '/' cannot
+         * appear in it, and the name stays recognisably ours. */
+        r = xasprintf(&res->socket_name, "cdiplug-%s.sock", res->name);
+        if (r < 0)
+                return r;
+        *strchr(res->socket_name, '/') = '-';
+
+        snprintf(f, sizeof(f), "%s.match", base);
+        if (!match)
+                return fail(err, f, "is required");
+        r = parse_match(match, f, res, err);
+        if (r < 0)
+                return r;
+
+        res->shares = 1;
+        if (shares) {
+                snprintf(f, sizeof(f), "%s.shares", base);
+                /* Range first: converting a double outside int's range
+                 * (1e300, inf) to int is undefined behaviour. The negated
+                 * test also refuses NaN. */
+                if (!cJSON_IsNumber(shares) ||
+                    !(shares->valuedouble >= 1 && shares->valuedouble <= CFG_MAX_SHARES) ||
+                    shares->valuedouble != (double)(int)shares->valuedouble)
+                        return fail(err, f, "must be a whole number from 1 to %d", CFG_MAX_SHARES);
+                res->shares = (unsigned)shares->valuedouble;
+        }
+        if (policy) {
+                snprintf(f, sizeof(f), "%s.policy", base);
+                r = parse_policy(policy, f, &res->policy, err);
+                if (r < 0)
+                        return r;
+        }
+        res->alloc_modes = default_modes;
+        if (modes) {
+                snprintf(f, sizeof(f), "%s.allocate", base);
+                r = parse_modes(modes, f, &res->alloc_modes, err);
+                if (r < 0)
+                        return r;
+        }
+        return settings_json(obj, &res->settings_json);
+}
+
+/* "metrics": {"address": "HOST:PORT", "pod_resources_socket": "PATH"}. */
+static int parse_metrics(const cJSON *obj, struct cfg_config *cfg, struct cfg_error *err) {
+        const cJSON *it;
+
+        if (!cJSON_IsObject(obj))
+                return fail(err, "metrics", "must be an object");
+        if ((it = duplicate_key(obj))) {
+                _cleanup_free_ char *key = NULL;
+                if (xasprintf(&key, "metrics.%s", it->string) < 0)
+                        return -ENOMEM;
+                return fail(err, key, "duplicate key");
+        }
+        cJSON_ArrayForEach(it, obj) {
+                if (strcmp(it->string, "address") == 0) {
+                        struct sockaddr_storage ss;
+                        unsigned len;
+                        const char *msg = NULL;
+                        if (!cJSON_IsString(it))
+                                return fail(err, "metrics.address",
+                                            "must be a string, HOST:PORT or \"\" (off)");
+                        if (*it->valuestring &&
+                            dp_http_parse_address(it->valuestring, &ss, &len, &msg) < 0)
+                                return fail(err, "metrics.address", "\"%s\": %s", it->valuestring,
+                                            msg ? msg : "invalid");
+                        cfg->metrics_address = strdup(it->valuestring);
+                        if (!cfg->metrics_address)
+                                return -ENOMEM;
+                } else if (strcmp(it->string, "pod_resources_socket") == 0) {
+                        if (!cJSON_IsString(it) || (*it->valuestring && *it->valuestring != '/'))
+                                return fail(err, "metrics.pod_resources_socket",
+                                            "must be an absolute path or \"\" (no pod labels)");
+                        cfg->pod_resources_socket = strdup(it->valuestring);
+                        if (!cfg->pod_resources_socket)
+                                return -ENOMEM;
+                } else {
+                        _cleanup_free_ char *key = NULL;
+                        if (xasprintf(&key, "metrics.%s", it->string) < 0)
+                                return -ENOMEM;
+                        return fail(err, key, "unknown key");
+                }
+        }
+        return 0;
+}
+
+static int parse_doc(const cJSON *doc, struct cfg_config *cfg, struct cfg_error *err) {
+        const cJSON *it, *resources = NULL, *modes = NULL, *user = NULL, *log_format = NULL;
+        unsigned default_modes = CFG_ALLOC_CDI_CRI;
+        size_t i = 0;
+        int r;
+
+        if (!cJSON_IsObject(doc))
+                return fail(err, "", "the configuration must be a JSON object");
+        if ((it = duplicate_key(doc)))
+                return fail(err, it->string, "duplicate key");
+        cJSON_ArrayForEach(it, doc) {
+                if (strcmp(it->string, "resources") == 0)
+                        resources = it;
+                else if (strcmp(it->string, "allocate") == 0)
+                        modes = it;
+                else if (strcmp(it->string, "user") == 0)
+                        user = it;
+                else if (strcmp(it->string, "metrics") == 0) {
+                        r = parse_metrics(it, cfg, err);
+                        if (r < 0)
+                                return r;
+                } else if (strcmp(it->string, "log_format") == 0)
+                        log_format = it;
+                else
+                        return fail(err, it->string, "unknown key");
+        }
+        if (log_format) {
+                cfg->log_format = cJSON_IsString(log_format)
+                                          ? cfg_log_format_parse(log_format->valuestring)
+                                          : CFG_LOG_UNSET;
+                if (cfg->log_format == CFG_LOG_UNSET)
+                        return fail(err, "log_format", "must be \"text\" or \"json\"");
+        }
+        if (modes) {
+                r = parse_modes(modes, "allocate", &default_modes, err);
+                if (r < 0)
+                        return r;
+        }
+        if (user) {
+                if (!cJSON_IsString(user) || !*user->valuestring)
+                        return fail(err, "user", "must be a user name or UID[:GID]");
+                cfg->user = strdup(user->valuestring);
+                if (!cfg->user)
+                        return -ENOMEM;
+        }
+        if (!resources)
+                return fail(err, "resources", "is required");
+        /* An empty list is valid: the packaged default serves nothing
+         * until the operator adds resources (the daemon says so). */
+        if (!cJSON_IsArray(resources))
+                return fail(err, "resources", "must be an array");
+        if (cJSON_GetArraySize(resources) > CFG_MAX_RESOURCES)
+                return fail(err, "resources", "at most %d resources", CFG_MAX_RESOURCES);
+        cfg->resources = calloc((size_t)cJSON_GetArraySize(resources) + 1, sizeof(*cfg->resources));
+        if (!cfg->resources)
+                return -ENOMEM;
+        cJSON_ArrayForEach(it, resources) {
+                struct cfg_resource *res = &cfg->resources[i];
+                cfg->n_resources = i + 1;
+                r = parse_resource(it, i, default_modes, res, err);
+                if (r < 0)
+                        return r;
+                for (size_t j = 0; j < i; j++) {
+                        const char *other = cfg->resources[j].name;
+                        if (strcmp(other, res->name) == 0 ||
+                            strcmp(cfg->resources[j].socket_name, res->socket_name) == 0) {
+                                char f[64];
+                                snprintf(f, sizeof(f), "resources[%zu].name", i);
+                                return fail(err, f, "\"%s\" duplicates resources[%zu] (\"%s\")",
+                                            res->name, j, other);
+                        }
+                }
+                i++;
+        }
+        return 0;
+}
+
+/* 1-based line and column of an offset, for JSON syntax errors. */
+static void position(const char *text, size_t off, unsigned *line, unsigned *col) {
+        *line = 1;
+        *col = 1;
+        for (size_t i = 0; i < off; i++) {
+                if (text[i] == '\n') {
+                        (*line)++;
+                        *col = 1;
+                } else
+                        (*col)++;
+        }
+}
+
+/* cJSON decodes the escape \u0000 into a NUL that ends the C string
+ * there: "example.com/a\u0000b" became "example.com/a" and a path lost
+ * its "/.." tail without a word. A raw NUL byte is refused before parsing;
+ * the escaped one is looked for here, in the raw text of a document cJSON
+ * has accepted (so the grammar holds), tracking the JSON path to name the
+ * field. Selectors are read from the same tree, so this one check covers
+ * them too. */
+struct json_frame {
+        bool object;
+        bool want_key;   /* objects: the next string is a key */
+        size_t index;    /* arrays: the current element */
+        const char *key; /* objects: the current key, raw, without quotes */
+        size_t key_len;
+};
+
+/* Where the string starting after the quote at text[start] ends (the
+ * closing quote), and whether it holds an escaped NUL. In "\\u0000" the
+ * backslash is escaped and "u0000" is text: escapes are skipped whole. */
+static size_t json_string_end(const char *text, size_t len, size_t start, bool *ret_nul) {
+        size_t j = start;
+
+        *ret_nul = false;
+        while (j < len && text[j] != '"') {
+                if (text[j] != '\\') {
+                        j++;
+                        continue;
+                }
+                if (j + 5 < len && text[j + 1] == 'u') {
+                        if (memcmp(text + j + 2, "0000", 4) == 0)
+                                *ret_nul = true;
+                        j += 6;
+                } else
+                        j += 2;
+        }
+        return j;
+}
+
+static int json_path(const struct json_frame *frames, size_t depth, char **ret) {
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&buf, &size);
+
+        if (!f)
+                return -ENOMEM;
+        for (size_t k = 0; k < depth; k++) {
+                if (!frames[k].object)
+                        fprintf(f, "[%zu]", frames[k].index);
+                else if (frames[k].key)
+                        fprintf(f, "%s%.*s", k > 0 ? "." : "", (int)frames[k].key_len,
+                                frames[k].key);
+        }
+        if (fclose(f) != 0) {
+                free(buf);
+                return -ENOMEM;
+        }
+        *ret = buf;
+        return 0;
+}
+
+static int refuse_escaped_nul(const char *text, size_t len, struct cfg_error *err) {
+        _cleanup_free_ struct json_frame *frames = calloc(CJSON_NESTING_LIMIT + 1, sizeof(*frames));
+        size_t depth = 0;
+
+        if (!frames)
+                return -ENOMEM;
+        for (size_t i = 0; i < len; i++) {
+                struct json_frame *top = depth > 0 ? &frames[depth - 1] : NULL;
+                bool nul;
+                size_t end;
+
+                switch (text[i]) {
+                case '"':
+                        end = json_string_end(text, len, i + 1, &nul);
+                        if (top && top->object && top->want_key) {
+                                top->key = text + i + 1;
+                                top->key_len = end - i - 1;
+                                top->want_key = false;
+                        }
+                        if (nul) {
+                                _cleanup_free_ char *field = NULL;
+                                if (json_path(frames, depth, &field) < 0)
+                                        return -ENOMEM;
+                                return fail(err, field,
+                                            "holds the escape \\u0000, a NUL character, which "
+                                            "cannot be part of a name, path or value");
+                        }
+                        i = end;
+                        break;
+                case '{':
+                case '[':
+                        /* cJSON refused deeper documents already. */
+                        if (depth > CJSON_NESTING_LIMIT)
+                                return fail(err, "", "nested too deeply");
+                        frames[depth++] = (struct json_frame){ .object = text[i] == '{',
+                                                               .want_key = text[i] == '{' };
+                        break;
+                case '}':
+                case ']':
+                        if (depth > 0)
+                                depth--;
+                        break;
+                case ',':
+                        if (top && top->object)
+                                top->want_key = true;
+                        else if (top)
+                                top->index++;
+                        break;
+                default:
+                        break;
+                }
+        }
+        return 0;
+}
+
+int cfg_parse(const char *text, size_t len, struct cfg_config **ret, struct cfg_error *err) {
+        const char *end = NULL;
+        cJSON *doc;
+        struct cfg_config *cfg;
+        int r;
+
+        if (len > CFG_MAX_BYTES)
+                return fail(err, "", "the configuration is larger than %d bytes", CFG_MAX_BYTES);
+        if (memchr(text, '\0', len))
+                return fail(err, "", "the configuration holds a NUL byte");
+        /* cJSON's trailing-garbage check wants the terminating NUL inside
+         * the length it is given. */
+        _cleanup_free_ char *copy = malloc(len + 1);
+        if (!copy)
+                return -ENOMEM;
+        memcpy(copy, text, len);
+        copy[len] = '\0';
+        doc = cJSON_ParseWithLengthOpts(copy, len + 1, &end, true);
+        if (!doc) {
+                unsigned line, col;
+                size_t off = end && end >= copy && end <= copy + len ? (size_t)(end - copy) : len;
+                position(text, off, &line, &col);
+                return fail(err, "", "invalid JSON at line %u, column %u", line, col);
+        }
+        r = refuse_escaped_nul(text, len, err);
+        if (r < 0) {
+                cJSON_Delete(doc);
+                return r;
+        }
+        cfg = calloc(1, sizeof(*cfg));
+        if (!cfg) {
+                cJSON_Delete(doc);
+                return -ENOMEM;
+        }
+        r = parse_doc(doc, cfg, err);
+        cJSON_Delete(doc);
+        if (r < 0) {
+                cfg_free(cfg);
+                return r;
+        }
+        *ret = cfg;
+        return 0;
+}
+
+int cfg_load(const char *path, struct cfg_config **ret, struct cfg_error *err) {
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0;
+        int r = base_read_file_at(AT_FDCWD, path, 0, CFG_MAX_BYTES, &buf, &len);
+
+        if (r == -EINVAL)
+                return fail(err, "", "%s is not a regular file", path);
+        if (r == -EFBIG)
+                return fail(err, "", "%s is larger than %d bytes", path, CFG_MAX_BYTES);
+        if (r < 0) {
+                fail(err, "", "cannot read %s: %s", path, strerror(-r));
+                return r;
+        }
+        return cfg_parse(buf, len, ret, err);
+}
+
+void cfg_resource_clear(struct cfg_resource *res) {
+        if (!res)
+                return;
+        free(res->name);
+        free(res->socket_name);
+        for (size_t j = 0; j < res->n_selectors; j++)
+                res_selector_free(res->selectors[j]);
+        free(res->selectors);
+        free(res->settings_json);
+        *res = (struct cfg_resource){ 0 };
+}
+
+void cfg_free(struct cfg_config *cfg) {
+        if (!cfg)
+                return;
+        for (size_t i = 0; i < cfg->n_resources; i++)
+                cfg_resource_clear(&cfg->resources[i]);
+        free(cfg->resources);
+        free(cfg->user);
+        free(cfg->metrics_address);
+        free(cfg->pod_resources_socket);
+        free(cfg);
+}

@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* cfg: the daemon's JSON configuration. Parsing is all-or-nothing: any
+ * mistake yields -EINVAL and a cfg_error naming the JSON path of the field. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct res_selector;
+
+/* Allocate answer modes, combinable per resource. */
+enum {
+        CFG_ALLOC_CDI_CRI = 1 << 0,         /* names in cdi_devices */
+        CFG_ALLOC_CDI_ANNOTATIONS = 1 << 1, /* names in a cdi.k8s.io/ annotation */
+        CFG_ALLOC_DEVICE_SPECS = 1 << 2,    /* plain DeviceSpecs, envs, mounts */
+};
+
+/* GetPreferredAllocation: which of the kubelet's available IDs to pick. */
+enum cfg_policy {
+        CFG_POLICY_PACKED, /* fill one NUMA node (and one shared device) first */
+        CFG_POLICY_SPREAD, /* balance across NUMA nodes and shared devices */
+        CFG_POLICY_NONE,   /* the kubelet's own order */
+};
+
+struct cfg_resource {
+        char *name;        /* kubelet extended resource, "example.com/serial" */
+        char *socket_name; /* "cdiplug-example.com-serial.sock" */
+        struct res_selector **selectors;
+        size_t n_selectors;
+        unsigned shares; /* allocatable IDs per device, >= 1 */
+        unsigned alloc_modes;
+        enum cfg_policy policy;
+        /* The resource's JSON without "allocate" and "policy": what decides
+         * its devices and their edits. A reload compares it to tell a
+         * resource to re-discover from one it leaves alone. */
+        char *settings_json;
+};
+
+enum cfg_log_format { CFG_LOG_UNSET, CFG_LOG_TEXT, CFG_LOG_JSON };
+/* "text" or "json"; CFG_LOG_UNSET for anything else. */
+enum cfg_log_format cfg_log_format_parse(const char *s);
+
+struct cfg_config {
+        struct cfg_resource *resources;
+        size_t n_resources;
+        char *user;                     /* "NAME|UID[:GID]" or NULL */
+        char *metrics_address;          /* "metrics.address": NULL unset, "" off */
+        char *pod_resources_socket;     /* "metrics.pod_resources_socket", or NULL */
+        enum cfg_log_format log_format; /* "log_format" */
+};
+
+struct cfg_error {
+        char *field; /* JSON path, e.g. "resources[1].shares"; "" for the document */
+        char *msg;
+};
+
+#define CFG_MAX_BYTES (1024 * 1024)
+#define CFG_MAX_RESOURCES 256
+#define CFG_MAX_SHARES 1024
+
+int cfg_parse(const char *text, size_t len, struct cfg_config **ret, struct cfg_error *err);
+int cfg_load(const char *path, struct cfg_config **ret, struct cfg_error *err);
+void cfg_free(struct cfg_config *cfg);
+/* Free what one resource holds (a reload keeps a removed one's). */
+void cfg_resource_clear(struct cfg_resource *res);
+void cfg_error_clear(struct cfg_error *err);
+
+/* The kubelet's rule for extended resource names; NULL when valid, else
+ * a static message saying what is wrong. */
+const char *cfg_resource_name_problem(const char *name);
+
+/* The names a resource goes by outside the config: its CDI kind, spec file
+ * and socket file. Every valid kubelet resource name gets names that CDI
+ * consumers and unix sockets accept; where that takes a rewrite, or a
+ * configuration cannot be served, check, generate and serve say so alike. */
+
+struct cfg_config;
+
+/* The socket file name for a resource under kubelet_dir:
+ * "cdiplug-<resource with '/' as '-'>.sock" when "<kubelet_dir>/<that>"
+ * fits sun_path (107 bytes and the NUL). Otherwise, since the name is ours
+ * to choose: "cdiplug-", the first up to 32 characters of the name part
+ * (after the '/'; fewer if the dir leaves less room) and "-", then the
+ * 32-bit FNV-1a hash of the whole resource name as 8 hex digits, ".sock".
+ * Stable for a given dir. -ENAMETOOLONG when not even
+ * "cdiplug-<8 hex>.sock" fits. */
+int dp_socket_name(const char *kubelet_dir, const char *resource, char **ret_name);
+
+/* Check every resource's names before anything is written: its CDI kind
+ * (logging, as a warning, a kind that differs from the resource name or
+ * needs a cdiVersion newer than 0.5.0), its spec file name, and when
+ * sockets (serve, check) also its socket name under kubelet_dir, which
+ * replaces cfg's socket_name. Two resources with one kind, one spec file or
+ * one socket are refused. -EINVAL (logged, naming the resources and what
+ * to rename) when the configuration cannot be served as it is. */
+int dp_names_prepare(struct cfg_config *cfg, const char *kubelet_dir, bool sockets);
+
+/* Command-line values, in one place: main.c fills them, the daemon's
+ * files read them through d->opts. */
+
+struct dp_options {
+        const char *config_path;
+        const char *kubelet_dir;
+        const char *cdi_dir;
+        const char *host_root;
+        const char *user;                 /* --user, overrides the config's "user" */
+        const char *metrics_address;      /* --metrics-address, overrides "metrics" */
+        const char *pod_resources_socket; /* --pod-resources-socket */
+        enum cfg_log_format log_format;   /* --log-format, overrides the config's */
+        bool no_sandbox;
+        bool to_stdout; /* generate --stdout */
+        bool json;      /* doctor --json */
+};
+
+/* "HOST:PORT" or "[V6]:PORT", numeric host (address.c), for the
+ * metrics endpoint; -EINVAL with a message. */
+int dp_http_parse_address(const char *address, void *ret_sockaddr, unsigned *ret_len,
+                          const char **ret_msg);

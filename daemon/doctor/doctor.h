@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* doctor: `cdiplug doctor`, what the command layer calls. What the
+ * doctor's checks share is doctor-internal.h. */
+#pragma once
+
+#include <stdbool.h>
+
+struct doc_options {
+        const char *config_path;
+        const char *host_root;
+        const char *kubelet_dir;
+        const char *cdi_dir;
+        const char *metrics_address; /* NULL: the config's */
+        bool json;
+};
+
+/* Run every check, print the report on stdout; returns the number of
+ * problems found (warnings are none), 0 when nothing is wrong. */
+int doc_run(const struct doc_options *o);

@@ -1,0 +1,214 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "log.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+static enum log_level max_level = LOG_INFO;
+/* Switched by a reload on the watcher thread while others log. */
+static atomic_bool log_json;
+
+void log_set_level(enum log_level level) {
+        max_level = level;
+}
+void log_set_json(bool json) {
+        log_json = json;
+}
+
+/* Room for a whole JSON line, escapes (six bytes a byte at worst)
+ * included, so none is ever cut into invalid JSON. */
+#define LOG_MSG_MAX 1024
+#define LOG_FIELD_MAX 256
+#define LOG_LINE_MAX (6 * (LOG_MSG_MAX + 3 * LOG_FIELD_MAX) + 256)
+
+static const char *const level_names[] = { "error", "warning", "info", "debug" };
+
+/* Appends to a bounded line; a line that does not fit is cut, never
+ * overrun. */
+struct line {
+        char *buf;
+        size_t len, cap;
+};
+
+static void put(struct line *l, const char *s, size_t n) {
+        if (n > l->cap - l->len)
+                n = l->cap - l->len;
+        memcpy(l->buf + l->len, s, n);
+        l->len += n;
+}
+
+static void put_str(struct line *l, const char *s) {
+        put(l, s, strlen(s));
+}
+
+static void put_json_str(struct line *l, const char *s, size_t n) {
+        put(l, "\"", 1);
+        for (size_t i = 0; i < n; i++) {
+                unsigned char c = (unsigned char)s[i];
+                char esc[8];
+                if (c == '"' || c == '\\') {
+                        esc[0] = '\\';
+                        esc[1] = (char)c;
+                        put(l, esc, 2);
+                } else if (c < 0x20 || c == 0x7f) {
+                        snprintf(esc, sizeof(esc), "\\u%04x", c);
+                        put_str(l, esc);
+                } else
+                        put(l, (const char *)&c, 1);
+        }
+        put(l, "\"", 1);
+}
+
+static void put_field(struct line *l, const char *key, const char *val, size_t n) {
+        if (n > LOG_FIELD_MAX)
+                n = LOG_FIELD_MAX;
+        put(l, ",\"", 2);
+        put_str(l, key);
+        put(l, "\":", 2);
+        put_json_str(l, val, n);
+}
+
+/* `resource "NAME": ...` or `device "ID"`: the quoted name after the word. */
+static const char *quoted_after(const char *msg, const char *word, size_t *ret_len) {
+        const char *p = strstr(msg, word);
+        const char *end;
+
+        if (!p || (p != msg && p[-1] != ' '))
+                return NULL;
+        p += strlen(word);
+        end = strchr(p, '"');
+        if (!end)
+                return NULL;
+        *ret_len = (size_t)(end - p);
+        return p;
+}
+
+/* The first word that starts with '/', up to a space, or a colon or comma
+ * that ends it. */
+static const char *first_path(const char *msg, size_t *ret_len) {
+        for (const char *p = msg; *p; p++) {
+                if (*p != '/' || (p != msg && p[-1] != ' ' && p[-1] != '('))
+                        continue;
+                size_t n = strcspn(p, " ,)\"");
+                while (n > 1 && (p[n - 1] == ':' || p[n - 1] == '.' || p[n - 1] == ';'))
+                        n--;
+                *ret_len = n;
+                return p;
+        }
+        return NULL;
+}
+
+/* Lines end in ": <strerror text>" after a failed call. */
+static int trailing_errno(const char *msg) {
+        size_t len = strlen(msg);
+
+        for (int e = 1; e < 134; e++) {
+                const char *text = strerrordesc_np(e);
+                size_t n = text ? strlen(text) : 0;
+                if (n && len > n + 2 && strcmp(msg + len - n, text) == 0 && msg[len - n - 2] == ':')
+                        return e;
+        }
+        return 0;
+}
+
+/* A field given explicitly ("" for none), else found in the message. */
+static void put_field_or(struct line *l, const char *key, const char *given, const char *found,
+                         size_t n) {
+        if (given && *given)
+                put_field(l, key, given, strlen(given));
+        else if (!given && found)
+                put_field(l, key, found, n);
+}
+
+static void put_fields(struct line *l, const struct log_fields *f, const char *msg) {
+        static const struct log_fields none = { 0 };
+        const char *v;
+        size_t n = 0;
+        int err;
+
+        if (!f)
+                f = &none;
+        err = f->err ? f->err : trailing_errno(msg);
+        v = quoted_after(msg, "resource \"", &n);
+        put_field_or(l, "resource", f->resource, v, n);
+        v = quoted_after(msg, "device \"", &n);
+        if (!v)
+                v = quoted_after(msg, "device ID \"", &n);
+        put_field_or(l, "device", f->device, v, n);
+        v = first_path(msg, &n);
+        put_field_or(l, "path", f->path, v, n);
+        if (err) {
+                const char *name = strerrorname_np(err);
+                char num[16];
+                snprintf(num, sizeof(num), "%d", err);
+                put_field(l, "errno", name ? name : num, strlen(name ? name : num));
+        }
+}
+
+static void log_v(enum log_level level, const struct log_fields *f, const char *fmt, va_list ap)
+        __attribute__((format(printf, 3, 0)));
+
+static void log_v(enum log_level level, const struct log_fields *f, const char *fmt, va_list ap) {
+        char msg[LOG_MSG_MAX], out[LOG_LINE_MAX];
+        struct line l = { .buf = out, .cap = sizeof(out) - 1 };
+
+        if (level > max_level)
+                return;
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        if (log_json) {
+                struct timespec ts;
+                struct tm tm;
+                char stamp[80];
+                clock_gettime(CLOCK_REALTIME, &ts);
+                gmtime_r(&ts.tv_sec, &tm);
+                snprintf(stamp, sizeof(stamp), "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ",
+                         tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+                         tm.tm_sec, (long)(ts.tv_nsec / 1000000) % 1000);
+                put_str(&l, "{\"time\":\"");
+                put_str(&l, stamp);
+                put_str(&l, "\",\"level\":\"");
+                put_str(&l, level_names[level]);
+                put_str(&l, "\",\"message\":");
+                put_json_str(&l, msg, strlen(msg));
+                put_fields(&l, f, msg);
+                put_str(&l, "}");
+        } else {
+                put_str(&l, "cdiplug: ");
+                put_str(&l, level_names[level]);
+                put_str(&l, ": ");
+                put_str(&l, msg);
+        }
+        /* One write per line so lines from several threads never interleave. */
+        l.buf[l.len++] = '\n';
+        (void)!write(STDERR_FILENO, l.buf, l.len);
+}
+
+void log_msg(enum log_level level, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        log_v(level, NULL, fmt, ap);
+        va_end(ap);
+}
+
+void log_with(enum log_level level, const struct log_fields *f, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        log_v(level, f, fmt, ap);
+        va_end(ap);
+}
+
+int xasprintf(char **ret, const char *fmt, ...) {
+        va_list ap;
+        char *s;
+        int r;
+
+        va_start(ap, fmt);
+        r = vasprintf(&s, fmt, ap);
+        va_end(ap);
+        if (r < 0)
+                return -ENOMEM;
+        *ret = s;
+        return 0;
+}

@@ -1,0 +1,225 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Registration with the kubelet: Register on kubelet.sock, asynchronously
+ * on the daemon's completion queue, because the kubelet dials back and
+ * calls GetDevicePluginOptions before it answers, and that call must be
+ * served by the same loop. Failures retry with backoff; a missing
+ * kubelet.sock waits for inotify instead of a timer. */
+#include <grpc/support/alloc.h>
+#include <string.h>
+#include <malloc.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <time.h>
+
+#include "config.h"
+#include "serve-internal.h"
+#include "plugin.h"
+#include "rpc.h"
+#include "log.h"
+
+#define REG_TIMEOUT_MS 10000
+#define RETRY_MIN_MS 100
+#define RETRY_MAX_MS 10000
+/* A kubelet.sock that refuses the connection is bound but not yet
+ * listening (we act on its IN_CREATE, which comes at bind) or a dead
+ * kubelet's: nothing reached a kubelet, so try again soon. */
+#define RETRY_CONNECT_MIN_MS 2
+
+struct dp_reg {
+        struct dp_tag tag;
+        struct dp_resource *res;
+        unsigned ch_gen; /* d->kubelet_ch_gen when started */
+        bool relistened; /* our socket was re-created meanwhile */
+        grpc_call *call;
+        struct dp_unary u;
+};
+
+bool dp_kubelet_present(const struct dp_daemon *d) {
+        struct stat st;
+        return stat(d->kubelet_sock, &st) == 0 && S_ISSOCK(st.st_mode);
+}
+
+/* Once stopping and nothing is left in flight, end the main loop. */
+void dp_maybe_finish(struct dp_daemon *d) {
+        if (d->stopping && d->live == 0)
+                grpc_completion_queue_shutdown(d->cq);
+}
+
+/* The Register timer set to the earliest retry any resource waits for. */
+static void register_timer_set(struct dp_daemon *d) {
+        uint64_t next = 0;
+        for (size_t i = 0; i < d->n_res; i++)
+                next = dp_due_min(next, d->res[i]->registration.retry_at_ms);
+        dp_timer_set(&d->register_timer, next);
+}
+
+static void reg_free(struct dp_reg *g) {
+        if (g->call)
+                grpc_call_unref(g->call);
+        dp_unary_clear(&g->u);
+        free(g);
+}
+
+/* Every Register goes over one channel: 64 resources registering at once
+ * share one connection instead of each building a channel, a connection
+ * and an HTTP/2 handshake of its own. A channel whose connect failed
+ * waits out grpc's reconnect backoff (100 ms at the least) and fails every
+ * call meanwhile, so it is replaced instead; a dropped connection (the
+ * kubelet restarted) is simply dialled again on the next call, to whatever
+ * kubelet.sock is then. */
+static grpc_channel *kubelet_channel(struct dp_daemon *d) {
+        if (d->kubelet_ch) {
+                grpc_connectivity_state st =
+                        grpc_channel_check_connectivity_state(d->kubelet_ch, 0);
+                if (st != GRPC_CHANNEL_TRANSIENT_FAILURE && st != GRPC_CHANNEL_SHUTDOWN)
+                        return d->kubelet_ch;
+                dp_kubelet_channel_close(d);
+        }
+        d->kubelet_ch = dp_channel_unix(d->kubelet_sock);
+        return d->kubelet_ch;
+}
+
+void dp_kubelet_channel_close(struct dp_daemon *d) {
+        if (!d->kubelet_ch)
+                return;
+        /* Calls still on it fail, and take their own references. */
+        grpc_channel_destroy(d->kubelet_ch);
+        d->kubelet_ch = NULL;
+        d->kubelet_ch_gen++;
+}
+
+/* The Register never reached a kubelet: its connect failed. */
+static bool connect_failed(struct dp_daemon *d, const struct dp_reg *g) {
+        if (g->u.status != GRPC_STATUS_UNAVAILABLE)
+                return false;
+        if (g->ch_gen != d->kubelet_ch_gen || !d->kubelet_ch)
+                return true; /* replaced because a connect failed */
+        return grpc_channel_check_connectivity_state(d->kubelet_ch, 0) ==
+               GRPC_CHANNEL_TRANSIENT_FAILURE;
+}
+
+/* A kubelet restart churns through servers, channels and calls and leaves
+ * the heap holed; once the last Register is answered, give the free pages
+ * back (madvise), so the daemon's footprint is its steady state. */
+static void trim_after_burst(struct dp_daemon *d) {
+        for (size_t i = 0; i < d->n_res; i++)
+                if (d->res[i]->registration.call)
+                        return;
+        malloc_trim(0);
+}
+
+static void on_registered(struct dp_daemon *d, struct dp_tag *tag, bool ok) {
+        struct dp_reg *g = (struct dp_reg *)tag;
+        struct dp_resource *res = g->res;
+
+        res->registration.call = NULL;
+        if (ok && g->u.status == GRPC_STATUS_OK) {
+                res->registration.failures = 0;
+                res->registration.retry_at_ms = 0;
+                res->stats.registrations++;
+                res->stats.registered = true;
+                log_info("resource \"%s\": registered with the kubelet (endpoint %s)",
+                         res->cfg->name, res->cfg->socket_name);
+        } else if (g->relistened && !d->stopping) {
+                /* The kubelet may have dialled back just while our socket
+                 * was being re-created: that is no reason to back off. */
+                log_info(
+                        "resource \"%s\": Register failed while its socket was re-created, registering again",
+                        res->cfg->name);
+                res->registration.again = true;
+        } else if (!d->stopping && !res->registration.again && !res->retired) {
+                char *why = grpc_slice_to_c_string(g->u.details);
+                bool refused = connect_failed(d, g);
+                uint64_t delay = dp_backoff_ms(refused ? RETRY_CONNECT_MIN_MS : RETRY_MIN_MS,
+                                               RETRY_MAX_MS, res->registration.failures);
+                res->registration.failures++;
+                if (dp_kubelet_present(d)) {
+                        res->registration.retry_at_ms = dp_now_ms() + delay;
+                        log_msg(refused && delay < RETRY_MIN_MS ? LOG_INFO : LOG_WARN,
+                                "resource \"%s\": Register failed (status %d: %s), retrying in %llu ms",
+                                res->cfg->name, g->u.status, why, (unsigned long long)delay);
+                } else
+                        log_info("resource \"%s\": kubelet.sock is gone, waiting for the kubelet",
+                                 res->cfg->name);
+                gpr_free(why);
+                register_timer_set(d);
+        }
+        reg_free(g);
+        d->live--;
+        if (res->registration.again && !d->stopping) {
+                res->registration.again = false;
+                dp_register(res);
+        }
+        trim_after_burst(d);
+        dp_maybe_finish(d);
+        dp_resource_maybe_free(res);
+}
+
+void dp_register(struct dp_resource *res) {
+        struct dp_daemon *d = res->d;
+        V1beta1__RegisterRequest req = V1BETA1__REGISTER_REQUEST__INIT;
+        V1beta1__DevicePluginOptions opts = dp_plugin_options;
+        struct dp_reg *g;
+        grpc_channel *ch;
+        if (d->stopping || res->listen_fd < 0)
+                return;
+        res->stats.registered = false; /* until the new Register is answered */
+        if (res->registration.call) {
+                /* A Register is in flight to what may be the old kubelet. */
+                res->registration.again = true;
+                return;
+        }
+        res->registration.retry_at_ms = 0;
+        if (!dp_kubelet_present(d)) {
+                log_info("resource \"%s\": waiting for %s", res->cfg->name, d->kubelet_sock);
+                return;
+        }
+        g = calloc(1, sizeof(*g));
+        if (!g)
+                goto fail;
+        g->tag.fn = on_registered;
+        g->res = res;
+        req.version = "v1beta1";
+        req.endpoint = res->cfg->socket_name;
+        req.resource_name = res->cfg->name;
+        req.options = &opts;
+        dp_unary_init(&g->u, dp_pack(&req.base));
+        ch = kubelet_channel(d);
+        if (!ch)
+                goto fail;
+        g->ch_gen = d->kubelet_ch_gen;
+        g->call = dp_unary_begin(ch, d->cq, DP_METHOD_REGISTER, REG_TIMEOUT_MS, &g->u, &g->tag);
+        if (!g->call)
+                goto fail;
+        res->registration.call = g;
+        res->registration.gen = d->kubelet_gen;
+        d->live++;
+        return;
+fail:
+        log_error("resource \"%s\": cannot start Register on %s", res->cfg->name, d->kubelet_sock);
+        if (g)
+                reg_free(g);
+        res->registration.retry_at_ms = dp_now_ms() + RETRY_MAX_MS;
+        register_timer_set(d);
+}
+
+void dp_register_due(void *ctx) {
+        struct dp_daemon *d = ctx;
+        uint64_t now = dp_now_ms();
+        for (size_t i = 0; i < d->n_res; i++)
+                if (d->res[i]->registration.retry_at_ms &&
+                    d->res[i]->registration.retry_at_ms <= now)
+                        dp_register(d->res[i]);
+        register_timer_set(d);
+}
+
+void dp_register_relistened(struct dp_resource *res) {
+        if (res->registration.call)
+                res->registration.call->relistened = true;
+}
+
+void dp_register_cancel(struct dp_resource *res) {
+        res->registration.retry_at_ms = 0;
+        if (res->registration.call)
+                grpc_call_cancel(res->registration.call->call, NULL);
+}

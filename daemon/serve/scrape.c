@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* What the metrics endpoint reads of the runtime: the source it renders
+ * /metrics and /readyz from (metrics.h), so that metrics/ needs nothing of
+ * struct dp_daemon. Every read happens on the endpoint's thread under
+ * d->lock, which the runtime's loops hold while they work. */
+#include <errno.h>
+#include <pthread.h>
+#include <time.h>
+
+#include "config.h"
+#include "metrics.h"
+#include "serve-internal.h"
+
+static int scrape_lock(void *ctx, const struct timespec *until) {
+        struct dp_daemon *d = ctx;
+        if (!until)
+                return -pthread_mutex_lock(&d->lock);
+        return -pthread_mutex_timedlock(&d->lock, until);
+}
+
+static void scrape_unlock(void *ctx) {
+        struct dp_daemon *d = ctx;
+        pthread_mutex_unlock(&d->lock);
+}
+
+static bool scrape_stopping(void *ctx) {
+        const struct dp_daemon *d = ctx;
+        return d->stopping;
+}
+
+static uint64_t scrape_kubelet_restarts(void *ctx) {
+        const struct dp_daemon *d = ctx;
+        return d->kubelet_restarts;
+}
+
+static size_t scrape_n_res(void *ctx) {
+        const struct dp_daemon *d = ctx;
+        return d->n_res;
+}
+
+static void scrape_res(void *ctx, size_t i, struct dp_metrics_res *ret) {
+        const struct dp_daemon *d = ctx;
+        const struct dp_resource *res = d->res[i];
+        *ret = (struct dp_metrics_res){
+                .name = res->cfg->name,
+                .plugin = res->plugin,
+                .stats = &res->stats,
+                .streams = dp_server_streams(res),
+                .registering = res->registration.call != NULL,
+        };
+}
+
+void dp_scrape_source(struct dp_daemon *d, struct dp_metrics_source *ret) {
+        *ret = (struct dp_metrics_source){
+                .ctx = d,
+                .lock = scrape_lock,
+                .unlock = scrape_unlock,
+                .stopping = scrape_stopping,
+                .kubelet_restarts = scrape_kubelet_restarts,
+                .n_res = scrape_n_res,
+                .res = scrape_res,
+        };
+}

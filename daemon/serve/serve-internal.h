@@ -1,0 +1,269 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The running daemon's state, shared by its files: one grpc server per
+ * resource on one completion queue drained by the main thread, and a
+ * watcher thread that turns signals, inotify events and retry timers into
+ * actions. Both hold d->lock while they touch any of this state, so
+ * handlers never race. What each file offers is in its own header
+ * (server.h, kubelet.h, watch.h, publish.h, reload.h). */
+#pragma once
+
+#include <grpc/grpc.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base.h"
+#include "metrics.h"
+#include "loop.h"
+#include "serve.h"
+
+struct cfg_config;
+struct cfg_resource;
+struct dp_daemon;
+struct dp_options;
+struct dp_plugin;
+
+/* Every completion-queue tag is one of these, embedded in its owner. */
+struct dp_tag {
+        void (*fn)(struct dp_daemon *d, struct dp_tag *tag, bool ok);
+};
+
+enum dp_server_state { SRV_DOWN, SRV_UP, SRV_STOPPING };
+
+struct dp_call;
+struct dp_reg;
+struct dp_retained;
+
+/* A resource's state is in parts, each changed only by the file named:
+ * a file's tests need only its part. */
+
+/* Registration with the kubelet (kubelet.c). */
+struct dp_res_register {
+        struct dp_reg *call; /* Register call in flight */
+        unsigned gen;        /* kubelet_gen when the last Register started */
+        bool again;          /* a new kubelet appeared meanwhile */
+        unsigned failures;
+        uint64_t retry_at_ms; /* CLOCK_MONOTONIC, 0 = none */
+};
+
+/* Retrying a CDI spec write that failed (publish.c). */
+struct dp_res_spec_retry {
+        unsigned failures; /* CDI spec writes failed in a row */
+        uint64_t at_ms;    /* next attempt, 0 = none */
+};
+
+/* Accepting connections paused when out of fds (server.c). */
+struct dp_res_accept {
+        unsigned failures;  /* accepts failed in a row (out of fds) */
+        unsigned unlogged;  /* failures since the last log line */
+        uint64_t resume_ms; /* accepting paused until then, 0 = not paused */
+        uint64_t logged_ms;
+};
+
+/* A socket deleted alone, re-created after a grace period (watch.c). */
+struct dp_res_relisten {
+        uint64_t at_ms; /* re-create then, 0 = none */
+};
+
+struct dp_resource {
+        struct dp_daemon *d;
+        const struct cfg_resource *cfg;
+        struct dp_plugin *plugin;
+        char *socket_path;
+        char **watch_dirs;   /* device dirs, for hotplug */
+        char **logged_notes; /* discovery notes already logged */
+
+        grpc_server *server; /* for the daemon's lifetime */
+        enum dp_server_state state;
+        int listen_fd; /* our socket in the kubelet dir, or -1 */
+        struct dp_tag shutdown_tag;
+        struct dp_call *streams; /* open ListAndWatch streams */
+
+        struct dp_res_register registration; /* kubelet.c's */
+        struct dp_res_spec_retry spec_retry; /* publish.c's */
+        struct dp_res_accept accept;         /* server.c's */
+        struct dp_res_relisten relisten;     /* watch.c's */
+        unsigned listen_gen;                 /* kubelet_gen when listen_fd was made */
+
+        struct dp_res_stats stats; /* for /metrics and /readyz */
+
+        /* Removed by a reload: freed once its server, calls and Register
+         * are done with it (reload.c). */
+        unsigned calls; /* dp_calls that point here */
+        bool retired;
+        struct cfg_resource *owned_cfg; /* cfg once the config it came from is gone */
+        struct dp_resource *next_retired;
+};
+
+struct dp_daemon {
+        const struct dp_options *opts;
+        struct cfg_config *cfg;
+        struct dp_resource **res; /* in config order; a reload replaces the array */
+        size_t n_res;
+        struct dp_resource *retired; /* removed by a reload, still winding down */
+        grpc_completion_queue *cq;
+        pthread_mutex_t lock;
+        bool stopping;
+        unsigned live; /* servers, calls and Registers not yet done */
+        char *kubelet_sock;
+
+        int signal_fd;
+        int inotify_fd;
+        /* The timer list; each timer is its file's, set only there:
+         * retained.c, publish.c (spec retries), server.c (accept pauses),
+         * watch.c (socket re-creation), kubelet.c (Register retries). */
+        struct dp_loop loop;
+        struct dp_timer retained_timer, spec_timer, accept_timer, relisten_timer, register_timer;
+        int kubelet_wd;  /* watch on the kubelet dir, or -1 */
+        int ancestor_wd; /* watch on its nearest ancestor while it is missing */
+        int *dev_wds;    /* device dir watches, one per dev_wd_dirs entry */
+        struct base_strvec dev_wd_dirs;
+
+        int config_wd;     /* watch on the config file's dir, or -1 */
+        char *config_name; /* the config file's name in that dir */
+        /* Where the file really lives when the config path is a symlink
+         * (a ConfigMap's ..data layout, a link elsewhere): a write in
+         * place there shows up only in that dir. Re-resolved on every
+         * reload; -1 / NULL when the path is no link. */
+        int config_real_wd;
+        char *config_real_name;
+        bool reload_due; /* the config file changed on disk */
+
+        unsigned kubelet_gen;               /* bumped each time a new kubelet.sock appears */
+        grpc_channel *kubelet_ch;           /* shared by every Register, or NULL */
+        unsigned kubelet_ch_gen;            /* bumped each time kubelet_ch is replaced */
+        uint64_t kubelet_restarts;          /* new kubelet.sock seen after a first one */
+        bool kubelet_seen;                  /* a kubelet.sock was there once */
+        struct dp_http *http;               /* the metrics endpoint, or NULL */
+        struct dp_retained *retained_specs; /* specs of resources gone from the config, or NULL */
+};
+
+/* daemon.c */
+/* The kubelet's PodResources socket the daemon asks, or NULL when off. */
+const char *dp_podres_socket(const struct dp_daemon *d);
+
+/* resource.c: a resource's lifetime. */
+int dp_resource_new(struct dp_daemon *d, const struct cfg_resource *cfg, struct dp_resource **ret);
+/* refresh.c: discover its devices again; *ret_changed when its list changed (its
+ * spec is then written first). */
+int dp_resource_refresh(struct dp_resource *res, bool *ret_changed);
+/* Keep its settings in room, past the config they came from. */
+void dp_resource_own_cfg(struct dp_resource *res, struct cfg_resource *room);
+void dp_resource_drop_owned(struct dp_resource *res);
+void dp_resource_retire(struct dp_resource *res);
+/* Free a retired resource once its server, calls and Register are done. */
+void dp_resource_maybe_free(struct dp_resource *res);
+void dp_retired_free_all(struct dp_daemon *d);
+void dp_resource_free(struct dp_resource *res);
+
+/* scrape.c: what the metrics endpoint renders, read from d under d->lock. */
+void dp_scrape_source(struct dp_daemon *d, struct dp_metrics_source *ret);
+
+/* Registration with the kubelet and the retry timer (kubelet.c). */
+
+struct dp_daemon;
+struct dp_resource;
+
+void dp_register(struct dp_resource *res);
+/* A timer callback: ctx is the daemon. */
+void dp_register_due(void *ctx);
+void dp_register_cancel(struct dp_resource *res);
+void dp_register_relistened(struct dp_resource *res);
+bool dp_kubelet_present(const struct dp_daemon *d);
+void dp_kubelet_channel_close(struct dp_daemon *d);
+void dp_maybe_finish(struct dp_daemon *d);
+
+/* The CDI specs the daemon writes: per resource with retries
+ * (publish.c), and the clean-up at start-up (specs.c). */
+
+struct dp_daemon;
+struct dp_plugin;
+struct dp_resource;
+
+/* publish.c */
+/* Write plugin's spec (res's, or the one a reload is about to give it)
+ * into the CDI dir, counted in res's metrics. 0 or a negative errno. */
+int dp_spec_write(struct dp_resource *res, const struct dp_plugin *plugin);
+int dp_spec_publish(struct dp_resource *res);
+/* A timer callback: ctx is the daemon. */
+void dp_spec_due(void *ctx); /* refresh.c */
+/* The spec timer set to the earliest retry any resource waits for. */
+void dp_spec_timer_set(struct dp_daemon *d);
+
+/* specs.c */
+void dp_specs_startup(struct dp_daemon *d);
+
+/* Live reload (reload.c): the config file's changes applied per resource,
+ * and resources a reload removed, freed once nothing uses them. */
+
+struct dp_daemon;
+struct dp_resource;
+struct inotify_event;
+
+void dp_reload(struct dp_daemon *d, const char *why);
+
+/* CDI specs of resources no longer configured (retained.c), kept while
+ * PodResources shows a pod holding one of their devices. add records one
+ * (resource may be NULL: found at start-up); check asks PodResources now
+ * (after adds, and on every reload); due runs on the timer. */
+
+struct dp_daemon;
+
+int dp_retained_add(struct dp_daemon *d, const char *file, const char *resource);
+void dp_retained_check(struct dp_daemon *d);
+/* The resource whose retained spec is file (removed by a reload, still
+ * kept), or NULL: none, or one found at start-up whose resource is not
+ * known. */
+const char *dp_retained_resource(const struct dp_daemon *d, const char *file);
+/* A timer callback: ctx is the daemon. */
+void dp_retained_due(void *ctx);
+void dp_retained_stop(struct dp_daemon *d);
+void dp_retained_free(struct dp_daemon *d);
+/* A reload left devices gone (plugin.h): ask PodResources about them as
+ * about retained specs, now and on the same timer. */
+void dp_retained_devices(struct dp_daemon *d);
+
+/* gone.c: whether any resource has gone devices; and, on a List answer
+ * (its wire bytes, read in place), forget those no pod holds (their spec
+ * is rewritten). Returns whether one is still held. */
+bool dp_gone_any(const struct dp_daemon *d);
+bool dp_gone_judge(struct dp_daemon *d, const void *wire, size_t len);
+
+/* One resource's grpc server (server.c): its socket in the kubelet dir,
+ * the DevicePlugin calls and the ListAndWatch streams it pushes to. */
+
+struct dp_daemon;
+struct dp_resource;
+
+int dp_server_start(struct dp_resource *res);
+int dp_server_listen(struct dp_resource *res);
+void dp_server_unlisten(struct dp_resource *res, bool unlink_path);
+void dp_server_accept(struct dp_resource *res);
+/* A timer callback: ctx is the daemon. */
+void dp_accept_due(void *ctx);
+int dp_server_poll_fd(const struct dp_resource *res);
+/* Streams end with a status first; the server's other calls are
+ * cancelled once every status is out (see dp_server_cancel_stopping). */
+void dp_server_stop(struct dp_resource *res);
+/* Cancel every call of every stopping server now, statuses out or not:
+ * for a peer that takes none (it does not read) when the daemon stops. */
+void dp_server_cancel_stopping(struct dp_daemon *d);
+void dp_server_push(struct dp_resource *res);
+size_t dp_server_streams(const struct dp_resource *res);
+
+/* The watcher (watch.c): signals, inotify on the kubelet dir and the
+ * device dirs, and the retry timer, turned into actions. */
+
+struct dp_daemon;
+struct dp_resource;
+
+int dp_watch_setup(struct dp_daemon *d);
+/* The config file's dir, and where a symlinked config really lives
+ * (resolved again by each reload before it reads). */
+int dp_watch_config_setup(struct dp_daemon *d);
+void dp_watch_config_real(struct dp_daemon *d);
+void dp_watch_handle(struct dp_daemon *d);
+/* A timer callback: ctx is the daemon. */
+void dp_watch_due(void *ctx);
+void dp_watch_resource(struct dp_daemon *d, struct dp_resource *res);

@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Start-up housekeeping of CDI specs: cdiplug's own specs for resources
+ * no longer configured are handed to retained.c, which removes each once
+ * no pod holds one of its devices, and other specs that clash with ours
+ * are reported, because runtimes resolve such clashes by dropping
+ * devices. */
+#include <string.h>
+
+#include "cdi.h"
+#include "serve-internal.h"
+#include "config.h"
+#include "plugin.h"
+#include "log.h"
+
+static void retain_stale(struct dp_daemon *d) {
+        _cleanup_free_ const char **kinds = calloc(d->n_res + 1, sizeof(char *));
+        char **stale = NULL;
+        int r;
+
+        if (!kinds)
+                return;
+        for (size_t i = 0; i < d->n_res; i++)
+                kinds[i] = d->res[i]->plugin->kind;
+        r = cdi_sweep(d->opts->cdi_dir, kinds, &stale);
+        if (r < 0) {
+                log_warn("cannot look for old CDI specs of ours in %s: %s; continuing",
+                         d->opts->cdi_dir, strerror(-r));
+                return;
+        }
+        for (char **f = stale; f && *f; f++) {
+                log_info(
+                        "CDI spec %s/%s is ours, but no configured resource owns it: it stays until no pod "
+                        "holds one of its devices",
+                        d->opts->cdi_dir, *f);
+                if (dp_retained_add(d, *f, NULL) < 0)
+                        log_error("CDI spec %s/%s: out of memory; it stays", d->opts->cdi_dir, *f);
+        }
+        base_strv_free(stale);
+        dp_retained_check(d);
+}
+
+static void warn_conflicts(struct dp_daemon *d) {
+        _cleanup_free_ struct cdi_spec *specs = calloc(d->n_res + 1, sizeof(*specs));
+        _cleanup_free_ char *etc = NULL, *run = NULL;
+        struct cdi_conflict *c = NULL;
+        size_t n_specs = 0, n = 0;
+        const char *dirs[4];
+        size_t n_dirs = 0;
+        bool root = strcmp(d->opts->host_root, "/") == 0;
+
+        /* The runtime reads /etc/cdi and /var/run/cdi (the latter wins);
+         * seen through the host root when there is one. */
+        if (!specs || xasprintf(&etc, "%s/etc/cdi", root ? "" : d->opts->host_root) < 0 ||
+            xasprintf(&run, "%s/var/run/cdi", root ? "" : d->opts->host_root) < 0)
+                return;
+        dirs[n_dirs++] = d->opts->cdi_dir;
+        if (strcmp(etc, d->opts->cdi_dir) != 0)
+                dirs[n_dirs++] = etc;
+        if (strcmp(run, d->opts->cdi_dir) != 0)
+                dirs[n_dirs++] = run;
+        dirs[n_dirs] = NULL;
+        for (size_t i = 0; i < d->n_res; i++)
+                if (d->res[i]->plugin->n_devs &&
+                    dp_plugin_spec(d->res[i]->plugin, &specs[n_specs]) >= 0)
+                        n_specs++;
+        if (cdi_find_conflicts(dirs, specs, n_specs, &c, &n) >= 0)
+                for (size_t i = 0; i < n; i++) {
+                        if (c[i].type == CDI_CONFLICT_DEVICE)
+                                log_warn(
+                                        "CDI spec %s also defines device \"%s\": runtimes may refuse it; "
+                                        "continuing",
+                                        c[i].path, c[i].device);
+                        else if (c[i].type == CDI_CONFLICT_KIND)
+                                log_warn(
+                                        "CDI spec %s also defines kind \"%s\"%s; continuing",
+                                        c[i].path, c[i].kind,
+                                        strncmp(c[i].path, run, strlen(run)) == 0
+                                                ? ": specs in /var/run/cdi take priority over /etc/cdi"
+                                                : "");
+                        else
+                                log_warn(
+                                        "CDI spec %s could not be checked for clashes with ours: %s; continuing",
+                                        c[i].path, strerror(-c[i].error));
+                }
+        cdi_conflicts_free(c, n);
+        for (size_t i = 0; i < n_specs; i++)
+                cdi_spec_free(&specs[i]);
+}
+
+void dp_specs_startup(struct dp_daemon *d) {
+        retain_stale(d);
+        warn_conflicts(d);
+}
