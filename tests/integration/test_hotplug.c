@@ -136,7 +136,7 @@ Test(hotplug, usb_device_plugged_unplugged_and_back) {
 }
 
 /* Context switches of the daemon's own threads (the main completion-queue
- * loop and the watcher); grpc's threads are grpc's (see the README). The
+ * loop and the watcher); grpc's threads are grpc's (see docs/design.md). The
  * metrics endpoint's thread has its test in test_metrics.c. */
 static long own_switches(pid_t pid) {
         static const char *const own[] = { "cdiplug", "cdiplug-watch", NULL };

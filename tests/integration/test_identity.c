@@ -33,7 +33,7 @@ Test(identity, serves_as_the_configured_user) {
         env_init(&e);
         env_write(&e, "config.json", config);
         env_touch(&e, "dev/ttyUSB0");
-        /* What the README tells operators: the user owns the two dirs. */
+        /* What cdiplug(8) tells operators: the user owns the two dirs. */
         chmod(e.root, 0755);
         mkdir(e.kubelet_dir, 0755);
         cr_assert_eq(chown(e.kubelet_dir, 65534, 65534), 0);
@@ -41,7 +41,7 @@ Test(identity, serves_as_the_configured_user) {
         struct tk *tk;
         cr_assert_eq(tk_start(e.kubelet_dir, &tk), 0);
         /* Connecting needs write permission on kubelet.sock, which a stock
-         * kubelet creates root-owned 0755 (see README: --user). */
+         * kubelet creates root-owned 0755 (see cdiplug(8): --user). */
         char *sock;
         cr_assert(asprintf(&sock, "%s/kubelet.sock", e.kubelet_dir) > 0);
         cr_assert_eq(chmod(sock, 0666), 0);

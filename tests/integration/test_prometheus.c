@@ -2,7 +2,7 @@
 /* The real thing: Debian's promtool lints a live scrape, and a real
  * Prometheus scrapes the daemon on loopback; a PromQL query over its
  * HTTP API returns the allocation series with the pod's labels, joined
- * with the device's health as the README shows. Skipped, with the reason,
+ * with the device's health as cdiplug(8) shows. Skipped, with the reason,
  * when the prometheus package is missing (tests/deps.sh installs it). */
 #include <criterion/criterion.h>
 #include <fcntl.h>
@@ -215,7 +215,7 @@ Test(prometheus, real_prometheus_scrapes_pod_labels) {
         cr_assert_not_null(strstr(body, "\"id\":\"fuse-2\""), "%s", body);
         cr_assert_not_null(strstr(body, "\"device\":\"fuse\""), "%s", body);
         free(body);
-        /* The README's join: which pod holds which device, and its health.
+        /* cdiplug(8)'s join: which pod holds which device, and its health.
          *   cdiplug_device_allocation_info
          *     * on(resource, device) group_left(health) cdiplug_device_info */
         body = query_until(
