@@ -419,6 +419,9 @@ static int parse_doc(const cJSON *doc, struct cfg_config *cfg, struct cfg_error 
                         return r;
                 for (size_t j = 0; j < i; j++) {
                         const char *other = cfg->resources[j].name;
+                        /* parse_resource() refuses a resource without one. */
+                        if (!other || !res->name)
+                                continue;
                         if (strcmp(other, res->name) == 0 ||
                             strcmp(cfg->resources[j].socket_name, res->socket_name) == 0) {
                                 char f[64];

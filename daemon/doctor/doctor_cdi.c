@@ -11,8 +11,12 @@
 #include "doctor-internal.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -452,18 +456,30 @@ static int build_specs(struct doc_ctx *c, struct cdi_spec **ret, size_t *ret_n) 
 /* What the reference parser (the Go CDI library runtimes use) refuses in a
  * JSON spec; NULL when it looks acceptable. A refused file fails every
  * device of the dir's specs for some runtimes, so it is worth a problem. */
+/* MAJOR.MINOR.PATCH, each a decimal number that fits 32 bits. */
+static bool is_version(const char *s) {
+        for (int part = 0; part < 3; part++) {
+                char *end;
+                if (*s < '0' || *s > '9')
+                        return false;
+                errno = 0;
+                unsigned long v = strtoul(s, &end, 10);
+                if (errno || v > UINT32_MAX || *end != (part < 2 ? '.' : '\0'))
+                        return false;
+                s = end + (part < 2);
+        }
+        return true;
+}
+
 static const char *spec_problem(const cJSON *spec) {
         const cJSON *ver = cJSON_GetObjectItemCaseSensitive(spec, "cdiVersion");
         const cJSON *kind = cJSON_GetObjectItemCaseSensitive(spec, "kind");
         const cJSON *devs = cJSON_GetObjectItemCaseSensitive(spec, "devices");
         const cJSON *d;
-        unsigned a, b, cc;
-        char extra;
 
         if (!cJSON_IsObject(spec))
                 return "not a JSON object";
-        if (!cJSON_IsString(ver) ||
-            sscanf(ver->valuestring, "%u.%u.%u%c", &a, &b, &cc, &extra) != 3)
+        if (!cJSON_IsString(ver) || !is_version(ver->valuestring))
                 return "no valid \"cdiVersion\"";
         if (!cJSON_IsString(kind) || !cdi_kind_is_valid(kind->valuestring))
                 return "no valid \"kind\" (vendor/class)";

@@ -104,6 +104,7 @@ int doc_http_get(const char *hostport, const char *path, int timeout_ms, int *re
         }
         buf[n] = '\0';
         char sp;
+        /* NOLINTNEXTLINE(cert-err34-c): three digits at most, range-checked below */
         if (sscanf(buf, "HTTP/1.%*1[01]%c%3d", &sp, &status) != 2 || sp != ' ' || status < 100 ||
             status > 599)
                 return -EBADMSG;

@@ -227,6 +227,7 @@ static bool has_magic(const char *s, size_t n) {
 }
 
 /* Expand rest (components still to match) below prefix. */
+/* NOLINTNEXTLINE(misc-no-recursion): one level per component of the pattern */
 static int glob_at(struct glob_state *g, const char *prefix, const char *rest) {
         while (*rest == '/')
                 rest++;
@@ -258,7 +259,7 @@ static int glob_at(struct glob_state *g, const char *prefix, const char *rest) {
                 g->stop = r;
         if (r < 0)
                 return r == -ENOMEM ? r : 0;
-        for (char **name = names; *name && !g->stop; name++) {
+        for (char **name = names; name && *name && !g->stop; name++) {
                 if (++g->scanned > DOC_MAX_SCAN) {
                         g->stop = -E2BIG;
                         break;

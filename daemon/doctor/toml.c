@@ -312,6 +312,7 @@ static int add_entry(struct parser *p, const struct keypath *k, struct toml_valu
 
 /* key = value, within the current table; prefix holds the keys of any
  * inline tables around it. */
+/* NOLINTNEXTLINE(misc-no-recursion): nesting stops at TOML_MAX_DEPTH */
 static int keyval(struct parser *p, struct keypath *prefix, unsigned depth) {
         struct keypath k = { 0 };
         struct toml_value v = { 0 };
@@ -346,6 +347,7 @@ static int keyval(struct parser *p, struct keypath *prefix, unsigned depth) {
         return r;
 }
 
+/* NOLINTNEXTLINE(misc-no-recursion): nesting stops at TOML_MAX_DEPTH */
 static int array(struct parser *p, struct toml_value *v, unsigned depth) {
         struct base_strvec strv = { 0 };
         bool only_strings = true;
@@ -402,6 +404,7 @@ static int array(struct parser *p, struct toml_value *v, unsigned depth) {
 
 /* { k = v, ... } on one line: its keys become entries below prefix.
  * Returns 1 (no value of its own). */
+/* NOLINTNEXTLINE(misc-no-recursion): nesting stops at TOML_MAX_DEPTH */
 static int inline_table(struct parser *p, struct keypath *prefix, unsigned depth) {
         if (depth >= TOML_MAX_DEPTH)
                 return -E2BIG;
@@ -472,6 +475,7 @@ static int scalar(struct parser *p, struct toml_value *v) {
 }
 
 /* Returns 1 for an inline table (its keys already added), 0 for a value. */
+/* NOLINTNEXTLINE(misc-no-recursion): nesting stops at TOML_MAX_DEPTH */
 static int value(struct parser *p, struct toml_value *v, struct keypath *prefix, unsigned depth) {
         char c = peek(p);
         if (c == '"' || c == '\'') {

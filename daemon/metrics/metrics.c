@@ -642,12 +642,14 @@ static void render_process(struct dp_mbuf *b) {
                 buf[n] = '\0';
                 /* The command name may hold spaces and ')': skip to the last. */
                 p = strrchr(buf, ')');
+                /* NOLINTBEGIN(cert-err34-c): the kernel's own numbers */
                 if (p &&
                     sscanf(p + 2,
                            "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d "
                            "%*d %*d %llu %llu %lld",
                            &utime, &stime, &start, &vsize, &rss) != 5)
                         utime = stime = start = vsize = 0, rss = 0;
+                /* NOLINTEND(cert-err34-c) */
         }
         if (btime == 0)
                 btime = dp_boot_time("/proc/stat");

@@ -136,9 +136,10 @@ static int plain_extras(const struct dp_plugin *p, const size_t *devs, size_t n_
                 for (char **e = d->env; !oom && e && *e; e++) {
                         size_t klen = strcspn(*e, "=");
                         bool dup = false;
-                        for (size_t i = 0; i < cr->n_envs; i++)
-                                dup |= strlen(cr->envs[i]->key) == klen &&
-                                       strncmp(cr->envs[i]->key, *e, klen) == 0;
+                        for (size_t i = 0; i < cr->n_envs; i++) {
+                                const char *key = cr->envs[i] ? cr->envs[i]->key : NULL;
+                                dup |= key && strlen(key) == klen && strncmp(key, *e, klen) == 0;
+                        }
                         if (dup)
                                 continue;
                         V1beta1__ContainerAllocateResponse__EnvsEntry *en = malloc(sizeof(*en));
@@ -459,7 +460,7 @@ static int picker_init(const struct dp_plugin *p, const size_t *offered, size_t 
 
         k->g = calloc(n + 1, sizeof(*k->g));
         k->next = malloc((n + 1) * sizeof(size_t));
-        k->heap = malloc((n + 1) * sizeof(size_t));
+        k->heap = calloc(n + 1, sizeof(size_t));
         k->start = calloc(slots + 1, sizeof(size_t));
         k->len = calloc(slots + 1, sizeof(size_t));
         tail = malloc((n + 1) * sizeof(size_t));

@@ -126,7 +126,7 @@ struct strbuf {
 static int strbuf_add(struct strbuf *b, const char *s, size_t len, uint32_t *ret_off) {
         if (b->len + len + 1 > UINT32_MAX)
                 return -E2BIG;
-        if (b->len + len + 1 > b->cap) {
+        if (!b->s || b->len + len + 1 > b->cap) {
                 size_t cap = b->cap ? b->cap * 2 : 256;
                 while (cap < b->len + len + 1)
                         cap *= 2;

@@ -127,6 +127,8 @@ static size_t poll_set(struct dp_daemon *d, struct pollfd **fds, size_t *cap) {
                         n = *cap;
                 }
         }
+        if (n < 3)
+                return 0; /* the caller stops: not even the signals can be watched */
         (*fds)[0] = (struct pollfd){ .fd = d->signal_fd, .events = POLLIN };
         (*fds)[1] = (struct pollfd){ .fd = d->inotify_fd, .events = POLLIN };
         (*fds)[2] = (struct pollfd){ .fd = dp_loop_fd(&d->loop), .events = POLLIN };

@@ -381,6 +381,7 @@ static void warn_overlaps(const struct dp_daemon *d) {
                 return;
         }
         for (size_t i = 0; i < d->n_res; i++)
+                /* NOLINTNEXTLINE(clang-analyzer-core.NullDereference): every slot below n_res holds a resource */
                 plugins[i] = d->res[i]->plugin;
         dp_warn_overlaps(plugins, d->n_res);
 }
