@@ -11,14 +11,21 @@ cmake --build build -j "$(nproc)" --target cdiplug test-kubelet >/dev/null
 demo=$(mktemp -d /tmp/cdiplug-demo-XXXXXX)
 trap 'kill "$pid" 2>/dev/null || true; rm -rf "$demo"' EXIT
 mkdir -p "$demo/host/dev" "$demo/cdi"
-# Only character and block nodes are devices, and only root may make them:
-# each fake node gets /dev/null's numbers, so nothing reaches hardware.
+# Only character and block nodes are devices, and only root may make them.
+# One node is one device, so each fake node gets numbers of its own, in
+# character major 60, which is kept for local use: no driver answers it,
+# so nothing reaches hardware.
 if [ "$(id -u)" -ne 0 ]; then
         echo "the demo makes fake device nodes with mknod: run it as root" >&2
         exit 1
 fi
+minor=0
+fake_node() {
+        mknod -m 0666 "$demo/host/dev/$1" c 60 "$minor"
+        minor=$((minor + 1))
+}
 for n in ttyUSB0 ttyUSB1 fuse kvm; do
-        mknod -m 0666 "$demo/host/dev/$n" c 1 3
+        fake_node "$n"
 done
 cat > "$demo/config.json" <<'JSON'
 { "resources": [
@@ -52,7 +59,7 @@ echo "== live reload: an editor saves a new config (write a temp file, rename it
 echo "   serial also matches ttyACM*, kvm is removed, tun is added, fuse is unchanged"
 mkdir -p "$demo/host/dev/net"
 for n in ttyACM0 net/tun; do
-        mknod -m 0666 "$demo/host/dev/$n" c 1 3
+        fake_node "$n"
 done
 cat > "$demo/config.json.tmp" <<'JSON'
 { "resources": [
