@@ -87,8 +87,11 @@ static int request_line(const char *s, size_t n, struct dp_http_request *req) {
                 const char *auth = memchr(target, '/', tlen) + 2;
                 const char *slash = memchr(auth, '/', (size_t)(target + tlen - auth));
                 if (!slash) {
-                        target = "/";
-                        tlen = 1;
+                        /* The path is "/", which nothing here serves: an
+                         * empty one, still pointing into the head, does
+                         * the same. */
+                        target += tlen;
+                        tlen = 0;
                 } else {
                         tlen -= (size_t)(slash - target);
                         target = slash;

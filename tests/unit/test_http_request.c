@@ -40,6 +40,12 @@ Test(http_request, good_heads) {
         cr_assert_eq(parse("GET http://h:1/healthz HTTP/1.1\r\nHost: h", &r), 0);
         cr_assert_eq(r.path_len, 8);
         cr_assert(strncmp(r.path, "/healthz", 8) == 0);
+        /* ...and with no path after it, an empty one, still inside the head
+         * (the fuzzer found it pointing at a string of ours). */
+        const char *bare = "HEAD http://h:1 HTTP/1.0";
+        cr_assert_eq(dp_http_parse_head(bare, strlen(bare), &r), 0);
+        cr_assert_eq(r.path_len, 0);
+        cr_assert(r.path >= bare && r.path <= bare + strlen(bare));
 
         cr_assert_eq(parse("BREW /pot HTTP/1.1\r\nHost: a\r\nContent-Length: 3", &r), 0);
         cr_assert_eq(r.method, DP_HTTP_OTHER);
