@@ -22,6 +22,11 @@ static int cmp_dev(const void *a, const void *b) {
 }
 
 /* The file's devices with a name, sorted by name, for bsearch. */
+/* bsearch's: a device name against a (named) device. */
+static int cmp_name(const void *key, const void *dev) {
+        return strcmp(key, name_of(*(const cJSON *const *)dev));
+}
+
 static int sorted_devices(const cJSON *devices, const cJSON ***ret, size_t *ret_n) {
         size_t n = 0, cap = (size_t)cJSON_GetArraySize(devices);
         const cJSON **v = calloc(cap + 1, sizeof(*v));
@@ -62,22 +67,9 @@ static int compare(const cJSON *disk, const cJSON *want, const char *kind, bool 
                 if (i >= n)
                         break;
                 const char *name = name_of(wd);
-                const cJSON **hit = NULL;
-                if (name) {
-                        size_t lo = 0, hi = n_devs;
-                        while (lo < hi) {
-                                size_t mid = lo + (hi - lo) / 2;
-                                int c = strcmp(name_of(devs[mid]), name);
-                                if (c == 0) {
-                                        hit = &devs[mid];
-                                        break;
-                                }
-                                if (c < 0)
-                                        lo = mid + 1;
-                                else
-                                        hi = mid;
-                        }
-                }
+                const cJSON **hit = name && n_devs
+                                            ? bsearch(name, devs, n_devs, sizeof(*devs), cmp_name)
+                                            : NULL;
                 defined[i] = hit != NULL;
                 same[i] = hit && edits_same && cJSON_Compare(*hit, wd, true);
                 i++;
