@@ -161,6 +161,32 @@ Test(lifecycle, a_retired_resource_outlives_its_config_until_its_last_call) {
         teardown(&f);
 }
 
+Test(lifecycle, a_retired_resource_waits_for_its_server_and_its_register) {
+        struct fixture f;
+        struct dp_resource *res = NULL;
+        struct cfg_resource *room = calloc(1, sizeof(*room));
+
+        setup(&f);
+        cr_assert_not_null(room);
+        cr_assert_eq(dp_resource_new(&f.d, &f.d.cfg->resources[0], &res), 0);
+        dp_resource_maybe_free(res);
+        /* Not retired: left alone (ASan would see the use after a free). */
+
+        res->srv.state = SRV_STOPPING; /* its server's shutdown still on its way */
+        dp_resource_own_cfg(res, room);
+        dp_resource_retire(res);
+        dp_resource_maybe_free(res);
+        cr_expect_eq(f.d.retired, res, "its server is still stopping");
+        res->srv.state = SRV_DOWN;
+        res->registration.call = (struct dp_reg *)&f; /* a Register in flight */
+        dp_resource_maybe_free(res);
+        cr_expect_eq(f.d.retired, res, "its Register is still in flight");
+        res->registration.call = NULL;
+        dp_resource_maybe_free(res);
+        cr_expect_null(f.d.retired, "freed once both are done");
+        teardown(&f);
+}
+
 Test(lifecycle, retired_free_all_frees_what_is_still_winding_down) {
         struct fixture f;
         struct dp_resource *a = NULL, *b = NULL;
