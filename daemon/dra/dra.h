@@ -78,3 +78,18 @@ struct dra_clash {
         size_t dropped, kept;
 };
 int dra_name_clashes(const struct dp_plugin *p, struct dra_clash **ret, size_t *ret_n);
+
+/* Device health, for both health services (v1alpha1 and v1
+ * DRAResourceHealth): one entry per allocatable ID p knows, in ID order,
+ * unhealthy ones included, since a device a pod holds may have left the
+ * slice (an ID left out for a name clash has no entry: its name is the
+ * other ID's). The pool is the resource's (dra_pool_name). */
+struct dra_health {
+        char name[DRA_DEVICE_NAME_MAX + 1]; /* the slice device name */
+        size_t id;                          /* allocatable ID index in p */
+        bool healthy;                       /* what the slice offers now */
+        const char *message;                /* static: why not healthy; NULL when healthy */
+};
+/* *ret is malloc'd (free()). 0 or -ENOMEM/-E2BIG. */
+int dra_health(const struct dp_plugin *p, struct dra_health **ret, size_t *ret_n);
+

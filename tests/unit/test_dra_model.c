@@ -88,3 +88,191 @@ Test(dra_names, pool_names_are_slash_separated_subdomains) {
         cr_assert_eq(strlen(x), 253);
         free(x);
 }
+
+/* Plugins to read from. Devices own their node strings (freed with the
+ * list). */
+struct devs {
+        struct res_device d[16];
+        size_t n;
+};
+
+static void add(struct devs *v, const char *id, const char *node, int numa) {
+        struct res_device *d = &v->d[v->n++];
+        *d = (struct res_device){ .id = (char *)id, .n_nodes = node ? 1 : 0, .numa_node = numa };
+        d->nodes = calloc(2, sizeof(char *));
+        d->nodes[0] = (char *)node;
+}
+
+static void devs_clear(struct devs *v) {
+        for (size_t i = 0; i < v->n; i++)
+                free(v->d[i].nodes);
+        v->n = 0;
+}
+
+static struct cfg_resource serial_cfg(unsigned shares) {
+        return (struct cfg_resource){ .name = "example.com/serial",
+                                      .socket_name = "cdiplug-example.com-serial.sock",
+                                      .shares = shares,
+                                      .alloc_modes = CFG_ALLOC_CDI_CRI };
+}
+
+static void update(struct dp_plugin *p, struct res_device *d, size_t n) {
+        struct res_devlist list = { .devs = d, .n = n };
+        bool changed;
+        cr_assert_eq(dp_plugin_update(p, &list, &changed), 0);
+}
+
+static struct dp_plugin *plugin(struct cfg_resource *cfg, struct devs *v) {
+        struct dp_plugin *p;
+        cr_assert_eq(dp_plugin_new(cfg, &p), 0);
+        update(p, v->d, v->n);
+        return p;
+}
+
+static char *devices_text(const struct dp_plugin *p, int want_r) {
+        cJSON *arr = NULL;
+        cr_assert_eq(dra_devices_json(p, p->cfg->name, &arr), want_r);
+        char *s = cJSON_PrintUnformatted(arr);
+        cJSON_Delete(arr);
+        return s;
+}
+
+#define RES "\"resource\":{\"string\":\"example.com/serial\"}"
+
+Test(dra_devices, one_v1_device_per_healthy_id_with_its_attributes) {
+        struct cfg_resource cfg = serial_cfg(1);
+        struct devs v = { 0 };
+        char long_path[80] = "/dev/";
+        memset(long_path + 5, 'x', 60); /* 65 bytes: no "path" */
+        add(&v, "long", long_path, -1);
+        add(&v, "ttyS0", "/dev/ttyS0", 1);
+        add(&v, "ttyUSB0", "/dev/ttyUSB0", -1);
+        struct dp_plugin *p = plugin(&cfg, &v);
+        char *s = devices_text(p, 0);
+        cr_assert_str_eq(s, "[{\"name\":\"long\",\"attributes\":{" RES "}},"
+                            "{\"name\":\"ttys0-6aed0f3f\",\"attributes\":{" RES
+                            ",\"path\":{\"string\":\"/dev/ttyS0\"},\"numaNode\":{\"int\":1}}},"
+                            "{\"name\":\"ttyusb0-4452f912\",\"attributes\":{" RES
+                            ",\"path\":{\"string\":\"/dev/ttyUSB0\"}}}]");
+        free(s);
+
+        /* ttyS0 vanishes: Unhealthy, so out of the slice; back when found. */
+        update(p, &v.d[0], 1);
+        s = devices_text(p, 0);
+        cr_assert_null(strstr(s, "ttys0"), "%s", s);
+        cr_assert_null(strstr(s, "ttyusb0"), "%s", s);
+        free(s);
+        update(p, v.d, v.n);
+        s = devices_text(p, 0);
+        cr_assert_not_null(strstr(s, "ttys0-6aed0f3f"), "%s", s);
+        free(s);
+
+        /* A resource name the "resource" attribute cannot hold. */
+        cJSON *arr = NULL;
+        char name[80] = "example.com/";
+        memset(name + 12, 'n', 60);
+        cr_assert_eq(dra_devices_json(p, name, &arr), -ENAMETOOLONG);
+        cr_assert_null(arr);
+        cr_assert_not_null(dra_resource_problem(name));
+        cr_assert_null(dra_resource_problem("example.com/serial"));
+        dp_plugin_free(p);
+        devs_clear(&v);
+}
+
+Test(dra_devices, held_and_gone_devices_are_not_offered) {
+        struct cfg_resource cfg = serial_cfg(1);
+        struct devs v = { 0 };
+        add(&v, "a", "/dev/a", -1);
+        add(&v, "b", "/dev/b", -1);
+        add(&v, "c", "/dev/c", -1);
+        struct dp_plugin *p = plugin(&cfg, &v);
+        update(p, v.d, 2); /* c not found: Unhealthy */
+        struct res_devlist before = { .devs = &v.d[2], .n = 1 };
+        size_t n_gone;
+        dp_plugin_retire(p, &before, &n_gone); /* and no longer named */
+        cr_assert_eq(n_gone, 1);
+        dp_plugin_spec_written(p);
+        add(&v, "d", "/dev/d", -1);
+        update(p, v.d, 2);
+        update(p, (struct res_device[]){ v.d[0], v.d[1], v.d[3] }, 3);
+        dp_plugin_hold(p); /* d is not in the spec on disk */
+        char *s = devices_text(p, 0);
+        cr_assert_str_eq(
+                s, "[{\"name\":\"a\",\"attributes\":{" RES ",\"path\":{\"string\":\"/dev/a\"}}},"
+                   "{\"name\":\"b\",\"attributes\":{" RES ",\"path\":{\"string\":\"/dev/b\"}}}]");
+        free(s);
+
+        /* Health names every ID, with why it is not offered. */
+        struct dra_health *h;
+        size_t n;
+        cr_assert_eq(dra_health(p, &h, &n), 0);
+        cr_assert_eq(n, 4);
+        cr_assert_str_eq(h[0].name, "a");
+        cr_assert(h[0].healthy);
+        cr_assert_null(h[0].message);
+        cr_assert(h[1].healthy);
+        cr_assert_str_eq(h[2].name, "c");
+        cr_assert_not(h[2].healthy);
+        cr_assert_not_null(strstr(h[2].message, "config"));
+        cr_assert_str_eq(h[3].name, "d");
+        cr_assert_eq(h[3].id, 3);
+        cr_assert_not(h[3].healthy);
+        cr_assert_not_null(strstr(h[3].message, "CDI spec"));
+        free(h);
+        dp_plugin_free(p);
+        devs_clear(&v);
+}
+
+Test(dra_devices, shares_are_devices_naming_their_physical_device) {
+        struct cfg_resource cfg = serial_cfg(2);
+        struct devs v = { 0 };
+        add(&v, "fuse", "/dev/fuse", 0);
+        struct dp_plugin *p = plugin(&cfg, &v);
+        char *s = devices_text(p, 0);
+        cr_assert_str_eq(s, "[{\"name\":\"fuse-0\",\"attributes\":{" RES
+                            ",\"path\":{\"string\":\"/dev/fuse\"},\"numaNode\":{\"int\":0},"
+                            "\"device\":{\"string\":\"fuse\"}}},"
+                            "{\"name\":\"fuse-1\",\"attributes\":{" RES
+                            ",\"path\":{\"string\":\"/dev/fuse\"},\"numaNode\":{\"int\":0},"
+                            "\"device\":{\"string\":\"fuse\"}}}]");
+        free(s);
+        size_t id;
+        cr_assert_eq(dra_device_find(p, "fuse-1", &id), 0);
+        cr_assert_eq(id, 1);
+        cr_assert_eq(dra_device_find(p, "fuse", &id), -ENOENT, "a device is not a share");
+        dp_plugin_free(p);
+        devs_clear(&v);
+}
+
+Test(dra_devices, a_name_clash_leaves_the_later_id_out) {
+        struct cfg_resource cfg = serial_cfg(1);
+        struct devs v = { 0 };
+        /* "ttyUSB0" is rewritten to the other's ID; sorted, it comes first. */
+        add(&v, "ttyUSB0", "/dev/ttyUSB0", -1);
+        add(&v, "ttyusb0-4452f912", "/dev/other", -1);
+        struct dp_plugin *p = plugin(&cfg, &v);
+        char *s = devices_text(p, 1);
+        cr_assert_str_eq(s, "[{\"name\":\"ttyusb0-4452f912\",\"attributes\":{" RES
+                            ",\"path\":{\"string\":\"/dev/ttyUSB0\"}}}]");
+        free(s);
+        struct dra_clash *c;
+        size_t n, id;
+        cr_assert_eq(dra_name_clashes(p, &c, &n), 0);
+        cr_assert_eq(n, 1);
+        cr_assert_eq(c[0].dropped, 1);
+        cr_assert_eq(c[0].kept, 0);
+        free(c);
+        cr_assert_eq(dra_device_find(p, "ttyusb0-4452f912", &id), 0);
+        cr_assert_eq(id, 0);
+        struct dra_index *idx = NULL;
+        cr_assert_eq(dra_index_find(&idx, p, "ttyusb0-4452f912", &id), 0);
+        cr_assert_eq(id, 0);
+        dra_index_free(idx);
+        struct dra_health *h;
+        cr_assert_eq(dra_health(p, &h, &n), 0);
+        cr_assert_eq(n, 1);
+        cr_assert_eq(h[0].id, 0);
+        free(h);
+        dp_plugin_free(p);
+        devs_clear(&v);
+}
