@@ -93,3 +93,60 @@ struct dra_health {
 /* *ret is malloc'd (free()). 0 or -ENOMEM/-E2BIG. */
 int dra_health(const struct dp_plugin *p, struct dra_health **ret, size_t *ret_n);
 
+/* Prepare: the CDI device IDs a claim's devices resolve to. */
+
+/* At most this many devices a claim (the API allows 32 allocation
+ * results; room is left for it to grow). */
+#define DRA_MAX_RESULTS 128
+
+/* One DRA resource of the daemon, as Prepare sees it: its pool, its
+ * plugin (read under the daemon lock) and the caller's name table cache
+ * for that plugin (NULL at first; dra_index_free when the resource goes). */
+struct dra_pool {
+        const char *name;
+        const struct dp_plugin *p;
+        struct dra_index *index;
+};
+
+/* One allocated device of a claim for our driver, from
+ * status.allocation.devices.results. */
+struct dra_result {
+        const char *request;
+        const char *pool;
+        const char *device;
+};
+
+/* One prepared device: what the kubelet is answered and what Unprepare
+ * must still know after a restart. */
+struct dra_device {
+        char *request;
+        char *pool;
+        char *device;
+        char **cdi_ids; /* NULL-terminated, at least one */
+};
+
+/* One prepared claim: the checkpoint holds these by uid. */
+struct dra_claim {
+        char *uid;
+        char *ns;
+        char *name;
+        struct dra_device *devices;
+        size_t n_devices;
+};
+void dra_device_clear(struct dra_device *d);
+void dra_claim_clear(struct dra_claim *c); /* frees what c holds, leaves it zeroed */
+void dra_claims_free(struct dra_claim *claims, size_t n);
+
+/* The prepared devices for results (n_results <= DRA_MAX_RESULTS), in
+ * their order: each result's pool must be one of pools, its device an
+ * allocatable ID of that pool's plugin that the config still names and the
+ * CDI spec on disk defines; its CDI ID is the one Allocate answers
+ * (dp_plugin_qualified). A device listed Unhealthy still prepares, as
+ * Allocate does: the scheduler picked it while healthy, Prepare is repeated
+ * for claims already running (it must answer the same), and the health
+ * services tell the pod. -EINVAL with *ret_msg (malloc'd: the claim's
+ * error, naming the device and why) when one cannot, -ENOMEM. Updates the
+ * pools' index caches. */
+int dra_prepare_devices(struct dra_pool *pools, size_t n_pools, const struct dra_result *results,
+                        size_t n_results, struct dra_device **ret, size_t *ret_n, char **ret_msg);
+

@@ -276,3 +276,222 @@ Test(dra_devices, a_name_clash_leaves_the_later_id_out) {
         dp_plugin_free(p);
         devs_clear(&v);
 }
+
+/* Two DRA resources on node1: serial (ttyUSB0 healthy, ttyUSB1 vanished,
+ * ttyUSB2 no longer named) and fuse with two shares. */
+struct node {
+        struct cfg_resource serial_cfg, fuse_cfg;
+        struct devs serial, fuse;
+        struct dra_pool pools[2];
+};
+
+static void node_init(struct node *n) {
+        *n = (struct node){ 0 };
+        n->serial_cfg = serial_cfg(1);
+        n->fuse_cfg = serial_cfg(2);
+        n->fuse_cfg.name = "example.com/fuse";
+        add(&n->serial, "ttyUSB0", "/dev/ttyUSB0", -1);
+        add(&n->serial, "ttyUSB1", "/dev/ttyUSB1", -1);
+        add(&n->serial, "ttyUSB2", "/dev/ttyUSB2", -1);
+        add(&n->fuse, "fuse", "/dev/fuse", -1);
+        struct dp_plugin *s = plugin(&n->serial_cfg, &n->serial);
+        update(s, n->serial.d, 1);
+        struct res_devlist before = { .devs = &n->serial.d[2], .n = 1 };
+        size_t gone;
+        dp_plugin_retire(s, &before, &gone);
+        cr_assert_eq(gone, 1);
+        n->pools[0] = (struct dra_pool){ .name = "node1/example.com/serial", .p = s };
+        n->pools[1] = (struct dra_pool){ .name = "node1/example.com/fuse",
+                                         .p = plugin(&n->fuse_cfg, &n->fuse) };
+}
+
+static void node_clear(struct node *n) {
+        for (size_t i = 0; i < 2; i++) {
+                dra_index_free(n->pools[i].index);
+                dp_plugin_free((struct dp_plugin *)n->pools[i].p);
+        }
+        devs_clear(&n->serial);
+        devs_clear(&n->fuse);
+}
+
+static char *prepare_fails(struct node *n, const struct dra_result *res, size_t count) {
+        struct dra_device *d = NULL;
+        size_t n_d = 0;
+        char *msg = NULL;
+        cr_assert_eq(dra_prepare_devices(n->pools, 2, res, count, &d, &n_d, &msg), -EINVAL);
+        cr_assert_null(d);
+        cr_assert_not_null(msg);
+        return msg;
+}
+
+Test(dra_prepare, answers_the_cdi_ids_allocate_answers) {
+        struct node n;
+        node_init(&n);
+        const struct dra_result res[] = {
+                { "serial", "node1/example.com/serial", "ttyusb0-4452f912" },
+                /* Unhealthy now: still prepares, as Allocate does. */
+                { "serial", "node1/example.com/serial", "ttyusb1-4552faa5" },
+                { "fuse", "node1/example.com/fuse", "fuse-1" },
+        };
+        struct dra_device *d = NULL;
+        size_t n_d = 0;
+        char *msg = NULL;
+        cr_assert_eq(dra_prepare_devices(n.pools, 2, res, 3, &d, &n_d, &msg), 0, "%s", msg);
+        cr_assert_eq(n_d, 3);
+        cr_assert_str_eq(d[0].request, "serial");
+        cr_assert_str_eq(d[0].pool, "node1/example.com/serial");
+        cr_assert_str_eq(d[0].device, "ttyusb0-4452f912");
+        cr_assert_str_eq(d[0].cdi_ids[0], "example.com/serial=ttyUSB0");
+        cr_assert_null(d[0].cdi_ids[1]);
+        cr_assert_str_eq(d[1].cdi_ids[0], "example.com/serial=ttyUSB1");
+        /* A share prepares to its physical device's CDI device. */
+        cr_assert_str_eq(d[2].cdi_ids[0], "example.com/fuse=fuse");
+        for (size_t i = 0; i < n_d; i++) {
+                char *want = NULL;
+                size_t id;
+                const struct dp_plugin *p = n.pools[i == 2].p;
+                cr_assert_eq(dra_device_find(p, res[i].device, &id), 0);
+                cr_assert_eq(dp_plugin_qualified(p, dp_plugin_id_dev(p, id), &want), 0);
+                cr_assert_str_eq(d[i].cdi_ids[0], want);
+                free(want);
+                dra_device_clear(&d[i]);
+        }
+        free(d);
+        node_clear(&n);
+}
+
+Test(dra_prepare, a_device_not_ours_is_the_claims_error) {
+        struct node n;
+        node_init(&n);
+        struct dra_result r = { "serial", "node2/example.com/serial", "ttyusb0-4452f912" };
+        char *msg = prepare_fails(&n, &r, 1);
+        cr_assert_str_eq(msg, "request \"serial\": device \"ttyusb0-4452f912\" in pool "
+                              "\"node2/example.com/serial\": the pool is not one of this node's "
+                              "DRA resources");
+        free(msg);
+        r = (struct dra_result){ "serial", "node1/example.com/serial", "ttyusb9" };
+        msg = prepare_fails(&n, &r, 1);
+        cr_assert_not_null(strstr(msg, "resource \"example.com/serial\" has no such device"), "%s",
+                           msg);
+        free(msg);
+        r.device = "ttyusb2-4252f5ec";
+        msg = prepare_fails(&n, &r, 1);
+        cr_assert_not_null(strstr(msg, "no longer offered"), "%s", msg);
+        free(msg);
+        r.device = NULL;
+        msg = prepare_fails(&n, &r, 1);
+        cr_assert_not_null(strstr(msg, "lacks"), "%s", msg);
+        free(msg);
+        /* One bad device fails the claim, with the good ones before it. */
+        struct dra_result two[] = { { "serial", "node1/example.com/serial", "ttyusb0-4452f912" },
+                                    { "fuse", "node1/example.com/fuse", "fuse-2" } };
+        msg = prepare_fails(&n, two, 2);
+        cr_assert_not_null(strstr(msg, "\"fuse-2\""), "%s", msg);
+        free(msg);
+        struct dra_result many[DRA_MAX_RESULTS + 1];
+        for (size_t i = 0; i <= DRA_MAX_RESULTS; i++)
+                many[i] = two[0];
+        msg = prepare_fails(&n, many, DRA_MAX_RESULTS + 1);
+        free(msg);
+        node_clear(&n);
+}
+
+Test(dra_prepare, a_device_the_spec_on_disk_lacks_is_refused) {
+        struct node n;
+        node_init(&n);
+        struct dp_plugin *p = (struct dp_plugin *)n.pools[0].p;
+        struct dra_result first = { "serial", "node1/example.com/serial", "ttyusb0-4452f912" };
+        struct dra_device *d = NULL;
+        size_t n_d;
+        char *msg = NULL;
+        cr_assert_eq(dra_prepare_devices(n.pools, 2, &first, 1, &d, &n_d, &msg), 0);
+        cr_assert_not_null(n.pools[0].index);
+        dra_device_clear(&d[0]);
+        free(d);
+        dp_plugin_spec_written(p);
+        add(&n.serial, "ttyUSB3", "/dev/ttyUSB3", -1);
+        update(p, (struct res_device[]){ n.serial.d[0], n.serial.d[3] }, 2);
+        dp_plugin_hold(p);
+        struct dra_result r = { "serial", "node1/example.com/serial", "ttyusb3-4352f77f" };
+        msg = prepare_fails(&n, &r, 1);
+        cr_assert_not_null(strstr(msg, "CDI spec could not be written"), "%s", msg);
+        free(msg);
+        /* Written: it prepares. The pool's name table was built before
+         * ttyUSB3 came and is rebuilt. */
+        dp_plugin_spec_written(p);
+        cr_assert_eq(dra_prepare_devices(n.pools, 2, &r, 1, &d, &n_d, &msg), 0);
+        cr_assert_str_eq(d[0].cdi_ids[0], "example.com/serial=ttyUSB3");
+        dra_device_clear(&d[0]);
+        free(d);
+        node_clear(&n);
+}
+
+Test(dra_find, every_name_finds_its_id_with_or_without_a_table) {
+        struct cfg_resource cfg = serial_cfg(1);
+        enum { N = 1000 };
+        struct res_device *d = calloc(N, sizeof(*d));
+        static char ids[N][16], nodes[N][24];
+        for (size_t i = 0; i < N; i++) {
+                /* Sorted IDs, half of them rewritten as names. */
+                snprintf(ids[i], sizeof(ids[i]), i % 2 ? "d%04zu_X" : "d%04zu", i);
+                snprintf(nodes[i], sizeof(nodes[i]), "/dev/d%04zu", i);
+                d[i] = (struct res_device){ .id = ids[i], .n_nodes = 1, .numa_node = -1 };
+                d[i].nodes = calloc(2, sizeof(char *));
+                d[i].nodes[0] = nodes[i];
+        }
+        struct dp_plugin *p;
+        cr_assert_eq(dp_plugin_new(&cfg, &p), 0);
+        update(p, d, N);
+        struct dra_index *idx = NULL;
+        for (size_t i = 0; i < N; i++) {
+                char *name = device_name(ids[i]);
+                size_t a = SIZE_MAX, b = SIZE_MAX;
+                cr_assert_eq(dra_device_find(p, name, &a), 0, "%s", name);
+                cr_assert_eq(dra_index_find(&idx, p, name, &b), 0, "%s", name);
+                cr_assert_eq(a, i);
+                cr_assert_eq(b, i);
+                free(name);
+        }
+        const char *unknown[] = { "d0001_x", "d0001-x", "d0001-x-00000000", "D0000",
+                                  "",        "-a",      "d0001-x-" };
+        for (size_t k = 0; k < ELEMENTSOF(unknown); k++) {
+                size_t id;
+                cr_assert_eq(dra_device_find(p, unknown[k], &id), -ENOENT, "%s", unknown[k]);
+                cr_assert_eq(dra_index_find(&idx, p, unknown[k], &id), -ENOENT, "%s", unknown[k]);
+        }
+        dra_index_free(idx);
+        dp_plugin_free(p);
+        for (size_t i = 0; i < N; i++)
+                free(d[i].nodes);
+        free(d);
+}
+
+Test(dra_find, the_table_follows_ids_that_move) {
+        struct cfg_resource cfg = serial_cfg(1);
+        struct devs v = { 0 };
+        add(&v, "a", "/dev/a", -1);
+        add(&v, "b", "/dev/b", -1);
+        add(&v, "c", "/dev/c", -1);
+        struct dp_plugin *p = plugin(&cfg, &v);
+        struct dra_index *idx = NULL;
+        size_t id;
+        cr_assert_eq(dra_index_find(&idx, p, "c", &id), 0);
+        cr_assert_eq(id, 2);
+        /* b is unplugged, then no longer named, then no pod holds it: it
+         * is forgotten without a new generation, and c moves down. */
+        update(p, (struct res_device[]){ v.d[0], v.d[2] }, 2);
+        struct res_devlist before = { .devs = &v.d[1], .n = 1 };
+        size_t gone;
+        dp_plugin_retire(p, &before, &gone);
+        cr_assert_eq(dra_index_find(&idx, p, "c", &id), 0);
+        cr_assert_eq(id, 2);
+        uint64_t gen = p->generation;
+        cr_assert_eq(dp_plugin_forget(p, (bool[]){ false, true, false }), 0);
+        cr_assert_eq(p->generation, gen);
+        cr_assert_eq(dra_index_find(&idx, p, "c", &id), 0);
+        cr_assert_eq(id, 1);
+        cr_assert_eq(dra_index_find(&idx, p, "b", &id), -ENOENT);
+        dra_index_free(idx);
+        dp_plugin_free(p);
+        devs_clear(&v);
+}
