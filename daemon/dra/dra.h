@@ -150,3 +150,26 @@ void dra_claims_free(struct dra_claim *claims, size_t n);
 int dra_prepare_devices(struct dra_pool *pools, size_t n_pools, const struct dra_result *results,
                         size_t n_results, struct dra_device **ret, size_t *ret_n, char **ret_msg);
 
+/* The checkpoint of prepared claims, as JSON text:
+ * {"version": 1, "claims": {"<uid>": {"namespace": "...", "name": "...",
+ *   "devices": [{"request": "...", "pool": "...", "device": "...",
+ *                "cdiDevices": ["kind=name"]}]}}}.
+ * The caller writes it atomically and reads it back whole. */
+#define DRA_CHECKPOINT_VERSION 1
+#define DRA_CHECKPOINT_MAX_CLAIMS 65536
+#define DRA_CHECKPOINT_MAX_BYTES (64 * 1024 * 1024)
+
+/* claims[0..n) as checkpoint text, malloc'd, NUL-terminated (*ret_len
+ * without it). -EINVAL (with *ret_msg) when a claim would not decode (two
+ * with one uid, a field out of bounds), -EFBIG past the size limit,
+ * -ENOMEM. */
+int dra_checkpoint_encode(const struct dra_claim *claims, size_t n, char **ret, size_t *ret_len,
+                          char **ret_msg);
+/* Checkpoint text (len bytes, no NUL needed) back to claims (*ret
+ * malloc'd: dra_claims_free). Strict: an unknown version, an unknown or
+ * repeated key, a missing field, a string out of bounds, more than
+ * DRA_CHECKPOINT_MAX_CLAIMS claims or DRA_MAX_RESULTS devices a claim, or
+ * text past DRA_CHECKPOINT_MAX_BYTES is -EINVAL with *ret_msg (malloc'd)
+ * naming the field and what is wrong; -ENOMEM. */
+int dra_checkpoint_decode(const char *text, size_t len, struct dra_claim **ret, size_t *ret_n,
+                          char **ret_msg);

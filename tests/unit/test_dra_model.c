@@ -495,3 +495,246 @@ Test(dra_find, the_table_follows_ids_that_move) {
         dp_plugin_free(p);
         devs_clear(&v);
 }
+
+static struct dra_claim claim(const char *uid, const char *ns, const char *name, size_t n_devs) {
+        struct dra_claim c = { .uid = strdup(uid), .ns = strdup(ns), .name = strdup(name) };
+        c.devices = calloc(n_devs + 1, sizeof(*c.devices));
+        for (size_t i = 0; i < n_devs; i++) {
+                struct dra_device *d = &c.devices[i];
+                d->request = strdup(i ? "req/sub" : "serial");
+                d->pool = strdup("node1/example.com/serial");
+                cr_assert_eq(asprintf(&d->device, "dev%zu", i) > 0, 1);
+                d->cdi_ids = calloc(3, sizeof(char *));
+                d->cdi_ids[0] = strdup("example.com/serial=ttyUSB0");
+                d->cdi_ids[1] = i ? strdup("example.com/serial=ttyUSB1") : NULL;
+        }
+        c.n_devices = n_devs;
+        return c;
+}
+
+static char *encode(const struct dra_claim *c, size_t n) {
+        char *text = NULL, *msg = NULL;
+        size_t len;
+        cr_assert_eq(dra_checkpoint_encode(c, n, &text, &len, &msg), 0, "%s", msg);
+        cr_assert_eq(strlen(text), len);
+        return text;
+}
+
+Test(dra_checkpoint, round_trip) {
+        struct dra_claim c[3] = { claim("uid-1", "default", "claim-a", 1),
+                                  claim("uid-2", "kube-system", "pod.x-gpu", 2),
+                                  claim("uid-3", "ns", "empty", 0) };
+        char *text = encode(c, 3);
+        cr_assert_str_eq(
+                text,
+                "{\"version\":1,\"claims\":{\"uid-1\":{\"namespace\":\"default\",\"name\":"
+                "\"claim-a\",\"devices\":[{\"request\":\"serial\",\"pool\":\"node1/example.com/"
+                "serial\",\"device\":\"dev0\",\"cdiDevices\":[\"example.com/serial=ttyUSB0\"]}]},"
+                "\"uid-2\":{\"namespace\":\"kube-system\",\"name\":\"pod.x-gpu\",\"devices\":[{"
+                "\"request\":\"serial\",\"pool\":\"node1/example.com/serial\",\"device\":\"dev0\","
+                "\"cdiDevices\":[\"example.com/serial=ttyUSB0\"]},{\"request\":\"req/sub\","
+                "\"pool\":\"node1/example.com/serial\",\"device\":\"dev1\",\"cdiDevices\":["
+                "\"example.com/serial=ttyUSB0\",\"example.com/serial=ttyUSB1\"]}]},\"uid-3\":{"
+                "\"namespace\":\"ns\",\"name\":\"empty\",\"devices\":[]}}}");
+        struct dra_claim *back = NULL;
+        size_t n = 0;
+        char *msg = NULL;
+        cr_assert_eq(dra_checkpoint_decode(text, strlen(text), &back, &n, &msg), 0, "%s", msg);
+        cr_assert_eq(n, 3);
+        cr_assert_str_eq(back[1].uid, "uid-2");
+        cr_assert_str_eq(back[1].ns, "kube-system");
+        cr_assert_str_eq(back[1].name, "pod.x-gpu");
+        cr_assert_eq(back[1].n_devices, 2);
+        cr_assert_str_eq(back[1].devices[1].request, "req/sub");
+        cr_assert_str_eq(back[1].devices[1].cdi_ids[1], "example.com/serial=ttyUSB1");
+        cr_assert_null(back[1].devices[1].cdi_ids[2]);
+        cr_assert_eq(back[2].n_devices, 0);
+        char *again = encode(back, n);
+        cr_assert_str_eq(again, text);
+        /* Whitespace around the document is fine; an empty set too. */
+        char *spaced = NULL;
+        cr_assert_gt(asprintf(&spaced, "\n %s\n\t", text), 0);
+        dra_claims_free(back, n);
+        cr_assert_eq(dra_checkpoint_decode(spaced, strlen(spaced), &back, &n, &msg), 0, "%s", msg);
+        dra_claims_free(back, n);
+        const char *none = "{\"version\":1,\"claims\":{}}";
+        cr_assert_eq(dra_checkpoint_decode(none, strlen(none), &back, &n, &msg), 0, "%s", msg);
+        cr_assert_eq(n, 0);
+        free(back);
+        free(spaced);
+        free(again);
+        free(text);
+        for (size_t i = 0; i < 3; i++)
+                dra_claim_clear(&c[i]);
+}
+
+static void refused(const char *text, size_t len, const char *want) {
+        struct dra_claim *c = NULL;
+        size_t n = 0;
+        char *msg = NULL;
+        cr_assert_eq(dra_checkpoint_decode(text, len, &c, &n, &msg), -EINVAL, "%s", text);
+        cr_assert_null(c);
+        cr_assert_not_null(msg, "%s", text);
+        cr_assert_not_null(strstr(msg, want), "\"%s\": got \"%s\", want \"%s\"", text, msg, want);
+        free(msg);
+}
+
+#define DEV "{\"request\":\"r\",\"pool\":\"n/a.b/c\",\"device\":\"d\",\"cdiDevices\":[\"k=v\"]}"
+#define CLAIM(devs) "{\"namespace\":\"ns\",\"name\":\"n\",\"devices\":[" devs "]}"
+#define DOC(claims) "{\"version\":1,\"claims\":{" claims "}}"
+
+Test(dra_checkpoint, every_malformed_input_is_refused_with_a_message) {
+        static const struct {
+                const char *text, *want;
+        } bad[] = {
+                { "", "not JSON" },
+                { "{", "not JSON" },
+                { "[]", "must be a JSON object" },
+                { "{\"claims\":{}}", "version: must be a number" },
+                { "{\"version\":\"1\",\"claims\":{}}", "version: must be a number" },
+                { "{\"version\":2,\"claims\":{}}", "version: 2 is not supported" },
+                { "{\"version\":1.5,\"claims\":{}}", "version: 1.5 is not supported" },
+                { "{\"version\":1}", "checkpoint.claims: is missing" },
+                { "{\"version\":1,\"claims\":[]}", "claims: must be an object" },
+                { "{\"version\":1,\"claims\":{},\"x\":1}", "unknown key \"x\"" },
+                { "{\"version\":1,\"version\":1,\"claims\":{}}", "version: given twice" },
+                { DOC("\"u\":" CLAIM(DEV)) " x", "text after the JSON" },
+                { DOC("\"u\":[]"), "claims.\"u\": must be an object" },
+                { DOC("\"u\":" CLAIM(DEV) ",\"u\":" CLAIM(DEV)), "uid \"u\" twice" },
+                { DOC("\"\":" CLAIM(DEV)), "a uid must be" },
+                { DOC("\"u\":{\"name\":\"n\",\"devices\":[]}"),
+                  "claims.\"u\".namespace: is missing" },
+                { DOC("\"u\":{\"namespace\":\"ns\",\"name\":\"n\",\"devices\":[],\"extra\":0}"),
+                  "claims.\"u\": unknown key \"extra\"" },
+                { DOC("\"u\":{\"namespace\":1,\"name\":\"n\",\"devices\":[]}"),
+                  "claims.\"u\".namespace: must be a string" },
+                { DOC("\"u\":{\"namespace\":\"NS\",\"name\":\"n\",\"devices\":[]}"),
+                  "claims.\"u\".namespace: must be a DNS label" },
+                { DOC("\"u\":{\"namespace\":\"ns\",\"name\":\"a..b\",\"devices\":[]}"),
+                  "claims.\"u\".name: must be a DNS subdomain" },
+                { DOC("\"u\":{\"namespace\":\"ns\",\"name\":\"n\",\"devices\":{}}"),
+                  "claims.\"u\".devices: must be an array" },
+                { DOC("\"u\":" CLAIM("1")), "claims.\"u\".devices[0]: must be an object" },
+                { DOC("\"u\":" CLAIM("{\"request\":\"r\",\"pool\":\"n/a.b/c\",\"device\":\"d\"}")),
+                  "devices[0].cdiDevices: is missing" },
+                { DOC("\"u\":" CLAIM(DEV ",{\"request\":\"r/s/t\",\"pool\":\"n/a.b/c\",\"device\":"
+                                         "\"d\",\"cdiDevices\":[\"k=v\"]}")),
+                  "devices[1].request: must be a DNS label, or two" },
+                { DOC("\"u\":" CLAIM("{\"request\":\"r\",\"pool\":\"n//c\",\"device\":\"d\","
+                                     "\"cdiDevices\":[\"k=v\"]}")),
+                  "devices[0].pool: must be DNS subdomains" },
+                { DOC("\"u\":" CLAIM("{\"request\":\"r\",\"pool\":\"n/a.b/c\",\"device\":\"D\","
+                                     "\"cdiDevices\":[\"k=v\"]}")),
+                  "devices[0].device: must be a DNS label" },
+                { DOC("\"u\":" CLAIM("{\"request\":\"r\",\"pool\":\"n/a.b/c\",\"device\":\"d\","
+                                     "\"cdiDevices\":[]}")),
+                  "devices[0].cdiDevices: must be an array of 1 to 16" },
+                { DOC("\"u\":" CLAIM("{\"request\":\"r\",\"pool\":\"n/a.b/c\",\"device\":\"d\","
+                                     "\"cdiDevices\":[1]}")),
+                  "devices[0].cdiDevices[0]: must be a string" },
+                { DOC("\"u\":" CLAIM("{\"request\":\"r\",\"pool\":\"n/a.b/c\",\"device\":\"d\","
+                                     "\"cdiDevices\":[\"a\\nb\"]}")),
+                  "devices[0].cdiDevices[0]: must be 1 to 512 printable" },
+                { DOC("\"u\":" CLAIM("{\"request\":\"r\",\"request\":\"r\",\"pool\":\"n/a.b/c\","
+                                     "\"device\":\"d\",\"cdiDevices\":[\"k=v\"]}")),
+                  "devices[0].request: given twice" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++)
+                refused(bad[i].text, strlen(bad[i].text), bad[i].want);
+        /* A NUL inside the text, and the checked length honoured. */
+        const char nul[] = "{\"version\":1,\"claims\":{}}\0";
+        refused(nul, sizeof(nul) - 1, "NUL");
+        refused(DOC(""), strlen(DOC("")) - 1, "not JSON");
+        /* A valid document of the same shapes, so the refusals above are
+         * about what each changed. */
+        const char *good = DOC("\"u\":" CLAIM(DEV ",{\"request\":\"r/s\",\"pool\":\"n/a.b/c\","
+                                                  "\"device\":\"d\",\"cdiDevices\":[\"k=v\"]}"));
+        struct dra_claim *c;
+        size_t n;
+        char *msg = NULL;
+        cr_assert_eq(dra_checkpoint_decode(good, strlen(good), &c, &n, &msg), 0, "%s", msg);
+        dra_claims_free(c, n);
+}
+
+Test(dra_checkpoint, encoding_refuses_what_would_not_decode) {
+        struct dra_claim c[2] = { claim("u", "ns", "a", 1), claim("u", "ns", "b", 0) };
+        char *text = NULL, *msg = NULL;
+        size_t len;
+        cr_assert_eq(dra_checkpoint_encode(c, 2, &text, &len, &msg), -EINVAL);
+        cr_assert_str_eq(msg, "claims: uid \"u\" twice");
+        free(msg);
+        free(c[1].uid);
+        c[1].uid = strdup("v");
+        base_strv_free(c[0].devices[0].cdi_ids);
+        c[0].devices[0].cdi_ids = NULL;
+        cr_assert_eq(dra_checkpoint_encode(c, 2, &text, &len, &msg), -EINVAL);
+        cr_assert_str_eq(msg, "claims.\"u\".devices[0].cdiDevices: must hold 1 to 16 IDs");
+        free(msg);
+        cr_assert_null(text);
+        dra_claim_clear(&c[0]);
+        dra_claim_clear(&c[1]);
+}
+
+/* The limits hold exactly where they are said to. */
+Test(dra_checkpoint, bounds) {
+        size_t n = DRA_CHECKPOINT_MAX_CLAIMS + 1;
+        struct dra_claim *c = calloc(n, sizeof(*c));
+        for (size_t i = 0; i < n; i++) {
+                cr_assert_gt(asprintf(&c[i].uid, "%08zx-0000-0000-0000-000000000000", i), 0);
+                c[i].ns = strdup("default");
+                c[i].name = strdup("claim");
+        }
+        char *text = NULL, *msg = NULL;
+        size_t len;
+        cr_assert_eq(dra_checkpoint_encode(c, n, &text, &len, &msg), -EINVAL);
+        cr_assert_not_null(strstr(msg, "more than 65536"), "%s", msg);
+        free(msg);
+        msg = NULL;
+        text = encode(c, n - 1);
+        struct dra_claim *back;
+        size_t n_back;
+        cr_assert_eq(dra_checkpoint_decode(text, strlen(text), &back, &n_back, &msg), 0);
+        cr_assert_eq(n_back, n - 1);
+        dra_claims_free(back, n_back);
+        /* One more claim in the text. */
+        size_t tlen = strlen(text);
+        char *more = malloc(tlen + 128);
+        memcpy(more, text, tlen - 2);
+        strcpy(more + tlen - 2, ",\"x\":{\"namespace\":\"ns\",\"name\":\"n\",\"devices\":[]}}}");
+        refused(more, strlen(more), "claims: more than 65536");
+        free(more);
+        free(text);
+        dra_claims_free(c, n);
+
+        /* Past the byte limit, whatever it holds. */
+        size_t big = (size_t)DRA_CHECKPOINT_MAX_BYTES + 1;
+        char *spaces = malloc(big);
+        memset(spaces, ' ', big);
+        memcpy(spaces, DOC(""), strlen(DOC("")));
+        refused(spaces, big, "more than");
+        cr_assert_eq(dra_checkpoint_decode(spaces, big - 1, &back, &n_back, &msg), 0, "%s", msg);
+        free(back);
+        free(spaces);
+
+        /* Devices a claim, and string lengths. */
+        struct dra_claim one = claim("u", "ns", "n", DRA_MAX_RESULTS + 1);
+        cr_assert_eq(dra_checkpoint_encode(&one, 1, &text, &len, &msg), -EINVAL);
+        cr_assert_not_null(strstr(msg, "devices: more than 128"), "%s", msg);
+        free(msg);
+        one.n_devices = DRA_MAX_RESULTS;
+        text = encode(&one, 1);
+        free(text);
+        one.n_devices = DRA_MAX_RESULTS + 1;
+        dra_claim_clear(&one);
+        char uid[130];
+        memset(uid, 'u', 129);
+        uid[129] = '\0';
+        one = claim(uid, "ns", "n", 0);
+        cr_assert_eq(dra_checkpoint_encode(&one, 1, &text, &len, &msg), -EINVAL);
+        cr_assert_not_null(strstr(msg, "uid must be 1 to 128"), "%s", msg);
+        free(msg);
+        one.uid[128] = '\0';
+        text = encode(&one, 1);
+        free(text);
+        dra_claim_clear(&one);
+}
