@@ -365,7 +365,7 @@ static int decode_root(const cJSON *root, const cJSON **ret_claims, char **ret_m
 
         if (!cJSON_IsObject(root))
                 return fail(ret_msg, "checkpoint: must be a JSON object");
-        if (!cJSON_IsNumber(v))
+        if (!v || !cJSON_IsNumber(v))
                 return fail(ret_msg, "version: must be a number");
         if (v->valuedouble != DRA_CHECKPOINT_VERSION)
                 return fail(ret_msg, "version: %g is not supported (this cdiplug reads version %d)",

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Device health for the kubelet's health services (KEP-4680): every
  * device a slice may have offered, with its state now. */
+#include <stdio.h>
 #include <string.h>
 
 #include "model-internal.h"
@@ -36,7 +37,7 @@ int dra_health(const struct dp_plugin *p, struct dra_health **ret, size_t *ret_n
                 if (names.dropped[i])
                         continue;
                 h[n].id = i;
-                strcpy(h[n].name, dra_names_get(&names, i));
+                snprintf(h[n].name, sizeof(h[n].name), "%s", dra_names_get(&names, i));
                 h[n].healthy = dra_listing(p, i) == DRA_HEALTHY;
                 h[n].message = h[n].healthy ? NULL : why(p, i);
                 n++;
