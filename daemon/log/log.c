@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "log.h"
 
+#include <limits.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -70,80 +71,28 @@ static void put_field(struct line *l, const char *key, const char *val, size_t n
         put_json_str(l, val, n);
 }
 
-/* `resource "NAME": ...` or `device "ID"`: the quoted name after the word. */
-static const char *quoted_after(const char *msg, const char *word, size_t *ret_len) {
-        const char *p = strstr(msg, word);
-        const char *end;
-
-        if (!p || (p != msg && p[-1] != ' '))
-                return NULL;
-        p += strlen(word);
-        end = strchr(p, '"');
-        if (!end)
-                return NULL;
-        *ret_len = (size_t)(end - p);
-        return p;
+static void put_opt_field(struct line *l, const char *key, const char *val) {
+        if (val && *val)
+                put_field(l, key, val, strlen(val));
 }
 
-/* The first word that starts with '/', up to a space, or a colon or comma
- * that ends it. */
-static const char *first_path(const char *msg, size_t *ret_len) {
-        for (const char *p = msg; *p; p++) {
-                if (*p != '/' || (p != msg && p[-1] != ' ' && p[-1] != '('))
-                        continue;
-                size_t n = strcspn(p, " ,)\"");
-                while (n > 1 && (p[n - 1] == ':' || p[n - 1] == '.' || p[n - 1] == ';'))
-                        n--;
-                *ret_len = n;
-                return p;
-        }
-        return NULL;
-}
-
-/* Lines end in ": <strerror text>" after a failed call. */
-static int trailing_errno(const char *msg) {
-        size_t len = strlen(msg);
-
-        for (int e = 1; e < 134; e++) {
-                const char *text = strerrordesc_np(e);
-                size_t n = text ? strlen(text) : 0;
-                if (n && len > n + 2 && strcmp(msg + len - n, text) == 0 && msg[len - n - 2] == ':')
-                        return e;
-        }
-        return 0;
-}
-
-/* A field given explicitly ("" for none), else found in the message. */
-static void put_field_or(struct line *l, const char *key, const char *given, const char *found,
-                         size_t n) {
-        if (given && *given)
-                put_field(l, key, given, strlen(given));
-        else if (!given && found)
-                put_field(l, key, found, n);
-}
-
-static void put_fields(struct line *l, const struct log_fields *f, const char *msg) {
-        static const struct log_fields none = { 0 };
-        const char *v;
-        size_t n = 0;
-        int err;
-
+/* Exactly the fields the call site passed. */
+static void put_fields(struct line *l, const struct log_fields *f) {
         if (!f)
-                f = &none;
-        err = f->err ? f->err : trailing_errno(msg);
-        v = quoted_after(msg, "resource \"", &n);
-        put_field_or(l, "resource", f->resource, v, n);
-        v = quoted_after(msg, "device \"", &n);
-        if (!v)
-                v = quoted_after(msg, "device ID \"", &n);
-        put_field_or(l, "device", f->device, v, n);
-        v = first_path(msg, &n);
-        put_field_or(l, "path", f->path, v, n);
-        if (err) {
+                return;
+        put_opt_field(l, "resource", f->resource);
+        put_opt_field(l, "device", f->device);
+        put_opt_field(l, "path", f->path);
+        if (f->err) {
+                /* -INT_MIN does not exist: such a value is no errno anyway. */
+                int err = f->err < 0 && f->err != INT_MIN ? -f->err : f->err;
                 const char *name = strerrorname_np(err);
                 char num[16];
-                snprintf(num, sizeof(num), "%d", err);
-                put_field(l, "errno", name ? name : num, strlen(name ? name : num));
+                if (!name) {
+                        snprintf(num, sizeof(num), "%d", err);
+                        name = num;
+                }
+                put_opt_field(l, "errno", name);
         }
 }
 
@@ -172,7 +121,7 @@ static void log_v(enum log_level level, const struct log_fields *f, const char *
                 put_str(&l, level_names[level]);
                 put_str(&l, "\",\"message\":");
                 put_json_str(&l, msg, strlen(msg));
-                put_fields(&l, f, msg);
+                put_fields(&l, f);
                 put_str(&l, "}");
         } else {
                 put_str(&l, "cdiplug: ");
@@ -183,13 +132,6 @@ static void log_v(enum log_level level, const struct log_fields *f, const char *
         /* One write per line so lines from several threads never interleave. */
         l.buf[l.len++] = '\n';
         (void)!write(STDERR_FILENO, l.buf, l.len);
-}
-
-void log_msg(enum log_level level, const char *fmt, ...) {
-        va_list ap;
-        va_start(ap, fmt);
-        log_v(level, NULL, fmt, ap);
-        va_end(ap);
 }
 
 void log_with(enum log_level level, const struct log_fields *f, const char *fmt, ...) {
