@@ -22,7 +22,8 @@ void log_set_json(bool json) {
  * included, so none is ever cut into invalid JSON. */
 #define LOG_MSG_MAX 1024
 #define LOG_FIELD_MAX 256
-#define LOG_LINE_MAX (6 * (LOG_MSG_MAX + 3 * LOG_FIELD_MAX) + 256)
+/* resource, device, and path with its file: four fields at most */
+#define LOG_LINE_MAX (6 * (LOG_MSG_MAX + 4 * LOG_FIELD_MAX) + 256)
 
 static const char *const level_names[] = { "error", "warning", "info", "debug" };
 
@@ -44,8 +45,8 @@ static void put_str(struct line *l, const char *s) {
         put(l, s, strlen(s));
 }
 
-static void put_json_str(struct line *l, const char *s, size_t n) {
-        put(l, "\"", 1);
+/* The bytes of a JSON string, without its quotes. */
+static void put_json_chars(struct line *l, const char *s, size_t n) {
         for (size_t i = 0; i < n; i++) {
                 unsigned char c = (unsigned char)s[i];
                 char esc[8];
@@ -59,21 +60,43 @@ static void put_json_str(struct line *l, const char *s, size_t n) {
                 } else
                         put(l, (const char *)&c, 1);
         }
+}
+
+static void put_json_str(struct line *l, const char *s, size_t n) {
+        put(l, "\"", 1);
+        put_json_chars(l, s, n);
         put(l, "\"", 1);
 }
 
-static void put_field(struct line *l, const char *key, const char *val, size_t n) {
-        if (n > LOG_FIELD_MAX)
-                n = LOG_FIELD_MAX;
+static size_t field_len(const char *s) {
+        return strnlen(s, LOG_FIELD_MAX);
+}
+
+static void put_key(struct line *l, const char *key) {
         put(l, ",\"", 2);
         put_str(l, key);
         put(l, "\":", 2);
-        put_json_str(l, val, n);
 }
 
 static void put_opt_field(struct line *l, const char *key, const char *val) {
-        if (val && *val)
-                put_field(l, key, val, strlen(val));
+        if (val && *val) {
+                put_key(l, key);
+                put_json_str(l, val, field_len(val));
+        }
+}
+
+/* "dir/file", or whichever of the two is there. */
+static void put_path(struct line *l, const char *dir, const char *file) {
+        if (!dir || !*dir || !file || !*file) {
+                put_opt_field(l, "path", dir && *dir ? dir : file);
+                return;
+        }
+        put_key(l, "path");
+        put(l, "\"", 1);
+        put_json_chars(l, dir, field_len(dir));
+        put(l, "/", 1);
+        put_json_chars(l, file, field_len(file));
+        put(l, "\"", 1);
 }
 
 /* Exactly the fields the call site passed. */
@@ -82,7 +105,7 @@ static void put_fields(struct line *l, const struct log_fields *f) {
                 return;
         put_opt_field(l, "resource", f->resource);
         put_opt_field(l, "device", f->device);
-        put_opt_field(l, "path", f->path);
+        put_path(l, f->path, f->file);
         if (f->err) {
                 /* -INT_MIN does not exist: such a value is no errno anyway. */
                 int err = f->err < 0 && f->err != INT_MIN ? -f->err : f->err;

@@ -33,6 +33,7 @@ struct log_fields {
         const char *resource; /* the configured resource name */
         const char *device;   /* a device ID as the kubelet sees it */
         const char *path;     /* the file, socket or directory the line is about */
+        const char *file;     /* a name in the directory .path: written as path/file */
         int err;              /* an errno of either sign (a -errno return as it is); 0 for none */
 };
 void log_with(enum log_level level, const struct log_fields *f, const char *fmt, ...)

@@ -149,6 +149,23 @@ Test(log, empty_fields_are_left_out_and_errno_has_either_sign) {
         cJSON_Delete(o);
 }
 
+/* A directory and a name in it make one path, so a call site needs no
+ * allocation to join them (out-of-memory lines have paths too). */
+Test(log, path_and_file_make_one_path) {
+        log_with(LOG_INFO, &(struct log_fields){ .path = "/etc/cdi", .file = "a-b.json" }, "x");
+        cJSON *o = logged_json();
+        cr_assert_str_eq(field(o, "path"), "/etc/cdi/a-b.json");
+        cJSON_Delete(o);
+        log_with(LOG_INFO, &(struct log_fields){ .file = "a-b.json" }, "x");
+        o = logged_json();
+        cr_assert_str_eq(field(o, "path"), "a-b.json");
+        cJSON_Delete(o);
+        log_with(LOG_INFO, &(struct log_fields){ .path = "/etc/cdi", .file = "" }, "x");
+        o = logged_json();
+        cr_assert_str_eq(field(o, "path"), "/etc/cdi");
+        cJSON_Delete(o);
+}
+
 /* Quotes, backslashes and control characters in the message and in a
  * field come back unchanged from a JSON parser. */
 Test(log, escaping_round_trips) {
@@ -170,7 +187,9 @@ Test(log, a_long_message_is_cut_not_broken) {
         char path[1024];
         memset(path, '\x01', sizeof(path) - 1);
         path[sizeof(path) - 1] = '\0';
-        log_with(LOG_INFO, &(struct log_fields){ .resource = path, .device = path, .path = path },
+        log_with(LOG_INFO,
+                 &(struct log_fields){
+                         .resource = path, .device = path, .path = path, .file = path },
                  "%s", big);
         cJSON *o = logged_json();
         cr_assert_gt(strlen(field(o, "message")), 500);
