@@ -161,13 +161,14 @@ static grpc_status_code answer(struct dp_call *c, const char *method, char **ret
         }
         if (desc == &v1beta1__allocate_request__descriptor) {
                 V1beta1__AllocateResponse *resp = NULL;
-                r = dp_allocate(p, (V1beta1__AllocateRequest *)req, &resp, ret_msg);
+                r = dp_allocate(p, (V1beta1__AllocateRequest *)req, &resp, ret_msg, NULL);
                 if (r >= 0)
                         c->send = dp_pack(&resp->base);
                 dp_allocate_response_free(resp);
         } else if (desc == &v1beta1__preferred_allocation_request__descriptor) {
                 V1beta1__PreferredAllocationResponse *resp = NULL;
-                r = dp_preferred(p, (V1beta1__PreferredAllocationRequest *)req, &resp, ret_msg);
+                r = dp_preferred(p, (V1beta1__PreferredAllocationRequest *)req, &resp, ret_msg,
+                                 NULL);
                 if (r >= 0)
                         c->send = dp_pack(&resp->base);
                 dp_preferred_response_free(resp);
