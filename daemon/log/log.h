@@ -43,7 +43,6 @@ void log_with(enum log_level level, const struct log_fields *f, const char *fmt,
 #define log_warn(...) log_with(LOG_WARN, NULL, __VA_ARGS__)
 #define log_info(...) log_with(LOG_INFO, NULL, __VA_ARGS__)
 #define log_debug(...) log_with(LOG_DEBUG, NULL, __VA_ARGS__)
-#define log_msg(level, ...) log_with(level, NULL, __VA_ARGS__)
 
 /* asprintf that returns 0 or -ENOMEM and writes *ret only on success. */
 int xasprintf(char **ret, const char *fmt, ...) _printf_(2, 3);
