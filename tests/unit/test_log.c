@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The log writer alone: a JSON line carries exactly the fields its call
  * site passed, never one read out of the message text; escaping keeps
- * every line one valid JSON object; the text format is unchanged. */
+ * every line one valid JSON object; the text format is unchanged; and
+ * the daemon's sources give a line about a resource or an errno its
+ * fields. */
 #include <cjson/cJSON.h>
 #include <criterion/criterion.h>
+#include <ctype.h>
 #include <errno.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -220,4 +224,100 @@ Test(log, debug_lines_only_when_verbose) {
         s = logged();
         cr_assert_str_eq(s, "cdiplug: debug: shown\n");
         free(s);
+}
+
+/* The convention, checked over the daemon's sources: a line with no field
+ * (log_error, log_warn, log_info, log_debug) is about no resource and no
+ * errno, which the JSON format would otherwise leave out. */
+static char *misses;
+static size_t misses_len;
+
+/* Past the ')' that closes the call whose '(' is at p. */
+static const char *call_end(const char *p) {
+        int depth = 0;
+        for (char quote = 0; *p; p++) {
+                if (quote) {
+                        if (*p == '\\' && p[1])
+                                p++;
+                        else if (*p == quote)
+                                quote = 0;
+                } else if (*p == '"' || *p == '\'')
+                        quote = *p;
+                else if (*p == '(')
+                        depth++;
+                else if (*p == ')' && --depth == 0)
+                        return p + 1;
+        }
+        return p;
+}
+
+/* `resource "%s"` as the source spells it, not `resources "%s"`. */
+static bool names_a_resource(const char *call, size_t n) {
+        static const char word[] = "resource \\\"%s\\\"";
+        const char *end = call + n;
+        for (const char *p = call; p < end; p++) {
+                p = memmem(p, (size_t)(end - p), word, sizeof(word) - 1);
+                if (!p)
+                        return false;
+                if (p[-1] == '"' || p[-1] == ' ')
+                        return true;
+        }
+        return false;
+}
+
+/* One line per miss: the file and the call's start, spaces squeezed. */
+static void miss(const char *file, const char *call, size_t n) {
+        char shown[101];
+        size_t k = 0;
+        for (size_t i = 0; i < n && k < sizeof(shown) - 1; i++)
+                if (!isspace((unsigned char)call[i]))
+                        shown[k++] = call[i];
+                else if (k && shown[k - 1] != ' ')
+                        shown[k++] = ' ';
+        shown[k] = '\0';
+        char *line = NULL;
+        int len = asprintf(&line, "%s: %s\n", file, shown);
+        cr_assert_geq(len, 0);
+        misses = realloc(misses, misses_len + (size_t)len + 1);
+        cr_assert_not_null(misses);
+        memcpy(misses + misses_len, line, (size_t)len + 1);
+        misses_len += (size_t)len;
+        free(line);
+}
+
+static void check_calls(const char *file, const char *text) {
+        static const char *const names[] = { "log_error(", "log_warn(", "log_info(", "log_debug(" };
+        for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++)
+                for (const char *p = text; (p = strstr(p, names[i])); p++) {
+                        if (p > text && (isalnum((unsigned char)p[-1]) || p[-1] == '_'))
+                                continue;
+                        size_t n = (size_t)(call_end(p + strlen(names[i]) - 1) - p);
+                        if (memmem(p, n, "strerror(", 9) || memmem(p, n, "%m", 2) ||
+                            names_a_resource(p, n))
+                                miss(file, p, n);
+                }
+}
+
+static int check_file(const char *path, const struct stat *st, int type, struct FTW *ftw) {
+        size_t len = strlen(path);
+        (void)ftw;
+        if (type != FTW_F || len < 2 || strcmp(path + len - 2, ".c") != 0)
+                return 0;
+        FILE *f = fopen(path, "re");
+        cr_assert_not_null(f, "%s", path);
+        char *text = calloc(1, (size_t)st->st_size + 1);
+        cr_assert_not_null(text);
+        cr_assert_eq(fread(text, 1, (size_t)st->st_size, f), (size_t)st->st_size, "%s", path);
+        fclose(f);
+        check_calls(path + strlen(CDIPLUG_SRC_DIR) + 1, text);
+        free(text);
+        return 0;
+}
+
+Test(log, lines_about_a_resource_or_an_errno_pass_it_as_a_field) {
+        cr_assert_eq(nftw(CDIPLUG_SRC_DIR "/daemon", check_file, 16, FTW_PHYS), 0);
+        cr_assert_null(misses,
+                       "log_with(level, &(struct log_fields){ .resource = ..., .err = "
+                       "... }, ...) for these:\n%s",
+                       misses);
 }
