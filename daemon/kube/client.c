@@ -39,14 +39,17 @@ const char *kube_error_class_name(enum kube_error_class c) {
 }
 
 /* The sandbox allows no DNS (no UDP sockets, no netlink): resolve the API
- * server's name now and pin it for libcurl. An address literal needs
- * nothing. API server addresses are stable; a change needs a restart. */
+ * server's name now and pin its addresses for libcurl (it tries them in
+ * turn). An address literal needs nothing. API server addresses are
+ * stable; a change needs a restart. */
+#define PIN_MAX 8
 static int pin_address(struct kube *k) {
         const struct kube_creds *c = &k->creds;
         struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res = NULL;
         unsigned char tmp[sizeof(struct in6_addr)];
-        char addr[INET6_ADDRSTRLEN], *entry = NULL;
+        _cleanup_free_ char *entry = NULL;
         struct curl_slist *l;
+        size_t n = 0;
         int r;
 
         if (inet_pton(AF_INET, c->host, tmp) == 1 || inet_pton(AF_INET6, c->host, tmp) == 1)
@@ -58,22 +61,35 @@ static int pin_address(struct kube *k) {
                          c->source, gai_strerror(r));
                 return -EHOSTUNREACH;
         }
-        r = getnameinfo(res->ai_addr, res->ai_addrlen, addr, sizeof(addr), NULL, 0, NI_NUMERICHOST);
-        if (r == 0 && xasprintf(&entry, res->ai_family == AF_INET6 ? "%s:%u:[%s]" : "%s:%u:%s",
-                                c->host, c->port, addr) < 0)
-                r = EAI_MEMORY;
-        freeaddrinfo(res);
-        if (r != 0) {
-                free(entry);
+        if (xasprintf(&entry, "%s:%u:", c->host, c->port) < 0) {
+                freeaddrinfo(res);
                 return -ENOMEM;
         }
+        for (struct addrinfo *ai = res; ai && n < PIN_MAX; ai = ai->ai_next) {
+                char addr[INET6_ADDRSTRLEN], *next = NULL;
+
+                if (getnameinfo(ai->ai_addr, ai->ai_addrlen, addr, sizeof(addr), NULL, 0,
+                                NI_NUMERICHOST) != 0)
+                        continue;
+                if (xasprintf(&next, ai->ai_family == AF_INET6 ? "%s%s[%s]" : "%s%s%s", entry,
+                              n ? "," : "", addr) < 0) {
+                        freeaddrinfo(res);
+                        return -ENOMEM;
+                }
+                free(entry);
+                entry = next;
+                n++;
+        }
+        freeaddrinfo(res);
+        if (n == 0)
+                return -EHOSTUNREACH;
         l = curl_slist_append(NULL, entry);
-        free(entry);
         if (!l)
                 return -ENOMEM;
         k->resolve = l;
         log_with(LOG_INFO, &(struct log_fields){ .path = c->source },
-                 "kube: API server \"%s\" is %s (resolved once, at start)", c->host, addr);
+                 "kube: API server \"%s\" pinned to %s (resolved once, at start)", c->host,
+                 strchr(strchr(entry, ':') + 1, ':') + 1);
         return 0;
 }
 
