@@ -361,9 +361,14 @@ static char *query_get(const char *q, const char *key) {
 
                         MUST(out);
                         for (size_t i = klen + 1; i < len; i++) {
-                                unsigned hv;
-                                if (q[i] == '%' && i + 2 < len + 1 &&
-                                    sscanf(q + i + 1, "%2x", &hv) == 1) {
+                                char hex[3] = { 0 }, *end;
+                                unsigned long hv = 0;
+
+                                if (q[i] == '%' && i + 2 < len + 1) {
+                                        memcpy(hex, q + i + 1, 2);
+                                        hv = strtoul(hex, &end, 16);
+                                }
+                                if (q[i] == '%' && i + 2 < len + 1 && end == hex + 2) {
                                         *o++ = (char)hv;
                                         i += 2;
                                 } else
@@ -570,12 +575,10 @@ static bool send_event(SSL *s, const char *type, const cJSON *obj) {
         txt = cJSON_PrintUnformatted(ev);
         MUST(txt);
         {
-                size_t n = strlen(txt);
-                char *line = malloc(n + 2);
-                MUST(line);
-                memcpy(line, txt, n);
-                line[n] = '\n';
-                ok = send_chunk(s, line, n + 1);
+                char *line = NULL;
+                int n = asprintf(&line, "%s\n", txt);
+                MUST(n > 0);
+                ok = send_chunk(s, line, (size_t)n);
                 free(line);
         }
         free(txt);
