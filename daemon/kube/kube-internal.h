@@ -1,0 +1,227 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* kube internals: credentials (creds.c, kubeconfig.c), slice naming and
+ * chunking (slices.c), claim parsing (claim.c) and the client thread
+ * (client.c). Not for use outside daemon/kube/ and its tests.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kube.h"
+
+static inline void kube_cjson_deletep(cJSON **p) {
+        cJSON_Delete(*p);
+}
+
+/* What went wrong, for the log line or the test: names the file and the
+ * key. */
+struct kube_error {
+        char msg[512];
+};
+
+/* Caps on what we read: a kubeconfig is a few KiB, certificates and
+ * tokens less. */
+#define KUBE_KUBECONFIG_MAX (1024 * 1024)
+#define KUBE_KUBECONFIG_DEPTH 32
+#define KUBE_TOKEN_MAX (64 * 1024)
+#define KUBE_PEM_MAX (1024 * 1024)
+/* A rotated service-account token is picked up this often (and at once
+ * after a 401). */
+#define KUBE_TOKEN_REREAD_MS 60000
+
+struct kube_blob {
+        char *data;
+        size_t len;
+};
+
+struct kube_creds {
+        char *source; /* the kubeconfig path, or "in-cluster", for messages */
+        char *server; /* https://HOST[:PORT][/prefix], no trailing '/' */
+        char *host;   /* as in the URL (IPv6 without brackets) */
+        unsigned port;
+        char *ca_file;          /* certificate-authority, or NULL */
+        struct kube_blob ca;    /* certificate-authority-data (PEM), or empty */
+        char *cert_file;        /* client-certificate, or NULL */
+        struct kube_blob cert;  /* client-certificate-data */
+        char *key_file;         /* client-key */
+        struct kube_blob key;   /* client-key-data */
+        char *token_file;       /* tokenFile / the service account's token, or NULL */
+        char *token;            /* the current token, or NULL */
+        uint64_t token_read_ms; /* when token_file was last read */
+};
+
+void kube_creds_clear(struct kube_creds *c);
+
+/* Parse a kubeconfig (current-context → context → cluster, user). Paths
+ * in it are relative to its directory. insecure-skip-tls-verify and
+ * exec/auth-provider users are refused. */
+int kube_creds_kubeconfig(const char *path, struct kube_creds *ret, struct kube_error *err);
+
+/* In-cluster: KUBERNETES_SERVICE_HOST/_PORT and the service account's
+ * token and ca.crt under root (NULL: "/") +
+ * /var/run/secrets/kubernetes.io/serviceaccount/. */
+int kube_creds_in_cluster(const char *root, struct kube_creds *ret, struct kube_error *err);
+
+/* The token to send (NULL for none), re-read from token_file when force
+ * or when the last read is KUBE_TOKEN_REREAD_MS old. A failed re-read
+ * keeps the old token and returns the error (the caller logs it once). */
+int kube_creds_token(struct kube_creds *c, uint64_t now_ms, bool force, const char **ret);
+
+/* Decode base64 (RFC 4648, padding optional, whitespace skipped). */
+int kube_base64_decode(const char *in, size_t len, struct kube_blob *ret);
+
+/* Read a whole regular file of at most max bytes (NUL-terminated). */
+int kube_read_file(const char *path, size_t max, struct kube_blob *ret);
+
+/* kube_new with the in-cluster root made injectable, for the tests. */
+int kube_new_at(const struct kube_settings *s, const char *root, struct kube **ret);
+
+/* ---- slices.c ---- */
+
+#define KUBE_SLICE_DEVICES 128
+
+/* The name of slice index of pool: "<node>-<pool's resource part>" made
+ * DNS-subdomain-safe and cut to fit, then "-<8 hex FNV-1a of driver and
+ * pool>-<index>": deterministic, unique per driver and pool, <= 253. */
+int kube_slice_name(const char *node, const char *driver, const char *pool, size_t index,
+                    char **ret);
+
+/* One slice of a pool: devices[index*128 ...] of a pool of count slices. */
+struct kube_slice_args {
+        const char *name, *node, *node_uid, *driver, *pool;
+        uint64_t generation;
+        size_t index, count;
+        const cJSON *devices;
+};
+int kube_slice_json(const struct kube_slice_args *a, cJSON **ret);
+
+/* Is want contained in have: every member of every object in want is in
+ * have with an equal value, arrays of the same length element by element
+ * (the API server may add defaults). */
+bool kube_json_subset(const cJSON *want, const cJSON *have);
+
+/* ---- claim.c ---- */
+
+/* Parse a ResourceClaim answer for driver and uid (NULL: unchecked) into
+ * *ret (err/msg/results set; returns ret->err). */
+int kube_claim_parse(const char *body, const char *driver, const char *uid, struct kube_claim *ret);
+
+/* ---- the client: xfer.c, client.c, reconcile.c ---- */
+
+#include <curl/curl.h>
+#include <pthread.h>
+
+/* Answers we read at most (the rest is refused: bounded memory per peer). */
+#define KUBE_LIST_MAX (16 * 1024 * 1024)
+#define KUBE_OBJECT_MAX (4 * 1024 * 1024) /* one slice (128 devices) or a Node */
+#define KUBE_CLAIM_MAX (1024 * 1024)
+#define KUBE_EVENT_MAX (1024 * 1024) /* one watch event line */
+/* Lookups in flight at once; the rest wait in the queue. */
+#define KUBE_CLAIMS_RUNNING 4
+/* A watch asks the server to end it after this long, and is restarted. */
+#define KUBE_WATCH_SECONDS 300
+/* Back-off between failed attempts (doubling), and the longest a
+ * Retry-After is obeyed. */
+#define KUBE_BACKOFF_MIN_MS 250
+#define KUBE_BACKOFF_MAX_MS 30000
+#define KUBE_RETRY_AFTER_MAX_S 600
+
+enum kube_xkind { KX_NODE, KX_LIST, KX_WRITE, KX_WATCH, KX_CLAIM };
+enum kube_wop { KW_CREATE, KW_UPDATE, KW_DELETE };
+
+struct kube_claim_req {
+        char *ns, *name, *uid;
+        kube_claim_fn *fn;
+        void *ctx;
+        bool retried; /* once after a 401, with a re-read token */
+        struct kube_claim_req *next;
+};
+
+struct kube_xfer {
+        struct kube *k;
+        CURL *h;
+        enum kube_xkind kind;
+        struct curl_slist *headers;
+        char *body_out;
+        char *buf; /* the answer (the current line for a watch) */
+        size_t len, cap, limit;
+        bool too_big;
+        enum kube_wop op;             /* KX_WRITE */
+        char *slice;                  /* KX_WRITE: the slice's name */
+        char *pool;                   /* KX_WRITE: its pool */
+        struct kube_claim_req *claim; /* KX_CLAIM */
+        int watch_end;                /* KX_WATCH: 0, or why the stream must be given up */
+};
+
+/* One pool as the thread sees it. */
+struct kube_pool {
+        char *name;
+        cJSON *want;       /* the devices; NULL: pool gone, delete its slices */
+        uint64_t gen;      /* spec.pool.generation of want */
+        bool changed;      /* want differs from what gen was chosen for */
+        uint64_t since_ns; /* first kube_pool_set not yet published, 0: none */
+        struct kube_pool *next;
+};
+
+/* A kube_pool_set() not yet taken by the thread. */
+struct kube_inbox {
+        char *pool;
+        cJSON *devices;
+        uint64_t at_ns;
+        struct kube_inbox *next;
+};
+
+enum kube_state { KS_NODE, KS_LIST, KS_SYNCED };
+
+struct kube {
+        char *node, *driver;
+        struct kube_creds creds; /* the thread's once started */
+        struct curl_slist *resolve;
+        CURLM *multi;
+        pthread_t thread;
+        bool started;
+
+        pthread_mutex_t mu; /* the fields down to stats */
+        bool stop;
+        struct kube_inbox *inbox;
+        struct kube_claim_req *queue, **queue_tail;
+        size_t queued;
+        struct kube_stats stats;
+
+        /* cdiplug-kube only: */
+        enum kube_state state;
+        struct kube_pool *pools;
+        char *node_uid;
+        cJSON *seen;             /* our slices by name, as the API server last told us */
+        cJSON *gone;             /* name → resourceVersion of its deletion, since the list */
+        char *rv;                /* resourceVersion to watch from */
+        struct kube_xfer *ctl;   /* the node, list or write in flight */
+        struct kube_xfer *watch; /* the watch in flight */
+        struct kube_xfer *claim_x[KUBE_CLAIMS_RUNNING]; /* lookups in flight */
+        unsigned ctl_failures, watch_failures;
+        uint64_t ctl_due_ms, watch_due_ms; /* not before (back-off), 0: now */
+        bool token_stale;                  /* re-read before the next request */
+        bool token_warned;
+};
+
+/* xfer.c */
+int kube_xfer_new(struct kube *k, enum kube_xkind kind, const char *method, const char *path,
+                  char *body, size_t limit, struct kube_xfer **ret);
+void kube_xfer_free(struct kube_xfer *x); /* removes it from the multi handle */
+long kube_xfer_code(const struct kube_xfer *x);
+/* The error class of a finished transfer, or -1 for a 2xx answer. */
+int kube_xfer_class(const struct kube_xfer *x, CURLcode rc);
+/* Retry-After of the answer in ms (capped), 0 if none. */
+uint64_t kube_xfer_retry_after_ms(const struct kube_xfer *x);
+void kube_count_error(struct kube *k, int cls);
+/* A short description of a failure for the log (no secrets). */
+void kube_xfer_describe(const struct kube_xfer *x, CURLcode rc, char *buf, size_t size);
+
+/* reconcile.c: on cdiplug-kube. */
+void kube_reconcile_step(struct kube *k, uint64_t now_ms);
+void kube_reconcile_done(struct kube *k, struct kube_xfer *x, CURLcode rc, uint64_t now_ms);
+size_t kube_watch_write(struct kube_xfer *x, const char *p, size_t n);
+void kube_pool_apply(struct kube *k, struct kube_inbox *in);
+void kube_pools_free(struct kube *k);
