@@ -271,10 +271,9 @@ static int parse_resource(const cJSON *obj, size_t idx, unsigned default_modes,
                 return -ENOMEM;
         /* The kubelet takes the bare file name as the endpoint; '/' cannot
          * appear in it, and the name stays recognisably ours. */
-        r = xasprintf(&res->socket_name, "cdiplug-%s.sock", res->name);
+        r = cfg_socket_name_full(res->name, &res->socket_name);
         if (r < 0)
                 return r;
-        *strchr(res->socket_name, '/') = '-';
 
         snprintf(f, sizeof(f), "%s.match", base);
         if (!match)
@@ -626,6 +625,8 @@ void cfg_resource_clear(struct cfg_resource *res) {
         if (!res)
                 return;
         free(res->name);
+        free(res->kind);
+        free(res->spec_file);
         free(res->socket_name);
         for (size_t j = 0; j < res->n_selectors; j++)
                 res_selector_free(res->selectors[j]);

@@ -23,7 +23,15 @@ enum cfg_policy {
 };
 
 struct cfg_resource {
-        char *name;        /* kubelet extended resource, "example.com/serial" */
+        char *name; /* kubelet extended resource, "example.com/serial" */
+        /* Its identity outside the config: worked out once, by
+         * dp_names_prepare (names.c), which also refuses two resources
+         * sharing one, and only read everywhere else. The parser sets
+         * socket_name to the full name (cfg_socket_name_full), which
+         * dp_names_prepare shortens when the kubelet dir leaves no room
+         * for it; kind and spec_file are NULL until dp_names_prepare. */
+        char *kind;        /* CDI kind, "example.com/serial" */
+        char *spec_file;   /* its CDI spec's file name, "example.com-serial.json" */
         char *socket_name; /* "cdiplug-example.com-serial.sock" */
         struct res_selector **selectors;
         size_t n_selectors;
@@ -85,14 +93,24 @@ struct cfg_config;
  * Stable for a given dir. -ENAMETOOLONG when not even
  * "cdiplug-<8 hex>.sock" fits. */
 int dp_socket_name(const char *kubelet_dir, const char *resource, char **ret_name);
+/* The full socket file name, "cdiplug-<resource with '/' as '-'>.sock",
+ * whatever the dir: what the parser sets and checks for duplicates. */
+int cfg_socket_name_full(const char *resource, char **ret_name);
 
-/* Check every resource's names before anything is written: its CDI kind
- * (logging, as a warning, a kind that differs from the resource name or
- * needs a cdiVersion newer than 0.5.0), its spec file name, and when
- * sockets (serve, check) also its socket name under kubelet_dir, which
- * replaces cfg's socket_name. Two resources with one kind, one spec file or
- * one socket are refused. -EINVAL (logged, naming the resources and what
- * to rename) when the configuration cannot be served as it is. */
+/* The CDI kind and spec file name (when ret_spec_file) of resource
+ * (cdi.h's rules): for a name not in the config, such as a removed
+ * resource's or one PodResources reports. 0 or a negative errno. */
+int cfg_names_of(const char *resource, char **ret_kind, char **ret_spec_file);
+
+/* Work out and check every resource's names before anything is written:
+ * its CDI kind (logging, as a warning, a kind that differs from the
+ * resource name or needs a cdiVersion newer than 0.5.0) and its spec file
+ * name, stored in its kind and spec_file, and when sockets (serve, check)
+ * also its socket name under kubelet_dir, which replaces its socket_name.
+ * Two resources with one kind, one spec file or one socket are refused.
+ * -EINVAL (logged, naming the resources and what to rename) when the
+ * configuration cannot be served as it is; the resources after the one
+ * refused still get the kind and spec file they have (doctor goes on). */
 int dp_names_prepare(struct cfg_config *cfg, const char *kubelet_dir, bool sockets);
 
 /* Command-line values, in one place: main.c fills them, the daemon's

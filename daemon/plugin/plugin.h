@@ -50,8 +50,7 @@ struct dp_share {
 
 struct dp_plugin {
         const struct cfg_resource *cfg;
-        char *kind;             /* CDI kind */
-        char *spec_file;        /* its CDI spec's file name, from kind */
+        /* Its CDI kind and spec file are cfg's (names.c worked them out). */
         char *annotation_key;   /* "cdi.k8s.io/cdiplug_<resource>" */
         struct dp_device *devs; /* sorted by ID */
         size_t n_devs;
@@ -83,6 +82,7 @@ static inline const struct base_edits *dp_device_extras(const struct dp_plugin *
         return &p->extras[p->devs[dev].extras];
 }
 
+/* cfg's names prepared (dp_names_prepare), or -EINVAL. */
 int dp_plugin_new(const struct cfg_resource *cfg, struct dp_plugin **ret);
 void dp_plugin_free(struct dp_plugin *p);
 /* A copy of old's devices under new settings cfg (same name), to update

@@ -43,6 +43,9 @@ static void setup(void) {
                 fprintf(stderr, "fuzz_request: config: %s: %s\n", err.field, err.msg);
                 abort();
         }
+        /* The names a resource goes by, as every command works them out. */
+        if (dp_names_prepare(cfg, "/var/lib/kubelet/device-plugins", false) < 0)
+                abort();
         memset(devs, 0, sizeof(devs));
         for (int i = 0; i < 4; i++) {
                 devs[i].id = ids[i];

@@ -42,6 +42,8 @@ static V1beta1__ListAndWatchResponse *list_of(struct dp_plugin *p) {
 
 Test(plugin, merges_discoveries_keeping_vanished_devices_unhealthy) {
         struct cfg_resource cfg = { .name = "example.com/serial",
+                                    .kind = "example.com/serial",
+                                    .spec_file = "example.com-serial.json",
                                     .socket_name = "cdiplug-example.com-serial.sock",
                                     .shares = 1,
                                     .alloc_modes = CFG_ALLOC_CDI_CRI };
@@ -91,6 +93,8 @@ Test(plugin, merges_discoveries_keeping_vanished_devices_unhealthy) {
 
 Test(plugin, shares_expose_ids_per_device) {
         struct cfg_resource cfg = { .name = "example.com/fuse",
+                                    .kind = "example.com/fuse",
+                                    .spec_file = "example.com-fuse.json",
                                     .socket_name = "cdiplug-example.com-fuse.sock",
                                     .shares = 3,
                                     .alloc_modes = CFG_ALLOC_CDI_CRI };
@@ -139,6 +143,8 @@ static void expect(V1beta1__PreferredAllocationResponse *r, const char *want) {
 static struct dp_plugin *numa_plugin(struct cfg_resource *cfg, enum cfg_policy policy,
                                      struct res_device *a) {
         *cfg = (struct cfg_resource){ .name = "example.com/acc",
+                                      .kind = "example.com/acc",
+                                      .spec_file = "example.com-acc.json",
                                       .socket_name = "cdiplug-example.com-acc.sock",
                                       .shares = 2,
                                       .alloc_modes = CFG_ALLOC_CDI_CRI,
@@ -198,6 +204,8 @@ Test(plugin, none_keeps_the_kubelet_order) {
 
 Test(plugin, device_specs_carry_selector_env_mounts_and_permissions) {
         struct cfg_resource cfg = { .name = "example.com/cam",
+                                    .kind = "example.com/cam",
+                                    .spec_file = "example.com-cam.json",
                                     .socket_name = "cdiplug-example.com-cam.sock",
                                     .shares = 1,
                                     .alloc_modes =
@@ -257,7 +265,11 @@ Test(plugin, annotation_keys_fit_the_cdi_limit) {
         snprintf(name, sizeof(name), "%s.example.com/%s",
                  "a-very-long-subdomain-label-that-goes-on-and-on",
                  "a-name-part-that-is-sixty-three-characters-long-xxxxxxxxxxxxxxx");
-        struct cfg_resource cfg = { .name = name, .socket_name = "x.sock", .shares = 1 };
+        struct cfg_resource cfg = { .name = name,
+                                    .kind = name,
+                                    .spec_file = "x.json",
+                                    .socket_name = "x.sock",
+                                    .shares = 1 };
         struct dp_plugin *p;
         cr_assert_eq(dp_plugin_new(&cfg, &p), 0);
         const char *key = p->annotation_key + strlen("cdi.k8s.io/");
@@ -276,6 +288,8 @@ Test(plugin, annotation_keys_fit_the_cdi_limit) {
         dp_plugin_free(p);
 
         struct cfg_resource shortc = { .name = "example.com/serial",
+                                       .kind = "example.com/serial",
+                                       .spec_file = "example.com-serial.json",
                                        .socket_name = "x.sock",
                                        .shares = 1 };
         cr_assert_eq(dp_plugin_new(&shortc, &p), 0);
@@ -302,6 +316,8 @@ static char *allocate_one(struct dp_plugin *p, char *id) {
 
 Test(plugin, a_device_appearing_between_others_keeps_every_id_on_its_device) {
         struct cfg_resource cfg = { .name = "example.com/acc",
+                                    .kind = "example.com/acc",
+                                    .spec_file = "example.com-acc.json",
                                     .socket_name = "cdiplug-example.com-acc.sock",
                                     .shares = 2,
                                     .alloc_modes = CFG_ALLOC_CDI_CRI };
@@ -335,6 +351,8 @@ Test(plugin, a_device_appearing_between_others_keeps_every_id_on_its_device) {
 
 Test(plugin, a_device_whose_node_changes_is_listed_with_the_new_node) {
         struct cfg_resource cfg = { .name = "example.com/serial",
+                                    .kind = "example.com/serial",
+                                    .spec_file = "example.com-serial.json",
                                     .socket_name = "cdiplug-example.com-serial.sock",
                                     .shares = 1,
                                     .alloc_modes = CFG_ALLOC_DEVICE_SPECS };
@@ -365,6 +383,8 @@ Test(plugin, a_device_whose_node_changes_is_listed_with_the_new_node) {
 
 Test(plugin, devices_of_different_selectors_keep_their_own_extras) {
         struct cfg_resource cfg = { .name = "example.com/cam",
+                                    .kind = "example.com/cam",
+                                    .spec_file = "example.com-cam.json",
                                     .socket_name = "cdiplug-example.com-cam.sock",
                                     .shares = 1,
                                     .alloc_modes = CFG_ALLOC_DEVICE_SPECS };
@@ -392,6 +412,8 @@ Test(plugin, devices_of_different_selectors_keep_their_own_extras) {
  * and changed edits leave no unused extras behind in the next clone. */
 Test(plugin, a_clone_keeps_ids_and_takes_the_new_settings) {
         struct cfg_resource cfg = { .name = "example.com/cam",
+                                    .kind = "example.com/cam",
+                                    .spec_file = "example.com-cam.json",
                                     .socket_name = "cdiplug-example.com-cam.sock",
                                     .shares = 1,
                                     .alloc_modes = CFG_ALLOC_CDI_CRI };

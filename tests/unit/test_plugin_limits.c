@@ -55,6 +55,8 @@ static int preferred(struct dp_plugin *p, char **avail, size_t n_avail, char **m
 
 Test(plugin_limits, preferred_with_thousands_of_offered_ids) {
         struct cfg_resource cfg = { .name = "example.com/many",
+                                    .kind = "example.com/many",
+                                    .spec_file = "example.com-many.json",
                                     .shares = 4,
                                     .alloc_modes = CFG_ALLOC_CDI_CRI };
         struct dp_plugin *p = many(&cfg, N / 4);
@@ -101,6 +103,8 @@ Test(plugin_limits, preferred_with_thousands_of_offered_ids) {
 
 Test(plugin_limits, a_list_over_4_MiB_is_refused_and_its_size_told) {
         struct cfg_resource cfg = { .name = "example.com/big",
+                                    .kind = "example.com/big",
+                                    .spec_file = "example.com-big.json",
                                     .shares = 1024,
                                     .alloc_modes = CFG_ALLOC_CDI_CRI };
         struct dp_plugin *p = many(&cfg, 200);
@@ -115,6 +119,8 @@ Test(plugin_limits, a_list_over_4_MiB_is_refused_and_its_size_told) {
         dp_plugin_free(p);
 
         struct cfg_resource small = { .name = "example.com/small",
+                                      .kind = "example.com/small",
+                                      .spec_file = "example.com-small.json",
                                       .shares = 1024,
                                       .alloc_modes = CFG_ALLOC_CDI_CRI };
         p = many(&small, 100);
@@ -201,6 +207,8 @@ Test(plugin_limits, grouped_picking_answers_as_the_plain_greedy_rule) {
                 size_t n_dev = 1 + RND(40);
                 unsigned shares = 1 + (unsigned)RND(4);
                 struct cfg_resource cfg = { .name = "example.com/r",
+                                            .kind = "example.com/r",
+                                            .spec_file = "example.com-r.json",
                                             .shares = shares,
                                             .alloc_modes = CFG_ALLOC_CDI_CRI,
                                             .policy = policies[round % 3] };
