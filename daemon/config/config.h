@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* cfg: the daemon's JSON configuration. Parsing is all-or-nothing: any
- * mistake yields -EINVAL and a cfg_error naming the JSON path of the field. */
+ * mistake yields -EINVAL and a base_field_error naming the JSON path of
+ * the field ("resources[1].shares"; "" for the document), for the caller
+ * to clear (base_field_error_clear). */
 #pragma once
 
 #include <stdbool.h>
 #include <stddef.h>
+
+#include "base.h"
 
 struct res_selector;
 
@@ -57,21 +61,15 @@ struct cfg_config {
         enum cfg_log_format log_format; /* "log_format" */
 };
 
-struct cfg_error {
-        char *field; /* JSON path, e.g. "resources[1].shares"; "" for the document */
-        char *msg;
-};
-
 #define CFG_MAX_BYTES (1024 * 1024)
 #define CFG_MAX_RESOURCES 256
 #define CFG_MAX_SHARES 1024
 
-int cfg_parse(const char *text, size_t len, struct cfg_config **ret, struct cfg_error *err);
-int cfg_load(const char *path, struct cfg_config **ret, struct cfg_error *err);
+int cfg_parse(const char *text, size_t len, struct cfg_config **ret, struct base_field_error *err);
+int cfg_load(const char *path, struct cfg_config **ret, struct base_field_error *err);
 void cfg_free(struct cfg_config *cfg);
 /* Free what one resource holds (a reload keeps a removed one's). */
 void cfg_resource_clear(struct cfg_resource *res);
-void cfg_error_clear(struct cfg_error *err);
 
 /* The kubelet's rule for extended resource names; NULL when valid, else
  * a static message saying what is wrong. */

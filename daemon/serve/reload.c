@@ -447,7 +447,7 @@ static void commit(struct dp_daemon *d, struct plan *p) {
 
 void dp_reload(struct dp_daemon *d, const char *why) {
         const char *path = d->opts->config_path;
-        struct cfg_error err = { 0 };
+        struct base_field_error err = { 0 };
         struct plan p = { 0 };
         int r;
 
@@ -466,7 +466,7 @@ void dp_reload(struct dp_daemon *d, const char *why) {
                          err.msg ? err.msg : "");
         else if (r < 0)
                 log_error("config: %s: %s; keeping the running configuration", path, strerror(-r));
-        cfg_error_clear(&err);
+        base_field_error_clear(&err);
         if (r < 0)
                 return;
         /* The rest of what `check` and start-up refuse: names with no

@@ -35,7 +35,7 @@ static void setup(void) {
                                     { "/dev/ttyUSB1", NULL },
                                     { "/dev/ttyUSB2", NULL },
                                     { "/dev/dri/renderD128", "/dev/dri/card0", NULL } };
-        struct cfg_error err = { 0 };
+        struct base_field_error err = { 0 };
         struct res_device devs[4];
         bool changed;
 

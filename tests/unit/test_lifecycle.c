@@ -34,7 +34,7 @@ static void never(void *ctx) {
 }
 
 static void setup(struct fixture *f) {
-        struct cfg_error err = { 0 };
+        struct base_field_error err = { 0 };
 
         *f = (struct fixture){ 0 };
         f->root = ft_new();
@@ -194,7 +194,7 @@ Test(lifecycle, retired_free_all_frees_what_is_still_winding_down) {
                 "{ \"resources\": [ { \"name\": \"example.com/a\", \"match\": [ { \"path\": "
                 "\"/dev/ttyUSB*\" } ] }, { \"name\": \"example.com/b\", \"match\": [ { \"path\": "
                 "\"/dev/ttyUSB*\" } ] } ] }";
-        struct cfg_error err = { 0 };
+        struct base_field_error err = { 0 };
 
         setup(&f);
         cfg_free(f.d.cfg);
