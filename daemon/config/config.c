@@ -61,6 +61,36 @@ const char *cfg_resource_name_problem(const char *name) {
         return NULL;
 }
 
+const char *cfg_driver_name_problem(const char *name) {
+        char lower[CFG_MAX_DRIVER + 1];
+        size_t len = strlen(name);
+
+        if (len == 0)
+                return "must not be empty";
+        if (len > CFG_MAX_DRIVER)
+                return "must be at most 63 characters";
+        /* The API lowercases before it checks: "Example.com" is a valid
+         * driver name there, so it is here. */
+        for (size_t i = 0; i <= len; i++)
+                lower[i] = name[i] >= 'A' && name[i] <= 'Z' ? (char)(name[i] - 'A' + 'a') : name[i];
+        if (!is_dns_subdomain(lower, len))
+                return "must be a DNS subdomain: labels of letters, digits and '-', separated by "
+                       "'.', each starting and ending with a letter or digit, e.g. "
+                       "cdiplug.example.com";
+        return NULL;
+}
+
+const char *cfg_node_name_problem(const char *name) {
+        if (!is_dns_subdomain(name, strlen(name)))
+                return "must be a DNS subdomain (lowercase letters, digits, '-' and '.', "
+                       "at most 253 characters)";
+        return NULL;
+}
+
+const char *cfg_api_name(enum cfg_api api) {
+        return api == CFG_API_DRA ? "dra" : "device-plugin";
+}
+
 static int parse_modes(const cJSON *arr, const char *field, unsigned *ret,
                        struct base_field_error *err) {
         static const struct {
@@ -137,8 +167,10 @@ enum cfg_log_format cfg_log_format_parse(const char *s) {
 }
 
 /* Printed in document order: a reordered resource counts as changed,
- * which costs a re-discovery, never a wrong answer. */
-static int settings_json(const cJSON *obj, char **ret) {
+ * which costs a re-discovery, never a wrong answer. "api" is a device
+ * setting (the other API needs another front end), written the same way
+ * whether it was left out or said "device-plugin". */
+static int settings_json(const cJSON *obj, enum cfg_api api, char **ret) {
         cJSON *copy = cJSON_Duplicate(obj, true);
         char *s;
 
@@ -146,6 +178,12 @@ static int settings_json(const cJSON *obj, char **ret) {
                 return -ENOMEM;
         cJSON_DeleteItemFromObjectCaseSensitive(copy, "allocate");
         cJSON_DeleteItemFromObjectCaseSensitive(copy, "policy");
+        cJSON_DeleteItemFromObjectCaseSensitive(copy, "api");
+        if (api != CFG_API_DEVICE_PLUGIN &&
+            !cJSON_AddStringToObject(copy, "api", cfg_api_name(api))) {
+                cJSON_Delete(copy);
+                return -ENOMEM;
+        }
         s = cJSON_PrintUnformatted(copy);
         cJSON_Delete(copy);
         if (!s)
@@ -171,16 +209,16 @@ static int parse_policy(const cJSON *policy, const char *f, enum cfg_policy *ret
 
 /* The keys of each object of the config: key tables, indexed by the
  * slot split_keys puts the member in. */
-enum { DOC_RESOURCES, DOC_ALLOCATE, DOC_USER, DOC_METRICS, DOC_LOG_FORMAT, DOC_KEYS };
+enum { DOC_RESOURCES, DOC_ALLOCATE, DOC_USER, DOC_METRICS, DOC_LOG_FORMAT, DOC_DRA, DOC_KEYS };
 static const char *const doc_keys[DOC_KEYS] = {
         [DOC_RESOURCES] = "resources", [DOC_ALLOCATE] = "allocate",     [DOC_USER] = "user",
-        [DOC_METRICS] = "metrics",     [DOC_LOG_FORMAT] = "log_format",
+        [DOC_METRICS] = "metrics",     [DOC_LOG_FORMAT] = "log_format", [DOC_DRA] = "dra",
 };
 
-enum { RES_NAME, RES_MATCH, RES_SHARES, RES_ALLOCATE, RES_POLICY, RES_KEYS };
+enum { RES_NAME, RES_MATCH, RES_SHARES, RES_ALLOCATE, RES_POLICY, RES_API, RES_KEYS };
 static const char *const resource_keys[RES_KEYS] = {
         [RES_NAME] = "name",         [RES_MATCH] = "match",   [RES_SHARES] = "shares",
-        [RES_ALLOCATE] = "allocate", [RES_POLICY] = "policy",
+        [RES_ALLOCATE] = "allocate", [RES_POLICY] = "policy", [RES_API] = "api",
 };
 
 enum { METRICS_ADDRESS, METRICS_POD_RESOURCES_SOCKET, METRICS_KEYS };
@@ -189,8 +227,12 @@ static const char *const metrics_keys[METRICS_KEYS] = {
         [METRICS_POD_RESOURCES_SOCKET] = "pod_resources_socket",
 };
 
+enum { DRA_DRIVER, DRA_KEYS };
+static const char *const dra_keys[DRA_KEYS] = { [DRA_DRIVER] = "driver" };
+
 #define MAX_KEYS 8
-_Static_assert(DOC_KEYS <= MAX_KEYS && RES_KEYS <= MAX_KEYS && METRICS_KEYS <= MAX_KEYS,
+_Static_assert(DOC_KEYS <= MAX_KEYS && RES_KEYS <= MAX_KEYS && METRICS_KEYS <= MAX_KEYS &&
+                       DRA_KEYS <= MAX_KEYS,
                "split_keys has room for every table");
 
 /* The field base.KEY, or KEY at the top (base ""). */
@@ -285,6 +327,14 @@ static int parse_resource(const cJSON *obj, size_t idx, unsigned default_modes,
                 if (r < 0)
                         return r;
         }
+        if (k[RES_API]) {
+                snprintf(f, sizeof(f), "%s.api", base);
+                if (cJSON_IsString(k[RES_API]) && strcmp(k[RES_API]->valuestring, "dra") == 0)
+                        res->api = CFG_API_DRA;
+                else if (!cJSON_IsString(k[RES_API]) ||
+                         strcmp(k[RES_API]->valuestring, "device-plugin") != 0)
+                        return fail(err, f, "must be \"device-plugin\" or \"dra\"");
+        }
         res->alloc_modes = default_modes;
         if (modes) {
                 snprintf(f, sizeof(f), "%s.allocate", base);
@@ -292,7 +342,7 @@ static int parse_resource(const cJSON *obj, size_t idx, unsigned default_modes,
                 if (r < 0)
                         return r;
         }
-        return settings_json(obj, &res->settings_json);
+        return settings_json(obj, res->api, &res->settings_json);
 }
 
 /* "metrics": {"address": "HOST:PORT", "pod_resources_socket": "PATH"}. */
@@ -330,8 +380,32 @@ static int parse_metrics(const cJSON *obj, struct cfg_config *cfg, struct base_f
         return 0;
 }
 
+/* "dra": {"driver": NAME}: what the kubelet and the API server know this
+ * daemon's DRA resources by. */
+static int parse_dra(const cJSON *obj, struct cfg_config *cfg, struct base_field_error *err) {
+        const cJSON *k[DRA_KEYS], *driver;
+        const char *problem;
+        int r;
+
+        if (!cJSON_IsObject(obj))
+                return fail(err, "dra", "must be an object, {\"driver\": \"NAME\"}");
+        r = split_keys(obj, "dra", dra_keys, DRA_KEYS, k, err);
+        if (r < 0)
+                return r;
+        driver = k[DRA_DRIVER];
+        if (!driver)
+                return fail(err, "dra.driver", "is required");
+        if (!cJSON_IsString(driver))
+                return fail(err, "dra.driver", "must be a string");
+        problem = cfg_driver_name_problem(driver->valuestring);
+        if (problem)
+                return fail(err, "dra.driver", "\"%s\": %s", driver->valuestring, problem);
+        cfg->dra_driver = strdup(driver->valuestring);
+        return cfg->dra_driver ? 0 : -ENOMEM;
+}
+
 static int parse_doc(const cJSON *doc, struct cfg_config *cfg, struct base_field_error *err) {
-        const cJSON *k[DOC_KEYS], *it, *resources, *modes, *user, *log_format;
+        const cJSON *k[DOC_KEYS], *it, *resources, *modes, *user, *log_format, *dra;
         unsigned default_modes = CFG_ALLOC_CDI_CRI;
         size_t i = 0;
         int r;
@@ -345,6 +419,7 @@ static int parse_doc(const cJSON *doc, struct cfg_config *cfg, struct base_field
         modes = k[DOC_ALLOCATE];
         user = k[DOC_USER];
         log_format = k[DOC_LOG_FORMAT];
+        dra = k[DOC_DRA];
         if (k[DOC_METRICS]) {
                 r = parse_metrics(k[DOC_METRICS], cfg, err);
                 if (r < 0)
@@ -369,6 +444,11 @@ static int parse_doc(const cJSON *doc, struct cfg_config *cfg, struct base_field
                 if (!cfg->user)
                         return -ENOMEM;
         }
+        if (dra) {
+                r = parse_dra(dra, cfg, err);
+                if (r < 0)
+                        return r;
+        }
         if (!resources)
                 return fail(err, "resources", "is required");
         /* An empty list is valid: the packaged default serves nothing
@@ -386,6 +466,10 @@ static int parse_doc(const cJSON *doc, struct cfg_config *cfg, struct base_field
                 r = parse_resource(it, i, default_modes, res, err);
                 if (r < 0)
                         return r;
+                if (res->api == CFG_API_DRA && !cfg->dra_driver)
+                        return fail(err, "dra.driver",
+                                    "is required: resources[%zu] (\"%s\") has \"api\": \"dra\"", i,
+                                    res->name);
                 for (size_t j = 0; j < i; j++) {
                         const char *other = cfg->resources[j].name;
                         /* parse_resource() refuses a resource without one. */
@@ -614,5 +698,6 @@ void cfg_free(struct cfg_config *cfg) {
         free(cfg->user);
         free(cfg->metrics_address);
         free(cfg->pod_resources_socket);
+        free(cfg->dra_driver);
         free(cfg);
 }
