@@ -157,6 +157,7 @@ struct dp_options {
 };
 
 /* "HOST:PORT" or "[V6]:PORT", numeric host (address.c), for the
- * metrics endpoint; -EINVAL with a message. */
+ * metrics endpoint; -EINVAL with a static message in *err_msg (written
+ * only then, as ret_* only on success). */
 int dp_http_parse_address(const char *address, void *ret_sockaddr, unsigned *ret_len,
-                          const char **ret_msg);
+                          const char **err_msg);

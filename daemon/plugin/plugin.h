@@ -148,12 +148,17 @@ int dp_plugin_list(const struct dp_plugin *p, uint8_t **ret, size_t *ret_len);
 /* The CDI spec for every device the plugin has ever listed. */
 int dp_plugin_spec(const struct dp_plugin *p, struct cdi_spec *ret);
 
-/* The answers. On -EINVAL, *ret_msg (malloc'd) says which ID or field is
- * wrong; it goes to the client as the gRPC status message. */
+/* The answers. On -EINVAL, err names the request's field that is wrong
+ * ("container_requests[1]"; "" for the request as a whole) and what is
+ * wrong with it, for the caller to clear; "FIELD: MESSAGE" goes to the
+ * client as the gRPC status message (dp_answer_error_text). */
 int dp_allocate(const struct dp_plugin *p, const V1beta1__AllocateRequest *req,
-                V1beta1__AllocateResponse **ret, char **ret_msg);
+                V1beta1__AllocateResponse **ret, struct base_field_error *err);
 int dp_preferred(const struct dp_plugin *p, const V1beta1__PreferredAllocationRequest *req,
-                 V1beta1__PreferredAllocationResponse **ret, char **ret_msg);
+                 V1beta1__PreferredAllocationResponse **ret, struct base_field_error *err);
+/* "FIELD: MESSAGE", or MESSAGE for the request as a whole, malloc'd; NULL
+ * when err holds nothing or memory is short. */
+char *dp_answer_error_text(const struct base_field_error *err);
 void dp_allocate_response_free(V1beta1__AllocateResponse *resp);
 void dp_preferred_response_free(V1beta1__PreferredAllocationResponse *resp);
 

@@ -102,22 +102,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
         FUZZ_CHECK(req && req->descriptor == desc);
 
-        char *msg = NULL;
+        struct base_field_error err = { 0 };
         if (desc == &v1beta1__allocate_request__descriptor) {
                 V1beta1__AllocateResponse *resp = NULL;
-                r = dp_allocate(p, (V1beta1__AllocateRequest *)req, &resp, &msg);
+                r = dp_allocate(p, (V1beta1__AllocateRequest *)req, &resp, &err);
                 if (r == 0)
                         check_repack(&resp->base);
                 else
-                        FUZZ_CHECK(!resp && (r != -EINVAL || msg));
+                        FUZZ_CHECK(!resp && (r != -EINVAL || (err.field && err.msg)));
                 dp_allocate_response_free(resp);
         } else if (desc == &v1beta1__preferred_allocation_request__descriptor) {
                 V1beta1__PreferredAllocationResponse *resp = NULL;
-                r = dp_preferred(p, (V1beta1__PreferredAllocationRequest *)req, &resp, &msg);
+                r = dp_preferred(p, (V1beta1__PreferredAllocationRequest *)req, &resp, &err);
                 if (r == 0)
                         check_repack(&resp->base);
                 else
-                        FUZZ_CHECK(!resp && (r != -EINVAL || msg));
+                        FUZZ_CHECK(!resp && (r != -EINVAL || (err.field && err.msg)));
                 dp_preferred_response_free(resp);
         } else {
                 /* Requests are only decoded, never sent on; packing one must
@@ -129,7 +129,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 FUZZ_CHECK(out && protobuf_c_message_pack(req, out) == len);
                 free(out);
         }
-        free(msg);
+        base_field_error_clear(&err);
         protobuf_c_message_free_unpacked(req, NULL);
         return 0;
 }

@@ -114,7 +114,7 @@ static V1beta1__PreferredAllocationResponse *prefer(struct dp_plugin *p, char **
                 V1BETA1__CONTAINER_PREFERRED_ALLOCATION_REQUEST__INIT;
         V1beta1__ContainerPreferredAllocationRequest *cs[] = { &c };
         V1beta1__PreferredAllocationResponse *resp = NULL;
-        char *msg = NULL;
+        struct base_field_error err = { 0 };
         c.available_deviceids = avail;
         c.n_available_deviceids = n;
         c.must_include_deviceids = must;
@@ -122,7 +122,7 @@ static V1beta1__PreferredAllocationResponse *prefer(struct dp_plugin *p, char **
         c.allocation_size = size;
         req.container_requests = cs;
         req.n_container_requests = 1;
-        cr_assert_eq(dp_preferred(p, &req, &resp, &msg), 0, "%s", msg);
+        cr_assert_eq(dp_preferred(p, &req, &resp, &err), 0, "%s", err.msg);
         return resp;
 }
 
@@ -229,8 +229,8 @@ Test(plugin, device_specs_carry_selector_env_mounts_and_permissions) {
         req.container_requests = cs;
         req.n_container_requests = 1;
         V1beta1__AllocateResponse *r = NULL;
-        char *msg = NULL;
-        cr_assert_eq(dp_allocate(p, &req, &r, &msg), 0);
+        struct base_field_error err = { 0 };
+        cr_assert_eq(dp_allocate(p, &req, &r, &err), 0);
         V1beta1__ContainerAllocateResponse *cr = r->container_responses[0];
         cr_assert_eq(cr->n_cdi_devices, 0, "cdi-cri is not among the modes");
         cr_assert_eq(cr->n_devices, 1);
@@ -302,12 +302,13 @@ static char *allocate_one(struct dp_plugin *p, char *id) {
         V1beta1__ContainerAllocateRequest c = V1BETA1__CONTAINER_ALLOCATE_REQUEST__INIT;
         V1beta1__ContainerAllocateRequest *cs[] = { &c };
         V1beta1__AllocateResponse *r = NULL;
-        char *ids[] = { id }, *msg = NULL, *name;
+        char *ids[] = { id }, *name;
+        struct base_field_error err = { 0 };
         c.devices_ids = ids;
         c.n_devices_ids = 1;
         req.container_requests = cs;
         req.n_container_requests = 1;
-        cr_assert_eq(dp_allocate(p, &req, &r, &msg), 0, "%s", msg);
+        cr_assert_eq(dp_allocate(p, &req, &r, &err), 0, "%s", err.msg);
         cr_assert_eq(r->container_responses[0]->n_cdi_devices, 1);
         name = strdup(r->container_responses[0]->cdi_devices[0]->name);
         dp_allocate_response_free(r);
@@ -498,4 +499,20 @@ Test(plugin, a_clone_keeps_ids_and_takes_the_new_settings) {
                 free(b[k].nodes);
         }
         free(only[0].nodes);
+}
+
+Test(plugin, answer_error_text_names_the_field_first) {
+        struct base_field_error err = { 0 };
+        char *text;
+
+        cr_expect_null(dp_answer_error_text(&err), "nothing to say");
+        cr_assert_eq(base_field_error_set(&err, "", "no container_requests"), -EINVAL);
+        text = dp_answer_error_text(&err);
+        cr_expect_str_eq(text, "no container_requests", "the request as a whole: no field");
+        free(text);
+        cr_assert_eq(base_field_error_set(&err, "container_requests[1]", "no device IDs"), -EINVAL);
+        text = dp_answer_error_text(&err);
+        cr_expect_str_eq(text, "container_requests[1]: no device IDs");
+        free(text);
+        base_field_error_clear(&err);
 }

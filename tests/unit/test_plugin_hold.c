@@ -128,6 +128,7 @@ Test(plugin_hold, holds_back_every_share_of_a_new_device) {
 
 /* Allocate for one container asking for id: 0 or the error. */
 static int allocate_one(struct dp_plugin *p, const char *id, char **ret_msg) {
+        struct base_field_error err = { 0 };
         V1beta1__AllocateRequest req = V1BETA1__ALLOCATE_REQUEST__INIT;
         V1beta1__ContainerAllocateRequest creq = V1BETA1__CONTAINER_ALLOCATE_REQUEST__INIT;
         V1beta1__ContainerAllocateRequest *creqs[] = { &creq };
@@ -137,9 +138,12 @@ static int allocate_one(struct dp_plugin *p, const char *id, char **ret_msg) {
         creq.devices_ids = ids;
         req.n_container_requests = 1;
         req.container_requests = creqs;
-        int r = dp_allocate(p, &req, &resp, ret_msg);
+        int r = dp_allocate(p, &req, &resp, &err);
         if (r == 0)
                 dp_allocate_response_free(resp);
+        if (r == -EINVAL) /* the gRPC status message */
+                *ret_msg = dp_answer_error_text(&err);
+        base_field_error_clear(&err);
         return r;
 }
 

@@ -50,7 +50,11 @@ static int preferred(struct dp_plugin *p, char **avail, size_t n_avail, char **m
         c.allocation_size = size;
         req.n_container_requests = 1;
         req.container_requests = cs;
-        return dp_preferred(p, &req, ret, msg);
+        struct base_field_error err = { 0 };
+        int r = dp_preferred(p, &req, ret, &err);
+        *msg = r == -EINVAL ? dp_answer_error_text(&err) : NULL; /* the gRPC status message */
+        base_field_error_clear(&err);
+        return r;
 }
 
 Test(plugin_limits, preferred_with_thousands_of_offered_ids) {
@@ -92,6 +96,7 @@ Test(plugin_limits, preferred_with_thousands_of_offered_ids) {
         avail[2000] = avail[10];
         cr_expect_eq(preferred(p, avail, p->n_ids, NULL, 0, 1, &resp, &msg), -EINVAL);
         cr_expect_not_null(strstr(msg, "requested twice"), "%s", msg);
+        cr_expect_eq(strncmp(msg, "container_requests[0]: ", 23), 0, "%s", msg);
         free(msg);
         avail[2000] = saved;
         char *gone[] = { "d99999-0" };
