@@ -404,51 +404,13 @@ static int parse_dra(const cJSON *obj, struct cfg_config *cfg, struct base_field
         return cfg->dra_driver ? 0 : -ENOMEM;
 }
 
-static int parse_doc(const cJSON *doc, struct cfg_config *cfg, struct base_field_error *err) {
-        const cJSON *k[DOC_KEYS], *it, *resources, *modes, *user, *log_format, *dra;
-        unsigned default_modes = CFG_ALLOC_CDI_CRI;
+/* "resources": each entry, then the checks between entries. */
+static int parse_resources(const cJSON *resources, unsigned default_modes, struct cfg_config *cfg,
+                           struct base_field_error *err) {
+        const cJSON *it;
         size_t i = 0;
         int r;
 
-        if (!cJSON_IsObject(doc))
-                return fail(err, "", "the configuration must be a JSON object");
-        r = split_keys(doc, "", doc_keys, DOC_KEYS, k, err);
-        if (r < 0)
-                return r;
-        resources = k[DOC_RESOURCES];
-        modes = k[DOC_ALLOCATE];
-        user = k[DOC_USER];
-        log_format = k[DOC_LOG_FORMAT];
-        dra = k[DOC_DRA];
-        if (k[DOC_METRICS]) {
-                r = parse_metrics(k[DOC_METRICS], cfg, err);
-                if (r < 0)
-                        return r;
-        }
-        if (log_format) {
-                cfg->log_format = cJSON_IsString(log_format)
-                                          ? cfg_log_format_parse(log_format->valuestring)
-                                          : CFG_LOG_UNSET;
-                if (cfg->log_format == CFG_LOG_UNSET)
-                        return fail(err, "log_format", "must be \"text\" or \"json\"");
-        }
-        if (modes) {
-                r = parse_modes(modes, "allocate", &default_modes, err);
-                if (r < 0)
-                        return r;
-        }
-        if (user) {
-                if (!cJSON_IsString(user) || !*user->valuestring)
-                        return fail(err, "user", "must be a user name or UID[:GID]");
-                cfg->user = strdup(user->valuestring);
-                if (!cfg->user)
-                        return -ENOMEM;
-        }
-        if (dra) {
-                r = parse_dra(dra, cfg, err);
-                if (r < 0)
-                        return r;
-        }
         if (!resources)
                 return fail(err, "resources", "is required");
         /* An empty list is valid: the packaged default serves nothing
@@ -486,6 +448,51 @@ static int parse_doc(const cJSON *doc, struct cfg_config *cfg, struct base_field
                 i++;
         }
         return 0;
+}
+
+static int parse_doc(const cJSON *doc, struct cfg_config *cfg, struct base_field_error *err) {
+        const cJSON *k[DOC_KEYS], *modes, *user, *log_format;
+        unsigned default_modes = CFG_ALLOC_CDI_CRI;
+        int r;
+
+        if (!cJSON_IsObject(doc))
+                return fail(err, "", "the configuration must be a JSON object");
+        r = split_keys(doc, "", doc_keys, DOC_KEYS, k, err);
+        if (r < 0)
+                return r;
+        modes = k[DOC_ALLOCATE];
+        user = k[DOC_USER];
+        log_format = k[DOC_LOG_FORMAT];
+        if (k[DOC_METRICS]) {
+                r = parse_metrics(k[DOC_METRICS], cfg, err);
+                if (r < 0)
+                        return r;
+        }
+        if (log_format) {
+                cfg->log_format = cJSON_IsString(log_format)
+                                          ? cfg_log_format_parse(log_format->valuestring)
+                                          : CFG_LOG_UNSET;
+                if (cfg->log_format == CFG_LOG_UNSET)
+                        return fail(err, "log_format", "must be \"text\" or \"json\"");
+        }
+        if (modes) {
+                r = parse_modes(modes, "allocate", &default_modes, err);
+                if (r < 0)
+                        return r;
+        }
+        if (user) {
+                if (!cJSON_IsString(user) || !*user->valuestring)
+                        return fail(err, "user", "must be a user name or UID[:GID]");
+                cfg->user = strdup(user->valuestring);
+                if (!cfg->user)
+                        return -ENOMEM;
+        }
+        if (k[DOC_DRA]) {
+                r = parse_dra(k[DOC_DRA], cfg, err);
+                if (r < 0)
+                        return r;
+        }
+        return parse_resources(k[DOC_RESOURCES], default_modes, cfg, err);
 }
 
 /* 1-based line and column of an offset, for JSON syntax errors. */
