@@ -4,7 +4,8 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <limits.h>
-#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -353,6 +354,17 @@ static int parse_env(struct res_selector *sel, const cJSON *obj, const char *key
         return sel->edits.env ? 0 : -ENOMEM;
 }
 
+/* A mount's keys: where each path goes, and readOnly, its one flag. */
+#define MOUNT_FLAG SIZE_MAX
+static const struct {
+        const char *key;
+        size_t path; /* offset of its char * in base_mount, or MOUNT_FLAG */
+} mount_keys[] = {
+        { "hostPath", offsetof(struct base_mount, host_path) },
+        { "containerPath", offsetof(struct base_mount, container_path) },
+        { "readOnly", MOUNT_FLAG },
+};
+
 static int parse_mount(struct base_mount *m, const cJSON *obj, size_t idx,
                        struct base_field_error *e) {
         _cleanup_free_ char *base = res_strdup_printf("mounts[%zu]", idx);
@@ -368,19 +380,19 @@ static int parse_mount(struct base_mount *m, const cJSON *obj, size_t idx,
                 _cleanup_free_ char *field = res_strdup_printf("%s.%s", base, item->string);
                 if (!field)
                         return -ENOMEM;
-                char **dst = NULL;
-                if (strcmp(item->string, "hostPath") == 0)
-                        dst = &m->host_path;
-                else if (strcmp(item->string, "containerPath") == 0)
-                        dst = &m->container_path;
-                else if (strcmp(item->string, "readOnly") == 0) {
+                size_t k = 0;
+                while (k < ELEMENTSOF(mount_keys) && strcmp(item->string, mount_keys[k].key) != 0)
+                        k++;
+                if (k == ELEMENTSOF(mount_keys))
+                        return fail(e, field,
+                                    "unknown key (expected hostPath, containerPath, readOnly)");
+                if (mount_keys[k].path == MOUNT_FLAG) {
                         if (!cJSON_IsBool(item))
                                 return fail(e, field, "must be true or false");
                         m->read_only = cJSON_IsTrue(item);
                         continue;
-                } else
-                        return fail(e, field,
-                                    "unknown key (expected hostPath, containerPath, readOnly)");
+                }
+                char **dst = (char **)((char *)m + mount_keys[k].path);
                 if (!cJSON_IsString(item))
                         return fail(e, field, "must be a string (an absolute path)");
                 const char *problem = path_problem(item->valuestring);
