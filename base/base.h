@@ -7,6 +7,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -138,6 +139,8 @@ struct base_field_error {
  * the message cannot be made. */
 int base_field_error_set(struct base_field_error *e, const char *field, const char *fmt, ...)
         _printf_(3, 4);
+int base_field_error_setv(struct base_field_error *e, const char *field, const char *fmt,
+                          va_list ap) __attribute__((format(printf, 3, 0)));
 void base_field_error_clear(struct base_field_error *e); /* frees, leaves it empty */
 
 /* FNV-1a of a string (hash.c): fixed forever, names are made from it. */

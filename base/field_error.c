@@ -16,13 +16,20 @@ void base_field_error_clear(struct base_field_error *e) {
 }
 
 int base_field_error_set(struct base_field_error *e, const char *field, const char *fmt, ...) {
-        _cleanup_free_ char *f = strdup(field), *msg = NULL;
         va_list ap;
         int r;
 
         va_start(ap, fmt);
-        r = vasprintf(&msg, fmt, ap);
+        r = base_field_error_setv(e, field, fmt, ap);
         va_end(ap);
+        return r;
+}
+
+int base_field_error_setv(struct base_field_error *e, const char *field, const char *fmt,
+                          va_list ap) {
+        _cleanup_free_ char *f = strdup(field), *msg = NULL;
+        int r = vasprintf(&msg, fmt, ap);
+
         if (r < 0)
                 msg = NULL; /* vasprintf leaves it undefined */
         base_field_error_clear(e);

@@ -11,10 +11,51 @@
 
 /* IDs in error messages are cut: they come from the peer. */
 #define ID_FMT "\"%.80s\""
+#define ID_MAX 80
 
-/* A refused request names its field ("container_requests[0]"; "" for
- * the request as a whole) in the one field error (base.h). */
-#define invalid base_field_error_set
+/* Where a refusal goes: the field error for the client (the request's
+ * field, "container_requests[0]" or "" for the whole request, and what is
+ * wrong), and the ID it is about (device may be NULL: the caller does not
+ * want it). */
+struct why {
+        struct base_field_error *err;
+        char **device;
+};
+
+static int invalid_v(const struct why *why, const char *id, const char *field, const char *fmt,
+                     va_list ap) __attribute__((format(printf, 4, 0)));
+
+static int invalid_v(const struct why *why, const char *id, const char *field, const char *fmt,
+                     va_list ap) {
+        int r = base_field_error_setv(why->err, field, fmt, ap);
+
+        if (why->device)
+                *why->device = id ? strndup(id, ID_MAX) : NULL;
+        return r;
+}
+
+static int invalid(const struct why *why, const char *field, const char *fmt, ...) _printf_(3, 4);
+
+static int invalid(const struct why *why, const char *field, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        int r = invalid_v(why, NULL, field, fmt, ap);
+        va_end(ap);
+        return r;
+}
+
+/* A refusal about one device ID. */
+static int invalid_id(const struct why *why, const char *id, const char *field, const char *fmt,
+                      ...) _printf_(4, 5);
+
+static int invalid_id(const struct why *why, const char *id, const char *field, const char *fmt,
+                      ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        int r = invalid_v(why, id, field, fmt, ap);
+        va_end(ap);
+        return r;
+}
 
 /* An ID -> index table for one GetPreferredAllocation answer. The kubelet
  * offers every free ID, 10,000 on a big node: a binary search for each
@@ -67,29 +108,30 @@ static int find_id(const struct dp_plugin *p, const struct id_table *t, const ch
  * seen (shared across a request, so no ID goes to two containers). Their
  * indices go to idx when it is not NULL. */
 static int resolve(const struct dp_plugin *p, const struct id_table *t, char **ids, size_t n,
-                   const char *where, bool *seen, size_t *idx, struct base_field_error *err) {
+                   const char *where, bool *seen, size_t *idx, const struct why *why) {
         for (size_t i = 0; i < n; i++) {
                 size_t k;
                 if (!ids[i][0])
-                        return invalid(err, where, "empty device ID");
+                        return invalid(why, where, "empty device ID");
                 if (find_id(p, t, ids[i], &k) < 0)
-                        return invalid(err, where,
-                                       "unknown device ID " ID_FMT " for resource \"%s\"", ids[i],
-                                       p->cfg->name);
+                        return invalid_id(why, ids[i], where,
+                                          "unknown device ID " ID_FMT " for resource \"%s\"",
+                                          ids[i], p->cfg->name);
                 if (p->devs[dp_plugin_id_dev(p, k)].gone)
-                        return invalid(err, where,
-                                       "device ID " ID_FMT " of resource \"%s\" is no longer "
-                                       "offered: the config does not name it",
-                                       ids[i], p->cfg->name);
+                        return invalid_id(why, ids[i], where,
+                                          "device ID " ID_FMT " of resource \"%s\" is no longer "
+                                          "offered: the config does not name it",
+                                          ids[i], p->cfg->name);
                 /* Known but not advertised: the list holds back what the
                  * CDI spec on disk lacks, and its name would not resolve. */
                 if (p->held && !p->devs[dp_plugin_id_dev(p, k)].in_spec)
-                        return invalid(err, where,
-                                       "device ID " ID_FMT " of resource \"%s\" is not "
-                                       "advertised: its CDI spec could not be written yet",
-                                       ids[i], p->cfg->name);
+                        return invalid_id(why, ids[i], where,
+                                          "device ID " ID_FMT " of resource \"%s\" is not "
+                                          "advertised: its CDI spec could not be written yet",
+                                          ids[i], p->cfg->name);
                 if (seen[k])
-                        return invalid(err, where, "device ID " ID_FMT " requested twice", ids[i]);
+                        return invalid_id(why, ids[i], where,
+                                          "device ID " ID_FMT " requested twice", ids[i]);
                 seen[k] = true;
                 if (idx)
                         idx[i] = k;
@@ -280,18 +322,19 @@ char *dp_answer_error_text(const struct base_field_error *err) {
 }
 
 int dp_allocate(const struct dp_plugin *p, const V1beta1__AllocateRequest *req,
-                V1beta1__AllocateResponse **ret, struct base_field_error *err) {
+                V1beta1__AllocateResponse **ret, struct base_field_error *err, char **err_device) {
+        const struct why w = { err, err_device }, *why = &w;
         _cleanup_free_ bool *seen = NULL;
         V1beta1__AllocateResponse *resp;
         size_t total = 0;
         int r = 0;
 
         if (req->n_container_requests == 0)
-                return invalid(err, "", "no container_requests");
+                return invalid(why, "", "no container_requests");
         for (size_t c = 0; c < req->n_container_requests; c++)
                 total += req->container_requests[c]->n_devices_ids;
         if (total > p->n_ids)
-                return invalid(err, "", "request names %zu device IDs, resource \"%s\" has %zu",
+                return invalid(why, "", "request names %zu device IDs, resource \"%s\" has %zu",
                                total, p->cfg->name, p->n_ids);
         seen = calloc(p->n_ids + 1, sizeof(*seen));
         if (!seen)
@@ -301,9 +344,9 @@ int dp_allocate(const struct dp_plugin *p, const V1beta1__AllocateRequest *req,
                 char where[64];
                 snprintf(where, sizeof(where), "container_requests[%zu]", c);
                 if (creq->n_devices_ids == 0)
-                        return invalid(err, where, "no device IDs");
+                        return invalid(why, where, "no device IDs");
                 r = resolve(p, NULL, creq->devices_ids, creq->n_devices_ids, where, seen, NULL,
-                            err);
+                            why);
                 if (r < 0)
                         return r;
         }
@@ -582,7 +625,7 @@ static int pick(const struct dp_plugin *p, const V1beta1__ContainerPreferredAllo
 static int preferred_one(const struct dp_plugin *p,
                          const V1beta1__ContainerPreferredAllocationRequest *creq,
                          const char *where, V1beta1__ContainerPreferredAllocationResponse *cr,
-                         struct base_field_error *err) {
+                         const struct why *why) {
         _cleanup_free_ bool *avail = calloc(p->n_ids + 1, sizeof(bool));
         _cleanup_free_ bool *must = calloc(p->n_ids + 1, sizeof(bool));
         /* The offered and must-include IDs' indices, looked up once. */
@@ -595,30 +638,31 @@ static int preferred_one(const struct dp_plugin *p,
         if (!avail || !must || !offered || !musts)
                 return -ENOMEM;
         if (creq->n_available_deviceids > p->n_ids)
-                return invalid(err, where, "%zu available IDs, resource \"%s\" has %zu",
+                return invalid(why, where, "%zu available IDs, resource \"%s\" has %zu",
                                creq->n_available_deviceids, p->cfg->name, p->n_ids);
         if (creq->n_available_deviceids >= ID_TABLE_MIN && id_table_build(p, &t) < 0)
                 return -ENOMEM;
         r = resolve(p, &t, creq->available_deviceids, creq->n_available_deviceids, where, avail,
-                    offered, err);
+                    offered, why);
         if (r >= 0)
                 r = resolve(p, &t, creq->must_include_deviceids, creq->n_must_include_deviceids,
-                            where, must, musts, err);
+                            where, must, musts, why);
         free(t.slot);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < creq->n_must_include_deviceids; i++)
                 if (!avail[musts[i]])
-                        return invalid(err, where, "must-include ID " ID_FMT " is not available",
-                                       creq->must_include_deviceids[i]);
+                        return invalid_id(why, creq->must_include_deviceids[i], where,
+                                          "must-include ID " ID_FMT " is not available",
+                                          creq->must_include_deviceids[i]);
         if (creq->allocation_size < 1 ||
             (size_t)creq->allocation_size > creq->n_available_deviceids)
-                return invalid(err, where,
+                return invalid(why, where,
                                "allocation_size %d is not between 1 and the %zu available IDs",
                                creq->allocation_size, creq->n_available_deviceids);
         size = (size_t)creq->allocation_size;
         if (creq->n_must_include_deviceids > size)
-                return invalid(err, where, "%zu must-include IDs exceed allocation_size %zu",
+                return invalid(why, where, "%zu must-include IDs exceed allocation_size %zu",
                                creq->n_must_include_deviceids, size);
 
         cr->deviceids = calloc(size, sizeof(char *));
@@ -631,12 +675,14 @@ static int preferred_one(const struct dp_plugin *p,
 }
 
 int dp_preferred(const struct dp_plugin *p, const V1beta1__PreferredAllocationRequest *req,
-                 V1beta1__PreferredAllocationResponse **ret, struct base_field_error *err) {
+                 V1beta1__PreferredAllocationResponse **ret, struct base_field_error *err,
+                 char **err_device) {
+        const struct why w = { err, err_device }, *why = &w;
         V1beta1__PreferredAllocationResponse *resp;
         int r = 0;
 
         if (req->n_container_requests == 0)
-                return invalid(err, "", "no container_requests");
+                return invalid(why, "", "no container_requests");
         resp = malloc(sizeof(*resp));
         if (!resp)
                 return -ENOMEM;
@@ -655,7 +701,7 @@ int dp_preferred(const struct dp_plugin *p, const V1beta1__PreferredAllocationRe
                 v1beta1__container_preferred_allocation_response__init(cr);
                 resp->container_responses[resp->n_container_responses++] = cr;
                 snprintf(where, sizeof(where), "container_requests[%zu]", c);
-                r = preferred_one(p, req->container_requests[c], where, cr, err);
+                r = preferred_one(p, req->container_requests[c], where, cr, why);
         }
         if (r < 0) {
                 dp_preferred_response_free(resp);

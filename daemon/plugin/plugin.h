@@ -151,11 +151,15 @@ int dp_plugin_spec(const struct dp_plugin *p, struct cdi_spec *ret);
 /* The answers. On -EINVAL, err names the request's field that is wrong
  * ("container_requests[1]"; "" for the request as a whole) and what is
  * wrong with it, for the caller to clear; "FIELD: MESSAGE" goes to the
- * client as the gRPC status message (dp_answer_error_text). */
+ * client as the gRPC status message (dp_answer_error_text). With
+ * err_device not NULL, *err_device is then the device ID it is about
+ * (malloc'd, cut like the message), or NULL when it is about none, for the
+ * log line. */
 int dp_allocate(const struct dp_plugin *p, const V1beta1__AllocateRequest *req,
-                V1beta1__AllocateResponse **ret, struct base_field_error *err);
+                V1beta1__AllocateResponse **ret, struct base_field_error *err, char **err_device);
 int dp_preferred(const struct dp_plugin *p, const V1beta1__PreferredAllocationRequest *req,
-                 V1beta1__PreferredAllocationResponse **ret, struct base_field_error *err);
+                 V1beta1__PreferredAllocationResponse **ret, struct base_field_error *err,
+                 char **err_device);
 /* "FIELD: MESSAGE", or MESSAGE for the request as a whole, malloc'd; NULL
  * when err holds nothing or memory is short. */
 char *dp_answer_error_text(const struct base_field_error *err);

@@ -103,9 +103,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         FUZZ_CHECK(req && req->descriptor == desc);
 
         struct base_field_error err = { 0 };
+        char *dev = NULL;
         if (desc == &v1beta1__allocate_request__descriptor) {
                 V1beta1__AllocateResponse *resp = NULL;
-                r = dp_allocate(p, (V1beta1__AllocateRequest *)req, &resp, &err);
+                r = dp_allocate(p, (V1beta1__AllocateRequest *)req, &resp, &err, &dev);
                 if (r == 0)
                         check_repack(&resp->base);
                 else
@@ -113,7 +114,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 dp_allocate_response_free(resp);
         } else if (desc == &v1beta1__preferred_allocation_request__descriptor) {
                 V1beta1__PreferredAllocationResponse *resp = NULL;
-                r = dp_preferred(p, (V1beta1__PreferredAllocationRequest *)req, &resp, &err);
+                r = dp_preferred(p, (V1beta1__PreferredAllocationRequest *)req, &resp, &err, &dev);
                 if (r == 0)
                         check_repack(&resp->base);
                 else
@@ -129,6 +130,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 FUZZ_CHECK(out && protobuf_c_message_pack(req, out) == len);
                 free(out);
         }
+        /* Only a refusal names the device it is about. */
+        FUZZ_CHECK(!dev || r == -EINVAL);
+        free(dev);
         base_field_error_clear(&err);
         protobuf_c_message_free_unpacked(req, NULL);
         return 0;

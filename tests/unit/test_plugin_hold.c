@@ -126,7 +126,8 @@ Test(plugin_hold, holds_back_every_share_of_a_new_device) {
         free_nodes(a, 2);
 }
 
-/* Allocate for one container asking for id: 0 or the error. */
+/* Allocate for one container asking for id: 0 or the error; a refusal
+ * names id as the device it is about, for the log line. */
 static int allocate_one(struct dp_plugin *p, const char *id, char **ret_msg) {
         struct base_field_error err = { 0 };
         V1beta1__AllocateRequest req = V1BETA1__ALLOCATE_REQUEST__INIT;
@@ -138,9 +139,13 @@ static int allocate_one(struct dp_plugin *p, const char *id, char **ret_msg) {
         creq.devices_ids = ids;
         req.n_container_requests = 1;
         req.container_requests = creqs;
-        int r = dp_allocate(p, &req, &resp, &err);
+        char *dev = NULL;
+        int r = dp_allocate(p, &req, &resp, &err, &dev);
         if (r == 0)
                 dp_allocate_response_free(resp);
+        else
+                cr_assert_str_eq(dev, id);
+        free(dev);
         if (r == -EINVAL) /* the gRPC status message */
                 *ret_msg = dp_answer_error_text(&err);
         base_field_error_clear(&err);

@@ -51,7 +51,7 @@ static int preferred(struct dp_plugin *p, char **avail, size_t n_avail, char **m
         req.n_container_requests = 1;
         req.container_requests = cs;
         struct base_field_error err = { 0 };
-        int r = dp_preferred(p, &req, ret, &err);
+        int r = dp_preferred(p, &req, ret, &err, NULL);
         *msg = r == -EINVAL ? dp_answer_error_text(&err) : NULL; /* the gRPC status message */
         base_field_error_clear(&err);
         return r;
