@@ -446,7 +446,7 @@ static int build(const struct dp_options *o, const struct cfg_config *cfg, const
 
 int cli_manifests(const struct dp_options *o) {
         struct cfg_config *cfg = NULL;
-        struct cfg_error err = { 0 };
+        struct base_field_error err = { 0 };
         _cleanup_free_ char *text = NULL;
         size_t len = 0;
         cJSON *docs;
@@ -467,7 +467,7 @@ int cli_manifests(const struct dp_options *o) {
         r = base_read_file_at(AT_FDCWD, o->config_path, 0, CFG_MAX_BYTES, &text, &len);
         if (r >= 0)
                 r = cfg_parse(text, len, &cfg, &err);
-        cfg_error_clear(&err);
+        base_field_error_clear(&err);
         if (r < 0) {
                 fprintf(stderr, "cdiplug: error: %s changed while it was read; run again\n",
                         o->config_path);

@@ -48,7 +48,7 @@ int doc_read_small(const char *path, char *buf, size_t max) {
 
 static void check_config(struct doc_ctx *c) {
         const char *path = c->o->config_path;
-        struct cfg_error err = { 0 };
+        struct base_field_error err = { 0 };
         int r = cfg_load(path, &c->cfg, &err);
 
         if (r == -EINVAL)
@@ -58,7 +58,7 @@ static void check_config(struct doc_ctx *c) {
         else if (r < 0)
                 doc_add(c, "config", DOC_PROBLEM, "pass the config with --config FILE",
                         "%s: cannot read it: %s", path, strerror(-r));
-        cfg_error_clear(&err);
+        base_field_error_clear(&err);
         if (r < 0)
                 return;
         /* As check does: kinds, spec files and sockets under the kubelet

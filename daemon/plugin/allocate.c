@@ -12,19 +12,9 @@
 /* IDs in error messages are cut: they come from the peer. */
 #define ID_FMT "\"%.80s\""
 
-static int invalid(char **ret_msg, const char *fmt, ...) _printf_(2, 3);
-
-static int invalid(char **ret_msg, const char *fmt, ...) {
-        va_list ap;
-        char *msg;
-
-        va_start(ap, fmt);
-        if (vasprintf(&msg, fmt, ap) < 0)
-                msg = NULL;
-        va_end(ap);
-        *ret_msg = msg;
-        return -EINVAL;
-}
+/* A refused request names its field ("container_requests[0]"; "" for
+ * the request as a whole) in the one field error (base.h). */
+#define invalid base_field_error_set
 
 /* An ID -> index table for one GetPreferredAllocation answer. The kubelet
  * offers every free ID, 10,000 on a big node: a binary search for each
@@ -77,30 +67,29 @@ static int find_id(const struct dp_plugin *p, const struct id_table *t, const ch
  * seen (shared across a request, so no ID goes to two containers). Their
  * indices go to idx when it is not NULL. */
 static int resolve(const struct dp_plugin *p, const struct id_table *t, char **ids, size_t n,
-                   const char *where, bool *seen, size_t *idx, char **ret_msg) {
+                   const char *where, bool *seen, size_t *idx, struct base_field_error *err) {
         for (size_t i = 0; i < n; i++) {
                 size_t k;
                 if (!ids[i][0])
-                        return invalid(ret_msg, "%s: empty device ID", where);
+                        return invalid(err, where, "empty device ID");
                 if (find_id(p, t, ids[i], &k) < 0)
-                        return invalid(ret_msg,
-                                       "%s: unknown device ID " ID_FMT " for resource \"%s\"",
-                                       where, ids[i], p->cfg->name);
+                        return invalid(err, where,
+                                       "unknown device ID " ID_FMT " for resource \"%s\"", ids[i],
+                                       p->cfg->name);
                 if (p->devs[dp_plugin_id_dev(p, k)].gone)
-                        return invalid(ret_msg,
-                                       "%s: device ID " ID_FMT " of resource \"%s\" is no longer "
+                        return invalid(err, where,
+                                       "device ID " ID_FMT " of resource \"%s\" is no longer "
                                        "offered: the config does not name it",
-                                       where, ids[i], p->cfg->name);
+                                       ids[i], p->cfg->name);
                 /* Known but not advertised: the list holds back what the
                  * CDI spec on disk lacks, and its name would not resolve. */
                 if (p->held && !p->devs[dp_plugin_id_dev(p, k)].in_spec)
-                        return invalid(ret_msg,
-                                       "%s: device ID " ID_FMT " of resource \"%s\" is not "
+                        return invalid(err, where,
+                                       "device ID " ID_FMT " of resource \"%s\" is not "
                                        "advertised: its CDI spec could not be written yet",
-                                       where, ids[i], p->cfg->name);
+                                       ids[i], p->cfg->name);
                 if (seen[k])
-                        return invalid(ret_msg, "%s: device ID " ID_FMT " requested twice", where,
-                                       ids[i]);
+                        return invalid(err, where, "device ID " ID_FMT " requested twice", ids[i]);
                 seen[k] = true;
                 if (idx)
                         idx[i] = k;
@@ -279,19 +268,30 @@ static int container_answer(const struct dp_plugin *p,
         return oom ? -ENOMEM : 0;
 }
 
+char *dp_answer_error_text(const struct base_field_error *err) {
+        char *text = NULL;
+
+        if (!err->msg)
+                return NULL;
+        if (xasprintf(&text, "%s%s%s", err->field && *err->field ? err->field : "",
+                      err->field && *err->field ? ": " : "", err->msg) < 0)
+                return NULL;
+        return text;
+}
+
 int dp_allocate(const struct dp_plugin *p, const V1beta1__AllocateRequest *req,
-                V1beta1__AllocateResponse **ret, char **ret_msg) {
+                V1beta1__AllocateResponse **ret, struct base_field_error *err) {
         _cleanup_free_ bool *seen = NULL;
         V1beta1__AllocateResponse *resp;
         size_t total = 0;
         int r = 0;
 
         if (req->n_container_requests == 0)
-                return invalid(ret_msg, "no container_requests");
+                return invalid(err, "", "no container_requests");
         for (size_t c = 0; c < req->n_container_requests; c++)
                 total += req->container_requests[c]->n_devices_ids;
         if (total > p->n_ids)
-                return invalid(ret_msg, "request names %zu device IDs, resource \"%s\" has %zu",
+                return invalid(err, "", "request names %zu device IDs, resource \"%s\" has %zu",
                                total, p->cfg->name, p->n_ids);
         seen = calloc(p->n_ids + 1, sizeof(*seen));
         if (!seen)
@@ -301,9 +301,9 @@ int dp_allocate(const struct dp_plugin *p, const V1beta1__AllocateRequest *req,
                 char where[64];
                 snprintf(where, sizeof(where), "container_requests[%zu]", c);
                 if (creq->n_devices_ids == 0)
-                        return invalid(ret_msg, "%s: no device IDs", where);
+                        return invalid(err, where, "no device IDs");
                 r = resolve(p, NULL, creq->devices_ids, creq->n_devices_ids, where, seen, NULL,
-                            ret_msg);
+                            err);
                 if (r < 0)
                         return r;
         }
@@ -582,7 +582,7 @@ static int pick(const struct dp_plugin *p, const V1beta1__ContainerPreferredAllo
 static int preferred_one(const struct dp_plugin *p,
                          const V1beta1__ContainerPreferredAllocationRequest *creq,
                          const char *where, V1beta1__ContainerPreferredAllocationResponse *cr,
-                         char **ret_msg) {
+                         struct base_field_error *err) {
         _cleanup_free_ bool *avail = calloc(p->n_ids + 1, sizeof(bool));
         _cleanup_free_ bool *must = calloc(p->n_ids + 1, sizeof(bool));
         /* The offered and must-include IDs' indices, looked up once. */
@@ -595,31 +595,31 @@ static int preferred_one(const struct dp_plugin *p,
         if (!avail || !must || !offered || !musts)
                 return -ENOMEM;
         if (creq->n_available_deviceids > p->n_ids)
-                return invalid(ret_msg, "%s: %zu available IDs, resource \"%s\" has %zu", where,
+                return invalid(err, where, "%zu available IDs, resource \"%s\" has %zu",
                                creq->n_available_deviceids, p->cfg->name, p->n_ids);
         if (creq->n_available_deviceids >= ID_TABLE_MIN && id_table_build(p, &t) < 0)
                 return -ENOMEM;
         r = resolve(p, &t, creq->available_deviceids, creq->n_available_deviceids, where, avail,
-                    offered, ret_msg);
+                    offered, err);
         if (r >= 0)
                 r = resolve(p, &t, creq->must_include_deviceids, creq->n_must_include_deviceids,
-                            where, must, musts, ret_msg);
+                            where, must, musts, err);
         free(t.slot);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < creq->n_must_include_deviceids; i++)
                 if (!avail[musts[i]])
-                        return invalid(ret_msg, "%s: must-include ID " ID_FMT " is not available",
-                                       where, creq->must_include_deviceids[i]);
+                        return invalid(err, where, "must-include ID " ID_FMT " is not available",
+                                       creq->must_include_deviceids[i]);
         if (creq->allocation_size < 1 ||
             (size_t)creq->allocation_size > creq->n_available_deviceids)
-                return invalid(ret_msg,
-                               "%s: allocation_size %d is not between 1 and the %zu available IDs",
-                               where, creq->allocation_size, creq->n_available_deviceids);
+                return invalid(err, where,
+                               "allocation_size %d is not between 1 and the %zu available IDs",
+                               creq->allocation_size, creq->n_available_deviceids);
         size = (size_t)creq->allocation_size;
         if (creq->n_must_include_deviceids > size)
-                return invalid(ret_msg, "%s: %zu must-include IDs exceed allocation_size %zu",
-                               where, creq->n_must_include_deviceids, size);
+                return invalid(err, where, "%zu must-include IDs exceed allocation_size %zu",
+                               creq->n_must_include_deviceids, size);
 
         cr->deviceids = calloc(size, sizeof(char *));
         if (!cr->deviceids)
@@ -631,12 +631,12 @@ static int preferred_one(const struct dp_plugin *p,
 }
 
 int dp_preferred(const struct dp_plugin *p, const V1beta1__PreferredAllocationRequest *req,
-                 V1beta1__PreferredAllocationResponse **ret, char **ret_msg) {
+                 V1beta1__PreferredAllocationResponse **ret, struct base_field_error *err) {
         V1beta1__PreferredAllocationResponse *resp;
         int r = 0;
 
         if (req->n_container_requests == 0)
-                return invalid(ret_msg, "no container_requests");
+                return invalid(err, "", "no container_requests");
         resp = malloc(sizeof(*resp));
         if (!resp)
                 return -ENOMEM;
@@ -655,7 +655,7 @@ int dp_preferred(const struct dp_plugin *p, const V1beta1__PreferredAllocationRe
                 v1beta1__container_preferred_allocation_response__init(cr);
                 resp->container_responses[resp->n_container_responses++] = cr;
                 snprintf(where, sizeof(where), "container_requests[%zu]", c);
-                r = preferred_one(p, req->container_requests[c], where, cr, ret_msg);
+                r = preferred_one(p, req->container_requests[c], where, cr, err);
         }
         if (r < 0) {
                 dp_preferred_response_free(resp);

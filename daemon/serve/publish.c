@@ -63,8 +63,8 @@ static void failed(struct dp_resource *res, int r) {
                 log_error(
                         "resource \"%s\": cannot write CDI spec %s/%s: %s (errno %d); listing only the "
                         "devices the spec on disk defines, retrying in %llu ms",
-                        res->cfg->name, d->opts->cdi_dir, res->plugin->spec_file, strerror(-r), -r,
-                        (unsigned long long)delay);
+                        res->cfg->name, d->opts->cdi_dir, res->plugin->cfg->spec_file, strerror(-r),
+                        -r, (unsigned long long)delay);
         }
         res->spec_retry.failures++;
         res->spec_retry.at_ms = dp_now_ms() + delay;
