@@ -194,7 +194,7 @@ static int parse_keys(struct res_selector *sel, const cJSON *obj, const char *pr
 
 static int usb_vendor(struct res_selector *sel, const cJSON *item, const char *field,
                       struct base_field_error *e) {
-        uint32_t v;
+        uint32_t v = 0; /* the analyzer cannot tell it is set on success */
         int r = parse_hex_field(item, field, 4, &v, e);
 
         if (r < 0)
@@ -206,7 +206,7 @@ static int usb_vendor(struct res_selector *sel, const cJSON *item, const char *f
 
 static int usb_product(struct res_selector *sel, const cJSON *item, const char *field,
                        struct base_field_error *e) {
-        uint32_t v;
+        uint32_t v = 0; /* the analyzer cannot tell it is set on success */
         int r = parse_hex_field(item, field, 4, &v, e);
 
         if (r < 0)
@@ -242,7 +242,7 @@ static int parse_usb(struct res_selector *sel, const cJSON *obj, const char *key
 
 static int pci_vendor(struct res_selector *sel, const cJSON *item, const char *field,
                       struct base_field_error *e) {
-        uint32_t v;
+        uint32_t v = 0; /* the analyzer cannot tell it is set on success */
         int r = parse_hex_field(item, field, 4, &v, e);
 
         if (r < 0)
@@ -254,7 +254,7 @@ static int pci_vendor(struct res_selector *sel, const cJSON *item, const char *f
 
 static int pci_device(struct res_selector *sel, const cJSON *item, const char *field,
                       struct base_field_error *e) {
-        uint32_t v;
+        uint32_t v = 0; /* the analyzer cannot tell it is set on success */
         int r = parse_hex_field(item, field, 4, &v, e);
 
         if (r < 0)

@@ -269,7 +269,7 @@ static int split_keys(const cJSON *obj, const char *base, const char *const *key
 static int parse_resource(const cJSON *obj, size_t idx, unsigned default_modes,
                           struct cfg_resource *res, struct base_field_error *err) {
         char base[64], f[512];
-        const cJSON *k[RES_KEYS];
+        const cJSON *k[RES_KEYS] = { 0 };
         const cJSON *name, *match, *shares, *modes, *policy;
         const char *problem;
         int r;
@@ -347,7 +347,7 @@ static int parse_resource(const cJSON *obj, size_t idx, unsigned default_modes,
 
 /* "metrics": {"address": "HOST:PORT", "pod_resources_socket": "PATH"}. */
 static int parse_metrics(const cJSON *obj, struct cfg_config *cfg, struct base_field_error *err) {
-        const cJSON *k[METRICS_KEYS], *it;
+        const cJSON *k[METRICS_KEYS] = { 0 }, *it;
         int r;
 
         if (!cJSON_IsObject(obj))
@@ -383,7 +383,7 @@ static int parse_metrics(const cJSON *obj, struct cfg_config *cfg, struct base_f
 /* "dra": {"driver": NAME}: what the kubelet and the API server know this
  * daemon's DRA resources by. */
 static int parse_dra(const cJSON *obj, struct cfg_config *cfg, struct base_field_error *err) {
-        const cJSON *k[DRA_KEYS], *driver;
+        const cJSON *k[DRA_KEYS] = { 0 }, *driver;
         const char *problem;
         int r;
 
@@ -451,7 +451,7 @@ static int parse_resources(const cJSON *resources, unsigned default_modes, struc
 }
 
 static int parse_doc(const cJSON *doc, struct cfg_config *cfg, struct base_field_error *err) {
-        const cJSON *k[DOC_KEYS], *modes, *user, *log_format;
+        const cJSON *k[DOC_KEYS] = { 0 }, *modes, *user, *log_format;
         unsigned default_modes = CFG_ALLOC_CDI_CRI;
         int r;
 
