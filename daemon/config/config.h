@@ -151,6 +151,8 @@ struct dp_options {
         const char *metrics_address;      /* --metrics-address, overrides "metrics" */
         const char *pod_resources_socket; /* --pod-resources-socket */
         enum cfg_log_format log_format;   /* --log-format, overrides the config's */
+        const char *namespace_name;       /* manifests --namespace */
+        const char *image;                /* manifests --image */
         bool no_sandbox;
         bool to_stdout; /* generate --stdout */
         bool json;      /* doctor --json */
