@@ -285,6 +285,15 @@ static void miss(const char *file, const char *call, size_t n) {
         free(line);
 }
 
+/* strerror( as a call of its own: curl_easy_strerror() and the like
+ * print a library's error, which is no errno. */
+static bool calls_strerror(const char *p, size_t n) {
+        for (const char *q = p; (q = memmem(q, n - (size_t)(q - p), "strerror(", 9)); q++)
+                if (q == p || !(isalnum((unsigned char)q[-1]) || q[-1] == '_'))
+                        return true;
+        return false;
+}
+
 static void check_calls(const char *file, const char *text) {
         static const char *const names[] = { "log_error(", "log_warn(", "log_info(", "log_debug(" };
         for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++)
@@ -292,8 +301,7 @@ static void check_calls(const char *file, const char *text) {
                         if (p > text && (isalnum((unsigned char)p[-1]) || p[-1] == '_'))
                                 continue;
                         size_t n = (size_t)(call_end(p + strlen(names[i]) - 1) - p);
-                        if (memmem(p, n, "strerror(", 9) || memmem(p, n, "%m", 2) ||
-                            names_a_resource(p, n))
+                        if (calls_strerror(p, n) || memmem(p, n, "%m", 2) || names_a_resource(p, n))
                                 miss(file, p, n);
                 }
 }
