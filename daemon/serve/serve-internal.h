@@ -16,6 +16,7 @@
 #include "base.h"
 #include "metrics.h"
 #include "loop.h"
+#include "rpc.h" /* struct dp_tag */
 #include "serve.h"
 
 struct cfg_config;
@@ -23,11 +24,6 @@ struct cfg_resource;
 struct dp_daemon;
 struct dp_options;
 struct dp_plugin;
-
-/* Every completion-queue tag is one of these, embedded in its owner. */
-struct dp_tag {
-        void (*fn)(struct dp_daemon *d, struct dp_tag *tag, bool ok);
-};
 
 enum dp_server_state { SRV_DOWN, SRV_UP, SRV_STOPPING };
 

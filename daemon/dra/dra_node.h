@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* dra_node: the kubelet-facing side of the DRA driver. One grpc server on
+ * the daemon's completion queue listens on two sockets we make ourselves:
+ * the plugin registry socket <kubelet-root>/plugins_registry/<driver>-reg.sock
+ * (pluginregistration.Registration) and the DRA socket
+ * <kubelet-root>/plugins/<driver>/dra.sock (the health streams, v1alpha1
+ * and v1). The caller serialises every call and every completion of this
+ * module's tags (the daemon's lock). */
+#pragma once
+
+#include <grpc/grpc.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "rpc.h" /* struct dp_tag */
+
+#define DRA_METHOD_GET_INFO "/pluginregistration.Registration/GetInfo"
+#define DRA_METHOD_NOTIFY "/pluginregistration.Registration/NotifyRegistrationStatus"
+#define DRA_METHOD_PREPARE_V1 "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodePrepareResources"
+#define DRA_METHOD_UNPREPARE_V1 "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodeUnprepareResources"
+#define DRA_METHOD_PREPARE_V1BETA1                                                                 \
+        "/k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin/NodePrepareResources"
+#define DRA_METHOD_UNPREPARE_V1BETA1                                                               \
+        "/k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin/NodeUnprepareResources"
+#define DRA_METHOD_HEALTH_V1ALPHA1 "/v1alpha1.DRAResourceHealth/NodeWatchResources"
+#define DRA_METHOD_HEALTH_V1 "/v1.DRAResourceHealth/NodeWatchResources"
+
+struct dra_node;
+
+struct dra_node_settings {
+        const char *kubelet_root; /* used verbatim in the socket paths */
+        const char *driver;       /* a DNS subdomain (checked by the config) */
+};
+
+/* One device as the health streams report it. */
+struct dra_health_device {
+        const char *pool;
+        const char *device;
+        bool healthy;
+};
+
+/* The paths, and the two directories made if missing; no socket yet.
+ * -errno, logged, naming the path. */
+int dra_node_new(const struct dra_node_settings *s, struct dra_node **ret);
+/* The server on cq, then the DRA socket, then the registry socket last:
+ * the kubelet dials as soon as it sees that one. */
+int dra_node_start(struct dra_node *n, grpc_completion_queue *cq);
+/* The registry socket made again when it is gone (the kubelet deletes the
+ * sockets in plugins_registry when it starts): 0 when it is there. */
+int dra_node_relisten(struct dra_node *n);
+/* Where the registry socket lives, and its name there, for the watcher's
+ * inotify watch. */
+const char *dra_node_registry_dir(const struct dra_node *n);
+const char *dra_node_registry_name(const struct dra_node *n);
+const char *dra_node_registry_path(const struct dra_node *n);
+const char *dra_node_endpoint(const struct dra_node *n);
+/* The listening sockets the watcher polls for connections (-1: none), and
+ * the accepting of what is queued on one of them. */
+void dra_node_poll_fds(const struct dra_node *n, int ret[2]);
+void dra_node_accept(struct dra_node *n, int fd);
+/* The full device list the health streams send (copied): the caller
+ * gives it at start and after every change; each open stream gets it at
+ * once (or, with a send in flight, right after that send). */
+int dra_node_health_set(struct dra_node *n, const struct dra_health_device *devs, size_t count);
+/* Streams end with a status, the sockets are removed, the server shuts
+ * down; dra_node_done() once every tag came back. */
+void dra_node_stop(struct dra_node *n);
+bool dra_node_done(const struct dra_node *n);
+/* Only once done (or never started). NULL ok. */
+void dra_node_free(struct dra_node *n);
