@@ -8,6 +8,7 @@
 #include <getopt.h>
 #include <grpc/grpc.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -24,7 +25,7 @@
 #include "cli-internal.h"
 
 #define DEFAULT_CONFIG "/etc/cdiplug/config.json"
-#define DEFAULT_KUBELET_DIR "/var/lib/kubelet/device-plugins"
+#define DEFAULT_KUBELET_ROOT "/var/lib/kubelet"
 #define DEFAULT_CDI_DIR "/etc/cdi"
 
 /* Every option, once: its name, its argument and what it does. Which
@@ -32,6 +33,9 @@
 enum opt_id {
         OPT_CONFIG,
         OPT_KUBELET_DIR,
+        OPT_KUBELET_ROOT,
+        OPT_KUBECONFIG,
+        OPT_NODE_NAME,
         OPT_CDI_DIR,
         OPT_HOST_ROOT,
         OPT_USER,
@@ -56,7 +60,16 @@ struct cli_option {
 static const struct cli_option options[N_OPTS] = {
         [OPT_CONFIG] = { "config", "FILE", "configuration (default " DEFAULT_CONFIG ")" },
         [OPT_KUBELET_DIR] = { "kubelet-dir", "DIR",
-                              "kubelet device-plugin dir (default " DEFAULT_KUBELET_DIR ")" },
+                              "kubelet device-plugin dir\n"
+                              "(default: the kubelet root's device-plugins)" },
+        [OPT_KUBELET_ROOT] = { "kubelet-root", "DIR",
+                               "the kubelet's root dir, for DRA's plugins_registry\n"
+                               "and plugins (default " DEFAULT_KUBELET_ROOT ")" },
+        [OPT_KUBECONFIG] = { "kubeconfig", "FILE",
+                             "API server credentials for DRA (default: the\n"
+                             "pod's service account)" },
+        [OPT_NODE_NAME] = { "node-name", "NAME",
+                            "this node's name, for DRA (default: $NODE_NAME)" },
         [OPT_CDI_DIR] = { "cdi-dir", "DIR", "where CDI specs go (default " DEFAULT_CDI_DIR ")" },
         [OPT_HOST_ROOT] = { "host-root", "DIR", "read /dev and /sys under DIR (default /)" },
         [OPT_USER] = { "user", "NAME|UID[:GID]",
@@ -87,21 +100,23 @@ struct cli_command {
 
 static const struct cli_command commands[] = {
         { "serve", "run the device plugin daemon",
-          OPT(OPT_CONFIG) | OPT(OPT_KUBELET_DIR) | OPT(OPT_CDI_DIR) | OPT(OPT_HOST_ROOT) |
-                  OPT(OPT_USER) | OPT(OPT_METRICS_ADDRESS) | OPT(OPT_PODRES_SOCKET) |
-                  OPT(OPT_LOG_FORMAT) | OPT(OPT_NO_SANDBOX) | OPT(OPT_VERBOSE),
+          OPT(OPT_CONFIG) | OPT(OPT_KUBELET_DIR) | OPT(OPT_KUBELET_ROOT) | OPT(OPT_KUBECONFIG) |
+                  OPT(OPT_NODE_NAME) | OPT(OPT_CDI_DIR) | OPT(OPT_HOST_ROOT) | OPT(OPT_USER) |
+                  OPT(OPT_METRICS_ADDRESS) | OPT(OPT_PODRES_SOCKET) | OPT(OPT_LOG_FORMAT) |
+                  OPT(OPT_NO_SANDBOX) | OPT(OPT_VERBOSE),
           cli_serve },
         { "check", "validate the configuration (and the devices it finds) and exit",
-          OPT(OPT_CONFIG) | OPT(OPT_KUBELET_DIR) | OPT(OPT_HOST_ROOT) | OPT(OPT_USER) |
-                  OPT(OPT_LOG_FORMAT) | OPT(OPT_VERBOSE),
+          OPT(OPT_CONFIG) | OPT(OPT_KUBELET_DIR) | OPT(OPT_KUBELET_ROOT) | OPT(OPT_HOST_ROOT) |
+                  OPT(OPT_USER) | OPT(OPT_LOG_FORMAT) | OPT(OPT_VERBOSE),
           cli_check },
         { "generate", "discover devices once, write the CDI specs and exit",
           OPT(OPT_CONFIG) | OPT(OPT_CDI_DIR) | OPT(OPT_HOST_ROOT) | OPT(OPT_STDOUT) |
                   OPT(OPT_LOG_FORMAT) | OPT(OPT_VERBOSE),
           cli_generate },
         { "doctor", "check this node and explain what stands in the way (read-only)",
-          OPT(OPT_CONFIG) | OPT(OPT_KUBELET_DIR) | OPT(OPT_CDI_DIR) | OPT(OPT_HOST_ROOT) |
-                  OPT(OPT_METRICS_ADDRESS) | OPT(OPT_JSON) | OPT(OPT_VERBOSE),
+          OPT(OPT_CONFIG) | OPT(OPT_KUBELET_DIR) | OPT(OPT_KUBELET_ROOT) | OPT(OPT_KUBECONFIG) |
+                  OPT(OPT_CDI_DIR) | OPT(OPT_HOST_ROOT) | OPT(OPT_METRICS_ADDRESS) | OPT(OPT_JSON) |
+                  OPT(OPT_VERBOSE),
           cli_doctor },
         { "version", "print the version", 0, cli_version },
 };
@@ -210,6 +225,15 @@ static int set_option(struct dp_options *o, enum opt_id id, const char *arg) {
                 break;
         case OPT_KUBELET_DIR:
                 o->kubelet_dir = arg;
+                break;
+        case OPT_KUBELET_ROOT:
+                o->kubelet_root = arg;
+                break;
+        case OPT_KUBECONFIG:
+                o->kubeconfig = arg;
+                break;
+        case OPT_NODE_NAME:
+                o->node_name = arg;
                 break;
         case OPT_CDI_DIR:
                 o->cdi_dir = arg;
@@ -337,9 +361,18 @@ static int check_host_root(const char *host_root) {
 
 /* What every command checks the same way once its options are read. */
 static int check_options(const struct cli_command *cmd, const struct dp_options *o) {
-        if (!*o->config_path || !*o->kubelet_dir || !*o->cdi_dir || !*o->host_root) {
-                fprintf(stderr, "cdiplug: error: --config, --kubelet-dir, --cdi-dir and "
-                                "--host-root must not be empty\n");
+        if (!*o->config_path || !*o->kubelet_dir || !*o->kubelet_root || !*o->cdi_dir ||
+            !*o->host_root || (o->kubeconfig && !*o->kubeconfig)) {
+                fprintf(stderr, "cdiplug: error: --config, --kubelet-dir, --kubelet-root, "
+                                "--kubeconfig, --cdi-dir and --host-root must not be empty\n");
+                return CLI_EXIT_USAGE;
+        }
+        /* The name goes into the pool names and the API's field selectors:
+         * a Node's name is a DNS subdomain (ValidateNodeName). */
+        if (o->node_name && cfg_node_name_problem(o->node_name)) {
+                fprintf(stderr, "cdiplug: error: %s \"%s\": %s\n",
+                        o->node_name_from_env ? "NODE_NAME" : "--node-name", o->node_name,
+                        cfg_node_name_problem(o->node_name));
                 return CLI_EXIT_USAGE;
         }
         if (o->metrics_address && *o->metrics_address) {
@@ -360,10 +393,11 @@ static int check_options(const struct cli_command *cmd, const struct dp_options 
 int main(int argc, char **argv) {
         struct dp_options o = {
                 .config_path = DEFAULT_CONFIG,
-                .kubelet_dir = DEFAULT_KUBELET_DIR,
+                .kubelet_root = DEFAULT_KUBELET_ROOT,
                 .cdi_dir = DEFAULT_CDI_DIR,
                 .host_root = "/",
         };
+        _cleanup_free_ char *kubelet_dir = NULL;
         const struct cli_command *cmd;
         int r;
 
@@ -397,6 +431,22 @@ int main(int argc, char **argv) {
         r = parse_options(cmd, argc, argv, &o);
         if (r != 0)
                 return r == HELP_PRINTED ? CLI_EXIT_OK : r;
+        if (!o.kubelet_dir) {
+                if (xasprintf(&kubelet_dir, "%s/device-plugins", o.kubelet_root) < 0) {
+                        fprintf(stderr, "cdiplug: error: out of memory\n");
+                        return CLI_EXIT_FAILURE;
+                }
+                o.kubelet_dir = kubelet_dir;
+        }
+        if (!o.node_name && (cmd->opts & OPT(OPT_NODE_NAME))) {
+                /* The downward API's way in: env NODE_NAME from
+                 * spec.nodeName. Unset or empty is no name. */
+                const char *env = getenv("NODE_NAME");
+                if (env && *env) {
+                        o.node_name = env;
+                        o.node_name_from_env = true;
+                }
+        }
         r = check_options(cmd, &o);
         if (r != 0)
                 return r;

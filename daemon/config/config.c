@@ -80,6 +80,36 @@ const char *cfg_resource_name_problem(const char *name) {
         return NULL;
 }
 
+const char *cfg_driver_name_problem(const char *name) {
+        char lower[CFG_MAX_DRIVER + 1];
+        size_t len = strlen(name);
+
+        if (len == 0)
+                return "must not be empty";
+        if (len > CFG_MAX_DRIVER)
+                return "must be at most 63 characters";
+        /* The API lowercases before it checks: "Example.com" is a valid
+         * driver name there, so it is here. */
+        for (size_t i = 0; i <= len; i++)
+                lower[i] = name[i] >= 'A' && name[i] <= 'Z' ? (char)(name[i] - 'A' + 'a') : name[i];
+        if (!is_dns_subdomain(lower, len))
+                return "must be a DNS subdomain: labels of letters, digits and '-', separated by "
+                       "'.', each starting and ending with a letter or digit, e.g. "
+                       "cdiplug.example.com";
+        return NULL;
+}
+
+const char *cfg_node_name_problem(const char *name) {
+        if (!is_dns_subdomain(name, strlen(name)))
+                return "must be a DNS subdomain (lowercase letters, digits, '-' and '.', "
+                       "at most 253 characters)";
+        return NULL;
+}
+
+const char *cfg_api_name(enum cfg_api api) {
+        return api == CFG_API_DRA ? "dra" : "device-plugin";
+}
+
 /* cJSON keeps both of {"a":1,"a":2}; a config that says a thing twice
  * is a mistake, not a choice of the last one. */
 static const cJSON *duplicate_key(const cJSON *obj) {
@@ -161,8 +191,10 @@ enum cfg_log_format cfg_log_format_parse(const char *s) {
 }
 
 /* Printed in document order: a reordered resource counts as changed,
- * which costs a re-discovery, never a wrong answer. */
-static int settings_json(const cJSON *obj, char **ret) {
+ * which costs a re-discovery, never a wrong answer. "api" is a device
+ * setting (the other API needs another front end), written the same way
+ * whether it was left out or said "device-plugin". */
+static int settings_json(const cJSON *obj, enum cfg_api api, char **ret) {
         cJSON *copy = cJSON_Duplicate(obj, true);
         char *s;
 
@@ -170,6 +202,12 @@ static int settings_json(const cJSON *obj, char **ret) {
                 return -ENOMEM;
         cJSON_DeleteItemFromObjectCaseSensitive(copy, "allocate");
         cJSON_DeleteItemFromObjectCaseSensitive(copy, "policy");
+        cJSON_DeleteItemFromObjectCaseSensitive(copy, "api");
+        if (api != CFG_API_DEVICE_PLUGIN &&
+            !cJSON_AddStringToObject(copy, "api", cfg_api_name(api))) {
+                cJSON_Delete(copy);
+                return -ENOMEM;
+        }
         s = cJSON_PrintUnformatted(copy);
         cJSON_Delete(copy);
         if (!s)
@@ -195,7 +233,7 @@ static int parse_policy(const cJSON *policy, const char *f, enum cfg_policy *ret
 
 /* A resource entry's keys, each where the table below puts it. */
 struct resource_keys {
-        const cJSON *name, *match, *shares, *modes, *policy;
+        const cJSON *name, *match, *shares, *modes, *policy, *api;
 };
 
 static const struct {
@@ -207,6 +245,7 @@ static const struct {
         { "shares", offsetof(struct resource_keys, shares) },
         { "allocate", offsetof(struct resource_keys, modes) },
         { "policy", offsetof(struct resource_keys, policy) },
+        { "api", offsetof(struct resource_keys, api) },
 };
 
 /* obj's members by key: an unknown or duplicate key is an error on
@@ -301,6 +340,13 @@ static int parse_resource(const cJSON *obj, size_t idx, unsigned default_modes,
                 if (r < 0)
                         return r;
         }
+        if (k.api) {
+                snprintf(f, sizeof(f), "%s.api", base);
+                if (cJSON_IsString(k.api) && strcmp(k.api->valuestring, "dra") == 0)
+                        res->api = CFG_API_DRA;
+                else if (!cJSON_IsString(k.api) || strcmp(k.api->valuestring, "device-plugin") != 0)
+                        return fail(err, f, "must be \"device-plugin\" or \"dra\"");
+        }
         res->alloc_modes = default_modes;
         if (modes) {
                 snprintf(f, sizeof(f), "%s.allocate", base);
@@ -308,7 +354,7 @@ static int parse_resource(const cJSON *obj, size_t idx, unsigned default_modes,
                 if (r < 0)
                         return r;
         }
-        return settings_json(obj, &res->settings_json);
+        return settings_json(obj, res->api, &res->settings_json);
 }
 
 /* "metrics": {"address": "HOST:PORT", "pod_resources_socket": "PATH"}. */
@@ -355,8 +401,44 @@ static int parse_metrics(const cJSON *obj, struct cfg_config *cfg, struct cfg_er
         return 0;
 }
 
+/* "dra": {"driver": NAME}: what the kubelet and the API server know this
+ * daemon's DRA resources by. */
+static int parse_dra(const cJSON *obj, struct cfg_config *cfg, struct cfg_error *err) {
+        const cJSON *it, *driver = NULL;
+        const char *problem;
+
+        if (!cJSON_IsObject(obj))
+                return fail(err, "dra", "must be an object, {\"driver\": \"NAME\"}");
+        if ((it = duplicate_key(obj))) {
+                _cleanup_free_ char *key = NULL;
+                if (xasprintf(&key, "dra.%s", it->string) < 0)
+                        return -ENOMEM;
+                return fail(err, key, "duplicate key");
+        }
+        cJSON_ArrayForEach(it, obj) {
+                if (strcmp(it->string, "driver") == 0)
+                        driver = it;
+                else {
+                        _cleanup_free_ char *key = NULL;
+                        if (xasprintf(&key, "dra.%s", it->string) < 0)
+                                return -ENOMEM;
+                        return fail(err, key, "unknown key");
+                }
+        }
+        if (!driver)
+                return fail(err, "dra.driver", "is required");
+        if (!cJSON_IsString(driver))
+                return fail(err, "dra.driver", "must be a string");
+        problem = cfg_driver_name_problem(driver->valuestring);
+        if (problem)
+                return fail(err, "dra.driver", "\"%s\": %s", driver->valuestring, problem);
+        cfg->dra_driver = strdup(driver->valuestring);
+        return cfg->dra_driver ? 0 : -ENOMEM;
+}
+
 static int parse_doc(const cJSON *doc, struct cfg_config *cfg, struct cfg_error *err) {
-        const cJSON *it, *resources = NULL, *modes = NULL, *user = NULL, *log_format = NULL;
+        const cJSON *it, *resources = NULL, *modes = NULL, *user = NULL, *log_format = NULL,
+                         *dra = NULL;
         unsigned default_modes = CFG_ALLOC_CDI_CRI;
         size_t i = 0;
         int r;
@@ -378,6 +460,8 @@ static int parse_doc(const cJSON *doc, struct cfg_config *cfg, struct cfg_error 
                                 return r;
                 } else if (strcmp(it->string, "log_format") == 0)
                         log_format = it;
+                else if (strcmp(it->string, "dra") == 0)
+                        dra = it;
                 else
                         return fail(err, it->string, "unknown key");
         }
@@ -400,6 +484,11 @@ static int parse_doc(const cJSON *doc, struct cfg_config *cfg, struct cfg_error 
                 if (!cfg->user)
                         return -ENOMEM;
         }
+        if (dra) {
+                r = parse_dra(dra, cfg, err);
+                if (r < 0)
+                        return r;
+        }
         if (!resources)
                 return fail(err, "resources", "is required");
         /* An empty list is valid: the packaged default serves nothing
@@ -417,6 +506,10 @@ static int parse_doc(const cJSON *doc, struct cfg_config *cfg, struct cfg_error 
                 r = parse_resource(it, i, default_modes, res, err);
                 if (r < 0)
                         return r;
+                if (res->api == CFG_API_DRA && !cfg->dra_driver)
+                        return fail(err, "dra.driver",
+                                    "is required: resources[%zu] (\"%s\") has \"api\": \"dra\"", i,
+                                    res->name);
                 for (size_t j = 0; j < i; j++) {
                         const char *other = cfg->resources[j].name;
                         /* parse_resource() refuses a resource without one. */
@@ -643,5 +736,6 @@ void cfg_free(struct cfg_config *cfg) {
         free(cfg->user);
         free(cfg->metrics_address);
         free(cfg->pod_resources_socket);
+        free(cfg->dra_driver);
         free(cfg);
 }

@@ -22,6 +22,12 @@ enum cfg_policy {
         CFG_POLICY_NONE,   /* the kubelet's own order */
 };
 
+/* Which kubelet API serves a resource ("api"). */
+enum cfg_api {
+        CFG_API_DEVICE_PLUGIN, /* "device-plugin", the default */
+        CFG_API_DRA,           /* "dra": Dynamic Resource Allocation, needs "dra" */
+};
+
 struct cfg_resource {
         char *name;        /* kubelet extended resource, "example.com/serial" */
         char *socket_name; /* "cdiplug-example.com-serial.sock" */
@@ -30,9 +36,12 @@ struct cfg_resource {
         unsigned shares; /* allocatable IDs per device, >= 1 */
         unsigned alloc_modes;
         enum cfg_policy policy;
+        enum cfg_api api;
         /* The resource's JSON without "allocate" and "policy": what decides
-         * its devices and their edits. A reload compares it to tell a
-         * resource to re-discover from one it leaves alone. */
+         * its devices, their edits and the API that serves them ("api"
+         * stays in: moving between the APIs re-creates the front end). A
+         * reload compares it to tell a resource to re-discover from one it
+         * leaves alone. */
         char *settings_json;
 };
 
@@ -47,6 +56,7 @@ struct cfg_config {
         char *metrics_address;          /* "metrics.address": NULL unset, "" off */
         char *pod_resources_socket;     /* "metrics.pod_resources_socket", or NULL */
         enum cfg_log_format log_format; /* "log_format" */
+        char *dra_driver;               /* "dra": {"driver"}; NULL: no "dra" section */
 };
 
 struct cfg_error {
@@ -57,6 +67,8 @@ struct cfg_error {
 #define CFG_MAX_BYTES (1024 * 1024)
 #define CFG_MAX_RESOURCES 256
 #define CFG_MAX_SHARES 1024
+/* The API's limit on a DRA driver name (resource.DriverNameMaxLength). */
+#define CFG_MAX_DRIVER 63
 
 int cfg_parse(const char *text, size_t len, struct cfg_config **ret, struct cfg_error *err);
 int cfg_load(const char *path, struct cfg_config **ret, struct cfg_error *err);
@@ -68,6 +80,18 @@ void cfg_error_clear(struct cfg_error *err);
 /* The kubelet's rule for extended resource names; NULL when valid, else
  * a static message saying what is wrong. */
 const char *cfg_resource_name_problem(const char *name);
+
+/* The API server's rule for a DRA driver name (ValidateCSIDriverName,
+ * which resource.k8s.io reuses): at most 63 characters, a DNS-1123
+ * subdomain once lowercased. NULL when valid, else a static message. */
+const char *cfg_driver_name_problem(const char *name);
+
+/* A Node's name is a DNS-1123 subdomain (ValidateNodeName): NULL when
+ * valid, else a static message. */
+const char *cfg_node_name_problem(const char *name);
+
+/* "device-plugin" or "dra". */
+const char *cfg_api_name(enum cfg_api api);
 
 /* The names a resource goes by outside the config: its CDI kind, spec file
  * and socket file. Every valid kubelet resource name gets names that CDI
@@ -100,7 +124,11 @@ int dp_names_prepare(struct cfg_config *cfg, const char *kubelet_dir, bool socke
 
 struct dp_options {
         const char *config_path;
-        const char *kubelet_dir;
+        const char *kubelet_dir;  /* --kubelet-dir, else <kubelet_root>/device-plugins */
+        const char *kubelet_root; /* --kubelet-root, default /var/lib/kubelet */
+        const char *kubeconfig;   /* --kubeconfig, or NULL: the in-cluster credentials */
+        const char *node_name;    /* --node-name, else $NODE_NAME, or NULL */
+        bool node_name_from_env;  /* node_name is $NODE_NAME's, for messages */
         const char *cdi_dir;
         const char *host_root;
         const char *user;                 /* --user, overrides the config's "user" */

@@ -318,3 +318,100 @@ Test(cli, an_unknown_user_is_refused_by_check_and_serve_alike) {
         cr_assert_eq(rc, 0, "exit %d: %s", rc, out);
         free(out);
 }
+
+/* DRA's config mistakes: check and serve name the field, exit 2, and
+ * write nothing. */
+Test(cli, dra_config_mistakes_name_their_field) {
+        static const struct {
+                const char *json, *field;
+        } bad[] = {
+                { "{ \"dra\": { \"driver\": \"Not_A_Name\" }, \"resources\": [] }", "dra.driver" },
+                { "{ \"dra\": { \"driver\": \"a.example\", \"drvier\": 1 }, \"resources\": [] }",
+                  "dra.drvier" },
+                { "{ \"dra\": [ \"a.example\" ], \"resources\": [] }", "dra" },
+                { "{ \"resources\": [ { \"name\": \"example.com/fuse\", \"match\": [ { \"path\": "
+                  "\"/dev/fuse\" } ], \"api\": \"csi\" } ] }",
+                  "resources[0].api" },
+                { "{ \"resources\": [ { \"name\": \"example.com/fuse\", \"match\": [ { \"path\": "
+                  "\"/dev/fuse\" } ], \"api\": \"dra\" } ] }",
+                  "dra.driver" },
+        };
+        env_touch(&e, "dev/fuse");
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                char *out = NULL, want[64];
+                env_write(&e, "config.json", bad[i].json);
+                snprintf(want, sizeof(want), "%s: ", bad[i].field);
+                int rc = env_run(&e, &out, "check", "--config", e.config, "--host-root", e.host,
+                                 NULL);
+                cr_assert_eq(rc, 2, "%s: exit %d: %s", bad[i].json, rc, out);
+                cr_assert_not_null(strstr(out, want), "%s: %s", bad[i].json, out);
+                cr_assert_null(strstr(out, "valid"), "%s", out);
+                free(out);
+                rc = env_run(&e, &out, "serve", "--config", e.config, "--kubelet-dir",
+                             e.kubelet_dir, "--cdi-dir", e.cdi_dir, "--host-root", e.host, NULL);
+                cr_assert_eq(rc, 2, "%s: exit %d: %s", bad[i].json, rc, out);
+                cr_assert_not_null(strstr(out, want), "%s: %s", bad[i].json, out);
+                free(out);
+        }
+        cr_assert_eq(env_dir_entries(e.cdi_dir), 0, "nothing may be written to the CDI dir");
+        cr_assert_eq(env_dir_entries(e.kubelet_dir), -1, "nor the kubelet dir");
+
+        /* A good one is valid, and check says no more than before. */
+        char *out = NULL;
+        env_write(
+                &e, "config.json",
+                "{ \"dra\": { \"driver\": \"cdiplug.example.com\" }, \"resources\": [ { \"name\": "
+                "\"example.com/fuse\", \"match\": [ { \"path\": \"/dev/fuse\" } ], \"api\": "
+                "\"dra\" } ] }");
+        int rc = env_run(&e, &out, "check", "--config", e.config, "--host-root", e.host, NULL);
+        cr_assert_eq(rc, 0, "exit %d: %s", rc, out);
+        cr_assert_not_null(strstr(out, "valid, 1 resources"), "%s", out);
+        free(out);
+}
+
+/* --kubelet-dir defaults to <--kubelet-root>/device-plugins: a root too
+ * long for any socket below its device-plugins dir is named as that dir;
+ * --kubelet-dir given wins. */
+Test(cli, kubelet_root_sets_the_device_plugin_dir) {
+        char *root, *out = NULL, *want;
+        env_write(
+                &e, "config.json",
+                "{ \"resources\": [ { \"name\": \"example.com/fuse\", \"match\": [ { \"path\": \"/dev/fuse\" } ] } ] }");
+        env_touch(&e, "dev/fuse");
+        cr_assert(asprintf(&root, "%s/%0100d", e.root, 0) > 0);
+        cr_assert(asprintf(&want, "kubelet dir %s/device-plugins is too long", root) > 0);
+        int rc = env_run(&e, &out, "check", "--config", e.config, "--host-root", e.host,
+                         "--kubelet-root", root, NULL);
+        cr_assert_eq(rc, 2, "exit %d: %s", rc, out);
+        cr_assert_not_null(strstr(out, want), "%s", out);
+        free(out);
+        rc = env_run(&e, &out, "check", "--config", e.config, "--host-root", e.host,
+                     "--kubelet-root", root, "--kubelet-dir", e.kubelet_dir, NULL);
+        cr_assert_eq(rc, 0, "exit %d: %s", rc, out);
+        free(out);
+        free(want);
+        free(root);
+
+        /* The node name: from the option or NODE_NAME, a DNS subdomain. */
+        /* The env's dirs: were the name taken, nothing outside the test's
+         * dir could be touched. */
+        rc = env_run(&e, &out, "serve", "--config", e.config, "--kubelet-dir", e.kubelet_dir,
+                     "--cdi-dir", e.cdi_dir, "--host-root", e.host, "--node-name", "Node_1", NULL);
+        cr_assert_eq(rc, 2, "exit %d: %s", rc, out);
+        cr_assert_not_null(strstr(out, "--node-name \"Node_1\": must be a DNS subdomain"), "%s",
+                           out);
+        free(out);
+        setenv("NODE_NAME", "bad node", 1);
+        rc = env_run(&e, &out, "serve", "--config", e.config, "--kubelet-dir", e.kubelet_dir,
+                     "--cdi-dir", e.cdi_dir, "--host-root", e.host, NULL);
+        unsetenv("NODE_NAME");
+        cr_assert_eq(rc, 2, "exit %d: %s", rc, out);
+        cr_assert_not_null(strstr(out, "NODE_NAME \"bad node\": must be a DNS subdomain"), "%s",
+                           out);
+        free(out);
+        rc = env_run(&e, &out, "serve", "--config", e.config, "--kubelet-dir", e.kubelet_dir,
+                     "--cdi-dir", e.cdi_dir, "--host-root", e.host, "--kubeconfig", "", NULL);
+        cr_assert_eq(rc, 2, "exit %d: %s", rc, out);
+        cr_assert_not_null(strstr(out, "must not be empty"), "%s", out);
+        free(out);
+}

@@ -138,3 +138,47 @@ Test(docs, bash_completion_offers_commands_and_their_options) {
         cr_assert_str_eq(out, "/etc\n", "directories for a dir option: %s", out);
         free(out);
 }
+
+/* The completion offers each command exactly the options its synopsis
+ * lists (and --help). */
+Test(docs, bash_completion_offers_each_command_its_own_options) {
+        static const char *const cmds[] = { "serve", "check", "generate", "doctor", "version" };
+        for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+                char *help = NULL, cmdline[512];
+                cr_assert_eq(env_run(&e, &help, cmds[i], "--help", NULL), 0);
+                char *end = strstr(help, "\n\n");
+                cr_assert_not_null(end, "%s", help);
+                *end = '\0';
+                snprintf(cmdline, sizeof(cmdline),
+                         "bash -c 'source " COMPLETION "; COMP_WORDS=(cdiplug %s --); COMP_CWORD=2;"
+                         " _cdiplug; printf \"%%s\\n\" \"${COMPREPLY[@]}\"' 2>&1",
+                         cmds[i]);
+                char *offered = run(cmdline, NULL);
+                size_t n_offered = 0;
+                for (char *save = NULL, *w = strtok_r(offered, "\n", &save); w;
+                     w = strtok_r(NULL, "\n", &save)) {
+                        char bracket[64];
+                        n_offered++;
+                        if (strcmp(w, "--help") == 0)
+                                continue;
+                        /* "[--opt" in the synopsis, followed by ' ' or ']'. */
+                        snprintf(bracket, sizeof(bracket), "[%s", w);
+                        const char *at = help;
+                        bool found = false;
+                        while (!found && (at = strstr(at, bracket))) {
+                                at += strlen(bracket);
+                                found = *at == ' ' || *at == ']';
+                        }
+                        cr_assert(found, "the completion offers %s %s, its synopsis does not: %s",
+                                  cmds[i], w, help);
+                }
+                size_t n_synopsis = 1; /* --help */
+                for (const char *p = help; (p = strstr(p, "[--")); p += 3)
+                        n_synopsis++;
+                cr_assert_eq(n_offered, n_synopsis,
+                             "%s: the completion offers %zu options, the synopsis lists %zu: %s",
+                             cmds[i], n_offered, n_synopsis, help);
+                free(offered);
+                free(help);
+        }
+}

@@ -113,6 +113,33 @@ static const struct bad cases[] = {
         { "{\"user\": \"a\\\\\\u0000\", \"resources\": []}", "user", "NUL" },
         { "{\"resources\": [], \"metrics\": {\"address\": \"127.0.0.1:1\\u0000\"}}",
           "metrics.address", "NUL" },
+        /* DRA: the "dra" section and each resource's "api". */
+        { "{\"resources\": [], \"dra\": \"cdiplug.example.com\"}", "dra", "must be an object" },
+        { "{\"resources\": [], \"dra\": []}", "dra", "must be an object" },
+        { "{\"resources\": [], \"dra\": {}}", "dra.driver", "required" },
+        { "{\"resources\": [], \"dra\": {\"driver\": 7}}", "dra.driver", "string" },
+        { "{\"resources\": [], \"dra\": {\"driver\": \"\"}}", "dra.driver", "empty" },
+        { "{\"resources\": [], \"dra\": {\"driver\": \"a..b\"}}", "dra.driver", "DNS subdomain" },
+        { "{\"resources\": [], \"dra\": {\"driver\": \"-a.example\"}}", "dra.driver",
+          "DNS subdomain" },
+        { "{\"resources\": [], \"dra\": {\"driver\": \"a_b.example\"}}", "dra.driver",
+          "DNS subdomain" },
+        { "{\"resources\": [], \"dra\": {\"driver\": \"cdiplug/example\"}}", "dra.driver",
+          "DNS subdomain" },
+        { "{\"resources\": [], \"dra\": {\"driver\": "
+          "\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.example\"}}",
+          "dra.driver", "at most 63" },
+        { "{\"resources\": [], \"dra\": {\"driver\": \"a.example\", \"socket\": \"x\"}}",
+          "dra.socket", "unknown key" },
+        { "{\"resources\": [], \"dra\": {\"driver\": \"a.example\", \"driver\": \"b.example\"}}",
+          "dra.driver", "duplicate key" },
+        { "{\"resources\": [{\"name\": \"example.com/a\", \"match\": [{\"path\": \"/dev/a\"}], \"api\": \"DRA\"}]}",
+          "resources[0].api", "\"device-plugin\" or \"dra\"" },
+        { "{\"resources\": [{\"name\": \"example.com/a\", \"match\": [{\"path\": \"/dev/a\"}], \"api\": 1}]}",
+          "resources[0].api", "\"device-plugin\" or \"dra\"" },
+        { "{\"resources\": [{\"name\": \"example.com/a\", \"match\": [{\"path\": \"/dev/a\"}]},"
+          "{\"name\": \"example.com/b\", \"match\": [{\"path\": \"/dev/b\"}], \"api\": \"dra\"}]}",
+          "dra.driver", "resources[1]" },
 };
 
 Test(config, reports_the_field_of_every_mistake) {
@@ -240,4 +267,63 @@ Test(config, settings_json_tells_device_settings_from_answers) {
         cfg_free(b);
         cfg_free(c);
         cfg_free(d);
+}
+
+Test(config, dra_section_and_api) {
+        struct cfg_config *cfg = parse_ok(
+                "{\"dra\": {\"driver\": \"cdiplug.example.com\"}, \"resources\": ["
+                "{\"name\": \"example.com/a\", \"match\": [{\"path\": \"/dev/a\"}]},"
+                "{\"name\": \"example.com/b\", \"match\": [{\"path\": \"/dev/b\"}], \"api\": \"dra\"},"
+                "{\"name\": \"example.com/c\", \"match\": [{\"path\": \"/dev/c\"}], \"api\": \"device-plugin\"}]}");
+        cr_assert_str_eq(cfg->dra_driver, "cdiplug.example.com");
+        cr_assert_eq(cfg->resources[0].api, CFG_API_DEVICE_PLUGIN, "device-plugin is the default");
+        cr_assert_eq(cfg->resources[1].api, CFG_API_DRA);
+        cr_assert_eq(cfg->resources[2].api, CFG_API_DEVICE_PLUGIN);
+        cfg_free(cfg);
+
+        /* A "dra" section without DRA resources is valid (they may come
+         * with a reload); without one, dra_driver stays NULL. */
+        cfg = parse_ok("{\"dra\": {\"driver\": \"a.example\"}, \"resources\": []}");
+        cr_assert_str_eq(cfg->dra_driver, "a.example");
+        cfg_free(cfg);
+        cfg = parse_ok("{\"resources\": []}");
+        cr_assert_null(cfg->dra_driver);
+        cfg_free(cfg);
+}
+
+/* The API server's rule (ValidateCSIDriverName, reused for DRA drivers):
+ * a DNS subdomain once lowercased, at most 63 characters. */
+Test(config, driver_name_rule) {
+        static const char ok63[] =
+                "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.example";
+        cr_assert_eq(strlen(ok63), 63);
+        cr_assert_null(cfg_driver_name_problem(ok63));
+        cr_assert_null(cfg_driver_name_problem("cdiplug.example.com"));
+        cr_assert_null(cfg_driver_name_problem("gpu"));
+        cr_assert_null(cfg_driver_name_problem("Cdiplug.Example.com"), "the API lowercases first");
+        cr_assert_not_null(cfg_driver_name_problem(""));
+        cr_assert_not_null(cfg_driver_name_problem("a.example."));
+        cr_assert_not_null(cfg_driver_name_problem("a-.example"));
+        cr_assert_not_null(cfg_driver_name_problem("a example"));
+        cr_assert_not_null(cfg_driver_name_problem(
+                "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.example"));
+}
+
+/* Moving a resource between the APIs re-creates its front end: its
+ * settings differ; leaving "api" out is saying "device-plugin". */
+Test(config, settings_json_counts_the_api) {
+        struct cfg_config *plain = parse_ok(
+                "{\"dra\": {\"driver\": \"a.example\"}, \"resources\": [{\"name\": \"example.com/a\", "
+                "\"match\": [{\"path\": \"/dev/a\"}]}]}");
+        struct cfg_config *dp = parse_ok(
+                "{\"dra\": {\"driver\": \"a.example\"}, \"resources\": [{\"name\": \"example.com/a\", "
+                "\"match\": [{\"path\": \"/dev/a\"}], \"api\": \"device-plugin\"}]}");
+        struct cfg_config *dra = parse_ok(
+                "{\"dra\": {\"driver\": \"a.example\"}, \"resources\": [{\"name\": \"example.com/a\", "
+                "\"match\": [{\"path\": \"/dev/a\"}], \"api\": \"dra\"}]}");
+        cr_assert_str_eq(plain->resources[0].settings_json, dp->resources[0].settings_json);
+        cr_assert_str_neq(plain->resources[0].settings_json, dra->resources[0].settings_json);
+        cfg_free(plain);
+        cfg_free(dp);
+        cfg_free(dra);
 }
