@@ -129,8 +129,8 @@ static size_t poll_set(struct dp_daemon *d, struct pollfd **fds, size_t *cap) {
         }
         if (n < 3)
                 return 0; /* the caller stops: not even the signals can be watched */
-        (*fds)[0] = (struct pollfd){ .fd = d->signal_fd, .events = POLLIN };
-        (*fds)[1] = (struct pollfd){ .fd = d->inotify_fd, .events = POLLIN };
+        (*fds)[0] = (struct pollfd){ .fd = d->watch.signal_fd, .events = POLLIN };
+        (*fds)[1] = (struct pollfd){ .fd = d->watch.inotify_fd, .events = POLLIN };
         (*fds)[2] = (struct pollfd){ .fd = dp_loop_fd(&d->loop), .events = POLLIN };
         for (size_t i = 0; i + 3 < n; i++)
                 (*fds)[3 + i] =
@@ -164,7 +164,7 @@ static void *watcher(void *arg) {
                 pthread_mutex_lock(&d->lock);
                 if (fds[0].revents & POLLIN) {
                         struct signalfd_siginfo si;
-                        while (read(d->signal_fd, &si, sizeof(si)) == sizeof(si)) {
+                        while (read(d->watch.signal_fd, &si, sizeof(si)) == sizeof(si)) {
                                 if (si.ssi_signo == SIGHUP) {
                                         hup = true;
                                         continue;
@@ -174,14 +174,15 @@ static void *watcher(void *arg) {
                         }
                 }
                 for (size_t i = 0; !d->stopping && i + 3 < n_fds && i < d->n_res; i++)
-                        if ((fds[3 + i].revents & POLLIN) && d->res[i]->listen_fd == fds[3 + i].fd)
+                        if ((fds[3 + i].revents & POLLIN) &&
+                            d->res[i]->srv.listen_fd == fds[3 + i].fd)
                                 dp_server_accept(d->res[i]);
                 if (!d->stopping && (fds[1].revents & POLLIN))
                         dp_watch_handle(d);
                 /* File changes before SIGHUP: a change written before the
                  * signal was sent is then never applied after it. */
-                if (!d->stopping && d->reload_due) {
-                        d->reload_due = false;
+                if (!d->stopping && d->watch.reload_due) {
+                        d->watch.reload_due = false;
                         dp_reload(d, "the file changed");
                 }
                 if (!d->stopping && hup)
@@ -219,9 +220,9 @@ static int setup_fds(struct dp_daemon *d) {
         if (pthread_sigmask(SIG_BLOCK, &mask, NULL) != 0)
                 return -errno;
         signal(SIGPIPE, SIG_IGN);
-        d->signal_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-        d->inotify_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-        if (d->signal_fd < 0 || d->inotify_fd < 0 || dp_loop_init(&d->loop) < 0) {
+        d->watch.signal_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+        d->watch.inotify_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+        if (d->watch.signal_fd < 0 || d->watch.inotify_fd < 0 || dp_loop_init(&d->loop) < 0) {
                 log_error("cannot create signalfd/inotify/timerfd: %m");
                 return -errno;
         }
@@ -270,23 +271,23 @@ static void daemon_free(struct dp_daemon *d) {
         dp_retired_free_all(d);
         dp_retained_free(d);
         free(d->res);
-        free(d->kubelet_sock);
-        free(d->dev_wds);
-        base_strvec_clear(&d->dev_wd_dirs);
-        free(d->config_name);
-        free(d->config_real_name);
+        free(d->kubelet.sock);
+        free(d->watch.dev_wds);
+        base_strvec_clear(&d->watch.dev_wd_dirs);
+        free(d->watch.config_name);
+        free(d->watch.config_real_name);
         cfg_free(d->cfg);
-        if (d->signal_fd >= 0)
-                close(d->signal_fd);
-        if (d->inotify_fd >= 0)
-                close(d->inotify_fd);
+        if (d->watch.signal_fd >= 0)
+                close(d->watch.signal_fd);
+        if (d->watch.inotify_fd >= 0)
+                close(d->watch.inotify_fd);
         dp_loop_done(&d->loop);
 }
 
 /* Everything opened before the lock-down, then the lock-down: 0 or the
  * first step's negative errno (each says what failed). */
 static int setup(struct dp_daemon *d) {
-        int r = xasprintf(&d->kubelet_sock, "%s/kubelet.sock", d->opts->kubelet_dir);
+        int r = xasprintf(&d->kubelet.sock, "%s/kubelet.sock", d->opts->kubelet_dir);
 
         if (r >= 0)
                 r = setup_resources(d);
@@ -318,10 +319,10 @@ static int start_serving(struct dp_daemon *d) {
         warn_overlaps(d);
         /* Serve first, then register: the kubelet dials back at once. The
          * sockets wait for kubelet.sock (watch.c), like after a restart. */
-        bool kubelet = d->kubelet_wd >= 0 && dp_kubelet_present(d);
-        d->kubelet_seen = kubelet;
-        if (d->kubelet_wd >= 0 && !kubelet)
-                log_info("waiting for %s before serving", d->kubelet_sock);
+        bool kubelet = d->watch.kubelet_wd >= 0 && dp_kubelet_present(d);
+        d->kubelet.seen = kubelet;
+        if (d->watch.kubelet_wd >= 0 && !kubelet)
+                log_info("waiting for %s before serving", d->kubelet.sock);
         for (size_t i = 0; i < d->n_res; i++) {
                 r = dp_server_start(d->res[i]);
                 if (r < 0)
@@ -336,14 +337,16 @@ int dp_daemon_run(const struct dp_options *opts, struct cfg_config *cfg) {
         struct dp_daemon d = {
                 .opts = opts,
                 .cfg = cfg,
-                .signal_fd = -1,
-                .inotify_fd = -1,
                 .loop = { .fd = -1 },
-                .kubelet_wd = -1,
-                .ancestor_wd = -1,
-                .config_wd = -1,
-                .config_real_wd = -1,
-                .kubelet_gen = 1,
+                .kubelet = { .gen = 1 },
+                .watch = {
+                        .signal_fd = -1,
+                        .inotify_fd = -1,
+                        .kubelet_wd = -1,
+                        .ancestor_wd = -1,
+                        .config_wd = -1,
+                        .config_real_wd = -1,
+                },
         };
         pthread_t thread;
         int r;

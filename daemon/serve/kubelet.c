@@ -28,7 +28,7 @@
 struct dp_reg {
         struct dp_tag tag;
         struct dp_resource *res;
-        unsigned ch_gen; /* d->kubelet_ch_gen when started */
+        unsigned ch_gen; /* d->kubelet.ch_gen when started */
         bool relistened; /* our socket was re-created meanwhile */
         grpc_call *call;
         struct dp_unary u;
@@ -36,7 +36,7 @@ struct dp_reg {
 
 bool dp_kubelet_present(const struct dp_daemon *d) {
         struct stat st;
-        return stat(d->kubelet_sock, &st) == 0 && S_ISSOCK(st.st_mode);
+        return stat(d->kubelet.sock, &st) == 0 && S_ISSOCK(st.st_mode);
 }
 
 /* Once stopping and nothing is left in flight, end the main loop. */
@@ -68,33 +68,47 @@ static void reg_free(struct dp_reg *g) {
  * kubelet restarted) is simply dialled again on the next call, to whatever
  * kubelet.sock is then. */
 static grpc_channel *kubelet_channel(struct dp_daemon *d) {
-        if (d->kubelet_ch) {
+        if (d->kubelet.ch) {
                 grpc_connectivity_state st =
-                        grpc_channel_check_connectivity_state(d->kubelet_ch, 0);
+                        grpc_channel_check_connectivity_state(d->kubelet.ch, 0);
                 if (st != GRPC_CHANNEL_TRANSIENT_FAILURE && st != GRPC_CHANNEL_SHUTDOWN)
-                        return d->kubelet_ch;
+                        return d->kubelet.ch;
                 dp_kubelet_channel_close(d);
         }
-        d->kubelet_ch = dp_channel_unix(d->kubelet_sock);
-        return d->kubelet_ch;
+        d->kubelet.ch = dp_channel_unix(d->kubelet.sock);
+        return d->kubelet.ch;
 }
 
 void dp_kubelet_channel_close(struct dp_daemon *d) {
-        if (!d->kubelet_ch)
+        if (!d->kubelet.ch)
                 return;
         /* Calls still on it fail, and take their own references. */
-        grpc_channel_destroy(d->kubelet_ch);
-        d->kubelet_ch = NULL;
-        d->kubelet_ch_gen++;
+        grpc_channel_destroy(d->kubelet.ch);
+        d->kubelet.ch = NULL;
+        d->kubelet.ch_gen++;
+}
+
+/* A new kubelet: Registers and sockets made for the old one are stale, and
+ * its connection leads to a dead kubelet. */
+void dp_kubelet_new_gen(struct dp_daemon *d) {
+        d->kubelet.gen++;
+        dp_kubelet_channel_close(d);
+}
+
+void dp_kubelet_sock_created(struct dp_daemon *d) {
+        /* The first kubelet of a daemon that started before it is no
+         * restart. */
+        d->kubelet.restarts += d->kubelet.seen;
+        d->kubelet.seen = true;
 }
 
 /* The Register never reached a kubelet: its connect failed. */
 static bool connect_failed(struct dp_daemon *d, const struct dp_reg *g) {
         if (g->u.status != GRPC_STATUS_UNAVAILABLE)
                 return false;
-        if (g->ch_gen != d->kubelet_ch_gen || !d->kubelet_ch)
+        if (g->ch_gen != d->kubelet.ch_gen || !d->kubelet.ch)
                 return true; /* replaced because a connect failed */
-        return grpc_channel_check_connectivity_state(d->kubelet_ch, 0) ==
+        return grpc_channel_check_connectivity_state(d->kubelet.ch, 0) ==
                GRPC_CHANNEL_TRANSIENT_FAILURE;
 }
 
@@ -127,7 +141,7 @@ static void on_registered(struct dp_daemon *d, struct dp_tag *tag, bool ok) {
                         "resource \"%s\": Register failed while its socket was re-created, registering again",
                         res->cfg->name);
                 res->registration.again = true;
-        } else if (!d->stopping && !res->registration.again && !res->retired) {
+        } else if (!d->stopping && !res->registration.again && !res->life.retired) {
                 char *why = grpc_slice_to_c_string(g->u.details);
                 bool refused = connect_failed(d, g);
                 uint64_t delay = dp_backoff_ms(refused ? RETRY_CONNECT_MIN_MS : RETRY_MIN_MS,
@@ -161,7 +175,7 @@ void dp_register(struct dp_resource *res) {
         V1beta1__DevicePluginOptions opts = dp_plugin_options;
         struct dp_reg *g;
         grpc_channel *ch;
-        if (d->stopping || res->listen_fd < 0)
+        if (d->stopping || res->srv.listen_fd < 0)
                 return;
         res->stats.registered = false; /* until the new Register is answered */
         if (res->registration.call) {
@@ -171,7 +185,7 @@ void dp_register(struct dp_resource *res) {
         }
         res->registration.retry_at_ms = 0;
         if (!dp_kubelet_present(d)) {
-                log_info("resource \"%s\": waiting for %s", res->cfg->name, d->kubelet_sock);
+                log_info("resource \"%s\": waiting for %s", res->cfg->name, d->kubelet.sock);
                 return;
         }
         g = calloc(1, sizeof(*g));
@@ -187,16 +201,16 @@ void dp_register(struct dp_resource *res) {
         ch = kubelet_channel(d);
         if (!ch)
                 goto fail;
-        g->ch_gen = d->kubelet_ch_gen;
+        g->ch_gen = d->kubelet.ch_gen;
         g->call = dp_unary_begin(ch, d->cq, DP_METHOD_REGISTER, REG_TIMEOUT_MS, &g->u, &g->tag);
         if (!g->call)
                 goto fail;
         res->registration.call = g;
-        res->registration.gen = d->kubelet_gen;
+        res->registration.gen = d->kubelet.gen;
         d->live++;
         return;
 fail:
-        log_error("resource \"%s\": cannot start Register on %s", res->cfg->name, d->kubelet_sock);
+        log_error("resource \"%s\": cannot start Register on %s", res->cfg->name, d->kubelet.sock);
         if (g)
                 reg_free(g);
         res->registration.retry_at_ms = dp_now_ms() + RETRY_MAX_MS;

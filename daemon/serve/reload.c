@@ -331,7 +331,7 @@ static bool apply_added(struct dp_daemon *d, struct step *s) {
                 return true;
         }
         /* Like at start-up: the socket waits for kubelet.sock (watch.c). */
-        if (d->kubelet_wd >= 0 && dp_kubelet_present(d) && dp_server_listen(res) >= 0)
+        if (d->watch.kubelet_wd >= 0 && dp_kubelet_present(d) && dp_server_listen(res) >= 0)
                 dp_register(res);
         return true;
 }

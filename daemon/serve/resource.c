@@ -25,7 +25,7 @@ int dp_resource_new(struct dp_daemon *d, const struct cfg_resource *cfg, struct 
                 return -ENOMEM;
         res->d = d;
         res->cfg = cfg;
-        res->listen_fd = -1;
+        res->srv.listen_fd = -1;
         r = xasprintf(&res->socket_path, "%s/%s", d->opts->kubelet_dir, cfg->socket_name);
         if (r < 0)
                 goto fail;
@@ -59,16 +59,16 @@ void dp_resource_free(struct dp_resource *res) {
         free(res->socket_path);
         base_strv_free(res->watch_dirs);
         base_strv_free(res->logged_notes);
-        cfg_resource_clear(res->owned_cfg);
-        free(res->owned_cfg);
+        cfg_resource_clear(res->life.owned_cfg);
+        free(res->life.owned_cfg);
         free(res);
 }
 
 /* Settings a resource kept from an earlier config, once it follows the new one. */
 void dp_resource_drop_owned(struct dp_resource *res) {
-        cfg_resource_clear(res->owned_cfg);
-        free(res->owned_cfg);
-        res->owned_cfg = NULL;
+        cfg_resource_clear(res->life.owned_cfg);
+        free(res->life.owned_cfg);
+        res->life.owned_cfg = NULL;
 }
 
 /* Move a running resource's settings out of the config about to be freed. */
@@ -78,7 +78,7 @@ void dp_resource_own_cfg(struct dp_resource *res, struct cfg_resource *room) {
         *room = *src;
         *src = (struct cfg_resource){ 0 };
         dp_resource_drop_owned(res); /* emptied just now when it was src */
-        res->owned_cfg = room;
+        res->life.owned_cfg = room;
         res->cfg = room;
         res->plugin->cfg = room;
 }
@@ -89,19 +89,20 @@ void dp_resource_own_cfg(struct dp_resource *res, struct cfg_resource *room) {
 void dp_resource_retire(struct dp_resource *res) {
         struct dp_daemon *d = res->d;
 
-        res->retired = true;
-        res->next_retired = d->retired;
+        res->life.retired = true;
+        res->life.next_retired = d->retired;
         d->retired = res;
 }
 
 void dp_resource_maybe_free(struct dp_resource *res) {
         struct dp_daemon *d = res->d;
 
-        if (!res->retired || res->state != SRV_DOWN || res->registration.call || res->calls)
+        if (!res->life.retired || res->srv.state != SRV_DOWN || res->registration.call ||
+            res->life.calls)
                 return;
-        for (struct dp_resource **pp = &d->retired; *pp; pp = &(*pp)->next_retired)
+        for (struct dp_resource **pp = &d->retired; *pp; pp = &(*pp)->life.next_retired)
                 if (*pp == res) {
-                        *pp = res->next_retired;
+                        *pp = res->life.next_retired;
                         break;
                 }
         dp_resource_free(res);
@@ -110,7 +111,7 @@ void dp_resource_maybe_free(struct dp_resource *res) {
 void dp_retired_free_all(struct dp_daemon *d) {
         while (d->retired) {
                 struct dp_resource *res = d->retired;
-                d->retired = res->next_retired;
+                d->retired = res->life.next_retired;
                 dp_resource_free(res);
         }
 }

@@ -30,7 +30,7 @@ static bool scrape_stopping(void *ctx) {
 
 static uint64_t scrape_kubelet_restarts(void *ctx) {
         const struct dp_daemon *d = ctx;
-        return d->kubelet_restarts;
+        return d->kubelet.restarts;
 }
 
 static size_t scrape_n_res(void *ctx) {

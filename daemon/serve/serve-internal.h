@@ -62,6 +62,25 @@ struct dp_res_relisten {
         uint64_t at_ms; /* re-create then, 0 = none */
 };
 
+/* Its grpc server and the socket it listens on (server.c). */
+struct dp_res_server {
+        grpc_server *server; /* for the daemon's lifetime */
+        enum dp_server_state state;
+        int listen_fd;       /* our socket in the kubelet dir, or -1 */
+        unsigned listen_gen; /* kubelet.gen when listen_fd was made */
+        struct dp_tag shutdown_tag;
+        struct dp_call *streams; /* open ListAndWatch streams */
+};
+
+/* Removed by a reload: freed once its server, calls and Register are done
+ * with it (resource.c). */
+struct dp_res_life {
+        unsigned calls; /* dp_calls that point here */
+        bool retired;
+        struct cfg_resource *owned_cfg; /* cfg once the config it came from is gone */
+        struct dp_resource *next_retired;
+};
+
 struct dp_resource {
         struct dp_daemon *d;
         const struct cfg_resource *cfg;
@@ -70,47 +89,33 @@ struct dp_resource {
         char **watch_dirs;   /* device dirs, for hotplug */
         char **logged_notes; /* discovery notes already logged */
 
-        grpc_server *server; /* for the daemon's lifetime */
-        enum dp_server_state state;
-        int listen_fd; /* our socket in the kubelet dir, or -1 */
-        struct dp_tag shutdown_tag;
-        struct dp_call *streams; /* open ListAndWatch streams */
-
+        struct dp_res_server srv;            /* server.c's */
         struct dp_res_register registration; /* kubelet.c's */
         struct dp_res_spec_retry spec_retry; /* publish.c's */
         struct dp_res_accept accept;         /* server.c's */
         struct dp_res_relisten relisten;     /* watch.c's */
-        unsigned listen_gen;                 /* kubelet_gen when listen_fd was made */
+        struct dp_res_life life;             /* resource.c's */
 
         struct dp_res_stats stats; /* for /metrics and /readyz */
-
-        /* Removed by a reload: freed once its server, calls and Register
-         * are done with it (reload.c). */
-        unsigned calls; /* dp_calls that point here */
-        bool retired;
-        struct cfg_resource *owned_cfg; /* cfg once the config it came from is gone */
-        struct dp_resource *next_retired;
 };
 
-struct dp_daemon {
-        const struct dp_options *opts;
-        struct cfg_config *cfg;
-        struct dp_resource **res; /* in config order; a reload replaces the array */
-        size_t n_res;
-        struct dp_resource *retired; /* removed by a reload, still winding down */
-        grpc_completion_queue *cq;
-        pthread_mutex_t lock;
-        bool stopping;
-        unsigned live; /* servers, calls and Registers not yet done */
-        char *kubelet_sock;
+/* The daemon's parts, like a resource's, each changed only by the file
+ * named (and set up by daemon.c). */
 
+/* The kubelet we register with (kubelet.c). */
+struct dp_kubelet {
+        char *sock;        /* kubelet.sock's path */
+        unsigned gen;      /* bumped each time a new kubelet.sock appears */
+        grpc_channel *ch;  /* shared by every Register, or NULL */
+        unsigned ch_gen;   /* bumped each time ch is replaced */
+        uint64_t restarts; /* new kubelet.sock seen after a first one */
+        bool seen;         /* a kubelet.sock was there once */
+};
+
+/* What wakes the watcher thread: signals and inotify watches (watch.c). */
+struct dp_watcher {
         int signal_fd;
         int inotify_fd;
-        /* The timer list; each timer is its file's, set only there:
-         * retained.c, publish.c (spec retries), server.c (accept pauses),
-         * watch.c (socket re-creation), kubelet.c (Register retries). */
-        struct dp_loop loop;
-        struct dp_timer retained_timer, spec_timer, accept_timer, relisten_timer, register_timer;
         int kubelet_wd;  /* watch on the kubelet dir, or -1 */
         int ancestor_wd; /* watch on its nearest ancestor while it is missing */
         int *dev_wds;    /* device dir watches, one per dev_wd_dirs entry */
@@ -125,12 +130,27 @@ struct dp_daemon {
         int config_real_wd;
         char *config_real_name;
         bool reload_due; /* the config file changed on disk */
+};
 
-        unsigned kubelet_gen;               /* bumped each time a new kubelet.sock appears */
-        grpc_channel *kubelet_ch;           /* shared by every Register, or NULL */
-        unsigned kubelet_ch_gen;            /* bumped each time kubelet_ch is replaced */
-        uint64_t kubelet_restarts;          /* new kubelet.sock seen after a first one */
-        bool kubelet_seen;                  /* a kubelet.sock was there once */
+struct dp_daemon {
+        const struct dp_options *opts;
+        struct cfg_config *cfg;
+        struct dp_resource **res; /* in config order; a reload replaces the array */
+        size_t n_res;
+        struct dp_resource *retired; /* removed by a reload, still winding down */
+        grpc_completion_queue *cq;
+        pthread_mutex_t lock;
+        bool stopping;
+        unsigned live; /* servers, calls and Registers not yet done */
+
+        /* The timer list; each timer is its file's, set only there:
+         * retained.c, publish.c (spec retries), server.c (accept pauses),
+         * watch.c (socket re-creation), kubelet.c (Register retries). */
+        struct dp_loop loop;
+        struct dp_timer retained_timer, spec_timer, accept_timer, relisten_timer, register_timer;
+
+        struct dp_kubelet kubelet;          /* kubelet.c's */
+        struct dp_watcher watch;            /* watch.c's */
         struct dp_http *http;               /* the metrics endpoint, or NULL */
         struct dp_retained *retained_specs; /* specs of resources gone from the config, or NULL */
 };
@@ -168,6 +188,10 @@ void dp_register_cancel(struct dp_resource *res);
 void dp_register_relistened(struct dp_resource *res);
 bool dp_kubelet_present(const struct dp_daemon *d);
 void dp_kubelet_channel_close(struct dp_daemon *d);
+/* kubelet.sock appeared (again): bump the generation and drop the channel. */
+void dp_kubelet_new_gen(struct dp_daemon *d);
+/* Its create event: a kubelet.sock after a first one is a restart. */
+void dp_kubelet_sock_created(struct dp_daemon *d);
 void dp_maybe_finish(struct dp_daemon *d);
 
 /* The CDI specs the daemon writes: per resource with retries

@@ -69,7 +69,7 @@ static void call_free(struct dp_call *c) {
                 grpc_byte_buffer_destroy(c->send);
         grpc_slice_unref(c->status_details);
         res->d->live--;
-        res->calls--;
+        res->life.calls--;
         dp_maybe_finish(res->d);
         free(c);
         dp_resource_maybe_free(res);
@@ -89,7 +89,7 @@ static int request_next(struct dp_resource *res) {
         c->status_details = grpc_empty_slice();
         grpc_call_details_init(&c->details);
         grpc_metadata_array_init(&c->md);
-        if (grpc_server_request_call(res->server, &c->call, &c->details, &c->md, res->d->cq,
+        if (grpc_server_request_call(res->srv.server, &c->call, &c->details, &c->md, res->d->cq,
                                      res->d->cq, &c->tag) != GRPC_CALL_OK) {
                 grpc_call_details_destroy(&c->details);
                 grpc_metadata_array_destroy(&c->md);
@@ -97,7 +97,7 @@ static int request_next(struct dp_resource *res) {
                 return -EIO;
         }
         res->d->live++;
-        res->calls++;
+        res->life.calls++;
         return 0;
 }
 
@@ -254,12 +254,12 @@ static void stream_end(struct dp_call *c) {
  * waits until every stream's status has gone out; it ends whatever else
  * is left (a unary call whose request never came). */
 static void maybe_cancel_calls(struct dp_resource *res) {
-        if (res->state != SRV_STOPPING || !res->server)
+        if (res->srv.state != SRV_STOPPING || !res->srv.server)
                 return;
-        for (const struct dp_call *c = res->streams; c; c = c->next)
+        for (const struct dp_call *c = res->srv.streams; c; c = c->next)
                 if (c->ending || c->status_in_flight)
                         return;
-        grpc_server_cancel_all_calls(res->server);
+        grpc_server_cancel_all_calls(res->srv.server);
 }
 
 static void stream_send(struct dp_call *c) {
@@ -306,7 +306,7 @@ static void stream_send(struct dp_call *c) {
 static void stream_unref(struct dp_call *c) {
         if (--c->refs > 0)
                 return;
-        for (struct dp_call **pp = &c->res->streams; *pp; pp = &(*pp)->next)
+        for (struct dp_call **pp = &c->res->srv.streams; *pp; pp = &(*pp)->next)
                 if (*pp == c) {
                         *pp = c->next;
                         break;
@@ -353,8 +353,8 @@ static void stream_open(struct dp_call *c) {
                 return;
         }
         c->refs = 1;
-        c->next = c->res->streams;
-        c->res->streams = c;
+        c->next = c->res->srv.streams;
+        c->res->srv.streams = c;
         log_debug("resource \"%s\": ListAndWatch stream opened", c->res->cfg->name);
         stream_send(c);
 }
@@ -371,7 +371,7 @@ static void on_call(struct dp_daemon *d, struct dp_tag *tag, bool ok) {
                         call_free(c);
                         return;
                 }
-                if (res->state == SRV_UP && request_next(res) < 0)
+                if (res->srv.state == SRV_UP && request_next(res) < 0)
                         log_error("resource \"%s\": cannot accept further calls", res->cfg->name);
                 memset(&op, 0, sizeof(op));
                 op.op = GRPC_OP_RECV_MESSAGE;
@@ -412,12 +412,12 @@ static void on_call(struct dp_daemon *d, struct dp_tag *tag, bool ok) {
 }
 
 static void on_shutdown(struct dp_daemon *d, struct dp_tag *tag, bool ok) {
-        struct dp_resource *res =
-                (struct dp_resource *)((char *)tag - offsetof(struct dp_resource, shutdown_tag));
+        struct dp_resource *res = (struct dp_resource *)((char *)tag - offsetof(struct dp_resource,
+                                                                                srv.shutdown_tag));
 
-        grpc_server_destroy(res->server);
-        res->server = NULL;
-        res->state = SRV_DOWN;
+        grpc_server_destroy(res->srv.server);
+        res->srv.server = NULL;
+        res->srv.state = SRV_DOWN;
         d->live--;
         dp_maybe_finish(d);
         dp_resource_maybe_free(res);
@@ -445,14 +445,14 @@ int dp_server_start(struct dp_resource *res) {
         };
         grpc_channel_args cargs = { .num_args = ELEMENTSOF(args), .args = args };
 
-        if (res->state != SRV_DOWN)
+        if (res->srv.state != SRV_DOWN)
                 return 0;
-        res->server = grpc_server_create(&cargs, NULL);
-        grpc_server_register_completion_queue(res->server, d->cq, NULL);
-        grpc_server_start(res->server);
-        res->state = SRV_UP;
+        res->srv.server = grpc_server_create(&cargs, NULL);
+        grpc_server_register_completion_queue(res->srv.server, d->cq, NULL);
+        grpc_server_start(res->srv.server);
+        res->srv.state = SRV_UP;
         d->live++;
-        res->shutdown_tag.fn = on_shutdown;
+        res->srv.shutdown_tag.fn = on_shutdown;
         if (request_next(res) < 0) {
                 dp_server_stop(res);
                 return -EIO;
@@ -464,7 +464,7 @@ int dp_server_listen(struct dp_resource *res) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         int fd;
 
-        if (res->state != SRV_UP || res->listen_fd >= 0)
+        if (res->srv.state != SRV_UP || res->srv.listen_fd >= 0)
                 return 0;
         /* Checked against sun_path at start-up. */
         memcpy(sa.sun_path, res->socket_path, strlen(res->socket_path) + 1);
@@ -482,17 +482,17 @@ int dp_server_listen(struct dp_resource *res) {
                         close(fd);
                 return r;
         }
-        res->listen_fd = fd;
-        res->listen_gen = res->d->kubelet_gen;
+        res->srv.listen_fd = fd;
+        res->srv.listen_gen = res->d->kubelet.gen;
         log_info("resource \"%s\": serving on %s", res->cfg->name, res->socket_path);
         return 0;
 }
 
 void dp_server_unlisten(struct dp_resource *res, bool unlink_path) {
-        if (res->listen_fd < 0)
+        if (res->srv.listen_fd < 0)
                 return;
-        close(res->listen_fd);
-        res->listen_fd = -1;
+        close(res->srv.listen_fd);
+        res->srv.listen_fd = -1;
         if (unlink_path && unlink(res->socket_path) < 0 && errno != ENOENT)
                 log_warn("resource \"%s\": cannot remove %s: %m", res->cfg->name, res->socket_path);
 }
@@ -540,7 +540,7 @@ void dp_server_accept(struct dp_resource *res) {
         if (res->accept.resume_ms)
                 return;
         for (;;) {
-                int fd = accept4(res->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+                int fd = accept4(res->srv.listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
                 if (fd < 0) {
                         if (errno == EINTR || errno == ECONNABORTED)
                                 continue;
@@ -564,14 +564,14 @@ void dp_server_accept(struct dp_resource *res) {
                 }
                 grpc_server_credentials *creds = grpc_insecure_server_credentials_create();
                 /* grpc owns fd from here, and closes it with the connection. */
-                grpc_server_add_channel_from_fd(res->server, fd, creds);
+                grpc_server_add_channel_from_fd(res->srv.server, fd, creds);
                 grpc_server_credentials_release(creds);
         }
 }
 
 /* The fd the watcher polls for new connections: none while paused. */
 int dp_server_poll_fd(const struct dp_resource *res) {
-        return res->accept.resume_ms ? -1 : res->listen_fd;
+        return res->accept.resume_ms ? -1 : res->srv.listen_fd;
 }
 
 void dp_accept_due(void *ctx) {
@@ -583,7 +583,7 @@ void dp_accept_due(void *ctx) {
                 if (!res->accept.resume_ms || res->accept.resume_ms > now)
                         continue;
                 res->accept.resume_ms = 0;
-                if (res->listen_fd >= 0)
+                if (res->srv.listen_fd >= 0)
                         dp_server_accept(res);
         }
         accept_timer_set(d);
@@ -591,33 +591,33 @@ void dp_accept_due(void *ctx) {
 
 void dp_server_stop(struct dp_resource *res) {
         dp_server_unlisten(res, true);
-        if (res->state != SRV_UP)
+        if (res->srv.state != SRV_UP)
                 return;
-        res->state = SRV_STOPPING;
+        res->srv.state = SRV_STOPPING;
         /* No new calls; the open ones first end with a status. */
-        grpc_server_shutdown_and_notify(res->server, res->d->cq, &res->shutdown_tag);
-        for (struct dp_call *c = res->streams; c; c = c->next)
+        grpc_server_shutdown_and_notify(res->srv.server, res->d->cq, &res->srv.shutdown_tag);
+        for (struct dp_call *c = res->srv.streams; c; c = c->next)
                 stream_end(c);
         maybe_cancel_calls(res);
 }
 
 void dp_server_cancel_stopping(struct dp_daemon *d) {
         for (size_t i = 0; i < d->n_res; i++)
-                if (d->res[i]->state == SRV_STOPPING)
-                        grpc_server_cancel_all_calls(d->res[i]->server);
-        for (struct dp_resource *res = d->retired; res; res = res->next_retired)
-                if (res->state == SRV_STOPPING)
-                        grpc_server_cancel_all_calls(res->server);
+                if (d->res[i]->srv.state == SRV_STOPPING)
+                        grpc_server_cancel_all_calls(d->res[i]->srv.server);
+        for (struct dp_resource *res = d->retired; res; res = res->life.next_retired)
+                if (res->srv.state == SRV_STOPPING)
+                        grpc_server_cancel_all_calls(res->srv.server);
 }
 
 size_t dp_server_streams(const struct dp_resource *res) {
         size_t n = 0;
-        for (const struct dp_call *c = res->streams; c; c = c->next)
+        for (const struct dp_call *c = res->srv.streams; c; c = c->next)
                 n += !c->closed;
         return n;
 }
 
 void dp_server_push(struct dp_resource *res) {
-        for (struct dp_call *c = res->streams; c; c = c->next)
+        for (struct dp_call *c = res->srv.streams; c; c = c->next)
                 stream_send(c);
 }

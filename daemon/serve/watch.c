@@ -70,8 +70,8 @@
 /* inotify gives one watch per inode: the ancestor may also be the config
  * file's dir (reload.c), whose watch must outlive this one. */
 static void ancestor_unwatch(struct dp_daemon *d) {
-        if (d->ancestor_wd != d->config_wd)
-                inotify_rm_watch(d->inotify_fd, d->ancestor_wd);
+        if (d->watch.ancestor_wd != d->watch.config_wd)
+                inotify_rm_watch(d->watch.inotify_fd, d->watch.ancestor_wd);
 }
 
 /* Watch the nearest existing ancestor of the missing kubelet dir. */
@@ -89,15 +89,15 @@ static int watch_ancestor(struct dp_daemon *d) {
                         slash[1] = '\0';
                 else
                         *slash = '\0';
-                wd = inotify_add_watch(d->inotify_fd, path, ANCESTOR_MASK);
+                wd = inotify_add_watch(d->watch.inotify_fd, path, ANCESTOR_MASK);
                 if (wd >= 0)
                         break;
                 if ((errno != ENOENT && errno != ENOTDIR) || strcmp(path, "/") == 0)
                         return -errno;
         }
-        if (d->ancestor_wd >= 0 && d->ancestor_wd != wd)
+        if (d->watch.ancestor_wd >= 0 && d->watch.ancestor_wd != wd)
                 ancestor_unwatch(d);
-        d->ancestor_wd = wd;
+        d->watch.ancestor_wd = wd;
         log_info("kubelet dir %s does not exist yet, waiting for it (watching %s)",
                  d->opts->kubelet_dir, path);
         return 0;
@@ -109,12 +109,12 @@ static int watch_kubelet_dir(struct dp_daemon *d) {
         bool ancestor_watched = false;
 
         for (;;) {
-                int wd = inotify_add_watch(d->inotify_fd, d->opts->kubelet_dir, KUBELET_MASK);
+                int wd = inotify_add_watch(d->watch.inotify_fd, d->opts->kubelet_dir, KUBELET_MASK);
                 if (wd >= 0) {
-                        d->kubelet_wd = wd;
-                        if (d->ancestor_wd >= 0 && d->ancestor_wd != wd)
+                        d->watch.kubelet_wd = wd;
+                        if (d->watch.ancestor_wd >= 0 && d->watch.ancestor_wd != wd)
                                 ancestor_unwatch(d);
-                        d->ancestor_wd = -1;
+                        d->watch.ancestor_wd = -1;
                         return 1;
                 }
                 if (errno != ENOENT && errno != ENOTDIR)
@@ -149,7 +149,7 @@ static int watch_in_root(struct dp_daemon *d, const char *dir) {
         if (r < 0)
                 return r;
         snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-        wd = inotify_add_watch(d->inotify_fd, proc, DEVICE_MASK);
+        wd = inotify_add_watch(d->watch.inotify_fd, proc, DEVICE_MASK);
         r = wd < 0 ? -errno : wd;
         close(fd);
         return r;
@@ -158,12 +158,12 @@ static int watch_in_root(struct dp_daemon *d, const char *dir) {
 /* Watch one device dir (once, whoever needs it). Returns 1 when a new
  * watch was added, 0 when it already existed or could not be added. */
 static int dev_watch_add(struct dp_daemon *d, const char *dir, const char *resource) {
-        size_t slot = d->dev_wd_dirs.n;
+        size_t slot = d->watch.dev_wd_dirs.n;
         int wd;
 
-        for (size_t i = 0; i < d->dev_wd_dirs.n; i++)
-                if (strcmp(d->dev_wd_dirs.v[i], dir) == 0) {
-                        if (d->dev_wds[i] >= 0)
+        for (size_t i = 0; i < d->watch.dev_wd_dirs.n; i++)
+                if (strcmp(d->watch.dev_wd_dirs.v[i], dir) == 0) {
+                        if (d->watch.dev_wds[i] >= 0)
                                 return 0;
                         slot = i; /* watched before, removed since: reuse */
                 }
@@ -173,16 +173,16 @@ static int dev_watch_add(struct dp_daemon *d, const char *dir, const char *resou
                          resource, dir, strerror(-wd));
                 return 0;
         }
-        if (slot == d->dev_wd_dirs.n) {
-                int *wds = realloc(d->dev_wds, (d->dev_wd_dirs.n + 1) * sizeof(int));
+        if (slot == d->watch.dev_wd_dirs.n) {
+                int *wds = realloc(d->watch.dev_wds, (d->watch.dev_wd_dirs.n + 1) * sizeof(int));
                 if (wds)
-                        d->dev_wds = wds;
-                if (!wds || base_strvec_push_dup(&d->dev_wd_dirs, dir) < 0) {
-                        inotify_rm_watch(d->inotify_fd, wd);
+                        d->watch.dev_wds = wds;
+                if (!wds || base_strvec_push_dup(&d->watch.dev_wd_dirs, dir) < 0) {
+                        inotify_rm_watch(d->watch.inotify_fd, wd);
                         return -ENOMEM;
                 }
         }
-        d->dev_wds[slot] = wd;
+        d->watch.dev_wds[slot] = wd;
         log_debug("resource \"%s\": watching %s", resource, dir);
         return 1;
 }
@@ -223,7 +223,7 @@ static void relisten(struct dp_resource *res) {
         res->relisten.at_ms = 0;
         if (dp_server_listen(res) < 0)
                 return;
-        if (res->registration.gen != res->d->kubelet_gen)
+        if (res->registration.gen != res->d->kubelet.gen)
                 dp_register(res);
         else
                 dp_register_relistened(res);
@@ -233,11 +233,10 @@ static void relisten(struct dp_resource *res) {
  * leads to a dead kubelet, then every socket is made again and everyone
  * registers. */
 static void kubelet_appeared(struct dp_daemon *d) {
-        d->kubelet_gen++;
-        dp_kubelet_channel_close(d);
+        dp_kubelet_new_gen(d);
         for (size_t i = 0; i < d->n_res; i++) {
                 d->res[i]->relisten.at_ms = 0;
-                if (d->kubelet_wd >= 0)
+                if (d->watch.kubelet_wd >= 0)
                         dp_server_listen(d->res[i]);
                 dp_register(d->res[i]);
         }
@@ -255,7 +254,7 @@ static void kubelet_dir_appeared(struct dp_daemon *d) {
 
 static void kubelet_dir_gone(struct dp_daemon *d) {
         log_warn("kubelet dir %s was removed; sockets stop until it is back", d->opts->kubelet_dir);
-        d->kubelet_wd = -1;
+        d->watch.kubelet_wd = -1;
         for (size_t i = 0; i < d->n_res; i++) {
                 d->res[i]->relisten.at_ms = 0;
                 dp_server_unlisten(d->res[i], false);
@@ -270,7 +269,7 @@ static void socket_gone(struct dp_resource *res) {
 
         /* Our own re-listening makes the same events; a socket that is
          * there again is the new one. */
-        if (res->listen_fd < 0 || stat(res->socket_path, &st) == 0)
+        if (res->srv.listen_fd < 0 || stat(res->socket_path, &st) == 0)
                 return;
         dp_server_unlisten(res, false);
         if (!dp_kubelet_present(d)) {
@@ -280,7 +279,7 @@ static void socket_gone(struct dp_resource *res) {
                         res->cfg->name, res->socket_path);
                 return;
         }
-        if (res->listen_gen != d->kubelet_gen) {
+        if (res->srv.listen_gen != d->kubelet.gen) {
                 log_info(
                         "resource \"%s\": socket %s was removed by the kubelet that started since, "
                         "re-creating it",
@@ -304,7 +303,7 @@ void dp_watch_due(void *ctx) {
                 if (!res->relisten.at_ms || res->relisten.at_ms > now)
                         continue;
                 res->relisten.at_ms = 0;
-                if (d->kubelet_wd >= 0 && res->listen_fd < 0 && dp_kubelet_present(d))
+                if (d->watch.kubelet_wd >= 0 && res->srv.listen_fd < 0 && dp_kubelet_present(d))
                         relisten(res);
         }
         relisten_timer_set(d);
@@ -352,18 +351,18 @@ static int split_real(const char *path, char **ret_dir, char **ret_name) {
 /* Whether wd is also one of the daemon's other watches: inotify gives one
  * watch per inode, so removing it would end theirs too. */
 static bool wd_shared(const struct dp_daemon *d, int wd) {
-        if (wd == d->config_wd || wd == d->kubelet_wd || wd == d->ancestor_wd)
+        if (wd == d->watch.config_wd || wd == d->watch.kubelet_wd || wd == d->watch.ancestor_wd)
                 return true;
-        for (size_t i = 0; i < d->dev_wd_dirs.n; i++)
-                if (d->dev_wds[i] == wd)
+        for (size_t i = 0; i < d->watch.dev_wd_dirs.n; i++)
+                if (d->watch.dev_wds[i] == wd)
                         return true;
         return false;
 }
 
 static void unwatch_real(struct dp_daemon *d) {
-        if (d->config_real_wd >= 0 && !wd_shared(d, d->config_real_wd))
-                inotify_rm_watch(d->inotify_fd, d->config_real_wd);
-        d->config_real_wd = -1;
+        if (d->watch.config_real_wd >= 0 && !wd_shared(d, d->watch.config_real_wd))
+                inotify_rm_watch(d->watch.inotify_fd, d->watch.config_real_wd);
+        d->watch.config_real_wd = -1;
 }
 
 /* Watch the dir where the config file really lives, if that is not the
@@ -378,7 +377,7 @@ void dp_watch_config_real(struct dp_daemon *d) {
                 unwatch_real(d);
                 return;
         }
-        int wd = inotify_add_watch(d->inotify_fd, dir, CONFIG_MASK);
+        int wd = inotify_add_watch(d->watch.inotify_fd, dir, CONFIG_MASK);
         if (wd < 0) {
                 log_warn(
                         "config: cannot watch %s, where %s leads: %m; a write in place there needs "
@@ -387,14 +386,14 @@ void dp_watch_config_real(struct dp_daemon *d) {
                 unwatch_real(d);
                 return;
         }
-        if (wd != d->config_real_wd || !d->config_real_name ||
-            strcmp(name, d->config_real_name) != 0)
+        if (wd != d->watch.config_real_wd || !d->watch.config_real_name ||
+            strcmp(name, d->watch.config_real_name) != 0)
                 log_info("config: %s leads to %s/%s; watching %s too", path, dir, name, dir);
-        if (wd != d->config_real_wd)
+        if (wd != d->watch.config_real_wd)
                 unwatch_real(d);
-        d->config_real_wd = wd;
-        free(d->config_real_name);
-        d->config_real_name = TAKE_PTR(name);
+        d->watch.config_real_wd = wd;
+        free(d->watch.config_real_name);
+        d->watch.config_real_name = TAKE_PTR(name);
 }
 
 int dp_watch_config_setup(struct dp_daemon *d) {
@@ -410,18 +409,19 @@ int dp_watch_config_setup(struct dp_daemon *d) {
                 if (!dir)
                         return -ENOMEM;
         }
-        d->config_name = strdup(slash ? slash + 1 : path);
-        if (!d->config_name)
+        d->watch.config_name = strdup(slash ? slash + 1 : path);
+        if (!d->watch.config_name)
                 return -ENOMEM;
-        d->config_wd = inotify_add_watch(d->inotify_fd, dir, CONFIG_MASK);
-        if (d->config_wd < 0) {
+        d->watch.config_wd = inotify_add_watch(d->watch.inotify_fd, dir, CONFIG_MASK);
+        if (d->watch.config_wd < 0) {
                 /* The daemon can serve without it; an operator can still
                  * send SIGHUP. */
                 log_warn("config: cannot watch %s for changes: %m; only SIGHUP reloads %s", dir,
                          path);
                 return 0;
         }
-        log_info("config: watching %s for changes to %s (SIGHUP reloads too)", dir, d->config_name);
+        log_info("config: watching %s for changes to %s (SIGHUP reloads too)", dir,
+                 d->watch.config_name);
         dp_watch_config_real(d);
         return 0;
 }
@@ -431,60 +431,61 @@ static void real_event(struct dp_daemon *d, const struct inotify_event *ev) {
         /* That dir is gone (an old ConfigMap dir after a swap, whose
          * reload resolves the path again). */
         if (ev->mask & IN_IGNORED) {
-                d->config_real_wd = -1;
+                d->watch.config_real_wd = -1;
                 return;
         }
-        if (!ev->len || !d->config_real_name || strcmp(ev->name, d->config_real_name) != 0)
+        if (!ev->len || !d->watch.config_real_name ||
+            strcmp(ev->name, d->watch.config_real_name) != 0)
                 return;
         /* A new file is still being written: its IN_CLOSE_WRITE follows. */
         if (ev->mask & (IN_CLOSE_WRITE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM))
-                d->reload_due = true;
+                d->watch.reload_due = true;
 }
 
 static void config_event(struct dp_daemon *d, const struct inotify_event *ev) {
         const char *path = d->opts->config_path;
         struct stat st;
 
-        if (ev->wd == d->config_real_wd)
+        if (ev->wd == d->watch.config_real_wd)
                 real_event(d, ev);
-        if (ev->wd != d->config_wd)
+        if (ev->wd != d->watch.config_wd)
                 return;
 
         if (ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED)) {
-                if (d->config_wd >= 0)
+                if (d->watch.config_wd >= 0)
                         log_warn(
                                 "config: the dir of %s was removed or moved; the running configuration stays, "
                                 "and only SIGHUP reloads it now",
                                 path);
-                d->config_wd = -1;
+                d->watch.config_wd = -1;
                 return;
         }
         if (!ev->len)
                 return;
         if (strcmp(ev->name, CONFIGMAP_DATA) == 0) {
                 if (ev->mask & (IN_MOVED_TO | IN_CREATE))
-                        d->reload_due = true;
+                        d->watch.reload_due = true;
                 return;
         }
-        if (strcmp(ev->name, d->config_name) != 0)
+        if (strcmp(ev->name, d->watch.config_name) != 0)
                 return;
         /* Maybe an editor moving the old file aside before it writes the
          * new one (vim): the reload, after the whole batch of events,
          * tells that from a removal. */
         if (ev->mask & (IN_DELETE | IN_MOVED_FROM)) {
-                d->reload_due = true;
+                d->watch.reload_due = true;
                 return;
         }
         /* A new regular file is still being written: its IN_CLOSE_WRITE
          * follows. A new symlink is complete at once. */
         if ((ev->mask & IN_CREATE) && !(lstat(path, &st) == 0 && S_ISLNK(st.st_mode)))
                 return;
-        d->reload_due = true;
+        d->watch.reload_due = true;
 }
 
 static void kubelet_event(struct dp_daemon *d, const struct inotify_event *ev) {
         if (ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED)) {
-                if (d->kubelet_wd >= 0)
+                if (d->watch.kubelet_wd >= 0)
                         kubelet_dir_gone(d);
                 return;
         }
@@ -492,10 +493,7 @@ static void kubelet_event(struct dp_daemon *d, const struct inotify_event *ev) {
                 return;
         if (strcmp(ev->name, "kubelet.sock") == 0 && (ev->mask & (IN_CREATE | IN_MOVED_TO))) {
                 log_info("kubelet.sock appeared: registering %zu resources", d->n_res);
-                /* The first kubelet of a daemon that started before it is
-                 * no restart. */
-                d->kubelet_restarts += d->kubelet_seen;
-                d->kubelet_seen = true;
+                dp_kubelet_sock_created(d);
                 kubelet_appeared(d);
                 return;
         }
@@ -534,7 +532,7 @@ static void refresh(struct dp_resource *res) {
 /* After a lost event nothing can be trusted: check everything. */
 static void resync(struct dp_daemon *d) {
         log_warn("inotify queue overflowed; re-checking sockets, devices and the config");
-        d->reload_due = true;
+        d->watch.reload_due = true;
         for (size_t i = 0; i < d->n_res; i++)
                 socket_gone(d->res[i]);
         kubelet_appeared(d);
@@ -550,7 +548,7 @@ void dp_watch_handle(struct dp_daemon *d) {
 
         if (!dirty)
                 return;
-        while ((n = read(d->inotify_fd, buf, sizeof(buf))) > 0) {
+        while ((n = read(d->watch.inotify_fd, buf, sizeof(buf))) > 0) {
                 for (char *p = buf; p < buf + n;) {
                         const struct inotify_event *ev = (const struct inotify_event *)p;
                         p += sizeof(*ev) + ev->len;
@@ -558,21 +556,22 @@ void dp_watch_handle(struct dp_daemon *d) {
                                 resync(d);
                                 continue;
                         }
-                        if (ev->wd == d->kubelet_wd)
+                        if (ev->wd == d->watch.kubelet_wd)
                                 kubelet_event(d, ev);
-                        if (ev->wd == d->config_wd || ev->wd == d->config_real_wd)
+                        if (ev->wd == d->watch.config_wd || ev->wd == d->watch.config_real_wd)
                                 config_event(d, ev);
-                        if (ev->wd == d->ancestor_wd && watch_kubelet_dir(d) == 1)
+                        if (ev->wd == d->watch.ancestor_wd && watch_kubelet_dir(d) == 1)
                                 kubelet_dir_appeared(d);
-                        for (size_t w = 0; w < d->dev_wd_dirs.n; w++) {
-                                if (ev->wd != d->dev_wds[w])
+                        for (size_t w = 0; w < d->watch.dev_wd_dirs.n; w++) {
+                                if (ev->wd != d->watch.dev_wds[w])
                                         continue;
                                 /* The dir is gone; its parent's watch
                                  * (or a later refresh) brings it back. */
                                 if (ev->mask & IN_IGNORED)
-                                        d->dev_wds[w] = -1;
+                                        d->watch.dev_wds[w] = -1;
                                 for (size_t i = 0; i < d->n_res; i++)
-                                        if (has_dir(d->res[i]->watch_dirs, d->dev_wd_dirs.v[w]))
+                                        if (has_dir(d->res[i]->watch_dirs,
+                                                    d->watch.dev_wd_dirs.v[w]))
                                                 dirty[i] = true;
                         }
                 }

@@ -88,7 +88,7 @@ Test(lifecycle, new_then_refresh_finds_devices_and_writes_the_spec_first) {
         cr_assert_geq(asprintf(&sock, "%s/%s", f.kubelet_dir, f.d.cfg->resources[0].socket_name),
                       0);
         cr_expect_str_eq(res->socket_path, sock);
-        cr_expect_eq(res->listen_fd, -1);
+        cr_expect_eq(res->srv.listen_fd, -1);
         cr_expect_eq(res->plugin->n_devs, 0, "nothing discovered yet");
         cr_expect_not(spec_on_disk(&f, res));
 
@@ -139,14 +139,14 @@ Test(lifecycle, a_retired_resource_outlives_its_config_until_its_last_call) {
         cr_assert_not_null(room);
         cr_assert_eq(dp_resource_new(&f.d, &f.d.cfg->resources[0], &res), 0);
         cr_assert_eq(dp_resource_refresh(res, &changed), 0);
-        res->calls = 1; /* an answer still on its way */
+        res->life.calls = 1; /* an answer still on its way */
 
         dp_resource_own_cfg(res, room);
         dp_resource_retire(res);
-        cr_expect(res->retired);
+        cr_expect(res->life.retired);
         cr_expect_eq(f.d.retired, res);
         cr_expect_eq(res->cfg, room);
-        cr_expect_eq(res->owned_cfg, room);
+        cr_expect_eq(res->life.owned_cfg, room);
         /* The config it came from goes, as after a reload. */
         cfg_free(f.d.cfg);
         f.d.cfg = NULL;
@@ -155,9 +155,35 @@ Test(lifecycle, a_retired_resource_outlives_its_config_until_its_last_call) {
 
         dp_resource_maybe_free(res);
         cr_expect_eq(f.d.retired, res, "a call still points at it");
-        res->calls = 0;
+        res->life.calls = 0;
         dp_resource_maybe_free(res);
         cr_expect_null(f.d.retired, "freed once nothing points at it");
+        teardown(&f);
+}
+
+Test(lifecycle, a_retired_resource_waits_for_its_server_and_its_register) {
+        struct fixture f;
+        struct dp_resource *res = NULL;
+        struct cfg_resource *room = calloc(1, sizeof(*room));
+
+        setup(&f);
+        cr_assert_not_null(room);
+        cr_assert_eq(dp_resource_new(&f.d, &f.d.cfg->resources[0], &res), 0);
+        dp_resource_maybe_free(res);
+        /* Not retired: left alone (ASan would see the use after a free). */
+
+        res->srv.state = SRV_STOPPING; /* its server's shutdown still on its way */
+        dp_resource_own_cfg(res, room);
+        dp_resource_retire(res);
+        dp_resource_maybe_free(res);
+        cr_expect_eq(f.d.retired, res, "its server is still stopping");
+        res->srv.state = SRV_DOWN;
+        res->registration.call = (struct dp_reg *)&f; /* a Register in flight */
+        dp_resource_maybe_free(res);
+        cr_expect_eq(f.d.retired, res, "its Register is still in flight");
+        res->registration.call = NULL;
+        dp_resource_maybe_free(res);
+        cr_expect_null(f.d.retired, "freed once both are done");
         teardown(&f);
 }
 
@@ -177,14 +203,14 @@ Test(lifecycle, retired_free_all_frees_what_is_still_winding_down) {
         cr_assert(ra && rb);
         cr_assert_eq(dp_resource_new(&f.d, &f.d.cfg->resources[0], &a), 0);
         cr_assert_eq(dp_resource_new(&f.d, &f.d.cfg->resources[1], &b), 0);
-        a->calls = 2;
-        b->calls = 1;
+        a->life.calls = 2;
+        b->life.calls = 1;
         dp_resource_own_cfg(a, ra);
         dp_resource_retire(a);
         dp_resource_own_cfg(b, rb);
         dp_resource_retire(b);
         cr_expect_eq(f.d.retired, b);
-        cr_expect_eq(b->next_retired, a);
+        cr_expect_eq(b->life.next_retired, a);
         dp_retired_free_all(&f.d);
         cr_expect_null(f.d.retired);
         teardown(&f);
