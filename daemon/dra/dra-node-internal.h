@@ -33,6 +33,8 @@ struct dra_node {
         struct dra_call *streams;
         uint8_t *health_buf; /* the packed list, NodeWatchResourcesResponse */
         size_t health_len;
+        uint8_t *health_bare; /* the same without the times, to tell a change */
+        size_t health_bare_len;
         uint64_t health_gen; /* bumped when the list changes */
 };
 

@@ -159,8 +159,8 @@ int dra_node_health_set(struct dra_node *n, const struct dra_health_device *devs
         _cleanup_free_ V1__DeviceIdentifier *ids = calloc(count + 1, sizeof(*ids));
         _cleanup_free_ V1__DeviceHealth **ptrs = calloc(count + 1, sizeof(*ptrs));
         int64_t now = (int64_t)time(NULL);
-        uint8_t *buf;
-        size_t len;
+        uint8_t *buf, *bare;
+        size_t len, bare_len;
 
         if (!health || !ids || !ptrs)
                 return -ENOMEM;
@@ -172,21 +172,38 @@ int dra_node_health_set(struct dra_node *n, const struct dra_health_device *devs
                 health[i].device = &ids[i];
                 health[i].health =
                         devs[i].healthy ? V1__HEALTH_STATUS__HEALTHY : V1__HEALTH_STATUS__UNHEALTHY;
-                health[i].last_updated_time = now;
                 ptrs[i] = &health[i];
         }
         resp.devices = ptrs;
         resp.n_devices = count;
+        /* Without the times first: a list that did not change (a reload
+         * that left the DRA resources as they were) is not sent again. */
         len = v1__node_watch_resources_response__get_packed_size(&resp);
         if (len > DP_MAX_MESSAGE)
                 return -EMSGSIZE;
-        buf = malloc(len + 1);
-        if (!buf)
+        bare = malloc(len + 1);
+        if (!bare)
                 return -ENOMEM;
+        v1__node_watch_resources_response__pack(&resp, bare);
+        bare_len = len;
+        if (n->health_bare && n->health_bare_len == len && memcmp(n->health_bare, bare, len) == 0) {
+                free(bare);
+                return 0;
+        }
+        for (size_t i = 0; i < count; i++)
+                health[i].last_updated_time = now;
+        len = v1__node_watch_resources_response__get_packed_size(&resp);
+        if (len > DP_MAX_MESSAGE || !(buf = malloc(len + 1))) {
+                free(bare);
+                return len > DP_MAX_MESSAGE ? -EMSGSIZE : -ENOMEM;
+        }
         v1__node_watch_resources_response__pack(&resp, buf);
         free(n->health_buf);
+        free(n->health_bare);
         n->health_buf = buf;
         n->health_len = len;
+        n->health_bare = bare;
+        n->health_bare_len = bare_len;
         n->health_gen++;
         for (struct dra_call *c = n->streams; c; c = c->next)
                 stream_send(c);
@@ -195,5 +212,6 @@ int dra_node_health_set(struct dra_node *n, const struct dra_health_device *devs
 
 void dra_health_free(struct dra_node *n) {
         free(n->health_buf);
-        n->health_buf = NULL;
+        free(n->health_bare);
+        n->health_buf = n->health_bare = NULL;
 }

@@ -66,11 +66,12 @@ static int make_dirs(struct dra_node *n) {
         return r;
 }
 
+/* The hidden name it is bound under first (listen_on) is 5 bytes longer. */
 static int check_path(const char *path) {
-        if (strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
+        if (strlen(path) + 5 >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
                 log_with(LOG_ERR, &(struct log_fields){ .path = path, .err = ENAMETOOLONG },
                          "dra: socket path %s is too long for a unix socket (at most %zu bytes)",
-                         path, sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
+                         path, sizeof(((struct sockaddr_un *)0)->sun_path) - 6);
                 return -ENAMETOOLONG;
         }
         return 0;
@@ -108,22 +109,35 @@ int dra_node_new(const struct dra_node_settings *s, struct dra_node **ret) {
         return 0;
 }
 
+/* The socket is bound under a hidden name (the kubelet's plugin watcher
+ * skips names starting with '.'), listening, and only then renamed into
+ * place: the kubelet dials a socket the moment it appears, and one bound
+ * but not yet listening refuses it. */
 static int listen_on(const char *path, int *ret_fd) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        int fd;
+        _cleanup_free_ char *tmp = NULL;
+        const char *base = strrchr(path, '/');
+        int fd, r;
 
-        memcpy(sa.sun_path, path, strlen(path) + 1); /* checked by check_path */
-        /* Left by an earlier run: bind would fail. The name is ours. */
-        if (unlink(path) < 0 && errno != ENOENT)
-                log_with(LOG_WARN, &(struct log_fields){ .path = path, .err = errno },
-                         "dra: cannot remove stale socket %s: %m", path);
+        r = xasprintf(&tmp, "%.*s/.%s.tmp", (int)(base - path), path, base + 1);
+        if (r < 0)
+                return r;
+        if (strlen(tmp) >= sizeof(sa.sun_path))
+                return -ENAMETOOLONG;
+        memcpy(sa.sun_path, tmp, strlen(tmp) + 1);
+        /* Left by an earlier run: bind would fail. The names are ours. */
+        if (unlink(tmp) < 0 && errno != ENOENT)
+                log_with(LOG_WARN, &(struct log_fields){ .path = tmp, .err = errno },
+                         "dra: cannot remove stale socket %s: %m", tmp);
         fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-        if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 64) < 0) {
-                int r = -errno;
+        if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 64) < 0 ||
+            rename(tmp, path) < 0) {
+                r = -errno;
                 log_with(LOG_ERR, &(struct log_fields){ .path = path, .err = -r },
                          "dra: cannot listen on %s: %s", path, strerror(-r));
                 if (fd >= 0)
                         close(fd);
+                (void)unlink(tmp);
                 return r;
         }
         *ret_fd = fd;

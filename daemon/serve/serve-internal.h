@@ -132,6 +132,13 @@ struct dp_watcher {
         bool reload_due; /* the config file changed on disk */
 };
 
+/* The DRA driver's node server (dra.c). */
+struct dra_node;
+struct dp_dra {
+        struct dra_node *node; /* NULL: the config has no "dra" section */
+        int wd;                /* watch on plugins_registry, or -1 */
+};
+
 struct dp_daemon {
         const struct dp_options *opts;
         struct cfg_config *cfg;
@@ -151,6 +158,7 @@ struct dp_daemon {
 
         struct dp_kubelet kubelet;          /* kubelet.c's */
         struct dp_watcher watch;            /* watch.c's */
+        struct dp_dra dra;                  /* dra.c's */
         struct dp_http *http;               /* the metrics endpoint, or NULL */
         struct dp_retained *retained_specs; /* specs of resources gone from the config, or NULL */
 };
@@ -172,6 +180,21 @@ void dp_resource_retire(struct dp_resource *res);
 void dp_resource_maybe_free(struct dp_resource *res);
 void dp_retired_free_all(struct dp_daemon *d);
 void dp_resource_free(struct dp_resource *res);
+
+/* dra.c: the DRA driver's node server, when the config has "dra". setup
+ * before the lock-down, start after grpc_init; publish after any change
+ * of a DRA resource's list or of the resources. */
+struct inotify_event;
+int dp_dra_setup(struct dp_daemon *d);
+int dp_dra_start(struct dp_daemon *d);
+bool dp_resource_is_dra(const struct dp_resource *res);
+void dp_dra_publish(struct dp_daemon *d);
+void dp_dra_event(struct dp_daemon *d, const struct inotify_event *ev);
+void dp_dra_poll_fds(const struct dp_daemon *d, int ret[2]);
+void dp_dra_accept(struct dp_daemon *d, int fd);
+void dp_dra_stop(struct dp_daemon *d);
+bool dp_dra_done(const struct dp_daemon *d);
+void dp_dra_free(struct dp_daemon *d);
 
 /* scrape.c: what the metrics endpoint renders, read from d under d->lock. */
 void dp_scrape_source(struct dp_daemon *d, struct dp_metrics_source *ret);

@@ -177,7 +177,7 @@ static void *watch_thread(void *arg) {
                 for (ssize_t off = 0; off < len;) {
                         const struct inotify_event *ev = (const void *)(buf + off);
                         off += (ssize_t)(sizeof(*ev) + ev->len);
-                        if (ev->len && (ev->mask & IN_CREATE))
+                        if (ev->len && (ev->mask & (IN_CREATE | IN_MOVED_TO)))
                                 register_socket(k, ev->name);
                 }
         }
@@ -198,7 +198,7 @@ int tk_dra_start(const char *root, struct tk_dra **ret) {
         pthread_cond_init(&k->cond, NULL);
         k->ino = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
         k->stop_fd = eventfd(0, EFD_CLOEXEC);
-        k->wd = k->ino < 0 ? -1 : inotify_add_watch(k->ino, k->dir, IN_CREATE);
+        k->wd = k->ino < 0 ? -1 : inotify_add_watch(k->ino, k->dir, IN_CREATE | IN_MOVED_TO);
         if (k->wd < 0 || k->stop_fd < 0 || pthread_create(&k->thread, NULL, watch_thread, k)) {
                 int r = -errno;
                 if (k->ino >= 0)

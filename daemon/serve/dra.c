@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The DRA driver in the running daemon: its node server (daemon/dra) on
+ * the daemon's completion queue and watcher, and the health list it
+ * streams, built from the DRA resources' plugins. A resource with
+ * "api": "dra" has the same plugin as any other (discovery, CDI spec,
+ * hotplug, health), but no device-plugin socket and no Register
+ * (server.c). The node server exists whenever the config has a "dra"
+ * section: the kubelet then knows the driver even while no resource uses
+ * it, and a reload that adds the first DRA resource needs nothing more. */
+#include <errno.h>
+#include <string.h>
+#include <sys/inotify.h>
+
+#include "config.h"
+#include "dra.h"
+#include "dra_node.h"
+#include "log.h"
+#include "plugin.h"
+#include "serve-internal.h"
+
+int dp_dra_setup(struct dp_daemon *d) {
+        struct dra_node_settings s = {
+                .kubelet_root = d->opts->kubelet_root,
+                .driver = d->cfg->dra_driver,
+        };
+        int r;
+
+        if (!d->cfg->dra_driver)
+                return 0;
+        r = dra_node_new(&s, &d->dra.node);
+        if (r < 0)
+                return r;
+        /* The kubelet deletes every socket in plugins_registry when it
+         * starts: the registry socket is made again at once. */
+        d->dra.wd = inotify_add_watch(d->watch.inotify_fd, dra_node_registry_dir(d->dra.node),
+                                      IN_DELETE | IN_MOVED_FROM | IN_ONLYDIR);
+        if (d->dra.wd < 0) {
+                r = -errno;
+                log_with(LOG_ERR,
+                         &(struct log_fields){ .path = dra_node_registry_dir(d->dra.node),
+                                               .err = -r },
+                         "dra: cannot watch %s: %s", dra_node_registry_dir(d->dra.node),
+                         strerror(-r));
+                return r;
+        }
+        return 0;
+}
+
+int dp_dra_start(struct dp_daemon *d) {
+        int r;
+
+        if (!d->dra.node)
+                return 0;
+        dp_dra_publish(d);
+        r = dra_node_start(d->dra.node, d->cq);
+        return r;
+}
+
+static bool is_dra(const struct dp_resource *res) {
+        return res->cfg->api == CFG_API_DRA;
+}
+
+bool dp_resource_is_dra(const struct dp_resource *res) {
+        return is_dra(res);
+}
+
+/* The devices ListAndWatch lists (dp_plugin_list), with the same health:
+ * one the spec on disk lacks, or gone, is not offered at all. */
+static bool id_listed(const struct dp_plugin *p, size_t dev) {
+        const struct dp_device *v = &p->devs[dev];
+        return !((p->held && !v->in_spec) || v->gone);
+}
+
+static bool id_healthy(const struct dp_plugin *p, size_t dev) {
+        const struct dp_device *v = &p->devs[dev];
+        return v->healthy && !(p->held && v->spec_stale);
+}
+
+struct health_list {
+        struct dra_health_device *v;
+        char **names; /* owned pool and device names */
+        size_t n, cap, n_names;
+};
+
+static void health_list_clear(struct health_list *l) {
+        for (size_t i = 0; i < l->n_names; i++)
+                free(l->names[i]);
+        free(l->names);
+        free(l->v);
+}
+
+static int keep(struct health_list *l, char *s) {
+        char **more = reallocarray(l->names, l->n_names + 1, sizeof(*l->names));
+        if (!more) {
+                free(s);
+                return -ENOMEM;
+        }
+        l->names = more;
+        l->names[l->n_names++] = s;
+        return 0;
+}
+
+static int add_resource(struct health_list *l, const struct dp_daemon *d,
+                        const struct dp_resource *res) {
+        const struct dp_plugin *p = res->plugin;
+        char *pool = NULL;
+        int r = dra_pool_name(d->opts->node_name, res->cfg->name, &pool);
+
+        if (r < 0 || (r = keep(l, pool)) < 0)
+                return r;
+        if (p->n_ids > SIZE_MAX / 2 - l->n)
+                return -ENOMEM;
+        struct dra_health_device *more = reallocarray(l->v, l->n + p->n_ids + 1, sizeof(*l->v));
+        if (!more)
+                return -ENOMEM;
+        l->v = more;
+        for (size_t i = 0; i < p->n_ids; i++) {
+                size_t dev = dp_plugin_id_dev(p, i);
+                char *name = NULL;
+                if (!id_listed(p, dev))
+                        continue;
+                r = dra_device_name(dp_plugin_id(p, i), &name);
+                if (r < 0 || (r = keep(l, name)) < 0)
+                        return r;
+                l->v[l->n++] = (struct dra_health_device){ .pool = pool,
+                                                           .device = name,
+                                                           .healthy = id_healthy(p, dev) };
+        }
+        return 0;
+}
+
+/* Every DRA resource's devices, for the health streams. Called at start
+ * and after each change of a DRA resource's list or of the resources. */
+void dp_dra_publish(struct dp_daemon *d) {
+        struct health_list l = { 0 };
+        int r = 0;
+
+        if (!d->dra.node || !d->opts->node_name)
+                return;
+        for (size_t i = 0; r >= 0 && i < d->n_res; i++)
+                if (is_dra(d->res[i]))
+                        r = add_resource(&l, d, d->res[i]);
+        if (r >= 0)
+                r = dra_node_health_set(d->dra.node, l.v, l.n);
+        if (r < 0)
+                log_with(LOG_ERR, &(struct log_fields){ .err = -r },
+                         "dra: cannot update the device health list: %s; the kubelet keeps the "
+                         "previous one",
+                         strerror(-r));
+        health_list_clear(&l);
+}
+
+void dp_dra_event(struct dp_daemon *d, const struct inotify_event *ev) {
+        if (!d->dra.node || ev->wd != d->dra.wd || d->stopping)
+                return;
+        if (ev->len && strcmp(ev->name, dra_node_registry_name(d->dra.node)) == 0)
+                dra_node_relisten(d->dra.node);
+}
+
+void dp_dra_poll_fds(const struct dp_daemon *d, int ret[2]) {
+        ret[0] = ret[1] = -1;
+        if (d->dra.node)
+                dra_node_poll_fds(d->dra.node, ret);
+}
+
+void dp_dra_accept(struct dp_daemon *d, int fd) {
+        if (d->dra.node && fd >= 0)
+                dra_node_accept(d->dra.node, fd);
+}
+
+void dp_dra_stop(struct dp_daemon *d) {
+        if (d->dra.node)
+                dra_node_stop(d->dra.node);
+}
+
+bool dp_dra_done(const struct dp_daemon *d) {
+        return !d->dra.node || dra_node_done(d->dra.node);
+}
+
+void dp_dra_free(struct dp_daemon *d) {
+        dra_node_free(d->dra.node);
+        d->dra.node = NULL;
+}
