@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Shared by node.c (server, sockets, unary calls) and health.c (the
+/* Shared by node.c (server, sockets, unary calls) and node_health.c (the
  * NodeWatchResources streams). */
 #pragma once
 
@@ -29,7 +29,7 @@ struct dra_node {
         unsigned live; /* call slots and calls, and the server until its shutdown tag */
         bool accepted_logged;
 
-        /* health.c's */
+        /* node_health.c's */
         struct dra_call *streams;
         uint8_t *health_buf; /* the packed list, NodeWatchResourcesResponse */
         size_t health_len;
@@ -62,7 +62,7 @@ struct dra_call {
 
 void dra_call_free(struct dra_call *c);
 
-/* health.c */
+/* node_health.c */
 void dra_health_open(struct dra_call *c);
 void dra_health_end_all(struct dra_node *n);
 bool dra_health_ending(const struct dra_node *n);

@@ -78,3 +78,98 @@ struct dra_clash {
         size_t dropped, kept;
 };
 int dra_name_clashes(const struct dp_plugin *p, struct dra_clash **ret, size_t *ret_n);
+
+/* Device health, for both health services (v1alpha1 and v1
+ * DRAResourceHealth): one entry per allocatable ID p knows, in ID order,
+ * unhealthy ones included, since a device a pod holds may have left the
+ * slice (an ID left out for a name clash has no entry: its name is the
+ * other ID's). The pool is the resource's (dra_pool_name). */
+struct dra_health {
+        char name[DRA_DEVICE_NAME_MAX + 1]; /* the slice device name */
+        size_t id;                          /* allocatable ID index in p */
+        bool healthy;                       /* what the slice offers now */
+        const char *message;                /* static: why not healthy; NULL when healthy */
+};
+/* *ret is malloc'd (free()). 0 or -ENOMEM/-E2BIG. */
+int dra_health(const struct dp_plugin *p, struct dra_health **ret, size_t *ret_n);
+
+/* Prepare: the CDI device IDs a claim's devices resolve to. */
+
+/* At most this many devices a claim (the API allows 32 allocation
+ * results; room is left for it to grow). */
+#define DRA_MAX_RESULTS 128
+
+/* One DRA resource of the daemon, as Prepare sees it: its pool, its
+ * plugin (read under the daemon lock) and the caller's name table cache
+ * for that plugin (NULL at first; dra_index_free when the resource goes). */
+struct dra_pool {
+        const char *name;
+        const struct dp_plugin *p;
+        struct dra_index *index;
+};
+
+/* One allocated device of a claim for our driver, from
+ * status.allocation.devices.results. */
+struct dra_result {
+        const char *request;
+        const char *pool;
+        const char *device;
+};
+
+/* One prepared device: what the kubelet is answered and what Unprepare
+ * must still know after a restart. */
+struct dra_device {
+        char *request;
+        char *pool;
+        char *device;
+        char **cdi_ids; /* NULL-terminated, at least one */
+};
+
+/* One prepared claim: the checkpoint holds these by uid. */
+struct dra_claim {
+        char *uid;
+        char *ns;
+        char *name;
+        struct dra_device *devices;
+        size_t n_devices;
+};
+void dra_device_clear(struct dra_device *d);
+void dra_claim_clear(struct dra_claim *c); /* frees what c holds, leaves it zeroed */
+void dra_claims_free(struct dra_claim *claims, size_t n);
+
+/* The prepared devices for results (n_results <= DRA_MAX_RESULTS), in
+ * their order: each result's pool must be one of pools, its device an
+ * allocatable ID of that pool's plugin that the config still names and the
+ * CDI spec on disk defines; its CDI ID is the one Allocate answers
+ * (dp_plugin_qualified). A device listed Unhealthy still prepares, as
+ * Allocate does: the scheduler picked it while healthy, Prepare is repeated
+ * for claims already running (it must answer the same), and the health
+ * services tell the pod. -EINVAL with *ret_msg (malloc'd: the claim's
+ * error, naming the device and why) when one cannot, -ENOMEM. Updates the
+ * pools' index caches. */
+int dra_prepare_devices(struct dra_pool *pools, size_t n_pools, const struct dra_result *results,
+                        size_t n_results, struct dra_device **ret, size_t *ret_n, char **ret_msg);
+
+/* The checkpoint of prepared claims, as JSON text:
+ * {"version": 1, "claims": {"<uid>": {"namespace": "...", "name": "...",
+ *   "devices": [{"request": "...", "pool": "...", "device": "...",
+ *                "cdiDevices": ["kind=name"]}]}}}.
+ * The caller writes it atomically and reads it back whole. */
+#define DRA_CHECKPOINT_VERSION 1
+#define DRA_CHECKPOINT_MAX_CLAIMS 65536
+#define DRA_CHECKPOINT_MAX_BYTES (64 * 1024 * 1024)
+
+/* claims[0..n) as checkpoint text, malloc'd, NUL-terminated (*ret_len
+ * without it). -EINVAL (with *ret_msg) when a claim would not decode (two
+ * with one uid, a field out of bounds), -EFBIG past the size limit,
+ * -ENOMEM. */
+int dra_checkpoint_encode(const struct dra_claim *claims, size_t n, char **ret, size_t *ret_len,
+                          char **ret_msg);
+/* Checkpoint text (len bytes, no NUL needed) back to claims (*ret
+ * malloc'd: dra_claims_free). Strict: an unknown version, an unknown or
+ * repeated key, a missing field, a string out of bounds, more than
+ * DRA_CHECKPOINT_MAX_CLAIMS claims or DRA_MAX_RESULTS devices a claim, or
+ * text past DRA_CHECKPOINT_MAX_BYTES is -EINVAL with *ret_msg (malloc'd)
+ * naming the field and what is wrong; -ENOMEM. */
+int dra_checkpoint_decode(const char *text, size_t len, struct dra_claim **ret, size_t *ret_n,
+                          char **ret_msg);

@@ -88,3 +88,654 @@ Test(dra_names, pool_names_are_slash_separated_subdomains) {
         cr_assert_eq(strlen(x), 253);
         free(x);
 }
+
+/* Plugins to read from. Devices own their node strings (freed with the
+ * list). */
+struct devs {
+        struct res_device d[16];
+        size_t n;
+};
+
+static void add(struct devs *v, const char *id, const char *node, int numa) {
+        struct res_device *d = &v->d[v->n++];
+        *d = (struct res_device){ .id = (char *)id, .n_nodes = node ? 1 : 0, .numa_node = numa };
+        d->nodes = calloc(2, sizeof(char *));
+        d->nodes[0] = (char *)node;
+}
+
+static void devs_clear(struct devs *v) {
+        for (size_t i = 0; i < v->n; i++)
+                free(v->d[i].nodes);
+        v->n = 0;
+}
+
+static struct cfg_resource serial_cfg(unsigned shares) {
+        return (struct cfg_resource){ .name = "example.com/serial",
+                                      .socket_name = "cdiplug-example.com-serial.sock",
+                                      .shares = shares,
+                                      .alloc_modes = CFG_ALLOC_CDI_CRI };
+}
+
+static void update(struct dp_plugin *p, struct res_device *d, size_t n) {
+        struct res_devlist list = { .devs = d, .n = n };
+        bool changed;
+        cr_assert_eq(dp_plugin_update(p, &list, &changed), 0);
+}
+
+static struct dp_plugin *plugin(struct cfg_resource *cfg, struct devs *v) {
+        struct dp_plugin *p;
+        cr_assert_eq(dp_plugin_new(cfg, &p), 0);
+        update(p, v->d, v->n);
+        return p;
+}
+
+static char *devices_text(const struct dp_plugin *p, int want_r) {
+        cJSON *arr = NULL;
+        cr_assert_eq(dra_devices_json(p, p->cfg->name, &arr), want_r);
+        char *s = cJSON_PrintUnformatted(arr);
+        cJSON_Delete(arr);
+        return s;
+}
+
+#define RES "\"resource\":{\"string\":\"example.com/serial\"}"
+
+Test(dra_devices, one_v1_device_per_healthy_id_with_its_attributes) {
+        struct cfg_resource cfg = serial_cfg(1);
+        struct devs v = { 0 };
+        char long_path[80] = "/dev/";
+        memset(long_path + 5, 'x', 60); /* 65 bytes: no "path" */
+        add(&v, "long", long_path, -1);
+        add(&v, "ttyS0", "/dev/ttyS0", 1);
+        add(&v, "ttyUSB0", "/dev/ttyUSB0", -1);
+        struct dp_plugin *p = plugin(&cfg, &v);
+        char *s = devices_text(p, 0);
+        cr_assert_str_eq(s, "[{\"name\":\"long\",\"attributes\":{" RES "}},"
+                            "{\"name\":\"ttys0-6aed0f3f\",\"attributes\":{" RES
+                            ",\"path\":{\"string\":\"/dev/ttyS0\"},\"numaNode\":{\"int\":1}}},"
+                            "{\"name\":\"ttyusb0-4452f912\",\"attributes\":{" RES
+                            ",\"path\":{\"string\":\"/dev/ttyUSB0\"}}}]");
+        free(s);
+
+        /* ttyS0 vanishes: Unhealthy, so out of the slice; back when found. */
+        update(p, &v.d[0], 1);
+        s = devices_text(p, 0);
+        cr_assert_null(strstr(s, "ttys0"), "%s", s);
+        cr_assert_null(strstr(s, "ttyusb0"), "%s", s);
+        free(s);
+        update(p, v.d, v.n);
+        s = devices_text(p, 0);
+        cr_assert_not_null(strstr(s, "ttys0-6aed0f3f"), "%s", s);
+        free(s);
+
+        /* A resource name the "resource" attribute cannot hold. */
+        cJSON *arr = NULL;
+        char name[80] = "example.com/";
+        memset(name + 12, 'n', 60);
+        cr_assert_eq(dra_devices_json(p, name, &arr), -ENAMETOOLONG);
+        cr_assert_null(arr);
+        cr_assert_not_null(dra_resource_problem(name));
+        cr_assert_null(dra_resource_problem("example.com/serial"));
+        dp_plugin_free(p);
+        devs_clear(&v);
+}
+
+Test(dra_devices, held_and_gone_devices_are_not_offered) {
+        struct cfg_resource cfg = serial_cfg(1);
+        struct devs v = { 0 };
+        add(&v, "a", "/dev/a", -1);
+        add(&v, "b", "/dev/b", -1);
+        add(&v, "c", "/dev/c", -1);
+        struct dp_plugin *p = plugin(&cfg, &v);
+        update(p, v.d, 2); /* c not found: Unhealthy */
+        struct res_devlist before = { .devs = &v.d[2], .n = 1 };
+        size_t n_gone;
+        dp_plugin_retire(p, &before, &n_gone); /* and no longer named */
+        cr_assert_eq(n_gone, 1);
+        dp_plugin_spec_written(p);
+        add(&v, "d", "/dev/d", -1);
+        update(p, v.d, 2);
+        update(p, (struct res_device[]){ v.d[0], v.d[1], v.d[3] }, 3);
+        dp_plugin_hold(p); /* d is not in the spec on disk */
+        char *s = devices_text(p, 0);
+        cr_assert_str_eq(
+                s, "[{\"name\":\"a\",\"attributes\":{" RES ",\"path\":{\"string\":\"/dev/a\"}}},"
+                   "{\"name\":\"b\",\"attributes\":{" RES ",\"path\":{\"string\":\"/dev/b\"}}}]");
+        free(s);
+
+        /* Health names every ID, with why it is not offered. */
+        struct dra_health *h;
+        size_t n;
+        cr_assert_eq(dra_health(p, &h, &n), 0);
+        cr_assert_eq(n, 4);
+        cr_assert_str_eq(h[0].name, "a");
+        cr_assert(h[0].healthy);
+        cr_assert_null(h[0].message);
+        cr_assert(h[1].healthy);
+        cr_assert_str_eq(h[2].name, "c");
+        cr_assert_not(h[2].healthy);
+        cr_assert_not_null(strstr(h[2].message, "config"));
+        cr_assert_str_eq(h[3].name, "d");
+        cr_assert_eq(h[3].id, 3);
+        cr_assert_not(h[3].healthy);
+        cr_assert_not_null(strstr(h[3].message, "CDI spec"));
+        free(h);
+        dp_plugin_free(p);
+        devs_clear(&v);
+}
+
+Test(dra_devices, shares_are_devices_naming_their_physical_device) {
+        struct cfg_resource cfg = serial_cfg(2);
+        struct devs v = { 0 };
+        add(&v, "fuse", "/dev/fuse", 0);
+        struct dp_plugin *p = plugin(&cfg, &v);
+        char *s = devices_text(p, 0);
+        cr_assert_str_eq(s, "[{\"name\":\"fuse-0\",\"attributes\":{" RES
+                            ",\"path\":{\"string\":\"/dev/fuse\"},\"numaNode\":{\"int\":0},"
+                            "\"device\":{\"string\":\"fuse\"}}},"
+                            "{\"name\":\"fuse-1\",\"attributes\":{" RES
+                            ",\"path\":{\"string\":\"/dev/fuse\"},\"numaNode\":{\"int\":0},"
+                            "\"device\":{\"string\":\"fuse\"}}}]");
+        free(s);
+        size_t id;
+        cr_assert_eq(dra_device_find(p, "fuse-1", &id), 0);
+        cr_assert_eq(id, 1);
+        cr_assert_eq(dra_device_find(p, "fuse", &id), -ENOENT, "a device is not a share");
+        dp_plugin_free(p);
+        devs_clear(&v);
+}
+
+Test(dra_devices, a_name_clash_leaves_the_later_id_out) {
+        struct cfg_resource cfg = serial_cfg(1);
+        struct devs v = { 0 };
+        /* "ttyUSB0" is rewritten to the other's ID; sorted, it comes first. */
+        add(&v, "ttyUSB0", "/dev/ttyUSB0", -1);
+        add(&v, "ttyusb0-4452f912", "/dev/other", -1);
+        struct dp_plugin *p = plugin(&cfg, &v);
+        char *s = devices_text(p, 1);
+        cr_assert_str_eq(s, "[{\"name\":\"ttyusb0-4452f912\",\"attributes\":{" RES
+                            ",\"path\":{\"string\":\"/dev/ttyUSB0\"}}}]");
+        free(s);
+        struct dra_clash *c;
+        size_t n, id;
+        cr_assert_eq(dra_name_clashes(p, &c, &n), 0);
+        cr_assert_eq(n, 1);
+        cr_assert_eq(c[0].dropped, 1);
+        cr_assert_eq(c[0].kept, 0);
+        free(c);
+        cr_assert_eq(dra_device_find(p, "ttyusb0-4452f912", &id), 0);
+        cr_assert_eq(id, 0);
+        struct dra_index *idx = NULL;
+        cr_assert_eq(dra_index_find(&idx, p, "ttyusb0-4452f912", &id), 0);
+        cr_assert_eq(id, 0);
+        dra_index_free(idx);
+        struct dra_health *h;
+        cr_assert_eq(dra_health(p, &h, &n), 0);
+        cr_assert_eq(n, 1);
+        cr_assert_eq(h[0].id, 0);
+        free(h);
+        dp_plugin_free(p);
+        devs_clear(&v);
+}
+
+/* Two DRA resources on node1: serial (ttyUSB0 healthy, ttyUSB1 vanished,
+ * ttyUSB2 no longer named) and fuse with two shares. */
+struct node {
+        struct cfg_resource serial_cfg, fuse_cfg;
+        struct devs serial, fuse;
+        struct dra_pool pools[2];
+};
+
+static void node_init(struct node *n) {
+        *n = (struct node){ 0 };
+        n->serial_cfg = serial_cfg(1);
+        n->fuse_cfg = serial_cfg(2);
+        n->fuse_cfg.name = "example.com/fuse";
+        add(&n->serial, "ttyUSB0", "/dev/ttyUSB0", -1);
+        add(&n->serial, "ttyUSB1", "/dev/ttyUSB1", -1);
+        add(&n->serial, "ttyUSB2", "/dev/ttyUSB2", -1);
+        add(&n->fuse, "fuse", "/dev/fuse", -1);
+        struct dp_plugin *s = plugin(&n->serial_cfg, &n->serial);
+        update(s, n->serial.d, 1);
+        struct res_devlist before = { .devs = &n->serial.d[2], .n = 1 };
+        size_t gone;
+        dp_plugin_retire(s, &before, &gone);
+        cr_assert_eq(gone, 1);
+        n->pools[0] = (struct dra_pool){ .name = "node1/example.com/serial", .p = s };
+        n->pools[1] = (struct dra_pool){ .name = "node1/example.com/fuse",
+                                         .p = plugin(&n->fuse_cfg, &n->fuse) };
+}
+
+static void node_clear(struct node *n) {
+        for (size_t i = 0; i < 2; i++) {
+                dra_index_free(n->pools[i].index);
+                dp_plugin_free((struct dp_plugin *)n->pools[i].p);
+        }
+        devs_clear(&n->serial);
+        devs_clear(&n->fuse);
+}
+
+static char *prepare_fails(struct node *n, const struct dra_result *res, size_t count) {
+        struct dra_device *d = NULL;
+        size_t n_d = 0;
+        char *msg = NULL;
+        cr_assert_eq(dra_prepare_devices(n->pools, 2, res, count, &d, &n_d, &msg), -EINVAL);
+        cr_assert_null(d);
+        cr_assert_not_null(msg);
+        return msg;
+}
+
+Test(dra_prepare, answers_the_cdi_ids_allocate_answers) {
+        struct node n;
+        node_init(&n);
+        const struct dra_result res[] = {
+                { "serial", "node1/example.com/serial", "ttyusb0-4452f912" },
+                /* Unhealthy now: still prepares, as Allocate does. */
+                { "serial", "node1/example.com/serial", "ttyusb1-4552faa5" },
+                { "fuse", "node1/example.com/fuse", "fuse-1" },
+        };
+        struct dra_device *d = NULL;
+        size_t n_d = 0;
+        char *msg = NULL;
+        cr_assert_eq(dra_prepare_devices(n.pools, 2, res, 3, &d, &n_d, &msg), 0, "%s", msg);
+        cr_assert_eq(n_d, 3);
+        cr_assert_str_eq(d[0].request, "serial");
+        cr_assert_str_eq(d[0].pool, "node1/example.com/serial");
+        cr_assert_str_eq(d[0].device, "ttyusb0-4452f912");
+        cr_assert_str_eq(d[0].cdi_ids[0], "example.com/serial=ttyUSB0");
+        cr_assert_null(d[0].cdi_ids[1]);
+        cr_assert_str_eq(d[1].cdi_ids[0], "example.com/serial=ttyUSB1");
+        /* A share prepares to its physical device's CDI device. */
+        cr_assert_str_eq(d[2].cdi_ids[0], "example.com/fuse=fuse");
+        for (size_t i = 0; i < n_d; i++) {
+                char *want = NULL;
+                size_t id;
+                const struct dp_plugin *p = n.pools[i == 2].p;
+                cr_assert_eq(dra_device_find(p, res[i].device, &id), 0);
+                cr_assert_eq(dp_plugin_qualified(p, dp_plugin_id_dev(p, id), &want), 0);
+                cr_assert_str_eq(d[i].cdi_ids[0], want);
+                free(want);
+                dra_device_clear(&d[i]);
+        }
+        free(d);
+        node_clear(&n);
+}
+
+Test(dra_prepare, a_device_not_ours_is_the_claims_error) {
+        struct node n;
+        node_init(&n);
+        struct dra_result r = { "serial", "node2/example.com/serial", "ttyusb0-4452f912" };
+        char *msg = prepare_fails(&n, &r, 1);
+        cr_assert_str_eq(msg, "request \"serial\": device \"ttyusb0-4452f912\" in pool "
+                              "\"node2/example.com/serial\": the pool is not one of this node's "
+                              "DRA resources");
+        free(msg);
+        r = (struct dra_result){ "serial", "node1/example.com/serial", "ttyusb9" };
+        msg = prepare_fails(&n, &r, 1);
+        cr_assert_not_null(strstr(msg, "resource \"example.com/serial\" has no such device"), "%s",
+                           msg);
+        free(msg);
+        r.device = "ttyusb2-4252f5ec";
+        msg = prepare_fails(&n, &r, 1);
+        cr_assert_not_null(strstr(msg, "no longer offered"), "%s", msg);
+        free(msg);
+        r.device = NULL;
+        msg = prepare_fails(&n, &r, 1);
+        cr_assert_not_null(strstr(msg, "lacks"), "%s", msg);
+        free(msg);
+        /* One bad device fails the claim, with the good ones before it. */
+        struct dra_result two[] = { { "serial", "node1/example.com/serial", "ttyusb0-4452f912" },
+                                    { "fuse", "node1/example.com/fuse", "fuse-2" } };
+        msg = prepare_fails(&n, two, 2);
+        cr_assert_not_null(strstr(msg, "\"fuse-2\""), "%s", msg);
+        free(msg);
+        struct dra_result many[DRA_MAX_RESULTS + 1];
+        for (size_t i = 0; i <= DRA_MAX_RESULTS; i++)
+                many[i] = two[0];
+        msg = prepare_fails(&n, many, DRA_MAX_RESULTS + 1);
+        free(msg);
+        node_clear(&n);
+}
+
+Test(dra_prepare, a_device_the_spec_on_disk_lacks_is_refused) {
+        struct node n;
+        node_init(&n);
+        struct dp_plugin *p = (struct dp_plugin *)n.pools[0].p;
+        struct dra_result first = { "serial", "node1/example.com/serial", "ttyusb0-4452f912" };
+        struct dra_device *d = NULL;
+        size_t n_d;
+        char *msg = NULL;
+        cr_assert_eq(dra_prepare_devices(n.pools, 2, &first, 1, &d, &n_d, &msg), 0);
+        cr_assert_not_null(n.pools[0].index);
+        dra_device_clear(&d[0]);
+        free(d);
+        dp_plugin_spec_written(p);
+        add(&n.serial, "ttyUSB3", "/dev/ttyUSB3", -1);
+        update(p, (struct res_device[]){ n.serial.d[0], n.serial.d[3] }, 2);
+        dp_plugin_hold(p);
+        struct dra_result r = { "serial", "node1/example.com/serial", "ttyusb3-4352f77f" };
+        msg = prepare_fails(&n, &r, 1);
+        cr_assert_not_null(strstr(msg, "CDI spec could not be written"), "%s", msg);
+        free(msg);
+        /* Written: it prepares. The pool's name table was built before
+         * ttyUSB3 came and is rebuilt. */
+        dp_plugin_spec_written(p);
+        cr_assert_eq(dra_prepare_devices(n.pools, 2, &r, 1, &d, &n_d, &msg), 0);
+        cr_assert_str_eq(d[0].cdi_ids[0], "example.com/serial=ttyUSB3");
+        dra_device_clear(&d[0]);
+        free(d);
+        node_clear(&n);
+}
+
+Test(dra_find, every_name_finds_its_id_with_or_without_a_table) {
+        struct cfg_resource cfg = serial_cfg(1);
+        enum { N = 1000 };
+        struct res_device *d = calloc(N, sizeof(*d));
+        static char ids[N][16], nodes[N][24];
+        for (size_t i = 0; i < N; i++) {
+                /* Sorted IDs, half of them rewritten as names. */
+                snprintf(ids[i], sizeof(ids[i]), i % 2 ? "d%04zu_X" : "d%04zu", i);
+                snprintf(nodes[i], sizeof(nodes[i]), "/dev/d%04zu", i);
+                d[i] = (struct res_device){ .id = ids[i], .n_nodes = 1, .numa_node = -1 };
+                d[i].nodes = calloc(2, sizeof(char *));
+                d[i].nodes[0] = nodes[i];
+        }
+        struct dp_plugin *p;
+        cr_assert_eq(dp_plugin_new(&cfg, &p), 0);
+        update(p, d, N);
+        struct dra_index *idx = NULL;
+        for (size_t i = 0; i < N; i++) {
+                char *name = device_name(ids[i]);
+                size_t a = SIZE_MAX, b = SIZE_MAX;
+                cr_assert_eq(dra_device_find(p, name, &a), 0, "%s", name);
+                cr_assert_eq(dra_index_find(&idx, p, name, &b), 0, "%s", name);
+                cr_assert_eq(a, i);
+                cr_assert_eq(b, i);
+                free(name);
+        }
+        const char *unknown[] = { "d0001_x", "d0001-x", "d0001-x-00000000", "D0000",
+                                  "",        "-a",      "d0001-x-" };
+        for (size_t k = 0; k < ELEMENTSOF(unknown); k++) {
+                size_t id;
+                cr_assert_eq(dra_device_find(p, unknown[k], &id), -ENOENT, "%s", unknown[k]);
+                cr_assert_eq(dra_index_find(&idx, p, unknown[k], &id), -ENOENT, "%s", unknown[k]);
+        }
+        dra_index_free(idx);
+        dp_plugin_free(p);
+        for (size_t i = 0; i < N; i++)
+                free(d[i].nodes);
+        free(d);
+}
+
+Test(dra_find, the_table_follows_ids_that_move) {
+        struct cfg_resource cfg = serial_cfg(1);
+        struct devs v = { 0 };
+        add(&v, "a", "/dev/a", -1);
+        add(&v, "b", "/dev/b", -1);
+        add(&v, "c", "/dev/c", -1);
+        struct dp_plugin *p = plugin(&cfg, &v);
+        struct dra_index *idx = NULL;
+        size_t id;
+        cr_assert_eq(dra_index_find(&idx, p, "c", &id), 0);
+        cr_assert_eq(id, 2);
+        /* b is unplugged, then no longer named, then no pod holds it: it
+         * is forgotten without a new generation, and c moves down. */
+        update(p, (struct res_device[]){ v.d[0], v.d[2] }, 2);
+        struct res_devlist before = { .devs = &v.d[1], .n = 1 };
+        size_t gone;
+        dp_plugin_retire(p, &before, &gone);
+        cr_assert_eq(dra_index_find(&idx, p, "c", &id), 0);
+        cr_assert_eq(id, 2);
+        uint64_t gen = p->generation;
+        cr_assert_eq(dp_plugin_forget(p, (bool[]){ false, true, false }), 0);
+        cr_assert_eq(p->generation, gen);
+        cr_assert_eq(dra_index_find(&idx, p, "c", &id), 0);
+        cr_assert_eq(id, 1);
+        cr_assert_eq(dra_index_find(&idx, p, "b", &id), -ENOENT);
+        dra_index_free(idx);
+        dp_plugin_free(p);
+        devs_clear(&v);
+}
+
+static struct dra_claim claim(const char *uid, const char *ns, const char *name, size_t n_devs) {
+        struct dra_claim c = { .uid = strdup(uid), .ns = strdup(ns), .name = strdup(name) };
+        c.devices = calloc(n_devs + 1, sizeof(*c.devices));
+        for (size_t i = 0; i < n_devs; i++) {
+                struct dra_device *d = &c.devices[i];
+                d->request = strdup(i ? "req/sub" : "serial");
+                d->pool = strdup("node1/example.com/serial");
+                cr_assert_eq(asprintf(&d->device, "dev%zu", i) > 0, 1);
+                d->cdi_ids = calloc(3, sizeof(char *));
+                d->cdi_ids[0] = strdup("example.com/serial=ttyUSB0");
+                d->cdi_ids[1] = i ? strdup("example.com/serial=ttyUSB1") : NULL;
+        }
+        c.n_devices = n_devs;
+        return c;
+}
+
+static char *encode(const struct dra_claim *c, size_t n) {
+        char *text = NULL, *msg = NULL;
+        size_t len;
+        cr_assert_eq(dra_checkpoint_encode(c, n, &text, &len, &msg), 0, "%s", msg);
+        cr_assert_eq(strlen(text), len);
+        return text;
+}
+
+Test(dra_checkpoint, round_trip) {
+        struct dra_claim c[3] = { claim("uid-1", "default", "claim-a", 1),
+                                  claim("uid-2", "kube-system", "pod.x-gpu", 2),
+                                  claim("uid-3", "ns", "empty", 0) };
+        char *text = encode(c, 3);
+        cr_assert_str_eq(
+                text,
+                "{\"version\":1,\"claims\":{\"uid-1\":{\"namespace\":\"default\",\"name\":"
+                "\"claim-a\",\"devices\":[{\"request\":\"serial\",\"pool\":\"node1/example.com/"
+                "serial\",\"device\":\"dev0\",\"cdiDevices\":[\"example.com/serial=ttyUSB0\"]}]},"
+                "\"uid-2\":{\"namespace\":\"kube-system\",\"name\":\"pod.x-gpu\",\"devices\":[{"
+                "\"request\":\"serial\",\"pool\":\"node1/example.com/serial\",\"device\":\"dev0\","
+                "\"cdiDevices\":[\"example.com/serial=ttyUSB0\"]},{\"request\":\"req/sub\","
+                "\"pool\":\"node1/example.com/serial\",\"device\":\"dev1\",\"cdiDevices\":["
+                "\"example.com/serial=ttyUSB0\",\"example.com/serial=ttyUSB1\"]}]},\"uid-3\":{"
+                "\"namespace\":\"ns\",\"name\":\"empty\",\"devices\":[]}}}");
+        struct dra_claim *back = NULL;
+        size_t n = 0;
+        char *msg = NULL;
+        cr_assert_eq(dra_checkpoint_decode(text, strlen(text), &back, &n, &msg), 0, "%s", msg);
+        cr_assert_eq(n, 3);
+        cr_assert_str_eq(back[1].uid, "uid-2");
+        cr_assert_str_eq(back[1].ns, "kube-system");
+        cr_assert_str_eq(back[1].name, "pod.x-gpu");
+        cr_assert_eq(back[1].n_devices, 2);
+        cr_assert_str_eq(back[1].devices[1].request, "req/sub");
+        cr_assert_str_eq(back[1].devices[1].cdi_ids[1], "example.com/serial=ttyUSB1");
+        cr_assert_null(back[1].devices[1].cdi_ids[2]);
+        cr_assert_eq(back[2].n_devices, 0);
+        char *again = encode(back, n);
+        cr_assert_str_eq(again, text);
+        /* Whitespace around the document is fine; an empty set too. */
+        char *spaced = NULL;
+        cr_assert_gt(asprintf(&spaced, "\n %s\n\t", text), 0);
+        dra_claims_free(back, n);
+        cr_assert_eq(dra_checkpoint_decode(spaced, strlen(spaced), &back, &n, &msg), 0, "%s", msg);
+        dra_claims_free(back, n);
+        const char *none = "{\"version\":1,\"claims\":{}}";
+        cr_assert_eq(dra_checkpoint_decode(none, strlen(none), &back, &n, &msg), 0, "%s", msg);
+        cr_assert_eq(n, 0);
+        free(back);
+        free(spaced);
+        free(again);
+        free(text);
+        for (size_t i = 0; i < 3; i++)
+                dra_claim_clear(&c[i]);
+}
+
+static void refused(const char *text, size_t len, const char *want) {
+        struct dra_claim *c = NULL;
+        size_t n = 0;
+        char *msg = NULL;
+        cr_assert_eq(dra_checkpoint_decode(text, len, &c, &n, &msg), -EINVAL, "%s", text);
+        cr_assert_null(c);
+        cr_assert_not_null(msg, "%s", text);
+        cr_assert_not_null(strstr(msg, want), "\"%s\": got \"%s\", want \"%s\"", text, msg, want);
+        free(msg);
+}
+
+#define DEV "{\"request\":\"r\",\"pool\":\"n/a.b/c\",\"device\":\"d\",\"cdiDevices\":[\"k=v\"]}"
+#define CLAIM(devs) "{\"namespace\":\"ns\",\"name\":\"n\",\"devices\":[" devs "]}"
+#define DOC(claims) "{\"version\":1,\"claims\":{" claims "}}"
+
+Test(dra_checkpoint, every_malformed_input_is_refused_with_a_message) {
+        static const struct {
+                const char *text, *want;
+        } bad[] = {
+                { "", "not JSON" },
+                { "{", "not JSON" },
+                { "[]", "must be a JSON object" },
+                { "{\"claims\":{}}", "version: must be a number" },
+                { "{\"version\":\"1\",\"claims\":{}}", "version: must be a number" },
+                { "{\"version\":2,\"claims\":{}}", "version: 2 is not supported" },
+                { "{\"version\":1.5,\"claims\":{}}", "version: 1.5 is not supported" },
+                { "{\"version\":1}", "checkpoint.claims: is missing" },
+                { "{\"version\":1,\"claims\":[]}", "claims: must be an object" },
+                { "{\"version\":1,\"claims\":{},\"x\":1}", "unknown key \"x\"" },
+                { "{\"version\":1,\"version\":1,\"claims\":{}}", "version: given twice" },
+                { DOC("\"u\":" CLAIM(DEV)) " x", "text after the JSON" },
+                { DOC("\"u\":[]"), "claims.\"u\": must be an object" },
+                { DOC("\"u\":" CLAIM(DEV) ",\"u\":" CLAIM(DEV)), "uid \"u\" twice" },
+                { DOC("\"\":" CLAIM(DEV)), "a uid must be" },
+                { DOC("\"u\":{\"name\":\"n\",\"devices\":[]}"),
+                  "claims.\"u\".namespace: is missing" },
+                { DOC("\"u\":{\"namespace\":\"ns\",\"name\":\"n\",\"devices\":[],\"extra\":0}"),
+                  "claims.\"u\": unknown key \"extra\"" },
+                { DOC("\"u\":{\"namespace\":1,\"name\":\"n\",\"devices\":[]}"),
+                  "claims.\"u\".namespace: must be a string" },
+                { DOC("\"u\":{\"namespace\":\"NS\",\"name\":\"n\",\"devices\":[]}"),
+                  "claims.\"u\".namespace: must be a DNS label" },
+                { DOC("\"u\":{\"namespace\":\"ns\",\"name\":\"a..b\",\"devices\":[]}"),
+                  "claims.\"u\".name: must be a DNS subdomain" },
+                { DOC("\"u\":{\"namespace\":\"ns\",\"name\":\"n\",\"devices\":{}}"),
+                  "claims.\"u\".devices: must be an array" },
+                { DOC("\"u\":" CLAIM("1")), "claims.\"u\".devices[0]: must be an object" },
+                { DOC("\"u\":" CLAIM("{\"request\":\"r\",\"pool\":\"n/a.b/c\",\"device\":\"d\"}")),
+                  "devices[0].cdiDevices: is missing" },
+                { DOC("\"u\":" CLAIM(DEV ",{\"request\":\"r/s/t\",\"pool\":\"n/a.b/c\",\"device\":"
+                                         "\"d\",\"cdiDevices\":[\"k=v\"]}")),
+                  "devices[1].request: must be a DNS label, or two" },
+                { DOC("\"u\":" CLAIM("{\"request\":\"r\",\"pool\":\"n//c\",\"device\":\"d\","
+                                     "\"cdiDevices\":[\"k=v\"]}")),
+                  "devices[0].pool: must be DNS subdomains" },
+                { DOC("\"u\":" CLAIM("{\"request\":\"r\",\"pool\":\"n/a.b/c\",\"device\":\"D\","
+                                     "\"cdiDevices\":[\"k=v\"]}")),
+                  "devices[0].device: must be a DNS label" },
+                { DOC("\"u\":" CLAIM("{\"request\":\"r\",\"pool\":\"n/a.b/c\",\"device\":\"d\","
+                                     "\"cdiDevices\":[]}")),
+                  "devices[0].cdiDevices: must be an array of 1 to 16" },
+                { DOC("\"u\":" CLAIM("{\"request\":\"r\",\"pool\":\"n/a.b/c\",\"device\":\"d\","
+                                     "\"cdiDevices\":[1]}")),
+                  "devices[0].cdiDevices[0]: must be a string" },
+                { DOC("\"u\":" CLAIM("{\"request\":\"r\",\"pool\":\"n/a.b/c\",\"device\":\"d\","
+                                     "\"cdiDevices\":[\"a\\nb\"]}")),
+                  "devices[0].cdiDevices[0]: must be 1 to 512 printable" },
+                { DOC("\"u\":" CLAIM("{\"request\":\"r\",\"request\":\"r\",\"pool\":\"n/a.b/c\","
+                                     "\"device\":\"d\",\"cdiDevices\":[\"k=v\"]}")),
+                  "devices[0].request: given twice" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++)
+                refused(bad[i].text, strlen(bad[i].text), bad[i].want);
+        /* A NUL inside the text, and the checked length honoured. */
+        const char nul[] = "{\"version\":1,\"claims\":{}}\0";
+        refused(nul, sizeof(nul) - 1, "NUL");
+        refused(DOC(""), strlen(DOC("")) - 1, "not JSON");
+        /* A valid document of the same shapes, so the refusals above are
+         * about what each changed. */
+        const char *good = DOC("\"u\":" CLAIM(DEV ",{\"request\":\"r/s\",\"pool\":\"n/a.b/c\","
+                                                  "\"device\":\"d\",\"cdiDevices\":[\"k=v\"]}"));
+        struct dra_claim *c;
+        size_t n;
+        char *msg = NULL;
+        cr_assert_eq(dra_checkpoint_decode(good, strlen(good), &c, &n, &msg), 0, "%s", msg);
+        dra_claims_free(c, n);
+}
+
+Test(dra_checkpoint, encoding_refuses_what_would_not_decode) {
+        struct dra_claim c[2] = { claim("u", "ns", "a", 1), claim("u", "ns", "b", 0) };
+        char *text = NULL, *msg = NULL;
+        size_t len;
+        cr_assert_eq(dra_checkpoint_encode(c, 2, &text, &len, &msg), -EINVAL);
+        cr_assert_str_eq(msg, "claims: uid \"u\" twice");
+        free(msg);
+        free(c[1].uid);
+        c[1].uid = strdup("v");
+        base_strv_free(c[0].devices[0].cdi_ids);
+        c[0].devices[0].cdi_ids = NULL;
+        cr_assert_eq(dra_checkpoint_encode(c, 2, &text, &len, &msg), -EINVAL);
+        cr_assert_str_eq(msg, "claims.\"u\".devices[0].cdiDevices: must hold 1 to 16 IDs");
+        free(msg);
+        cr_assert_null(text);
+        dra_claim_clear(&c[0]);
+        dra_claim_clear(&c[1]);
+}
+
+/* The limits hold exactly where they are said to. */
+Test(dra_checkpoint, bounds) {
+        size_t n = DRA_CHECKPOINT_MAX_CLAIMS + 1;
+        struct dra_claim *c = calloc(n, sizeof(*c));
+        for (size_t i = 0; i < n; i++) {
+                cr_assert_gt(asprintf(&c[i].uid, "%08zx-0000-0000-0000-000000000000", i), 0);
+                c[i].ns = strdup("default");
+                c[i].name = strdup("claim");
+        }
+        char *text = NULL, *msg = NULL;
+        size_t len;
+        cr_assert_eq(dra_checkpoint_encode(c, n, &text, &len, &msg), -EINVAL);
+        cr_assert_not_null(strstr(msg, "more than 65536"), "%s", msg);
+        free(msg);
+        msg = NULL;
+        text = encode(c, n - 1);
+        struct dra_claim *back;
+        size_t n_back;
+        cr_assert_eq(dra_checkpoint_decode(text, strlen(text), &back, &n_back, &msg), 0);
+        cr_assert_eq(n_back, n - 1);
+        dra_claims_free(back, n_back);
+        /* One more claim in the text. */
+        size_t tlen = strlen(text);
+        char *more = malloc(tlen + 128);
+        memcpy(more, text, tlen - 2);
+        strcpy(more + tlen - 2, ",\"x\":{\"namespace\":\"ns\",\"name\":\"n\",\"devices\":[]}}}");
+        refused(more, strlen(more), "claims: more than 65536");
+        free(more);
+        free(text);
+        dra_claims_free(c, n);
+
+        /* Past the byte limit, whatever it holds. */
+        size_t big = (size_t)DRA_CHECKPOINT_MAX_BYTES + 1;
+        char *spaces = malloc(big);
+        memset(spaces, ' ', big);
+        static const char doc[] = DOC("");
+        memcpy(spaces, doc, sizeof(doc) - 1); /* the rest stays spaces */
+        refused(spaces, big, "more than");
+        cr_assert_eq(dra_checkpoint_decode(spaces, big - 1, &back, &n_back, &msg), 0, "%s", msg);
+        free(back);
+        free(spaces);
+
+        /* Devices a claim, and string lengths. */
+        struct dra_claim one = claim("u", "ns", "n", DRA_MAX_RESULTS + 1);
+        cr_assert_eq(dra_checkpoint_encode(&one, 1, &text, &len, &msg), -EINVAL);
+        cr_assert_not_null(strstr(msg, "devices: more than 128"), "%s", msg);
+        free(msg);
+        one.n_devices = DRA_MAX_RESULTS;
+        text = encode(&one, 1);
+        free(text);
+        one.n_devices = DRA_MAX_RESULTS + 1;
+        dra_claim_clear(&one);
+        char uid[130];
+        memset(uid, 'u', 129);
+        uid[129] = '\0';
+        one = claim(uid, "ns", "n", 0);
+        cr_assert_eq(dra_checkpoint_encode(&one, 1, &text, &len, &msg), -EINVAL);
+        cr_assert_not_null(strstr(msg, "uid must be 1 to 128"), "%s", msg);
+        free(msg);
+        one.uid[128] = '\0';
+        text = encode(&one, 1);
+        free(text);
+        dra_claim_clear(&one);
+}
