@@ -5,6 +5,7 @@ set -euo pipefail
 pkgs=(build-essential cmake pkg-config libgrpc-dev protobuf-c-compiler libprotobuf-c-dev
       libcjson-dev libseccomp-dev libcap-ng-dev libcriterion-dev
       libevent-dev
+      libcurl4-openssl-dev libyaml-dev libssl-dev
       podman runc busybox-static prometheus groff-base)
 # The clang builds (tests/build-matrix.sh, the UBSan run in tests/run-all.sh)
 # and the fuzzers (tests/fuzz/run.sh); dpkg-buildflags for the matrix.

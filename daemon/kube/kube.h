@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* kube: the daemon's Kubernetes API client, for DRA. One thread of its own,
+ * cdiplug-kube, started after the lock-down, drives every HTTPS transfer
+ * through one libcurl multi handle (curl_multi_poll + curl_multi_wakeup:
+ * idle means blocked in poll). It publishes this node's ResourceSlices
+ * (one pool per DRA resource), keeps them right through a watch (the
+ * kubelet's wipe, other writers, API errors with back-off), and looks up
+ * ResourceClaims for Prepare. Functions return 0 or a negative errno.
+ */
+#pragma once
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct kube;
+
+struct kube_settings {
+        const char *kubeconfig; /* NULL: in-cluster env + /var/run/secrets/... */
+        const char *node_name;
+        const char *driver;
+};
+
+/* Reads the credentials (files stay re-readable for token rotation),
+ * resolves the API server's host name (pinned from then on: the sandbox
+ * allows no DNS) and makes the multi handle. -errno with a message via
+ * log. Before the lock-down: it reads files outside what the filter
+ * allows later and starts libcurl's global state. */
+int kube_new(const struct kube_settings *s, struct kube **ret);
+/* Starts cdiplug-kube (after the lock-down). Pools set before it are
+ * published at once; call kube_pool_set() for every DRA resource before
+ * kube_start(): the first list deletes slices of this node and driver
+ * whose pool is not known then (resources removed while the daemon was
+ * down). */
+int kube_start(struct kube *k);
+void kube_free(struct kube *k); /* stops the thread first; NULL ok */
+
+/* Desired devices of one pool: devices is a cJSON array of ResourceSlice
+ * `spec.devices[]` entries (taken, also on error). NULL: the pool is
+ * gone, its slices are deleted. Thread-safe, never blocks on the network;
+ * the thread reconciles (chunks of 128, slice names, generation,
+ * resourceSliceCount, nodeName, ownerReference to the Node) and keeps
+ * reconciling after wipes (watch) and API errors (back-off).
+ * -EINVAL: not an array, or pool not a valid pool name. */
+int kube_pool_set(struct kube *k, const char *pool, cJSON *devices);
+
+/* One allocated device of a claim, for our driver. */
+struct kube_result {
+        char *request;
+        char *pool;
+        char *device;
+};
+struct kube_claim {
+        int err;                     /* 0, or -ENOENT (no such claim), -ESTALE (uid differs),
+                                      * -ENODATA (not allocated), other -errno (API down) */
+        char *msg;                   /* what went wrong, for the claim's error string */
+        struct kube_result *results; /* only our driver's entries */
+        size_t n_results;
+};
+void kube_claim_clear(struct kube_claim *c);
+/* GET the ResourceClaim; fn(ctx, claim) is called once, on cdiplug-kube,
+ * with the outcome (the callee owns *claim: kube_claim_clear). uid NULL:
+ * not checked. At most KUBE_CLAIMS_QUEUED lookups wait (-ENOBUFS beyond);
+ * a few run at once. After kube_free() began, fn is called with -ECANCELED
+ * for every lookup still waiting. */
+#define KUBE_CLAIMS_QUEUED 4096
+typedef void kube_claim_fn(void *ctx, struct kube_claim *claim);
+int kube_claim_get(struct kube *k, const char *ns, const char *name, const char *uid,
+                   kube_claim_fn *fn, void *ctx);
+
+/* API errors by class, for /metrics (label values in kube_error_class). */
+enum kube_error_class {
+        KUBE_ERR_CONNECT, /* no answer: refused, timeout, TLS, reset */
+        KUBE_ERR_UNAUTHORIZED /* 401, 403 */,
+        KUBE_ERR_NOT_FOUND, /* 404 where a thing was expected */
+        KUBE_ERR_CONFLICT,  /* 409 */
+        KUBE_ERR_GONE,      /* 410, on a watch (as an answer or an ERROR event) */
+        KUBE_ERR_THROTTLED, /* 429 */
+        KUBE_ERR_CLIENT,    /* other 4xx, and answers we could not use */
+        KUBE_ERR_SERVER,    /* 5xx */
+        KUBE_ERR_N,
+};
+/* "connect", "unauthorized", ...: a Prometheus label value. */
+const char *kube_error_class_name(enum kube_error_class c);
+
+/* For /metrics: counters under the kube's own lock. */
+struct kube_stats {
+        uint64_t api_errors[KUBE_ERR_N]; /* by enum kube_error_class */
+        uint64_t publishes;              /* pool changes published */
+        double publish_seconds_sum;      /* kube_pool_set → slices written */
+        uint64_t publish_count;          /* the summary's count (== publishes) */
+        double publish_seconds_max;      /* the slowest so far */
+        uint64_t claim_lookups;          /* kube_claim_get answered, any outcome */
+        uint64_t slices;                 /* our slices the API server holds now */
+};
+void kube_stats(struct kube *k, struct kube_stats *ret);

@@ -1,0 +1,1288 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* fakeapi: see fakeapi.h. The wire formats follow the upstream sources
+ * (k8s.io/apimachinery): a list is {"kind": "ResourceSliceList",
+ * "apiVersion": "resource.k8s.io/v1", "metadata": {"resourceVersion"},
+ * "items"}, a watch is a chunked stream of {"type", "object"} lines, an
+ * error is a Status object {"kind": "Status", "status": "Failure",
+ * "reason", "message", "code"}, and an expired resourceVersion on a watch
+ * is an ERROR event holding a Status with code 410 ("Expired").
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
+#include "fakeapi.h"
+#include "fakeapi_tls.h"
+
+#define MUST(c)                                                                                    \
+        do {                                                                                       \
+                if (!(c)) {                                                                        \
+                        fprintf(stderr, "fakeapi: %s failed (%s:%d): %s\n", #c, __FILE__,          \
+                                __LINE__, strerror(errno));                                        \
+                        abort();                                                                   \
+                }                                                                                  \
+        } while (0)
+
+#define MAX_CONNS 64
+#define MAX_FAULTS 16
+#define MAX_HEAD (64 * 1024)
+#define MAX_BODY (32 * 1024 * 1024)
+#define MAX_HISTORY 4096
+#define LOG_RING 512
+#define SLICES "/apis/resource.k8s.io/v1/resourceslices"
+#define CLAIMS_NS "/apis/resource.k8s.io/v1/namespaces/"
+#define NODES "/api/v1/nodes/"
+
+enum { C_GET, C_POST, C_PUT, C_DELETE, C_WATCH, C_OTHER, C_N };
+static const char *const count_names[C_N] = { "GET", "POST", "PUT", "DELETE", "WATCH", "OTHER" };
+
+struct fault {
+        char *method, *prefix;
+        unsigned n;
+        int status, retry_after;
+};
+
+struct event {
+        uint64_t rv;
+        const char *type;
+        cJSON *obj;
+};
+
+struct conn {
+        struct fakeapi *f;
+        pthread_t th;
+        int fd;
+        bool used, done;
+};
+
+struct logent {
+        char method[16];
+        char path[160];
+        uint64_t ns;
+};
+
+struct fakeapi {
+        pthread_mutex_t mu;
+        pthread_cond_t cond;
+        int lfd, stop_pipe[2];
+        pthread_t acceptor;
+        bool accepting, stopping;
+        SSL_CTX *ssl;
+        char dir[64], ca[128], url[64];
+
+        char *token;
+        cJSON *slices, *claims, *nodes;
+        uint64_t rv, min_rv;
+        bool expire_http;
+        struct event hist[MAX_HISTORY];
+        size_t n_hist;
+        struct fault faults[MAX_FAULTS];
+        size_t n_faults;
+        unsigned counts[C_N];
+        struct logent log[LOG_RING];
+        size_t n_log;
+        uint64_t uid_seq;
+        struct conn conns[MAX_CONNS];
+};
+
+struct request {
+        char method[16];
+        char *path, *query; /* owned: one buffer, query points inside */
+        size_t content_length;
+        bool expect_continue, close;
+        char *auth; /* the Authorization value */
+        char *body;
+};
+
+struct rbuf {
+        SSL *ssl;
+        int fd;
+        char buf[MAX_HEAD];
+        size_t len;
+};
+
+static uint64_t now_ns(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- output ---- */
+
+static bool send_all(SSL *s, const char *p, size_t n) {
+        while (n > 0) {
+                int chunk = n > (1u << 30) ? 1 << 30 : (int)n;
+                int w = SSL_write(s, p, chunk);
+
+                if (w <= 0)
+                        return false;
+                p += w;
+                n -= (size_t)w;
+        }
+        return true;
+}
+
+static const char *reason_phrase(int code) {
+        switch (code) {
+        case 100:
+                return "Continue";
+        case 200:
+                return "OK";
+        case 201:
+                return "Created";
+        case 400:
+                return "Bad Request";
+        case 401:
+                return "Unauthorized";
+        case 404:
+                return "Not Found";
+        case 405:
+                return "Method Not Allowed";
+        case 409:
+                return "Conflict";
+        case 410:
+                return "Gone";
+        case 413:
+                return "Request Entity Too Large";
+        case 422:
+                return "Unprocessable Entity";
+        case 429:
+                return "Too Many Requests";
+        case 500:
+                return "Internal Server Error";
+        case 503:
+                return "Service Unavailable";
+        default:
+                return "Status";
+        }
+}
+
+static bool send_response(SSL *s, int code, const char *body, int retry_after, bool close) {
+        char head[512];
+        size_t blen = body ? strlen(body) : 0;
+        char ra[48] = "";
+        int n;
+
+        if (retry_after > 0)
+                snprintf(ra, sizeof(ra), "Retry-After: %d\r\n", retry_after);
+        n = snprintf(head, sizeof(head),
+                     "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\n"
+                     "Content-Length: %zu\r\n%s%s\r\n",
+                     code, reason_phrase(code), blen, ra, close ? "Connection: close\r\n" : "");
+        MUST(n > 0 && (size_t)n < sizeof(head));
+        return send_all(s, head, (size_t)n) && (blen == 0 || send_all(s, body, blen));
+}
+
+static bool send_json(SSL *s, int code, const cJSON *obj) {
+        char *txt = cJSON_PrintUnformatted(obj);
+        bool ok;
+
+        MUST(txt);
+        ok = send_response(s, code, txt, 0, false);
+        free(txt);
+        return ok;
+}
+
+static cJSON *status_obj(int code, const char *reason, const char *msg) {
+        cJSON *st = cJSON_CreateObject();
+
+        cJSON_AddStringToObject(st, "kind", "Status");
+        cJSON_AddStringToObject(st, "apiVersion", "v1");
+        cJSON_AddObjectToObject(st, "metadata");
+        cJSON_AddStringToObject(st, "status", "Failure");
+        cJSON_AddStringToObject(st, "message", msg);
+        cJSON_AddStringToObject(st, "reason", reason);
+        cJSON_AddNumberToObject(st, "code", code);
+        return st;
+}
+
+static bool send_status(SSL *s, int code, const char *reason, const char *msg, int retry_after) {
+        cJSON *st = status_obj(code, reason, msg);
+        char *txt = cJSON_PrintUnformatted(st);
+        bool ok;
+
+        MUST(txt);
+        ok = send_response(s, code, txt, retry_after, false);
+        free(txt);
+        cJSON_Delete(st);
+        return ok;
+}
+
+static bool send_chunk(SSL *s, const char *data, size_t n) {
+        char head[32];
+        int h = snprintf(head, sizeof(head), "%zx\r\n", n);
+
+        return send_all(s, head, (size_t)h) && send_all(s, data, n) && send_all(s, "\r\n", 2);
+}
+
+/* ---- input ---- */
+
+/* Fill until the buffer holds "\r\n\r\n"; false on EOF, error or a head
+ * too long. */
+static bool read_head(struct rbuf *b, size_t *ret_end) {
+        for (;;) {
+                char *e = b->len >= 4 ? memmem(b->buf, b->len, "\r\n\r\n", 4) : NULL;
+                int r;
+
+                if (e) {
+                        *ret_end = (size_t)(e - b->buf) + 4;
+                        return true;
+                }
+                if (b->len == sizeof(b->buf))
+                        return false;
+                r = SSL_read(b->ssl, b->buf + b->len, (int)(sizeof(b->buf) - b->len));
+                if (r <= 0)
+                        return false;
+                b->len += (size_t)r;
+        }
+}
+
+static bool read_body(struct rbuf *b, char *dst, size_t n) {
+        size_t have = b->len < n ? b->len : n;
+
+        memcpy(dst, b->buf, have);
+        memmove(b->buf, b->buf + have, b->len - have);
+        b->len -= have;
+        while (have < n) {
+                int r = SSL_read(b->ssl, dst + have,
+                                 (int)(n - have > (1u << 20) ? 1u << 20 : n - have));
+                if (r <= 0)
+                        return false;
+                have += (size_t)r;
+        }
+        return true;
+}
+
+static void request_clear(struct request *r) {
+        free(r->path);
+        free(r->auth);
+        free(r->body);
+        memset(r, 0, sizeof(*r));
+}
+
+static char *header_value(char *line, const char *name) {
+        size_t n = strlen(name);
+
+        if (strncasecmp(line, name, n) != 0 || line[n] != ':')
+                return NULL;
+        line += n + 1;
+        while (*line == ' ' || *line == '\t')
+                line++;
+        return line;
+}
+
+/* Parse one request head (and read its body); false: drop the connection. */
+static bool read_request(struct rbuf *b, struct request *r) {
+        size_t end;
+        char *line, *save = NULL, *head, *target, *v;
+
+        memset(r, 0, sizeof(*r));
+        if (!read_head(b, &end))
+                return false;
+        head = strndup(b->buf, end - 4);
+        MUST(head);
+        memmove(b->buf, b->buf + end, b->len - end);
+        b->len -= end;
+
+        line = strtok_r(head, "\r\n", &save);
+        target = line ? strchr(line, ' ') : NULL;
+        if (!target || (size_t)(target - line) >= sizeof(r->method)) {
+                free(head);
+                return false;
+        }
+        memcpy(r->method, line, (size_t)(target - line));
+        target++;
+        v = strchr(target, ' ');
+        if (!v || strcmp(v + 1, "HTTP/1.1") != 0) {
+                free(head);
+                return false;
+        }
+        r->path = strndup(target, (size_t)(v - target));
+        MUST(r->path);
+        r->query = strchr(r->path, '?');
+        if (r->query)
+                *r->query++ = '\0';
+
+        while ((line = strtok_r(NULL, "\r\n", &save))) {
+                if ((v = header_value(line, "Content-Length")))
+                        r->content_length = strtoul(v, NULL, 10);
+                else if ((v = header_value(line, "Authorization")))
+                        r->auth = strdup(v);
+                else if ((v = header_value(line, "Expect")))
+                        r->expect_continue = strcasecmp(v, "100-continue") == 0;
+                else if ((v = header_value(line, "Connection")))
+                        r->close = strcasecmp(v, "close") == 0;
+                else if ((v = header_value(line, "Transfer-Encoding"))) {
+                        /* No client of ours sends a chunked body. */
+                        free(head);
+                        return false;
+                }
+        }
+        free(head);
+        if (r->content_length > MAX_BODY)
+                return false;
+        if (r->expect_continue && r->content_length > 0 &&
+            !send_all(b->ssl, "HTTP/1.1 100 Continue\r\n\r\n", 25))
+                return false;
+        r->body = malloc(r->content_length + 1);
+        MUST(r->body);
+        if (!read_body(b, r->body, r->content_length))
+                return false;
+        r->body[r->content_length] = '\0';
+        return true;
+}
+
+/* The decoded value of key in an application/x-www-form-urlencoded query,
+ * or NULL (caller frees). */
+static char *query_get(const char *q, const char *key) {
+        size_t klen = strlen(key);
+
+        while (q && *q) {
+                const char *amp = strchr(q, '&');
+                size_t len = amp ? (size_t)(amp - q) : strlen(q);
+
+                if (len > klen && strncmp(q, key, klen) == 0 && q[klen] == '=') {
+                        char *out = malloc(len), *o = out;
+
+                        MUST(out);
+                        for (size_t i = klen + 1; i < len; i++) {
+                                unsigned hv;
+                                if (q[i] == '%' && i + 2 < len + 1 &&
+                                    sscanf(q + i + 1, "%2x", &hv) == 1) {
+                                        *o++ = (char)hv;
+                                        i += 2;
+                                } else
+                                        *o++ = q[i] == '+' ? ' ' : q[i];
+                        }
+                        *o = '\0';
+                        return out;
+                }
+                q = amp ? amp + 1 : NULL;
+        }
+        return NULL;
+}
+
+/* ---- state (f->mu held) ---- */
+
+static const char *jstr(const cJSON *o, const char *a, const char *b) {
+        const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, a);
+
+        if (b)
+                x = cJSON_GetObjectItemCaseSensitive(x, b);
+        return cJSON_IsString(x) ? x->valuestring : NULL;
+}
+
+static cJSON *find_slice(struct fakeapi *f, const char *name, int *ret_idx) {
+        int i = 0;
+        cJSON *s;
+
+        cJSON_ArrayForEach(s, f->slices) {
+                const char *n = jstr(s, "metadata", "name");
+                if (n && strcmp(n, name) == 0) {
+                        if (ret_idx)
+                                *ret_idx = i;
+                        return s;
+                }
+                i++;
+        }
+        return NULL;
+}
+
+static void set_rv(cJSON *obj, uint64_t rv) {
+        cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+        char buf[32];
+
+        snprintf(buf, sizeof(buf), "%" PRIu64, rv);
+        cJSON_DeleteItemFromObjectCaseSensitive(md, "resourceVersion");
+        cJSON_AddStringToObject(md, "resourceVersion", buf);
+}
+
+static void record(struct fakeapi *f, const char *type, const cJSON *obj) {
+        if (f->n_hist == MAX_HISTORY) {
+                /* Compaction: the oldest event goes, and with it every
+                 * resourceVersion up to it. */
+                f->min_rv = f->hist[0].rv;
+                cJSON_Delete(f->hist[0].obj);
+                memmove(f->hist, f->hist + 1, sizeof(f->hist[0]) * (MAX_HISTORY - 1));
+                f->n_hist--;
+        }
+        f->hist[f->n_hist++] =
+                (struct event){ .rv = f->rv, .type = type, .obj = cJSON_Duplicate(obj, true) };
+        pthread_cond_broadcast(&f->cond);
+}
+
+/* "spec.nodeName=X,spec.driver=Y": does obj match every term? -EINVAL on
+ * a field the server does not index. */
+static int selector_match(const char *sel, const cJSON *obj) {
+        char *copy, *term, *save = NULL;
+        int r = 1;
+
+        if (!sel || !*sel)
+                return 1;
+        copy = strdup(sel);
+        MUST(copy);
+        for (term = strtok_r(copy, ",", &save); term; term = strtok_r(NULL, ",", &save)) {
+                char *eq = strchr(term, '=');
+                const char *have;
+
+                if (!eq) {
+                        r = -EINVAL;
+                        break;
+                }
+                *eq++ = '\0';
+                if (*eq == '=')
+                        eq++;
+                if (strcmp(term, "spec.nodeName") == 0)
+                        have = jstr(obj, "spec", "nodeName");
+                else if (strcmp(term, "spec.driver") == 0)
+                        have = jstr(obj, "spec", "driver");
+                else if (strcmp(term, "metadata.name") == 0)
+                        have = jstr(obj, "metadata", "name");
+                else {
+                        r = -EINVAL;
+                        break;
+                }
+                if (!have || strcmp(have, eq) != 0)
+                        r = 0;
+        }
+        free(copy);
+        return r;
+}
+
+static bool dns_label(const char *s) {
+        size_t n = strlen(s);
+
+        if (n == 0 || n > 63 || s[0] == '-' || s[n - 1] == '-')
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
+                        return false;
+        return true;
+}
+
+static bool dns_subdomain(const char *s) {
+        size_t n = strlen(s);
+
+        if (n == 0 || n > 253)
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-' ||
+                      s[i] == '.'))
+                        return false;
+        return s[0] != '-' && s[0] != '.' && s[n - 1] != '-' && s[n - 1] != '.';
+}
+
+/* The API server's validation of a ResourceSlice, as far as our client
+ * can get it wrong; NULL when valid, else the message. */
+static const char *slice_invalid(const cJSON *s) {
+        const cJSON *spec = cJSON_GetObjectItemCaseSensitive(s, "spec");
+        const cJSON *pool = cJSON_GetObjectItemCaseSensitive(spec, "pool");
+        const cJSON *devs = cJSON_GetObjectItemCaseSensitive(spec, "devices");
+        const cJSON *gen = cJSON_GetObjectItemCaseSensitive(pool, "generation");
+        const cJSON *cnt = cJSON_GetObjectItemCaseSensitive(pool, "resourceSliceCount");
+        const cJSON *d;
+        const char *name = jstr(s, "metadata", "name");
+
+        if (!name || !dns_subdomain(name))
+                return "metadata.name: Invalid value";
+        if (!jstr(spec, "driver", NULL) || !dns_subdomain(jstr(spec, "driver", NULL)))
+                return "spec.driver: Invalid value";
+        if (!jstr(pool, "name", NULL) || strlen(jstr(pool, "name", NULL)) > 253)
+                return "spec.pool.name: Invalid value";
+        if (!cJSON_IsNumber(gen) || gen->valuedouble < 0)
+                return "spec.pool.generation: Invalid value";
+        if (!cJSON_IsNumber(cnt) || cnt->valuedouble < 1)
+                return "spec.pool.resourceSliceCount: Invalid value";
+        if (!jstr(spec, "nodeName", NULL))
+                return "spec.nodeName: Required value";
+        if (!cJSON_IsArray(devs) || cJSON_GetArraySize(devs) > 128)
+                return "spec.devices: Too many: must have at most 128 items";
+        cJSON_ArrayForEach(d, devs) {
+                const char *dn = jstr(d, "name", NULL);
+                const cJSON *e;
+
+                if (!dn || !dns_label(dn))
+                        return "spec.devices[].name: Invalid value";
+                cJSON_ArrayForEach(e, devs) {
+                        if (e == d)
+                                break;
+                        if (strcmp(jstr(e, "name", NULL), dn) == 0)
+                                return "spec.devices[].name: Duplicate value";
+                }
+        }
+        return NULL;
+}
+
+/* ---- handlers (called without f->mu) ---- */
+
+static bool handle_list(struct fakeapi *f, SSL *s, const struct request *r) {
+        char *sel = query_get(r->query, "fieldSelector");
+        cJSON *list = cJSON_CreateObject(), *items, *md, *it;
+        char rvbuf[32];
+        bool ok = true, bad = false;
+
+        cJSON_AddStringToObject(list, "kind", "ResourceSliceList");
+        cJSON_AddStringToObject(list, "apiVersion", "resource.k8s.io/v1");
+        md = cJSON_AddObjectToObject(list, "metadata");
+        items = cJSON_AddArrayToObject(list, "items");
+        pthread_mutex_lock(&f->mu);
+        snprintf(rvbuf, sizeof(rvbuf), "%" PRIu64, f->rv);
+        cJSON_AddStringToObject(md, "resourceVersion", rvbuf);
+        cJSON_ArrayForEach(it, f->slices) {
+                int m = selector_match(sel, it);
+                if (m < 0)
+                        bad = true;
+                if (m > 0)
+                        cJSON_AddItemToArray(items, cJSON_Duplicate(it, true));
+        }
+        pthread_mutex_unlock(&f->mu);
+        if (bad)
+                ok = send_status(s, 400, "BadRequest", "field label not supported", 0);
+        else
+                ok = send_json(s, 200, list);
+        cJSON_Delete(list);
+        free(sel);
+        return ok;
+}
+
+static bool send_event(SSL *s, const char *type, const cJSON *obj) {
+        cJSON *ev = cJSON_CreateObject();
+        char *txt;
+        bool ok;
+
+        cJSON_AddStringToObject(ev, "type", type);
+        cJSON_AddItemToObject(ev, "object", cJSON_Duplicate(obj, true));
+        txt = cJSON_PrintUnformatted(ev);
+        MUST(txt);
+        {
+                size_t n = strlen(txt);
+                char *line = malloc(n + 2);
+                MUST(line);
+                memcpy(line, txt, n);
+                line[n] = '\n';
+                ok = send_chunk(s, line, n + 1);
+                free(line);
+        }
+        free(txt);
+        cJSON_Delete(ev);
+        return ok;
+}
+
+static bool send_expired(SSL *s) {
+        cJSON *st = status_obj(410, "Expired", "too old resource version");
+        bool ok = send_event(s, "ERROR", st);
+
+        cJSON_Delete(st);
+        return ok;
+}
+
+static bool peer_gone(int fd) {
+        struct pollfd p = { .fd = fd, .events = POLLRDHUP };
+
+        return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
+static bool handle_watch(struct fakeapi *f, SSL *s, int fd, const struct request *r) {
+        static const char head[] = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                                   "Transfer-Encoding: chunked\r\n\r\n";
+        char *sel = query_get(r->query, "fieldSelector");
+        char *rvs = query_get(r->query, "resourceVersion");
+        char *tos = query_get(r->query, "timeoutSeconds");
+        uint64_t pos = rvs ? strtoull(rvs, NULL, 10) : 0;
+        uint64_t deadline =
+                now_ns() + (uint64_t)(tos ? strtoul(tos, NULL, 10) : 1800) * 1000000000u;
+        bool ok = true;
+
+        free(rvs);
+        free(tos);
+        pthread_mutex_lock(&f->mu);
+        if (pos != 0 && pos < f->min_rv && f->expire_http) {
+                pthread_mutex_unlock(&f->mu);
+                free(sel);
+                return send_status(s, 410, "Expired", "too old resource version", 0);
+        }
+        pthread_mutex_unlock(&f->mu);
+        if (!send_all(s, head, sizeof(head) - 1)) {
+                free(sel);
+                return false;
+        }
+        pthread_mutex_lock(&f->mu);
+        if (pos == 0) {
+                /* "Any": the current state as ADDED events, then changes. */
+                cJSON *it, *copy = cJSON_CreateArray();
+                cJSON_ArrayForEach(it, f->slices) {
+                        if (selector_match(sel, it) > 0)
+                                cJSON_AddItemToArray(copy, cJSON_Duplicate(it, true));
+                }
+                pos = f->rv;
+                pthread_mutex_unlock(&f->mu);
+                cJSON_ArrayForEach(it, copy) {
+                        if (!(ok = send_event(s, "ADDED", it)))
+                                break;
+                }
+                cJSON_Delete(copy);
+                pthread_mutex_lock(&f->mu);
+        }
+        while (ok) {
+                struct timespec ts;
+                uint64_t wake;
+
+                if (pos < f->min_rv) {
+                        pthread_mutex_unlock(&f->mu);
+                        ok = send_expired(s);
+                        pthread_mutex_lock(&f->mu);
+                        break;
+                }
+                for (size_t i = 0; i < f->n_hist && ok; i++) {
+                        struct event *e = &f->hist[i];
+                        cJSON *obj;
+                        const char *type;
+
+                        if (e->rv <= pos)
+                                continue;
+                        pos = e->rv;
+                        if (selector_match(sel, e->obj) <= 0)
+                                continue;
+                        obj = cJSON_Duplicate(e->obj, true);
+                        type = e->type;
+                        pthread_mutex_unlock(&f->mu);
+                        ok = send_event(s, type, obj);
+                        cJSON_Delete(obj);
+                        pthread_mutex_lock(&f->mu);
+                        i = (size_t)-1; /* the history may have moved */
+                }
+                if (!ok || f->stopping || now_ns() >= deadline)
+                        break;
+                /* Wake at least every 100 ms to notice a client that went
+                 * away (it restarted its watch), so threads do not pile up. */
+                wake = now_ns() + 100000000u;
+                if (wake > deadline)
+                        wake = deadline;
+                clock_gettime(CLOCK_MONOTONIC, &ts);
+                {
+                        uint64_t delta = wake - now_ns();
+                        ts.tv_sec += (time_t)(delta / 1000000000u);
+                        ts.tv_nsec += (long)(delta % 1000000000u);
+                        if (ts.tv_nsec >= 1000000000) {
+                                ts.tv_sec++;
+                                ts.tv_nsec -= 1000000000;
+                        }
+                }
+                pthread_cond_timedwait(&f->cond, &f->mu, &ts);
+                if (f->n_hist == 0 || f->hist[f->n_hist - 1].rv <= pos) {
+                        pthread_mutex_unlock(&f->mu);
+                        if (peer_gone(fd))
+                                ok = false;
+                        pthread_mutex_lock(&f->mu);
+                }
+        }
+        pthread_mutex_unlock(&f->mu);
+        free(sel);
+        return ok && send_all(s, "0\r\n\r\n", 5);
+}
+
+static bool handle_create(struct fakeapi *f, SSL *s, const struct request *r) {
+        cJSON *obj = cJSON_Parse(r->body), *copy;
+        const char *bad, *name;
+        char uid[64];
+        bool ok;
+
+        if (!obj || !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(obj, "metadata"))) {
+                cJSON_Delete(obj);
+                return send_status(s, 400, "BadRequest", "bad JSON", 0);
+        }
+        if ((bad = slice_invalid(obj))) {
+                cJSON_Delete(obj);
+                return send_status(s, 422, "Invalid", bad, 0);
+        }
+        name = jstr(obj, "metadata", "name");
+        pthread_mutex_lock(&f->mu);
+        if (find_slice(f, name, NULL)) {
+                pthread_mutex_unlock(&f->mu);
+                cJSON_Delete(obj);
+                return send_status(s, 409, "AlreadyExists", "resourceslices already exists", 0);
+        }
+        f->rv++;
+        snprintf(uid, sizeof(uid), "00000000-0000-4000-8000-%012" PRIu64, ++f->uid_seq);
+        cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "metadata"),
+                                                "uid");
+        cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "uid", uid);
+        set_rv(obj, f->rv);
+        cJSON_AddItemToArray(f->slices, cJSON_Duplicate(obj, true));
+        record(f, "ADDED", obj);
+        copy = obj;
+        pthread_mutex_unlock(&f->mu);
+        ok = send_json(s, 201, copy);
+        cJSON_Delete(copy);
+        return ok;
+}
+
+static bool handle_update(struct fakeapi *f, SSL *s, const struct request *r, const char *name) {
+        cJSON *obj = cJSON_Parse(r->body), *cur;
+        const char *bad, *want_rv, *cur_rv;
+        int idx;
+        bool ok;
+
+        if (!obj)
+                return send_status(s, 400, "BadRequest", "bad JSON", 0);
+        if ((bad = slice_invalid(obj)) || strcmp(jstr(obj, "metadata", "name"), name) != 0) {
+                cJSON_Delete(obj);
+                return send_status(s, 422, "Invalid", bad ? bad : "metadata.name: differs", 0);
+        }
+        want_rv = jstr(obj, "metadata", "resourceVersion");
+        if (!want_rv) {
+                cJSON_Delete(obj);
+                return send_status(
+                        s, 422, "Invalid",
+                        "metadata.resourceVersion: Invalid value: 0x0: must be specified for an update",
+                        0);
+        }
+        pthread_mutex_lock(&f->mu);
+        cur = find_slice(f, name, &idx);
+        if (!cur) {
+                pthread_mutex_unlock(&f->mu);
+                cJSON_Delete(obj);
+                return send_status(s, 404, "NotFound", "resourceslices not found", 0);
+        }
+        cur_rv = jstr(cur, "metadata", "resourceVersion");
+        if (strcmp(cur_rv, want_rv) != 0) {
+                pthread_mutex_unlock(&f->mu);
+                cJSON_Delete(obj);
+                return send_status(
+                        s, 409, "Conflict",
+                        "the object has been modified; please apply your changes to the latest version and try again",
+                        0);
+        }
+        f->rv++;
+        cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "metadata"),
+                                                "uid");
+        cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "uid",
+                                jstr(cur, "metadata", "uid"));
+        set_rv(obj, f->rv);
+        cJSON_ReplaceItemInArray(f->slices, idx, cJSON_Duplicate(obj, true));
+        record(f, "MODIFIED", obj);
+        pthread_mutex_unlock(&f->mu);
+        ok = send_json(s, 200, obj);
+        cJSON_Delete(obj);
+        return ok;
+}
+
+/* f->mu held. */
+static void delete_at(struct fakeapi *f, int idx) {
+        cJSON *gone = cJSON_DetachItemFromArray(f->slices, idx);
+
+        f->rv++;
+        set_rv(gone, f->rv);
+        record(f, "DELETED", gone);
+        cJSON_Delete(gone);
+}
+
+static bool handle_delete(struct fakeapi *f, SSL *s, const char *name) {
+        cJSON *cur, *copy;
+        int idx;
+        bool ok;
+
+        pthread_mutex_lock(&f->mu);
+        cur = find_slice(f, name, &idx);
+        if (!cur) {
+                pthread_mutex_unlock(&f->mu);
+                return send_status(s, 404, "NotFound", "resourceslices not found", 0);
+        }
+        copy = cJSON_Duplicate(cur, true);
+        delete_at(f, idx);
+        pthread_mutex_unlock(&f->mu);
+        ok = send_json(s, 200, copy);
+        cJSON_Delete(copy);
+        return ok;
+}
+
+static bool handle_get_slice(struct fakeapi *f, SSL *s, const char *name) {
+        cJSON *cur, *copy = NULL;
+        bool ok;
+
+        pthread_mutex_lock(&f->mu);
+        cur = find_slice(f, name, NULL);
+        if (cur)
+                copy = cJSON_Duplicate(cur, true);
+        pthread_mutex_unlock(&f->mu);
+        if (!copy)
+                return send_status(s, 404, "NotFound", "resourceslices not found", 0);
+        ok = send_json(s, 200, copy);
+        cJSON_Delete(copy);
+        return ok;
+}
+
+static bool handle_claim(struct fakeapi *f, SSL *s, const char *rest) {
+        const char *slash = strchr(rest, '/');
+        cJSON *c, *copy = NULL;
+        bool ok;
+
+        if (!slash || strncmp(slash, "/resourceclaims/", 16) != 0)
+                return send_status(s, 404, "NotFound", "no such path", 0);
+        pthread_mutex_lock(&f->mu);
+        cJSON_ArrayForEach(c, f->claims) {
+                const char *ns = jstr(c, "metadata", "namespace");
+                const char *name = jstr(c, "metadata", "name");
+                if (ns && name && strlen(ns) == (size_t)(slash - rest) &&
+                    strncmp(ns, rest, (size_t)(slash - rest)) == 0 &&
+                    strcmp(name, slash + 16) == 0) {
+                        copy = cJSON_Duplicate(c, true);
+                        break;
+                }
+        }
+        pthread_mutex_unlock(&f->mu);
+        if (!copy)
+                return send_status(s, 404, "NotFound", "resourceclaims not found", 0);
+        ok = send_json(s, 200, copy);
+        cJSON_Delete(copy);
+        return ok;
+}
+
+static bool handle_node(struct fakeapi *f, SSL *s, const char *name) {
+        cJSON *node = NULL, *md;
+        const char *uid;
+        bool ok;
+
+        pthread_mutex_lock(&f->mu);
+        uid = jstr(f->nodes, name, NULL);
+        if (uid) {
+                node = cJSON_CreateObject();
+                cJSON_AddStringToObject(node, "kind", "Node");
+                cJSON_AddStringToObject(node, "apiVersion", "v1");
+                md = cJSON_AddObjectToObject(node, "metadata");
+                cJSON_AddStringToObject(md, "name", name);
+                cJSON_AddStringToObject(md, "uid", uid);
+        }
+        pthread_mutex_unlock(&f->mu);
+        if (!node)
+                return send_status(s, 404, "NotFound", "nodes not found", 0);
+        ok = send_json(s, 200, node);
+        cJSON_Delete(node);
+        return ok;
+}
+
+/* Counters, the log ring, faults and auth; false: stop handling (*ok
+ * says whether the connection survives). */
+static bool admit(struct fakeapi *f, SSL *s, const struct request *r, bool watch, bool *ok) {
+        int c = C_OTHER, status = -1, retry_after = 0;
+        struct logent *le;
+        bool authorized;
+
+        for (int i = 0; i < C_N; i++)
+                if (strcmp(r->method, count_names[i]) == 0)
+                        c = i;
+        if (c == C_GET && watch)
+                c = C_WATCH;
+        pthread_mutex_lock(&f->mu);
+        f->counts[c]++;
+        le = &f->log[f->n_log++ % LOG_RING];
+        snprintf(le->method, sizeof(le->method), "%s", r->method);
+        snprintf(le->path, sizeof(le->path), "%s", r->path);
+        le->ns = now_ns();
+        for (size_t i = 0; i < f->n_faults; i++) {
+                struct fault *ft = &f->faults[i];
+                if (ft->n == 0 || (ft->method && strcmp(ft->method, r->method) != 0) ||
+                    (ft->prefix && strncmp(r->path, ft->prefix, strlen(ft->prefix)) != 0))
+                        continue;
+                ft->n--;
+                status = ft->status;
+                retry_after = ft->retry_after;
+                break;
+        }
+        authorized = !f->token || (r->auth && strncmp(r->auth, "Bearer ", 7) == 0 &&
+                                   strcmp(r->auth + 7, f->token) == 0);
+        pthread_cond_broadcast(&f->cond);
+        pthread_mutex_unlock(&f->mu);
+
+        if (status == 0) {
+                *ok = false;
+                return false;
+        }
+        if (status > 0) {
+                *ok = send_status(s, status, status == 429 ? "TooManyRequests" : "InternalError",
+                                  "injected fault", retry_after);
+                return false;
+        }
+        if (!authorized) {
+                *ok = send_status(s, 401, "Unauthorized", "Unauthorized", 0);
+                return false;
+        }
+        return true;
+}
+
+static bool handle(struct fakeapi *f, SSL *s, int fd, const struct request *r) {
+        char *w = query_get(r->query, "watch");
+        bool watch = w && (strcmp(w, "true") == 0 || strcmp(w, "1") == 0);
+        bool ok = true;
+        const char *rest;
+
+        free(w);
+        if (!admit(f, s, r, watch, &ok))
+                return ok;
+        if (strcmp(r->path, SLICES) == 0) {
+                if (strcmp(r->method, "GET") == 0)
+                        return watch ? handle_watch(f, s, fd, r) : handle_list(f, s, r);
+                if (strcmp(r->method, "POST") == 0)
+                        return handle_create(f, s, r);
+        } else if (strncmp(r->path, SLICES "/", sizeof(SLICES)) == 0) {
+                rest = r->path + sizeof(SLICES);
+                if (strcmp(r->method, "GET") == 0)
+                        return handle_get_slice(f, s, rest);
+                if (strcmp(r->method, "PUT") == 0)
+                        return handle_update(f, s, r, rest);
+                if (strcmp(r->method, "DELETE") == 0)
+                        return handle_delete(f, s, rest);
+        } else if (strncmp(r->path, CLAIMS_NS, strlen(CLAIMS_NS)) == 0) {
+                if (strcmp(r->method, "GET") == 0)
+                        return handle_claim(f, s, r->path + strlen(CLAIMS_NS));
+        } else if (strncmp(r->path, NODES, strlen(NODES)) == 0) {
+                if (strcmp(r->method, "GET") == 0)
+                        return handle_node(f, s, r->path + strlen(NODES));
+        } else
+                return send_status(s, 404, "NotFound",
+                                   "the server could not find the requested resource", 0);
+        return send_status(s, 405, "MethodNotAllowed", "method not allowed", 0);
+}
+
+static void *conn_main(void *arg) {
+        struct conn *c = arg;
+        struct rbuf *b = calloc(1, sizeof(*b));
+        SSL *s = SSL_new(c->f->ssl);
+        sigset_t set;
+
+        /* A client that hangs up mid-answer must not kill the test. */
+        sigemptyset(&set);
+        sigaddset(&set, SIGPIPE);
+        pthread_sigmask(SIG_BLOCK, &set, NULL);
+        MUST(b && s);
+        b->ssl = s;
+        b->fd = c->fd;
+        SSL_set_fd(s, c->fd);
+        if (SSL_accept(s) == 1) {
+                for (;;) {
+                        struct request r;
+                        bool ok;
+
+                        if (!read_request(b, &r)) {
+                                request_clear(&r);
+                                break;
+                        }
+                        ok = handle(c->f, s, c->fd, &r) && !r.close;
+                        request_clear(&r);
+                        if (!ok)
+                                break;
+                }
+        }
+        ERR_clear_error();
+        SSL_free(s);
+        free(b);
+        shutdown(c->fd, SHUT_RDWR);
+        pthread_mutex_lock(&c->f->mu);
+        c->done = true;
+        pthread_mutex_unlock(&c->f->mu);
+        ERR_clear_error();
+        return NULL;
+}
+
+/* Join finished connection threads, with f->mu held. */
+static void reap(struct fakeapi *f, bool all) {
+        for (size_t i = 0; i < MAX_CONNS; i++) {
+                struct conn *c = &f->conns[i];
+                if (!c->used || (!c->done && !all))
+                        continue;
+                pthread_mutex_unlock(&f->mu);
+                pthread_join(c->th, NULL);
+                pthread_mutex_lock(&f->mu);
+                close(c->fd);
+                c->used = false;
+        }
+}
+
+static void *accept_main(void *arg) {
+        struct fakeapi *f = arg;
+        sigset_t set;
+
+        sigemptyset(&set);
+        sigaddset(&set, SIGPIPE);
+        pthread_sigmask(SIG_BLOCK, &set, NULL);
+        for (;;) {
+                struct pollfd p[2] = { { .fd = f->lfd, .events = POLLIN },
+                                       { .fd = f->stop_pipe[0], .events = POLLIN } };
+                struct conn *slot = NULL;
+                int fd;
+
+                if (poll(p, 2, -1) < 0 && errno != EINTR)
+                        break;
+                if (p[1].revents)
+                        break;
+                if (!(p[0].revents & POLLIN))
+                        continue;
+                fd = accept4(f->lfd, NULL, NULL, SOCK_CLOEXEC);
+                if (fd < 0)
+                        continue;
+                pthread_mutex_lock(&f->mu);
+                reap(f, false);
+                for (size_t i = 0; i < MAX_CONNS && !slot; i++)
+                        if (!f->conns[i].used)
+                                slot = &f->conns[i];
+                if (slot) {
+                        *slot = (struct conn){ .f = f, .fd = fd, .used = true };
+                        MUST(pthread_create(&slot->th, NULL, conn_main, slot) == 0);
+                } else
+                        close(fd);
+                pthread_mutex_unlock(&f->mu);
+        }
+        return NULL;
+}
+
+struct fakeapi *fakeapi_new(bool listening) {
+        struct fakeapi *f = calloc(1, sizeof(*f));
+        struct sockaddr_in sa = { .sin_family = AF_INET,
+                                  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        socklen_t len = sizeof(sa);
+        pthread_condattr_t ca;
+
+        MUST(f);
+        pthread_mutex_init(&f->mu, NULL);
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&f->cond, &ca);
+        pthread_condattr_destroy(&ca);
+        snprintf(f->dir, sizeof(f->dir), "/tmp/fakeapi-XXXXXX");
+        MUST(mkdtemp(f->dir));
+        snprintf(f->ca, sizeof(f->ca), "%s/ca.crt", f->dir);
+        f->ssl = fakeapi_tls_make(f->ca);
+        f->slices = cJSON_CreateArray();
+        f->claims = cJSON_CreateArray();
+        f->nodes = cJSON_CreateObject();
+        f->rv = 1000;
+        f->min_rv = 0;
+
+        f->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        MUST(f->lfd >= 0);
+        MUST(bind(f->lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+        MUST(getsockname(f->lfd, (struct sockaddr *)&sa, &len) == 0);
+        snprintf(f->url, sizeof(f->url), "https://127.0.0.1:%u", ntohs(sa.sin_port));
+        MUST(pipe2(f->stop_pipe, O_CLOEXEC) == 0);
+        if (listening)
+                fakeapi_listen(f);
+        return f;
+}
+
+void fakeapi_listen(struct fakeapi *f) {
+        MUST(!f->accepting);
+        MUST(listen(f->lfd, 64) == 0);
+        f->accepting = true;
+        MUST(pthread_create(&f->acceptor, NULL, accept_main, f) == 0);
+}
+
+static void rm_dir(const char *dir) {
+        char path[192];
+
+        snprintf(path, sizeof(path), "%s/ca.crt", dir);
+        unlink(path);
+        rmdir(dir);
+}
+
+void fakeapi_free(struct fakeapi *f) {
+        if (!f)
+                return;
+        pthread_mutex_lock(&f->mu);
+        f->stopping = true;
+        pthread_cond_broadcast(&f->cond);
+        pthread_mutex_unlock(&f->mu);
+        if (f->accepting) {
+                MUST(write(f->stop_pipe[1], "x", 1) == 1);
+                pthread_join(f->acceptor, NULL);
+        }
+        pthread_mutex_lock(&f->mu);
+        for (size_t i = 0; i < MAX_CONNS; i++)
+                if (f->conns[i].used)
+                        shutdown(f->conns[i].fd, SHUT_RDWR);
+        reap(f, true);
+        pthread_mutex_unlock(&f->mu);
+        close(f->lfd);
+        close(f->stop_pipe[0]);
+        close(f->stop_pipe[1]);
+        SSL_CTX_free(f->ssl);
+        for (size_t i = 0; i < f->n_hist; i++)
+                cJSON_Delete(f->hist[i].obj);
+        for (size_t i = 0; i < f->n_faults; i++) {
+                free(f->faults[i].method);
+                free(f->faults[i].prefix);
+        }
+        cJSON_Delete(f->slices);
+        cJSON_Delete(f->claims);
+        cJSON_Delete(f->nodes);
+        free(f->token);
+        rm_dir(f->dir);
+        pthread_cond_destroy(&f->cond);
+        pthread_mutex_destroy(&f->mu);
+        free(f);
+}
+
+const char *fakeapi_url(const struct fakeapi *f) {
+        return f->url;
+}
+
+const char *fakeapi_ca_file(const struct fakeapi *f) {
+        return f->ca;
+}
+
+const char *fakeapi_dir(const struct fakeapi *f) {
+        return f->dir;
+}
+
+void fakeapi_set_token(struct fakeapi *f, const char *token) {
+        pthread_mutex_lock(&f->mu);
+        free(f->token);
+        f->token = token ? strdup(token) : NULL;
+        pthread_mutex_unlock(&f->mu);
+}
+
+void fakeapi_add_node(struct fakeapi *f, const char *name, const char *uid) {
+        pthread_mutex_lock(&f->mu);
+        cJSON_DeleteItemFromObjectCaseSensitive(f->nodes, name);
+        cJSON_AddStringToObject(f->nodes, name, uid);
+        pthread_mutex_unlock(&f->mu);
+}
+
+void fakeapi_add_claim(struct fakeapi *f, cJSON *claim) {
+        MUST(claim);
+        pthread_mutex_lock(&f->mu);
+        cJSON_AddItemToArray(f->claims, claim);
+        pthread_mutex_unlock(&f->mu);
+}
+
+void fakeapi_fault(struct fakeapi *f, const char *method, const char *path_prefix, unsigned n,
+                   int status, int retry_after) {
+        pthread_mutex_lock(&f->mu);
+        MUST(f->n_faults < MAX_FAULTS);
+        f->faults[f->n_faults++] =
+                (struct fault){ .method = method ? strdup(method) : NULL,
+                                .prefix = path_prefix ? strdup(path_prefix) : NULL,
+                                .n = n,
+                                .status = status,
+                                .retry_after = retry_after };
+        pthread_mutex_unlock(&f->mu);
+}
+
+void fakeapi_expire(struct fakeapi *f, bool as_http) {
+        pthread_mutex_lock(&f->mu);
+        for (size_t i = 0; i < f->n_hist; i++)
+                cJSON_Delete(f->hist[i].obj);
+        f->n_hist = 0;
+        /* As after an etcd compaction: every version so far is gone, a
+         * fresh list (at the new version) can be watched from. */
+        f->rv++;
+        f->min_rv = f->rv;
+        f->expire_http = as_http;
+        pthread_cond_broadcast(&f->cond);
+        pthread_mutex_unlock(&f->mu);
+}
+
+void fakeapi_wipe(struct fakeapi *f, const char *node) {
+        pthread_mutex_lock(&f->mu);
+        for (int i = cJSON_GetArraySize(f->slices) - 1; i >= 0; i--) {
+                const char *n = jstr(cJSON_GetArrayItem(f->slices, i), "spec", "nodeName");
+                if (n && strcmp(n, node) == 0)
+                        delete_at(f, i);
+        }
+        pthread_cond_broadcast(&f->cond);
+        pthread_mutex_unlock(&f->mu);
+}
+
+void fakeapi_put_slice(struct fakeapi *f, cJSON *slice) {
+        const char *name = jstr(slice, "metadata", "name");
+        int idx;
+        bool had;
+
+        MUST(name);
+        pthread_mutex_lock(&f->mu);
+        had = find_slice(f, name, &idx) != NULL;
+        f->rv++;
+        set_rv(slice, f->rv);
+        if (had)
+                cJSON_ReplaceItemInArray(f->slices, idx, cJSON_Duplicate(slice, true));
+        else
+                cJSON_AddItemToArray(f->slices, cJSON_Duplicate(slice, true));
+        record(f, had ? "MODIFIED" : "ADDED", slice);
+        pthread_mutex_unlock(&f->mu);
+        cJSON_Delete(slice);
+}
+
+unsigned fakeapi_count(struct fakeapi *f, const char *method) {
+        unsigned n = 0;
+
+        pthread_mutex_lock(&f->mu);
+        for (int i = 0; i < C_N; i++)
+                if (strcmp(method, count_names[i]) == 0)
+                        n = f->counts[i];
+        pthread_mutex_unlock(&f->mu);
+        return n;
+}
+
+uint64_t fakeapi_last_request_ns(struct fakeapi *f, const char *method, const char *path_prefix) {
+        uint64_t t = 0;
+        size_t n;
+
+        pthread_mutex_lock(&f->mu);
+        n = f->n_log < LOG_RING ? f->n_log : LOG_RING;
+        for (size_t i = 0; i < n; i++) {
+                const struct logent *le = &f->log[i];
+                if ((method && strcmp(le->method, method) != 0) ||
+                    (path_prefix && strncmp(le->path, path_prefix, strlen(path_prefix)) != 0))
+                        continue;
+                if (le->ns > t)
+                        t = le->ns;
+        }
+        pthread_mutex_unlock(&f->mu);
+        return t;
+}
+
+cJSON *fakeapi_slices(struct fakeapi *f) {
+        cJSON *copy;
+
+        pthread_mutex_lock(&f->mu);
+        copy = cJSON_Duplicate(f->slices, true);
+        pthread_mutex_unlock(&f->mu);
+        MUST(copy);
+        return copy;
+}
+
+bool fakeapi_wait(struct fakeapi *f, bool (*pred)(const cJSON *slices, void *ctx), void *ctx,
+                  int timeout_ms) {
+        struct timespec ts;
+        bool held;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_sec += timeout_ms / 1000;
+        ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+        if (ts.tv_nsec >= 1000000000) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000;
+        }
+        pthread_mutex_lock(&f->mu);
+        while (!(held = pred(f->slices, ctx)))
+                if (pthread_cond_timedwait(&f->cond, &f->mu, &ts) == ETIMEDOUT) {
+                        held = pred(f->slices, ctx);
+                        break;
+                }
+        pthread_mutex_unlock(&f->mu);
+        return held;
+}

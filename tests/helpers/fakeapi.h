@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* fakeapi: a fake Kubernetes API server over HTTPS, for the tests of
+ * daemon/kube. It serves what the daemon calls: ResourceSlices (list with
+ * fieldSelector, watch, create, update, delete, one resourceVersion
+ * counter), ResourceClaims and Nodes from fixtures. Its CA and server
+ * certificate (127.0.0.1, localhost) are made in memory at start and
+ * written as PEM files to a temp dir. One thread per connection, blocking
+ * TLS, HTTP/1.1 with keep-alive; watches are chunked streams of
+ * apimachinery watch events. Test hooks: faults, token rotation, the
+ * kubelet's wipe, expiry of the watch history, counters and a copy of
+ * the current slices. Functions abort the test (criterion asserts) on
+ * set-up failures.
+ */
+#pragma once
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct fakeapi;
+
+/* Make the certificates and bind 127.0.0.1 on a free port. With listening
+ * false the socket is bound but not listening, so connections are refused
+ * until fakeapi_listen(). */
+struct fakeapi *fakeapi_new(bool listening);
+void fakeapi_listen(struct fakeapi *f);
+void fakeapi_free(struct fakeapi *f); /* NULL ok */
+
+const char *fakeapi_url(const struct fakeapi *f);     /* "https://127.0.0.1:PORT" */
+const char *fakeapi_ca_file(const struct fakeapi *f); /* the CA's PEM file */
+const char *fakeapi_dir(const struct fakeapi *f);     /* the temp dir (removed by free) */
+
+/* The bearer token required from now on (NULL: none); a request without
+ * it is answered 401. */
+void fakeapi_set_token(struct fakeapi *f, const char *token);
+
+/* Fixtures: a Node with its uid, and a ResourceClaim object (taken). */
+void fakeapi_add_node(struct fakeapi *f, const char *name, const char *uid);
+void fakeapi_add_claim(struct fakeapi *f, cJSON *claim);
+
+/* The next n requests whose method (NULL: any) and path (prefix, NULL:
+ * any) match are answered with status (0: the connection is closed
+ * without an answer) and, when retry_after > 0, a Retry-After header. */
+void fakeapi_fault(struct fakeapi *f, const char *method, const char *path_prefix, unsigned n,
+                   int status, int retry_after);
+
+/* Forget the watch history: a watch from an older resourceVersion gets an
+ * ERROR event with a 410 Status (as_http: a 410 answer instead); open
+ * watches are ended with that event too. */
+void fakeapi_expire(struct fakeapi *f, bool as_http);
+
+/* The kubelet's start: delete every slice of node, with DELETED events. */
+void fakeapi_wipe(struct fakeapi *f, const char *node);
+
+/* Requests answered so far with this method ("GET", "POST", ...; "WATCH"
+ * counts watch GETs, which are not in "GET"). */
+unsigned fakeapi_count(struct fakeapi *f, const char *method);
+
+/* The monotonic time (CLOCK_MONOTONIC, ns) of the last request matching
+ * method and path prefix (NULL: any), 0 if none. */
+uint64_t fakeapi_last_request_ns(struct fakeapi *f, const char *method, const char *path_prefix);
+
+/* A copy of the current slices (a cJSON array; caller deletes). */
+cJSON *fakeapi_slices(struct fakeapi *f);
+
+/* Wait until pred(slices, ctx) holds, re-checked after every request and
+ * change, at most timeout_ms; returns whether it held. */
+bool fakeapi_wait(struct fakeapi *f, bool (*pred)(const cJSON *slices, void *ctx), void *ctx,
+                  int timeout_ms);
+
+/* Add or replace a slice directly, as another client would (taken). */
+void fakeapi_put_slice(struct fakeapi *f, cJSON *slice);
