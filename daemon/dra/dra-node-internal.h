@@ -7,9 +7,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "dra.h"
 #include "dra_node.h"
 
 struct dra_call;
+struct dra_prep;
 
 struct dra_node {
         char *driver;
@@ -36,6 +38,22 @@ struct dra_node {
         uint8_t *health_bare; /* the same without the times, to tell a change */
         size_t health_bare_len;
         uint64_t health_gen; /* bumped when the list changes */
+
+        /* node_prepare.c's */
+        dra_lookup_fn *lookup;
+        void *lookup_ctx;
+        pthread_mutex_t *lock;
+        unsigned lookup_timeout_ms;
+        void (*deadline_set)(void *ctx, uint64_t due_ms);
+        void *deadline_ctx;
+        struct dra_pool *pools; /* names owned, index caches kept */
+        size_t n_pools;
+        struct dra_claim *prepared; /* what the checkpoint holds */
+        size_t n_prepared;
+        struct dra_prep *preps; /* Prepare requests not answered yet */
+
+        /* checkpoint_io.c's */
+        int dir_fd; /* plugin_dir, opened before the lock-down */
 };
 
 /* A call from its slot to its end (node.c owns its life). */
@@ -58,9 +76,22 @@ struct dra_call {
         bool sending, closed, md_sent, ending, status_in_flight;
         uint64_t sent_gen;
         struct dra_call *next;
+        struct dra_prep *prep; /* a Prepare waiting for its lookups */
 };
 
 void dra_call_free(struct dra_call *c);
+
+/* node_prepare.c: the DRAPlugin methods (both versions). Returns false
+ * when method is none of them. */
+bool dra_prepare_method(struct dra_call *c, const char *method);
+void dra_prepare_stop(struct dra_node *n);
+void dra_prepare_free(struct dra_node *n);
+/* node.c: answer c with its c->send (or the status alone). */
+void dra_call_finish(struct dra_call *c, grpc_status_code status, const char *msg);
+
+/* checkpoint_io.c: the prepared claims on disk, replaced atomically. */
+int dra_checkpoint_load(struct dra_node *n);
+int dra_checkpoint_save(struct dra_node *n);
 
 /* node_health.c */
 void dra_health_open(struct dra_call *c);

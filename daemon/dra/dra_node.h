@@ -3,14 +3,16 @@
  * the daemon's completion queue listens on two sockets we make ourselves:
  * the plugin registry socket <kubelet-root>/plugins_registry/<driver>-reg.sock
  * (pluginregistration.Registration) and the DRA socket
- * <kubelet-root>/plugins/<driver>/dra.sock (the health streams, v1alpha1
- * and v1). The caller serialises every call and every completion of this
+ * <kubelet-root>/plugins/<driver>/dra.sock (DRAPlugin v1 and v1beta1, the
+ * health streams v1alpha1 and v1). The caller serialises every call and every completion of this
  * module's tags (the daemon's lock). */
 #pragma once
 
 #include <grpc/grpc.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "rpc.h" /* struct dp_tag */
 
@@ -26,11 +28,56 @@
 #define DRA_METHOD_HEALTH_V1 "/v1.DRAResourceHealth/NodeWatchResources"
 
 struct dra_node;
+struct dra_lookup;
+struct dra_result;
+struct dp_plugin;
+
+/* Start looking up the ResourceClaim ns/name (uid: the one the kubelet
+ * means): 0, and then dra_node_claim_done(l, ...) exactly once, from
+ * another thread (the API client's), never from inside this call; or a
+ * negative errno, and no call. */
+typedef int dra_lookup_fn(void *ctx, const char *ns, const char *name, const char *uid,
+                          struct dra_lookup *l);
 
 struct dra_node_settings {
         const char *kubelet_root; /* used verbatim in the socket paths */
         const char *driver;       /* a DNS subdomain (checked by the config) */
+        /* Prepare's claim lookups; NULL: Prepare is not served. */
+        dra_lookup_fn *lookup;
+        void *lookup_ctx;
+        /* The lock every other call holds (the daemon's): claim_done takes
+         * it, as it runs on the API client's thread. */
+        pthread_mutex_t *lock;
+        /* A lookup not done by then fails its claim (0: 40 s, inside the
+         * kubelet's 45 s wait for the whole answer). */
+        unsigned lookup_timeout_ms;
+        /* Called (under the lock) when a Prepare starts waiting: the
+         * owner's timer must run dra_node_expire() by due_ms at the latest
+         * (CLOCK_MONOTONIC ms, dp_now_ms()). */
+        void (*deadline_set)(void *ctx, uint64_t due_ms);
+        void *deadline_ctx;
 };
+
+/* One DRA resource as Prepare maps devices: its pool name and plugin,
+ * valid until the next dra_node_pools_set (the caller's lock). */
+struct dra_node_pool {
+        const char *name;
+        const struct dp_plugin *plugin;
+};
+
+/* A lookup's outcome: err 0 with our driver's results of the claim, or
+ * -ENOENT (no such claim), -ESTALE (another uid), -ENODATA (not
+ * allocated), another -errno (API down); msg (may be NULL) says what, for
+ * the claim's error string. Copied: the caller keeps what it passed. */
+void dra_node_claim_done(struct dra_lookup *l, int err, const char *msg,
+                         const struct dra_result *results, size_t n_results);
+/* The pools Prepare maps to, again after any change of the DRA resources. */
+int dra_node_pools_set(struct dra_node *n, const struct dra_node_pool *pools, size_t count);
+/* Fail the claims whose lookup passed the timeout; *ret_next_ms: when the
+ * next one would (CLOCK_MONOTONIC ms, 0: none waits). */
+void dra_node_expire(struct dra_node *n, uint64_t now_ms, uint64_t *ret_next_ms);
+/* Claims prepared now (for /metrics). */
+size_t dra_node_prepared(const struct dra_node *n);
 
 /* One device as the health streams report it. */
 struct dra_health_device {
@@ -39,8 +86,9 @@ struct dra_health_device {
         bool healthy;
 };
 
-/* The paths, and the two directories made if missing; no socket yet.
- * -errno, logged, naming the path. */
+/* The paths, the two directories made if missing, and the checkpoint of
+ * prepared claims read (a bad one is logged and moved aside to
+ * checkpoint.json.bad); no socket yet. -errno, logged, naming the path. */
 int dra_node_new(const struct dra_node_settings *s, struct dra_node **ret);
 /* The server on cq, then the DRA socket, then the registry socket last:
  * the kubelet dials as soon as it sees that one. */

@@ -6,6 +6,7 @@
  * names and tells the plugin with NotifyRegistrationStatus whether it took
  * it. It calls GetInfo again from time to time as a health probe. */
 #include <errno.h>
+#include <fcntl.h>
 #include <grpc/grpc_posix.h>
 #include <grpc/grpc_security.h>
 #include <stdio.h>
@@ -83,7 +84,13 @@ int dra_node_new(const struct dra_node_settings *s, struct dra_node **ret) {
 
         if (!n)
                 return -ENOMEM;
-        n->reg_fd = n->dra_fd = -1;
+        n->reg_fd = n->dra_fd = n->dir_fd = -1;
+        n->lookup = s->lookup;
+        n->lookup_ctx = s->lookup_ctx;
+        n->lock = s->lock;
+        n->lookup_timeout_ms = s->lookup_timeout_ms ? s->lookup_timeout_ms : 40000;
+        n->deadline_set = s->deadline_set;
+        n->deadline_ctx = s->deadline_ctx;
         n->driver = strdup(s->driver);
         if (!n->driver)
                 return -ENOMEM;
@@ -103,6 +110,16 @@ int dra_node_new(const struct dra_node_settings *s, struct dra_node **ret) {
                 r = check_path(n->endpoint);
         if (r >= 0)
                 r = make_dirs(n);
+        if (r < 0)
+                return r;
+        n->dir_fd = open(n->plugin_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (n->dir_fd < 0) {
+                r = -errno;
+                log_with(LOG_ERR, &(struct log_fields){ .path = n->plugin_dir, .err = -r },
+                         "dra: cannot open %s: %s", n->plugin_dir, strerror(-r));
+                return r;
+        }
+        r = dra_checkpoint_load(n);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(n);
@@ -181,7 +198,7 @@ static int request_next(struct dra_node *n) {
         return 0;
 }
 
-static void finish(struct dra_call *c, grpc_status_code status, const char *msg) {
+void dra_call_finish(struct dra_call *c, grpc_status_code status, const char *msg) {
         grpc_op ops[4];
         size_t k = 0;
 
@@ -271,7 +288,7 @@ static void on_recv(struct dra_call *c) {
         method = strndup((const char *)GRPC_SLICE_START_PTR(c->details.method),
                          GRPC_SLICE_LENGTH(c->details.method));
         if (!method) {
-                finish(c, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+                dra_call_finish(c, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
                 return;
         }
         if (strcmp(method, DRA_METHOD_HEALTH_V1ALPHA1) == 0 ||
@@ -279,11 +296,13 @@ static void on_recv(struct dra_call *c) {
                 dra_health_open(c);
                 return;
         }
+        if (dra_prepare_method(c, method))
+                return;
         st = answer(c, method, &msg);
         if (st != GRPC_STATUS_OK)
                 log_with(LOG_WARN, &(struct log_fields){ .path = "" }, "dra: %s refused: %s",
                          method, msg ? msg : "out of memory");
-        finish(c, st, msg);
+        dra_call_finish(c, st, msg);
 }
 
 static void on_call(struct dp_daemon *d, struct dp_tag *tag, bool ok) {
@@ -439,6 +458,7 @@ static void unlisten(int *fd, const char *path) {
 }
 
 void dra_node_stop(struct dra_node *n) {
+        dra_prepare_stop(n);
         /* The registry socket first: the kubelet stops dialling us. */
         unlisten(&n->reg_fd, n->registry_path);
         unlisten(&n->dra_fd, n->endpoint);
@@ -465,7 +485,10 @@ void dra_node_free(struct dra_node *n) {
                 close(n->reg_fd);
         if (n->dra_fd >= 0)
                 close(n->dra_fd);
+        if (n->dir_fd >= 0)
+                close(n->dir_fd);
         dra_health_free(n);
+        dra_prepare_free(n);
         free(n->driver);
         free(n->registry_dir);
         free(n->registry_name);

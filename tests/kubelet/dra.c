@@ -16,6 +16,7 @@
 
 #include "dra_health_v1.pb-c.h"
 #include "dra_health_v1alpha1.pb-c.h"
+#include "dra_v1beta1.pb-c.h"
 #include "log.h"
 #include "rpc.h"
 
@@ -535,4 +536,78 @@ void tk_dra_health_close(struct tk_dra_health *h) {
         pthread_cond_destroy(&h->cond);
         free(h->latest);
         free(h);
+}
+
+/* Prepare and Unprepare: the same request fields in both versions. */
+
+static grpc_status_code dra_call(struct tk_dra *k, const char *driver, const char *version,
+                                 bool prepare, const struct tk_dra_claim *claims, size_t n,
+                                 const ProtobufCMessageDescriptor *v1beta1_desc,
+                                 const ProtobufCMessageDescriptor *v1_desc,
+                                 ProtobufCMessage **ret) {
+        K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourcesRequest req =
+                K8S__IO__KUBELET__PKG__APIS__DRA__V1__NODE_PREPARE_RESOURCES_REQUEST__INIT;
+        K8s__Io__Kubelet__Pkg__Apis__Dra__V1__Claim *v = calloc(n + 1, sizeof(*v));
+        K8s__Io__Kubelet__Pkg__Apis__Dra__V1__Claim **ptrs = calloc(n + 1, sizeof(*ptrs));
+        _cleanup_free_ char *method = NULL;
+        grpc_byte_buffer *recv = NULL;
+        grpc_channel *ch = tk_dra_channel(k, driver);
+        grpc_status_code st;
+        bool beta = strcmp(version, "v1beta1") == 0;
+
+        if (!v || !ptrs || !ch) {
+                free(v);
+                free(ptrs);
+                return GRPC_STATUS_INTERNAL;
+        }
+        for (size_t i = 0; i < n; i++) {
+                k8s__io__kubelet__pkg__apis__dra__v1__claim__init(&v[i]);
+                v[i].namespace_ = (char *)claims[i].ns;
+                v[i].name = (char *)claims[i].name;
+                v[i].uid = (char *)claims[i].uid;
+                ptrs[i] = &v[i];
+        }
+        req.claims = ptrs;
+        req.n_claims = n;
+        if (xasprintf(&method, "/k8s.io.kubelet.pkg.apis.dra.%s.DRAPlugin/%s", version,
+                      prepare ? "NodePrepareResources" : "NodeUnprepareResources") < 0)
+                abort();
+        /* The unprepare request is the same message, field for field. */
+        st = dp_call_unary_raw(ch, method, &req.base, 60000, &recv, NULL);
+        free(v);
+        free(ptrs);
+        if (st == GRPC_STATUS_OK) {
+                ProtobufCMessage *m = NULL;
+                if (beta && dp_unpack(recv, v1beta1_desc, &m) < 0)
+                        st = GRPC_STATUS_DATA_LOSS;
+                if (m)
+                        protobuf_c_message_free_unpacked(m, NULL);
+                if (st == GRPC_STATUS_OK && dp_unpack(recv, v1_desc, ret) < 0)
+                        st = GRPC_STATUS_DATA_LOSS;
+        }
+        if (recv)
+                grpc_byte_buffer_destroy(recv);
+        return st;
+}
+
+grpc_status_code tk_dra_prepare(
+        struct tk_dra *k, const char *driver, const char *version,
+        const struct tk_dra_claim *claims, size_t n,
+        K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourcesResponse **ret) {
+        return dra_call(
+                k, driver, version, true, claims, n,
+                &k8s__io__kubelet__pkg__apis__dra__v1beta1__node_prepare_resources_response__descriptor,
+                &k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_response__descriptor,
+                (ProtobufCMessage **)ret);
+}
+
+grpc_status_code tk_dra_unprepare(
+        struct tk_dra *k, const char *driver, const char *version,
+        const struct tk_dra_claim *claims, size_t n,
+        K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourcesResponse **ret) {
+        return dra_call(
+                k, driver, version, false, claims, n,
+                &k8s__io__kubelet__pkg__apis__dra__v1beta1__node_unprepare_resources_response__descriptor,
+                &k8s__io__kubelet__pkg__apis__dra__v1__node_unprepare_resources_response__descriptor,
+                (ProtobufCMessage **)ret);
 }

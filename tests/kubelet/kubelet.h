@@ -132,3 +132,19 @@ unsigned tk_dra_health_lists(struct tk_dra_health *h);
 /* Wait until the stream ended; its status. */
 int tk_dra_health_wait_end(struct tk_dra_health *h, int timeout_ms, grpc_status_code *ret);
 void tk_dra_health_close(struct tk_dra_health *h);
+
+/* NodePrepareResources / NodeUnprepareResources on driver's endpoint, as
+ * version "v1" or "v1beta1" (the answer is decoded with that version's
+ * types first, then handed back as v1's). The gRPC status; *ret when OK. */
+#include "dra_v1.pb-c.h"
+struct tk_dra_claim {
+        const char *ns, *name, *uid;
+};
+grpc_status_code tk_dra_prepare(
+        struct tk_dra *k, const char *driver, const char *version,
+        const struct tk_dra_claim *claims, size_t n,
+        K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourcesResponse **ret);
+grpc_status_code tk_dra_unprepare(
+        struct tk_dra *k, const char *driver, const char *version,
+        const struct tk_dra_claim *claims, size_t n,
+        K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourcesResponse **ret);
