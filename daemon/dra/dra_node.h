@@ -71,7 +71,8 @@ struct dra_node_pool {
  * the claim's error string. Copied: the caller keeps what it passed. */
 void dra_node_claim_done(struct dra_lookup *l, int err, const char *msg,
                          const struct dra_result *results, size_t n_results);
-/* The pools Prepare maps to, again after any change of the DRA resources. */
+/* The pools Prepare maps to, again after any change of the DRA resources
+ * (count 0 never fails). */
 int dra_node_pools_set(struct dra_node *n, const struct dra_node_pool *pools, size_t count);
 /* Fail the claims whose lookup passed the timeout; *ret_next_ms: when the
  * next one would (CLOCK_MONOTONIC ms, 0: none waits). */

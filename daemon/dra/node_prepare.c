@@ -527,8 +527,15 @@ void dra_prepare_stop(struct dra_node *n) {
 }
 
 int dra_node_pools_set(struct dra_node *n, const struct dra_node_pool *pools, size_t count) {
-        struct dra_pool *v = calloc(count + 1, sizeof(*v));
+        struct dra_pool *v;
 
+        /* None: cannot fail, so an owner out of memory can always drop
+         * plugins it is about to free. */
+        if (count == 0) {
+                free_pools(n);
+                return 0;
+        }
+        v = calloc(count + 1, sizeof(*v));
         if (!v)
                 return -ENOMEM;
         for (size_t i = 0; i < count; i++) {

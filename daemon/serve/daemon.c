@@ -220,6 +220,7 @@ static void add_timers(struct dp_daemon *d) {
         dp_timer_add(&d->loop, &d->accept_timer, dp_accept_due, d);
         dp_timer_add(&d->loop, &d->relisten_timer, dp_watch_due, d);
         dp_timer_add(&d->loop, &d->register_timer, dp_register_due, d);
+        dp_timer_add(&d->loop, &d->dra_timer, dp_dra_due, d);
 }
 
 static int setup_fds(struct dp_daemon *d) {

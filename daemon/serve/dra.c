@@ -15,13 +15,35 @@
 #include "dra.h"
 #include "dra_node.h"
 #include "log.h"
+#include "loop.h"
 #include "plugin.h"
 #include "serve-internal.h"
+
+/* A Prepare waits for lookups: its deadline on the loop's timer list. */
+static void deadline_set(void *ctx, uint64_t due_ms) {
+        struct dp_daemon *d = ctx;
+
+        d->dra.due_ms = dp_due_min(d->dra.due_ms, due_ms);
+        dp_timer_set(&d->dra_timer, d->dra.due_ms);
+}
+
+void dp_dra_due(void *ctx) {
+        struct dp_daemon *d = ctx;
+        uint64_t next = 0;
+
+        if (d->dra.node)
+                dra_node_expire(d->dra.node, dp_now_ms(), &next);
+        d->dra.due_ms = next;
+        dp_timer_set(&d->dra_timer, next);
+}
 
 int dp_dra_setup(struct dp_daemon *d) {
         struct dra_node_settings s = {
                 .kubelet_root = d->opts->kubelet_root,
                 .driver = d->cfg->dra_driver,
+                .lock = &d->lock,
+                .deadline_set = deadline_set,
+                .deadline_ctx = d,
         };
         int r;
 
@@ -74,6 +96,27 @@ static bool id_listed(const struct dp_plugin *p, size_t dev) {
 static bool id_healthy(const struct dp_plugin *p, size_t dev) {
         const struct dp_device *v = &p->devs[dev];
         return v->healthy && !(p->held && v->spec_stale);
+}
+
+/* The pools Prepare maps claims to: every DRA resource's. */
+static int set_pools(struct dp_daemon *d) {
+        _cleanup_free_ struct dra_node_pool *pools = calloc(d->n_res + 1, sizeof(*pools));
+        _cleanup_strv_ char **names = calloc(d->n_res + 1, sizeof(*names));
+        size_t n = 0;
+        int r;
+
+        if (!pools || !names)
+                return -ENOMEM;
+        for (size_t i = 0; i < d->n_res; i++) {
+                if (!is_dra(d->res[i]))
+                        continue;
+                r = dra_pool_name(d->opts->node_name, d->res[i]->cfg->name, &names[n]);
+                if (r < 0)
+                        return r;
+                pools[n] = (struct dra_node_pool){ .name = names[n], .plugin = d->res[i]->plugin };
+                n++;
+        }
+        return dra_node_pools_set(d->dra.node, pools, n);
 }
 
 struct health_list {
@@ -142,10 +185,16 @@ void dp_dra_publish(struct dp_daemon *d) {
                         r = add_resource(&l, d, d->res[i]);
         if (r >= 0)
                 r = dra_node_health_set(d->dra.node, l.v, l.n);
+        /* Plugins are replaced by a reload: Prepare must not keep the old
+         * ones, even when the new list cannot be made. */
+        if (r >= 0)
+                r = set_pools(d);
+        if (r < 0)
+                dra_node_pools_set(d->dra.node, NULL, 0);
         if (r < 0)
                 log_with(LOG_ERR, &(struct log_fields){ .err = -r },
-                         "dra: cannot update the device health list: %s; the kubelet keeps the "
-                         "previous one",
+                         "dra: cannot update the device health list and pools: %s; the previous "
+                         "ones stay",
                          strerror(-r));
         health_list_clear(&l);
 }

@@ -137,6 +137,7 @@ struct dra_node;
 struct dp_dra {
         struct dra_node *node; /* NULL: the config has no "dra" section */
         int wd;                /* watch on plugins_registry, or -1 */
+        uint64_t due_ms;       /* dra_timer's: the earliest Prepare deadline, 0 none */
 };
 
 struct dp_daemon {
@@ -152,9 +153,11 @@ struct dp_daemon {
 
         /* The timer list; each timer is its file's, set only there:
          * retained.c, publish.c (spec retries), server.c (accept pauses),
-         * watch.c (socket re-creation), kubelet.c (Register retries). */
+         * watch.c (socket re-creation), kubelet.c (Register retries),
+         * dra.c (Prepare's lookup deadlines). */
         struct dp_loop loop;
-        struct dp_timer retained_timer, spec_timer, accept_timer, relisten_timer, register_timer;
+        struct dp_timer retained_timer, spec_timer, accept_timer, relisten_timer, register_timer,
+                dra_timer;
 
         struct dp_kubelet kubelet;          /* kubelet.c's */
         struct dp_watcher watch;            /* watch.c's */
@@ -195,6 +198,8 @@ void dp_dra_accept(struct dp_daemon *d, int fd);
 void dp_dra_stop(struct dp_daemon *d);
 bool dp_dra_done(const struct dp_daemon *d);
 void dp_dra_free(struct dp_daemon *d);
+/* A timer callback: ctx is the daemon. */
+void dp_dra_due(void *ctx);
 
 /* scrape.c: what the metrics endpoint renders, read from d under d->lock. */
 void dp_scrape_source(struct dp_daemon *d, struct dp_metrics_source *ret);
