@@ -29,7 +29,7 @@ struct dra_node {
         int reg_fd;    /* listening on registry_path, or -1 */
         int dra_fd;    /* listening on endpoint, or -1 */
         unsigned live; /* call slots and calls, and the server until its shutdown tag */
-        bool accepted_logged;
+        bool accepted; /* the kubelet's last NotifyRegistrationStatus */
 
         /* node_health.c's */
         struct dra_call *streams;
@@ -46,6 +46,7 @@ struct dra_node {
         unsigned lookup_timeout_ms;
         void (*deadline_set)(void *ctx, uint64_t due_ms);
         void *deadline_ctx;
+        void (*registered)(void *ctx, bool accepted);
         struct dra_pool *pools; /* names owned, index caches kept */
         size_t n_pools;
         struct dra_claim *prepared; /* what the checkpoint holds */

@@ -56,6 +56,9 @@ struct dra_node_settings {
          * (CLOCK_MONOTONIC ms, dp_now_ms()). */
         void (*deadline_set)(void *ctx, uint64_t due_ms);
         void *deadline_ctx;
+        /* Called (under the lock) when the kubelet accepts or refuses the
+         * driver (NotifyRegistrationStatus); ctx is deadline_ctx. */
+        void (*registered)(void *ctx, bool accepted);
 };
 
 /* One DRA resource as Prepare maps devices: its pool name and plugin,
@@ -77,6 +80,8 @@ int dra_node_pools_set(struct dra_node *n, const struct dra_node_pool *pools, si
 /* Fail the claims whose lookup passed the timeout; *ret_next_ms: when the
  * next one would (CLOCK_MONOTONIC ms, 0: none waits). */
 void dra_node_expire(struct dra_node *n, uint64_t now_ms, uint64_t *ret_next_ms);
+/* Whether the kubelet's last word was to accept the driver. */
+bool dra_node_accepted(const struct dra_node *n);
 /* Claims prepared now (for /metrics). */
 size_t dra_node_prepared(const struct dra_node *n);
 

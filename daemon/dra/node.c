@@ -91,6 +91,7 @@ int dra_node_new(const struct dra_node_settings *s, struct dra_node **ret) {
         n->lookup_timeout_ms = s->lookup_timeout_ms ? s->lookup_timeout_ms : 40000;
         n->deadline_set = s->deadline_set;
         n->deadline_ctx = s->deadline_ctx;
+        n->registered = s->registered;
         n->driver = strdup(s->driver);
         if (!n->driver)
                 return -ENOMEM;
@@ -242,19 +243,25 @@ static grpc_status_code notify(struct dra_call *c, const ProtobufCMessage *msg) 
         struct dra_node *n = c->n;
 
         if (st->plugin_registered) {
-                if (!n->accepted_logged)
+                if (!n->accepted)
                         log_with(LOG_INFO, &(struct log_fields){ .path = n->endpoint },
                                  "dra: the kubelet registered driver \"%s\" at %s", n->driver,
                                  n->endpoint);
-                n->accepted_logged = true;
+                n->accepted = true;
         } else {
-                n->accepted_logged = false;
+                n->accepted = false;
                 log_with(LOG_ERR, &(struct log_fields){ .path = n->registry_path },
                          "dra: the kubelet refused driver \"%s\": %.1024s", n->driver,
                          st->error && *st->error ? st->error : "(no reason given)");
         }
+        if (n->registered)
+                n->registered(n->deadline_ctx, n->accepted);
         c->send = dp_pack(&resp.base);
         return c->send ? GRPC_STATUS_OK : GRPC_STATUS_RESOURCE_EXHAUSTED;
+}
+
+bool dra_node_accepted(const struct dra_node *n) {
+        return n->accepted;
 }
 
 /* Decode, answer: the gRPC status. */

@@ -19,6 +19,10 @@
 #include "plugin.h"
 #include "serve-internal.h"
 
+static bool is_dra(const struct dp_resource *res) {
+        return res->cfg->api == CFG_API_DRA;
+}
+
 /* A Prepare waits for lookups: its deadline on the loop's timer list. */
 static void deadline_set(void *ctx, uint64_t due_ms) {
         struct dp_daemon *d = ctx;
@@ -37,6 +41,18 @@ void dp_dra_due(void *ctx) {
         dp_timer_set(&d->dra_timer, next);
 }
 
+/* /readyz and cdiplug_ready: a DRA resource is registered when its
+ * driver is. */
+static void set_registered(struct dp_daemon *d, bool accepted) {
+        for (size_t i = 0; i < d->n_res; i++)
+                if (is_dra(d->res[i]))
+                        d->res[i]->stats.registered = accepted;
+}
+
+static void registered(void *ctx, bool accepted) {
+        set_registered(ctx, accepted);
+}
+
 int dp_dra_setup(struct dp_daemon *d) {
         struct dra_node_settings s = {
                 .kubelet_root = d->opts->kubelet_root,
@@ -44,6 +60,7 @@ int dp_dra_setup(struct dp_daemon *d) {
                 .lock = &d->lock,
                 .deadline_set = deadline_set,
                 .deadline_ctx = d,
+                .registered = registered,
         };
         int r;
 
@@ -76,10 +93,6 @@ int dp_dra_start(struct dp_daemon *d) {
         dp_dra_publish(d);
         r = dra_node_start(d->dra.node, d->cq);
         return r;
-}
-
-static bool is_dra(const struct dp_resource *res) {
-        return res->cfg->api == CFG_API_DRA;
 }
 
 bool dp_resource_is_dra(const struct dp_resource *res) {
@@ -180,6 +193,7 @@ void dp_dra_publish(struct dp_daemon *d) {
 
         if (!d->dra.node || !d->opts->node_name)
                 return;
+        set_registered(d, dra_node_accepted(d->dra.node));
         for (size_t i = 0; r >= 0 && i < d->n_res; i++)
                 if (is_dra(d->res[i]))
                         r = add_resource(&l, d, d->res[i]);

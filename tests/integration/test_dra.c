@@ -14,6 +14,7 @@
 #include "base.h"
 #include "dra.h"
 #include "env.h"
+#include "http.h"
 #include "kubelet.h"
 #include "logwait.h"
 
@@ -41,6 +42,8 @@ TestSuite(dra, .fini = stop, .timeout = 60);
         " { \"name\": \"example.com/usb\", \"match\": [ { \"path\": \"/dev/bus/usb/*/*\" } ] }"    \
         " ] }"
 
+static int port; /* the metrics endpoint's, 0: none */
+
 static void start(const char *config) {
         env_init(&e);
         env_touch(&e, "dev/ttyS0");
@@ -51,7 +54,13 @@ static void start(const char *config) {
         env_write(&e, "config.json", config);
         cr_assert_eq(tk_start(e.kubelet_dir, &tk), 0);
         cr_assert_eq(tk_dra_start(kroot, &kd), 0);
-        env_spawn(&e, "--kubelet-root", kroot, "--node-name", "node1", NULL);
+        if (port) {
+                char addr[32];
+                snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+                env_spawn(&e, "--kubelet-root", kroot, "--node-name", "node1", "--metrics-address",
+                          addr, NULL);
+        } else
+                env_spawn(&e, "--kubelet-root", kroot, "--node-name", "node1", NULL);
         cr_assert_eq(tk_dra_wait_registered(kd, DRIVER, 1, WAIT_MS), 0, "never registered");
 }
 
@@ -186,4 +195,23 @@ Test(dra, no_node_name_is_a_usage_error) {
         cr_assert(strstr(out, "--node-name"), "%s", out);
         cr_assert(strstr(out, "NODE_NAME"), "%s", out);
         cr_assert(strstr(out, "example.com/serial"), "%s", out);
+}
+
+/* /readyz: a DRA resource is ready once the kubelet accepted its driver. */
+Test(dra, readyz_follows_the_drivers_registration) {
+        _cleanup_free_ char *body = NULL;
+
+        port = http_free_port();
+        start(CONFIG("dra"));
+        cr_assert_eq(log_wait(e.log, "the kubelet registered driver", WAIT_MS), 0);
+        cr_assert_eq(tk_wait_registered(tk, "example.com/usb", 1, WAIT_MS), 0);
+        cr_assert_eq(http_get(port, "/readyz", &body), 200, "%s", body);
+        free(body);
+        body = NULL;
+        tk_dra_refuse(kd, "no");
+        cr_assert_eq(tk_dra_restart(kd), 0);
+        cr_assert_eq(tk_dra_wait_registered(kd, DRIVER, 2, WAIT_MS), 0);
+        cr_assert_eq(log_wait(e.log, "refused driver", WAIT_MS), 0);
+        cr_assert_neq(http_get(port, "/readyz", &body), 200);
+        cr_assert(strstr(body, "example.com/serial"), "%s", body);
 }
