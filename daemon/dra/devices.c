@@ -6,7 +6,7 @@
 #include "model-internal.h"
 
 /* Attribute names, unqualified: the driver's domain. At most four a
- * device, well under DRA_ATTRS_MAX. */
+ * device, well under the API's limit. */
 static int add_string(cJSON *attrs, const char *key, const char *value) {
         cJSON *a;
 

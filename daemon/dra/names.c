@@ -202,6 +202,11 @@ int dra_names_build(const struct dp_plugin *p, struct dra_names *ret) {
                 used += dra_name_into(dp_plugin_id(p, i), n.block + used) + 1;
                 n.by_name[i] = (uint32_t)i;
         }
+        /* Room was made for the longest names; most are shorter, and an
+         * index keeps its table for as long as the plugin's IDs stay. */
+        char *fit = realloc(n.block, used + 1);
+        if (fit)
+                n.block = fit;
         qsort_r(n.by_name, n.n_ids, sizeof(*n.by_name), cmp_by_name, &n);
         r = drop_clashes(&n);
         if (r < 0) {
