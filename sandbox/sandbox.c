@@ -101,7 +101,7 @@ int sbx_lockdown(const struct sbx_options *opts, struct sbx_error *err) {
         }
 
         /* 4. seccomp, last: the filter refuses the calls made above. */
-        r = sbx_load_seccomp(&step);
+        r = sbx_load_seccomp(opts->api_access, &step);
         if (r < 0) {
                 err->step = step;
                 return r;

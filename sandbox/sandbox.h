@@ -13,6 +13,9 @@ struct sbx_options {
         bool set_ids; /* switch to uid/gid below; false keeps uid 0 */
         uid_t uid;
         gid_t gid;
+        /* The config has a "dra" section: the Kubernetes API client
+         * (daemon/kube) may open TCP sockets (the "api-sockets" group). */
+        bool api_access;
 };
 
 /* Which step failed, for the caller's message; valid after a failure. */
@@ -59,12 +62,14 @@ enum sbx_action {
 };
 
 enum sbx_arg {
-        SBX_ARG_ANY,       /* no argument check */
-        SBX_ARG_AF_UNIX,   /* arg0 (domain) == AF_UNIX */
-        SBX_ARG_THREAD,    /* arg0 (clone flags) has CLONE_THREAD */
-        SBX_ARG_SELF,      /* arg0 (pid) == our own pid */
-        SBX_ARG_PRCTL,     /* arg0 (option) in a short list of harmless ones */
-        SBX_ARG_GETRLIMIT, /* prlimit64(0, resource, NULL, old): read only */
+        SBX_ARG_ANY,         /* no argument check */
+        SBX_ARG_AF_UNIX,     /* arg0 (domain) == AF_UNIX */
+        SBX_ARG_THREAD,      /* arg0 (clone flags) has CLONE_THREAD */
+        SBX_ARG_SELF,        /* arg0 (pid) == our own pid */
+        SBX_ARG_PRCTL,       /* arg0 (option) in a short list of harmless ones */
+        SBX_ARG_GETRLIMIT,   /* prlimit64(0, resource, NULL, old): read only */
+        SBX_ARG_INET_STREAM, /* arg0 AF_INET or AF_INET6, arg1 type SOCK_STREAM; the
+                              * group counts only with sbx_options.api_access */
 };
 
 struct sbx_syscall_group {
@@ -77,5 +82,7 @@ struct sbx_syscall_group {
 };
 
 /* The groups, in table order; *ret_n is set to their number. Calls not
- * named in any group fail with EPERM. */
+ * named in any group fail with EPERM (SBX_ARG_INET_STREAM groups count
+ * only with api_access). A call may be named by more than one group only with the
+ * same action (libseccomp ORs their argument checks). */
 const struct sbx_syscall_group *sbx_syscall_groups(size_t *ret_n);

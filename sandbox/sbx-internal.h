@@ -22,4 +22,4 @@ int sbx_drop_caps(const char **err_step);
 int sbx_keep_caps_across_setuid(bool on);
 
 /* seccomp.c: build the filter from the tables and load it with TSYNC. */
-int sbx_load_seccomp(const char **err_step);
+int sbx_load_seccomp(bool api_access, const char **err_step);

@@ -90,6 +90,16 @@ static const struct sbx_syscall_group groups[] = {
           "bind listen accept accept4 connect getsockopt setsockopt getsockname "
           "getpeername shutdown sendmsg recvmsg sendto recvfrom",
           SBX_ALLOW, SBX_ARG_ANY },
+        /* The Kubernetes API client (daemon/kube, only with a "dra"
+         * section): libcurl's TCP connections to the API server. Stream
+         * sockets only: the server's name is resolved before the lock-down
+         * and pinned (CURLOPT_RESOLVE), so no UDP socket for DNS; libcurl's
+         * wake-up socketpair is made before the lock-down too. Everything
+         * else libcurl and OpenSSL do on those sockets (connect, poll,
+         * getsockopt/setsockopt, send/recv, getrandom, reading the CA file)
+         * is in the groups above. */
+        { "api-sockets", "the Kubernetes API client (DRA): TCP to the API server", "socket",
+          SBX_ALLOW, SBX_ARG_INET_STREAM },
         /* Harmless reads of our own state by glibc, grpc core and ASan. */
         { "process-info", "glibc, grpc core (ids, entropy), ASan",
           "getpid getppid getuid geteuid getgid getegid getresuid getresgid "
@@ -182,6 +192,22 @@ static int add_rule(scmp_filter_ctx ctx, const struct sbx_syscall_group *g, int 
                 cmp[0] = arg_cmp(0, SCMP_CMP_EQ, 0, 0);
                 cmp[1] = arg_cmp(2, SCMP_CMP_EQ, 0, 0);
                 return seccomp_rule_add_exact_array(ctx, act, nr, 2, cmp);
+        case SBX_ARG_INET_STREAM: {
+                static const int families[] = { AF_INET, AF_INET6 };
+
+                /* The type argument carries SOCK_NONBLOCK/SOCK_CLOEXEC in
+                 * its high bits; the low nibble is the type. */
+                for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++) {
+                        int r;
+
+                        cmp[0] = arg_cmp(0, SCMP_CMP_EQ, (scmp_datum_t)families[i], 0);
+                        cmp[1] = arg_cmp(1, SCMP_CMP_MASKED_EQ, 0xf, SOCK_STREAM);
+                        r = seccomp_rule_add_exact_array(ctx, act, nr, 2, cmp);
+                        if (r < 0)
+                                return r;
+                }
+                return 0;
+        }
         case SBX_ARG_PRCTL:
                 for (size_t i = 0; i < sizeof(prctl_ok) / sizeof(prctl_ok[0]); i++) {
                         int r;
@@ -229,7 +255,7 @@ static int add_group(scmp_filter_ctx ctx, const struct sbx_syscall_group *g) {
         return 0;
 }
 
-int sbx_load_seccomp(const char **err_step) {
+int sbx_load_seccomp(bool api_access, const char **err_step) {
         _cleanup_(seccomp_releasep) scmp_filter_ctx ctx = NULL;
         size_t n;
         const struct sbx_syscall_group *g = sbx_syscall_groups(&n);
@@ -264,6 +290,8 @@ int sbx_load_seccomp(const char **err_step) {
         }
 
         for (size_t i = 0; i < n; i++) {
+                if (g[i].arg == SBX_ARG_INET_STREAM && !api_access)
+                        continue;
                 r = add_group(ctx, &g[i]);
                 if (r < 0) {
                         *err_step = "seccomp rules";

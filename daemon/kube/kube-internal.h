@@ -11,6 +11,10 @@
 
 #include "kube.h"
 
+static inline void kube_cjson_deletep(cJSON **p) {
+        cJSON_Delete(*p);
+}
+
 /* What went wrong, for the log line or the test: names the file and the
  * key. */
 struct kube_error {
@@ -84,6 +88,15 @@ int kube_new_at(const struct kube_settings *s, const char *root, struct kube **r
 int kube_slice_name(const char *node, const char *driver, const char *pool, size_t index,
                     char **ret);
 
+/* One slice of a pool: devices[index*128 ...] of a pool of count slices. */
+struct kube_slice_args {
+        const char *name, *node, *node_uid, *driver, *pool;
+        uint64_t generation;
+        size_t index, count;
+        const cJSON *devices;
+};
+int kube_slice_json(const struct kube_slice_args *a, cJSON **ret);
+
 /* Is want contained in have: every member of every object in want is in
  * have with an equal value, arrays of the same length element by element
  * (the API server may add defaults). */
@@ -94,3 +107,121 @@ bool kube_json_subset(const cJSON *want, const cJSON *have);
 /* Parse a ResourceClaim answer for driver and uid (NULL: unchecked) into
  * *ret (err/msg/results set; returns ret->err). */
 int kube_claim_parse(const char *body, const char *driver, const char *uid, struct kube_claim *ret);
+
+/* ---- the client: xfer.c, client.c, reconcile.c ---- */
+
+#include <curl/curl.h>
+#include <pthread.h>
+
+/* Answers we read at most (the rest is refused: bounded memory per peer). */
+#define KUBE_LIST_MAX (16 * 1024 * 1024)
+#define KUBE_OBJECT_MAX (4 * 1024 * 1024) /* one slice (128 devices) or a Node */
+#define KUBE_CLAIM_MAX (1024 * 1024)
+#define KUBE_EVENT_MAX (1024 * 1024) /* one watch event line */
+/* Lookups in flight at once; the rest wait in the queue. */
+#define KUBE_CLAIMS_RUNNING 4
+/* A watch asks the server to end it after this long, and is restarted. */
+#define KUBE_WATCH_SECONDS 300
+/* Back-off between failed attempts (doubling), and the longest a
+ * Retry-After is obeyed. */
+#define KUBE_BACKOFF_MIN_MS 250
+#define KUBE_BACKOFF_MAX_MS 30000
+#define KUBE_RETRY_AFTER_MAX_S 600
+
+enum kube_xkind { KX_NODE, KX_LIST, KX_WRITE, KX_WATCH, KX_CLAIM };
+enum kube_wop { KW_CREATE, KW_UPDATE, KW_DELETE };
+
+struct kube_claim_req {
+        char *ns, *name, *uid;
+        kube_claim_fn *fn;
+        void *ctx;
+        bool retried; /* once after a 401, with a re-read token */
+        struct kube_claim_req *next;
+};
+
+struct kube_xfer {
+        struct kube *k;
+        CURL *h;
+        enum kube_xkind kind;
+        struct curl_slist *headers;
+        char *body_out;
+        char *buf; /* the answer (the current line for a watch) */
+        size_t len, cap, limit;
+        bool too_big;
+        enum kube_wop op;             /* KX_WRITE */
+        char *slice;                  /* KX_WRITE: the slice's name */
+        char *pool;                   /* KX_WRITE: its pool */
+        struct kube_claim_req *claim; /* KX_CLAIM */
+        int watch_end;                /* KX_WATCH: 0, or why the stream must be given up */
+};
+
+/* One pool as the thread sees it. */
+struct kube_pool {
+        char *name;
+        cJSON *want;       /* the devices; NULL: pool gone, delete its slices */
+        uint64_t gen;      /* spec.pool.generation of want */
+        bool changed;      /* want differs from what gen was chosen for */
+        uint64_t since_ns; /* first kube_pool_set not yet published, 0: none */
+        struct kube_pool *next;
+};
+
+/* A kube_pool_set() not yet taken by the thread. */
+struct kube_inbox {
+        char *pool;
+        cJSON *devices;
+        uint64_t at_ns;
+        struct kube_inbox *next;
+};
+
+enum kube_state { KS_NODE, KS_LIST, KS_SYNCED };
+
+struct kube {
+        char *node, *driver;
+        struct kube_creds creds; /* the thread's once started */
+        struct curl_slist *resolve;
+        CURLM *multi;
+        pthread_t thread;
+        bool started;
+
+        pthread_mutex_t mu; /* the fields down to stats */
+        bool stop;
+        struct kube_inbox *inbox;
+        struct kube_claim_req *queue, **queue_tail;
+        size_t queued;
+        struct kube_stats stats;
+
+        /* cdiplug-kube only: */
+        enum kube_state state;
+        struct kube_pool *pools;
+        char *node_uid;
+        cJSON *seen;             /* our slices by name, as the API server last told us */
+        cJSON *gone;             /* name → resourceVersion of its deletion, since the list */
+        char *rv;                /* resourceVersion to watch from */
+        struct kube_xfer *ctl;   /* the node, list or write in flight */
+        struct kube_xfer *watch; /* the watch in flight */
+        struct kube_xfer *claim_x[KUBE_CLAIMS_RUNNING]; /* lookups in flight */
+        unsigned ctl_failures, watch_failures;
+        uint64_t ctl_due_ms, watch_due_ms; /* not before (back-off), 0: now */
+        bool token_stale;                  /* re-read before the next request */
+        bool token_warned;
+};
+
+/* xfer.c */
+int kube_xfer_new(struct kube *k, enum kube_xkind kind, const char *method, const char *path,
+                  char *body, size_t limit, struct kube_xfer **ret);
+void kube_xfer_free(struct kube_xfer *x); /* removes it from the multi handle */
+long kube_xfer_code(const struct kube_xfer *x);
+/* The error class of a finished transfer, or -1 for a 2xx answer. */
+int kube_xfer_class(const struct kube_xfer *x, CURLcode rc);
+/* Retry-After of the answer in ms (capped), 0 if none. */
+uint64_t kube_xfer_retry_after_ms(const struct kube_xfer *x);
+void kube_count_error(struct kube *k, int cls);
+/* A short description of a failure for the log (no secrets). */
+void kube_xfer_describe(const struct kube_xfer *x, CURLcode rc, char *buf, size_t size);
+
+/* reconcile.c: on cdiplug-kube. */
+void kube_reconcile_step(struct kube *k, uint64_t now_ms);
+void kube_reconcile_done(struct kube *k, struct kube_xfer *x, CURLcode rc, uint64_t now_ms);
+size_t kube_watch_write(struct kube_xfer *x, const char *p, size_t n);
+void kube_pool_apply(struct kube *k, struct kube_inbox *in);
+void kube_pools_free(struct kube *k);

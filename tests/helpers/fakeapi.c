@@ -643,9 +643,13 @@ static bool handle_watch(struct fakeapi *f, SSL *s, int fd, const struct request
                 uint64_t wake;
 
                 if (pos < f->min_rv) {
-                        pthread_mutex_unlock(&f->mu);
-                        ok = send_expired(s);
-                        pthread_mutex_lock(&f->mu);
+                        /* as_http: the stream just ends; the resumed
+                         * watch then gets the 410 answer. */
+                        if (!f->expire_http) {
+                                pthread_mutex_unlock(&f->mu);
+                                ok = send_expired(s);
+                                pthread_mutex_lock(&f->mu);
+                        }
                         break;
                 }
                 for (size_t i = 0; i < f->n_hist && ok; i++) {

@@ -46,8 +46,8 @@ void fakeapi_fault(struct fakeapi *f, const char *method, const char *path_prefi
                    int status, int retry_after);
 
 /* Forget the watch history: a watch from an older resourceVersion gets an
- * ERROR event with a 410 Status (as_http: a 410 answer instead); open
- * watches are ended with that event too. */
+ * ERROR event with a 410 Status, open watches too (as_http: open watches
+ * just end, and a new one from an older version gets a 410 answer). */
 void fakeapi_expire(struct fakeapi *f, bool as_http);
 
 /* The kubelet's start: delete every slice of node, with DELETED events. */

@@ -75,7 +75,17 @@ Test(sbx_table, denylist_is_complete_and_kills) {
 }
 
 /* libseccomp refuses two rules for one call with different actions; and a
- * call listed twice is a table nobody can read. */
+ * call listed twice is a table nobody can read, unless the second listing
+ * is a group of its own for one feature (api-sockets' socket). */
+static bool lists(const struct sbx_syscall_group *g, const char *name) {
+        size_t len = strlen(name);
+
+        for (const char *p = g->syscalls; (p = strstr(p, name)); p += len)
+                if ((p == g->syscalls || p[-1] == ' ') && (p[len] == ' ' || p[len] == '\0'))
+                        return true;
+        return false;
+}
+
 Test(sbx_table, no_call_is_listed_twice) {
         size_t n;
         const struct sbx_syscall_group *g = sbx_syscall_groups(&n);
@@ -88,8 +98,13 @@ Test(sbx_table, no_call_is_listed_twice) {
                 for (char *s = strtok_r(names, " ", &save); s; s = strtok_r(NULL, " ", &save)) {
                         size_t count;
 
-                        find_call(s, &count);
-                        cr_assert_eq(count, 1, "%s is listed %zu times", s, count);
+                        const struct sbx_syscall_group *first = find_call(s, &count);
+                        size_t api = 0;
+
+                        for (size_t j = 0; j < n; j++)
+                                api += g[j].arg == SBX_ARG_INET_STREAM && lists(&g[j], s);
+                        cr_assert(count - api <= 1 && api <= 1, "%s is listed %zu times", s, count);
+                        cr_assert_eq(first->action, g[i].action, "%s has two actions", s);
                 }
                 free(names);
         }

@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* A ResourceClaim answer, reduced to what Prepare needs: the uid check
+ * (a claim deleted and re-created under the same name is another claim)
+ * and the allocation results of our driver only.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kube-internal.h"
+#include "log.h"
+
+void kube_claim_clear(struct kube_claim *c) {
+        if (!c)
+                return;
+        for (size_t i = 0; i < c->n_results; i++) {
+                free(c->results[i].request);
+                free(c->results[i].pool);
+                free(c->results[i].device);
+        }
+        free(c->results);
+        free(c->msg);
+        memset(c, 0, sizeof(*c));
+}
+
+static const char *str_at(const cJSON *o, const char *key) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+        return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static int fail(struct kube_claim *c, int err, const char *msg) {
+        c->err = err;
+        c->msg = strdup(msg);
+        return err;
+}
+
+int kube_claim_parse(const char *body, const char *driver, const char *uid,
+                     struct kube_claim *ret) {
+        _cleanup_(kube_cjson_deletep) cJSON *o = cJSON_Parse(body);
+        const cJSON *alloc, *results, *r;
+        struct kube_claim c = { 0 };
+        const char *have_uid;
+        size_t n = 0;
+
+        memset(ret, 0, sizeof(*ret));
+        if (!cJSON_IsObject(o))
+                return fail(ret, -EBADMSG, "the API server's answer is not a JSON object");
+        have_uid = str_at(cJSON_GetObjectItemCaseSensitive(o, "metadata"), "uid");
+        if (uid && (!have_uid || strcmp(have_uid, uid) != 0)) {
+                char msg[256];
+                snprintf(msg, sizeof(msg), "claim uid is %s, not %s: it was deleted and re-created",
+                         have_uid ? have_uid : "(none)", uid);
+                return fail(ret, -ESTALE, msg);
+        }
+        alloc = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "status"),
+                                                 "allocation");
+        if (!cJSON_IsObject(alloc))
+                return fail(ret, -ENODATA, "claim is not allocated (no status.allocation)");
+        results = cJSON_GetObjectItemCaseSensitive(
+                cJSON_GetObjectItemCaseSensitive(alloc, "devices"), "results");
+        if (results && !cJSON_IsArray(results))
+                return fail(ret, -EBADMSG, "status.allocation.devices.results is not a list");
+        cJSON_ArrayForEach(r, results) {
+                const char *d = str_at(r, "driver");
+                if (d && strcmp(d, driver) == 0)
+                        n++;
+        }
+        if (n > 0) {
+                c.results = calloc(n, sizeof(*c.results));
+                if (!c.results)
+                        return fail(ret, -ENOMEM, "out of memory");
+        }
+        cJSON_ArrayForEach(r, results) {
+                const char *d = str_at(r, "driver"), *req = str_at(r, "request"),
+                           *pool = str_at(r, "pool"), *dev = str_at(r, "device");
+                struct kube_result *kr;
+
+                if (!d || strcmp(d, driver) != 0)
+                        continue;
+                if (!req || !pool || !dev) {
+                        kube_claim_clear(&c);
+                        return fail(
+                                ret, -EBADMSG,
+                                "an allocation result of our driver lacks request, pool or device");
+                }
+                kr = &c.results[c.n_results++];
+                kr->request = strdup(req);
+                kr->pool = strdup(pool);
+                kr->device = strdup(dev);
+                if (!kr->request || !kr->pool || !kr->device) {
+                        kube_claim_clear(&c);
+                        return fail(ret, -ENOMEM, "out of memory");
+                }
+        }
+        *ret = c;
+        return 0;
+}

@@ -1,0 +1,520 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The cdiplug-kube thread and the thread-safe entry points. Other threads
+ * only put work in the inbox or the claim queue under k->mu and wake the
+ * thread with curl_multi_wakeup(); everything that touches the network or
+ * the thread's own state runs on cdiplug-kube, which is otherwise blocked
+ * in curl_multi_poll() until a socket, libcurl's timer, a back-off or a
+ * wake-up is due.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <limits.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "kube-internal.h"
+#include "log.h"
+#include "loop.h"
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static CURLcode curl_init_rc;
+
+/* libcurl's global state (and OpenSSL's, reading its config file) must
+ * come up once, before any thread and before the lock-down. */
+static void curl_init_once(void) {
+        curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+const char *kube_error_class_name(enum kube_error_class c) {
+        static const char *const names[KUBE_ERR_N] = {
+                [KUBE_ERR_CONNECT] = "connect",     [KUBE_ERR_UNAUTHORIZED] = "unauthorized",
+                [KUBE_ERR_NOT_FOUND] = "not_found", [KUBE_ERR_CONFLICT] = "conflict",
+                [KUBE_ERR_GONE] = "gone",           [KUBE_ERR_THROTTLED] = "throttled",
+                [KUBE_ERR_CLIENT] = "client",       [KUBE_ERR_SERVER] = "server",
+        };
+        return (unsigned)c < KUBE_ERR_N ? names[c] : "unknown";
+}
+
+/* The sandbox allows no DNS (no UDP sockets, no netlink): resolve the API
+ * server's name now and pin its addresses for libcurl (it tries them in
+ * turn). An address literal needs nothing. API server addresses are
+ * stable; a change needs a restart. */
+#define PIN_MAX 8
+static int pin_address(struct kube *k) {
+        const struct kube_creds *c = &k->creds;
+        struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res = NULL;
+        unsigned char tmp[sizeof(struct in6_addr)];
+        _cleanup_free_ char *entry = NULL;
+        struct curl_slist *l;
+        size_t n = 0;
+        int r;
+
+        if (inet_pton(AF_INET, c->host, tmp) == 1 || inet_pton(AF_INET6, c->host, tmp) == 1)
+                return 0;
+        r = getaddrinfo(c->host, NULL, &hints, &res);
+        if (r != 0) {
+                log_with(LOG_ERR, &(struct log_fields){ .path = c->source },
+                         "kube: cannot resolve the API server \"%s\" (from %s): %s", c->host,
+                         c->source, gai_strerror(r));
+                return -EHOSTUNREACH;
+        }
+        if (xasprintf(&entry, "%s:%u:", c->host, c->port) < 0) {
+                freeaddrinfo(res);
+                return -ENOMEM;
+        }
+        for (struct addrinfo *ai = res; ai && n < PIN_MAX; ai = ai->ai_next) {
+                char addr[INET6_ADDRSTRLEN], *next = NULL;
+
+                if (getnameinfo(ai->ai_addr, ai->ai_addrlen, addr, sizeof(addr), NULL, 0,
+                                NI_NUMERICHOST) != 0)
+                        continue;
+                if (xasprintf(&next, ai->ai_family == AF_INET6 ? "%s%s[%s]" : "%s%s%s", entry,
+                              n ? "," : "", addr) < 0) {
+                        freeaddrinfo(res);
+                        return -ENOMEM;
+                }
+                free(entry);
+                entry = next;
+                n++;
+        }
+        freeaddrinfo(res);
+        if (n == 0)
+                return -EHOSTUNREACH;
+        l = curl_slist_append(NULL, entry);
+        if (!l)
+                return -ENOMEM;
+        k->resolve = l;
+        log_with(LOG_INFO, &(struct log_fields){ .path = c->source },
+                 "kube: API server \"%s\" pinned to %s (resolved once, at start)", c->host,
+                 strchr(strchr(entry, ':') + 1, ':') + 1);
+        return 0;
+}
+
+int kube_new_at(const struct kube_settings *s, const char *root, struct kube **ret) {
+        struct kube_error e = { { 0 } };
+        struct kube *k;
+        int r;
+
+        if (!s || !s->node_name || !*s->node_name || !s->driver || !*s->driver)
+                return -EINVAL;
+        pthread_once(&curl_once, curl_init_once);
+        if (curl_init_rc != CURLE_OK) {
+                log_error("kube: libcurl initialisation failed: %s",
+                          curl_easy_strerror(curl_init_rc));
+                return -ENOMEM;
+        }
+        k = calloc(1, sizeof(*k));
+        if (!k)
+                return -ENOMEM;
+        pthread_mutex_init(&k->mu, NULL);
+        k->queue_tail = &k->queue;
+        k->node = strdup(s->node_name);
+        k->driver = strdup(s->driver);
+        k->seen = cJSON_CreateObject();
+        k->gone = cJSON_CreateObject();
+        if (!k->node || !k->driver || !k->seen || !k->gone) {
+                kube_free(k);
+                return -ENOMEM;
+        }
+        r = s->kubeconfig ? kube_creds_kubeconfig(s->kubeconfig, &k->creds, &e)
+                          : kube_creds_in_cluster(root, &k->creds, &e);
+        if (r < 0) {
+                log_with(LOG_ERR, &(struct log_fields){ .path = s->kubeconfig, .err = -r }, "%s",
+                         e.msg);
+                kube_free(k);
+                return r;
+        }
+        r = pin_address(k);
+        if (r < 0) {
+                kube_free(k);
+                return r;
+        }
+        /* Made now, before the lock-down: the multi handle's wake-up pair
+         * is a socketpair(), which the filter does not allow. */
+        k->multi = curl_multi_init();
+        if (!k->multi) {
+                kube_free(k);
+                return -ENOMEM;
+        }
+        *ret = k;
+        return 0;
+}
+
+int kube_new(const struct kube_settings *s, struct kube **ret) {
+        return kube_new_at(s, NULL, ret);
+}
+
+static bool stopping(struct kube *k) {
+        bool stop;
+
+        pthread_mutex_lock(&k->mu);
+        stop = k->stop;
+        pthread_mutex_unlock(&k->mu);
+        return stop;
+}
+
+static void drain_inbox(struct kube *k) {
+        struct kube_inbox *in;
+
+        pthread_mutex_lock(&k->mu);
+        in = k->inbox;
+        k->inbox = NULL;
+        pthread_mutex_unlock(&k->mu);
+        /* Oldest first: the inbox is a stack. */
+        {
+                struct kube_inbox *rev = NULL;
+                while (in) {
+                        struct kube_inbox *next = in->next;
+                        in->next = rev;
+                        rev = in;
+                        in = next;
+                }
+                in = rev;
+        }
+        while (in) {
+                struct kube_inbox *next = in->next;
+                kube_pool_apply(k, in);
+                in = next;
+        }
+}
+
+static void claim_answer(struct kube *k, struct kube_claim_req *q, struct kube_claim *c) {
+        pthread_mutex_lock(&k->mu);
+        k->stats.claim_lookups++;
+        pthread_mutex_unlock(&k->mu);
+        q->fn(q->ctx, c);
+        free(q->ns);
+        free(q->name);
+        free(q->uid);
+        free(q);
+}
+
+static void claim_fail(struct kube *k, struct kube_claim_req *q, int err, const char *fmt, ...)
+        _printf_(4, 5);
+static void claim_fail(struct kube *k, struct kube_claim_req *q, int err, const char *fmt, ...) {
+        struct kube_claim c = { .err = err };
+        va_list ap;
+
+        va_start(ap, fmt);
+        if (vasprintf(&c.msg, fmt, ap) < 0)
+                c.msg = NULL;
+        va_end(ap);
+        claim_answer(k, q, &c);
+}
+
+static void claim_start(struct kube *k, struct kube_claim_req *q) {
+        _cleanup_free_ char *ns = curl_easy_escape(NULL, q->ns, 0);
+        _cleanup_free_ char *name = curl_easy_escape(NULL, q->name, 0);
+        _cleanup_free_ char *path = NULL;
+        struct kube_xfer *x;
+        int r = -ENOMEM;
+
+        if (ns && name &&
+            xasprintf(&path, "/apis/resource.k8s.io/v1/namespaces/%s/resourceclaims/%s", ns,
+                      name) == 0)
+                r = kube_xfer_new(k, KX_CLAIM, "GET", path, NULL, KUBE_CLAIM_MAX, &x);
+        if (r < 0) {
+                claim_fail(k, q, r, "cannot start the lookup: %s", strerror(-r));
+                return;
+        }
+        x->claim = q;
+        for (size_t i = 0; i < KUBE_CLAIMS_RUNNING; i++)
+                if (!k->claim_x[i]) {
+                        k->claim_x[i] = x;
+                        return;
+                }
+}
+
+static size_t claims_running(const struct kube *k) {
+        size_t n = 0;
+
+        for (size_t i = 0; i < KUBE_CLAIMS_RUNNING; i++)
+                n += k->claim_x[i] != NULL;
+        return n;
+}
+
+static void start_claims(struct kube *k) {
+        while (claims_running(k) < KUBE_CLAIMS_RUNNING) {
+                struct kube_claim_req *q;
+
+                pthread_mutex_lock(&k->mu);
+                q = k->queue;
+                if (q) {
+                        k->queue = q->next;
+                        if (!k->queue)
+                                k->queue_tail = &k->queue;
+                        k->queued--;
+                }
+                pthread_mutex_unlock(&k->mu);
+                if (!q)
+                        return;
+                q->next = NULL;
+                claim_start(k, q);
+        }
+}
+
+static void claim_done(struct kube *k, struct kube_xfer *x, CURLcode rc) {
+        struct kube_claim_req *q = x->claim;
+        int cls = kube_xfer_class(x, rc);
+        long code = kube_xfer_code(x);
+        struct kube_claim c;
+        char why[320];
+
+        x->claim = NULL;
+        for (size_t i = 0; i < KUBE_CLAIMS_RUNNING; i++)
+                if (k->claim_x[i] == x)
+                        k->claim_x[i] = NULL;
+        if (cls < 0) {
+                kube_claim_parse(x->buf ? x->buf : "", k->driver, q->uid, &c);
+                claim_answer(k, q, &c);
+                return;
+        }
+        kube_count_error(k, cls);
+        if (cls == KUBE_ERR_UNAUTHORIZED && code == 401 && !q->retried) {
+                /* The token rotated under us: re-read it and ask again. */
+                k->token_stale = true;
+                q->retried = true;
+                claim_start(k, q);
+                return;
+        }
+        if (code == 404) {
+                claim_fail(k, q, -ENOENT, "claim %s/%s not found", q->ns, q->name);
+                return;
+        }
+        kube_xfer_describe(x, rc, why, sizeof(why));
+        claim_fail(k, q,
+                   code == 0                    ? -ECONNREFUSED
+                   : code == 401 || code == 403 ? -EACCES
+                                                : -EIO,
+                   "cannot get claim %s/%s from the API server: %s", q->ns, q->name, why);
+}
+
+static void on_done(struct kube *k, CURL *h, CURLcode rc) {
+        struct kube_xfer *x = NULL;
+
+        curl_easy_getinfo(h, CURLINFO_PRIVATE, (char **)&x);
+        if (!x)
+                return;
+        if (x->kind == KX_CLAIM)
+                claim_done(k, x, rc);
+        else
+                kube_reconcile_done(k, x, rc, dp_now_ms());
+        kube_xfer_free(x);
+}
+
+/* How long poll may sleep: libcurl's own timer, or a back-off ending. */
+static int poll_timeout(struct kube *k, uint64_t now) {
+        long curl_ms = -1;
+        uint64_t due = 0;
+
+        curl_multi_timeout(k->multi, &curl_ms);
+        if (!k->ctl && k->ctl_due_ms > now)
+                due = k->ctl_due_ms;
+        if (!k->watch && k->state == KS_SYNCED && k->watch_due_ms > now)
+                due = dp_due_min(due, k->watch_due_ms);
+        if (due) {
+                uint64_t ms = due - now;
+                if (curl_ms < 0 || (uint64_t)curl_ms > ms)
+                        curl_ms = (long)(ms > INT_MAX ? INT_MAX : ms);
+        }
+        /* Nothing due at all: sleep until woken. */
+        return curl_ms < 0 ? INT_MAX : curl_ms > INT_MAX ? INT_MAX : (int)curl_ms;
+}
+
+static void *kube_main(void *arg) {
+        struct kube *k = arg;
+
+        while (!stopping(k)) {
+                struct CURLMsg *m;
+                int running, left;
+
+                /* Transfers first (watch events change what we have seen),
+                 * then the decisions on what they brought; a transfer
+                 * started here makes libcurl's timeout 0, so poll returns
+                 * at once to drive it. */
+                curl_multi_perform(k->multi, &running);
+                while ((m = curl_multi_info_read(k->multi, &left)))
+                        if (m->msg == CURLMSG_DONE)
+                                on_done(k, m->easy_handle, m->data.result);
+                drain_inbox(k);
+                start_claims(k);
+                kube_reconcile_step(k, dp_now_ms());
+                curl_multi_poll(k->multi, NULL, 0, poll_timeout(k, dp_now_ms()), NULL);
+        }
+        return NULL;
+}
+
+int kube_start(struct kube *k) {
+        int r;
+
+        if (!k || k->started)
+                return -EINVAL;
+        r = -pthread_create(&k->thread, NULL, kube_main, k);
+        if (r < 0) {
+                log_with(LOG_ERR, &(struct log_fields){ .err = -r },
+                         "kube: cannot start the cdiplug-kube thread: %s", strerror(-r));
+                return r;
+        }
+        pthread_setname_np(k->thread, "cdiplug-kube");
+        k->started = true;
+        return 0;
+}
+
+static void cancel_all(struct kube *k) {
+        struct kube_claim_req *q;
+
+        /* Transfers still in flight; their claims are answered. */
+        for (size_t i = 0; i < KUBE_CLAIMS_RUNNING; i++) {
+                struct kube_xfer *x = k->claim_x[i];
+
+                if (!x)
+                        continue;
+                k->claim_x[i] = NULL;
+                claim_fail(k, x->claim, -ECANCELED, "the API client is stopping");
+                x->claim = NULL;
+                kube_xfer_free(x);
+        }
+        kube_xfer_free(k->ctl);
+        kube_xfer_free(k->watch);
+        k->ctl = k->watch = NULL;
+        while ((q = k->queue)) {
+                k->queue = q->next;
+                claim_fail(k, q, -ECANCELED, "the API client is stopping");
+        }
+        k->queue_tail = &k->queue;
+        k->queued = 0;
+}
+
+void kube_free(struct kube *k) {
+        if (!k)
+                return;
+        if (k->started) {
+                pthread_mutex_lock(&k->mu);
+                k->stop = true;
+                pthread_mutex_unlock(&k->mu);
+                curl_multi_wakeup(k->multi);
+                pthread_join(k->thread, NULL);
+        }
+        cancel_all(k);
+        while (k->inbox) {
+                struct kube_inbox *in = k->inbox;
+                k->inbox = in->next;
+                cJSON_Delete(in->devices);
+                free(in->pool);
+                free(in);
+        }
+        kube_pools_free(k);
+        if (k->multi)
+                curl_multi_cleanup(k->multi);
+        curl_slist_free_all(k->resolve);
+        kube_creds_clear(&k->creds);
+        cJSON_Delete(k->seen);
+        cJSON_Delete(k->gone);
+        free(k->rv);
+        free(k->node_uid);
+        free(k->node);
+        free(k->driver);
+        pthread_mutex_destroy(&k->mu);
+        free(k);
+}
+
+/* A pool name as the design makes them: <node>/<resource>, slash-separated
+ * DNS subdomains, at most 253 (the API server's limit). */
+static bool pool_name_ok(const char *p) {
+        size_t n = strlen(p);
+
+        if (n == 0 || n > 253 || p[0] == '/' || p[n - 1] == '/')
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (!((p[i] >= 'a' && p[i] <= 'z') || (p[i] >= '0' && p[i] <= '9') || p[i] == '-' ||
+                      p[i] == '.' || p[i] == '/'))
+                        return false;
+        return true;
+}
+
+int kube_pool_set(struct kube *k, const char *pool, cJSON *devices) {
+        struct kube_inbox *in;
+
+        if (!k || !pool || !pool_name_ok(pool) || (devices && !cJSON_IsArray(devices))) {
+                cJSON_Delete(devices);
+                return -EINVAL;
+        }
+        in = calloc(1, sizeof(*in));
+        if (!in || !(in->pool = strdup(pool))) {
+                free(in);
+                cJSON_Delete(devices);
+                return -ENOMEM;
+        }
+        in->devices = devices;
+        in->at_ns = (uint64_t)(dp_mono_seconds() * 1e9);
+        pthread_mutex_lock(&k->mu);
+        in->next = k->inbox;
+        k->inbox = in;
+        pthread_mutex_unlock(&k->mu);
+        if (k->multi)
+                curl_multi_wakeup(k->multi);
+        return 0;
+}
+
+/* A namespace or object name as the API allows (DNS subdomain). */
+static bool object_name_ok(const char *s) {
+        size_t n = s ? strlen(s) : 0;
+
+        if (n == 0 || n > 253)
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-' ||
+                      s[i] == '.'))
+                        return false;
+        return true;
+}
+
+int kube_claim_get(struct kube *k, const char *ns, const char *name, const char *uid,
+                   kube_claim_fn *fn, void *ctx) {
+        struct kube_claim_req *q;
+        int r = 0;
+
+        if (!k || !fn || !object_name_ok(ns) || !object_name_ok(name))
+                return -EINVAL;
+        q = calloc(1, sizeof(*q));
+        if (!q || !(q->ns = strdup(ns)) || !(q->name = strdup(name)) ||
+            (uid && !(q->uid = strdup(uid)))) {
+                if (q) {
+                        free(q->ns);
+                        free(q->name);
+                }
+                free(q);
+                return -ENOMEM;
+        }
+        q->fn = fn;
+        q->ctx = ctx;
+        pthread_mutex_lock(&k->mu);
+        if (k->stop)
+                r = -ECANCELED;
+        else if (k->queued >= KUBE_CLAIMS_QUEUED)
+                r = -ENOBUFS;
+        else {
+                *k->queue_tail = q;
+                k->queue_tail = &q->next;
+                k->queued++;
+        }
+        pthread_mutex_unlock(&k->mu);
+        if (r < 0) {
+                free(q->ns);
+                free(q->name);
+                free(q->uid);
+                free(q);
+                return r;
+        }
+        curl_multi_wakeup(k->multi);
+        return 0;
+}
+
+void kube_stats(struct kube *k, struct kube_stats *ret) {
+        pthread_mutex_lock(&k->mu);
+        *ret = k->stats;
+        pthread_mutex_unlock(&k->mu);
+}

@@ -1,0 +1,709 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Keeping this node's ResourceSlices exactly as wanted, on cdiplug-kube.
+ *
+ * The thread GETs the Node once (its uid, for the owner reference), lists
+ * the slices of this node and driver, then watches them from the list's
+ * resourceVersion. What it has seen is kept per slice name; every step
+ * compares it with what the pools want and makes one write (create,
+ * update, delete), the next step the next one, until nothing differs. So
+ * a wipe by the kubelet (DELETED events), a change by another writer, a
+ * 409 (relist, then compare again) or a lost answer all end the same way:
+ * with exactly the wanted slices.
+ *
+ * spec.pool.generation goes up whenever a pool's devices change (the
+ * scheduler uses the highest generation it sees and ignores older
+ * slices); all slices of a pool carry the same one.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kube-internal.h"
+#include "log.h"
+#include "loop.h"
+
+#define SLICES_PATH "/apis/resource.k8s.io/v1/resourceslices"
+
+struct op {
+        enum kube_wop kind;
+        char *name;
+        cJSON *body; /* create, update */
+};
+
+static uint64_t now_ns(void) {
+        return (uint64_t)(dp_mono_seconds() * 1e9);
+}
+
+static const cJSON *member(const cJSON *o, const char *a, const char *b) {
+        const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, a);
+        return b ? cJSON_GetObjectItemCaseSensitive(x, b) : x;
+}
+
+static const char *str_member(const cJSON *o, const char *a, const char *b) {
+        const cJSON *x = member(o, a, b);
+        return cJSON_IsString(x) ? x->valuestring : NULL;
+}
+
+static const char *slice_pool(const cJSON *s) {
+        return str_member(member(s, "spec", "pool"), "name", NULL);
+}
+
+static uint64_t slice_gen(const cJSON *s) {
+        const cJSON *g = member(member(s, "spec", "pool"), "generation", NULL);
+        return cJSON_IsNumber(g) && g->valuedouble > 0 ? (uint64_t)g->valuedouble : 0;
+}
+
+/* resourceVersion is opaque to clients, but an etcd revision in practice:
+ * compare as numbers when both are, to drop events older than an answer
+ * we already applied. */
+static bool older(const char *a, const char *b) {
+        char *ea, *eb;
+        unsigned long long x, y;
+
+        if (!a || !b)
+                return false;
+        x = strtoull(a, &ea, 10);
+        y = strtoull(b, &eb, 10);
+        return !*ea && !*eb && x < y;
+}
+
+static bool ours(const struct kube *k, const cJSON *s) {
+        const char *d = str_member(s, "spec", "driver"), *n = str_member(s, "spec", "nodeName");
+        return d && n && strcmp(d, k->driver) == 0 && strcmp(n, k->node) == 0;
+}
+
+static void set_rv(struct kube *k, const char *rv) {
+        char *c;
+
+        if (!rv || !*rv || !(c = strdup(rv)))
+                return;
+        free(k->rv);
+        k->rv = c;
+}
+
+static void seen_put(struct kube *k, cJSON *s) {
+        const char *name = str_member(s, "metadata", "name");
+        const char *rv = str_member(s, "metadata", "resourceVersion");
+        const cJSON *tomb;
+        cJSON *old;
+
+        if (!name) {
+                cJSON_Delete(s);
+                return;
+        }
+        old = cJSON_GetObjectItemCaseSensitive(k->seen, name);
+        /* An answer to our write can come after the watch told us the
+         * slice was deleted since (the kubelet's wipe): the tombstone
+         * keeps the older answer from bringing it back. */
+        tomb = cJSON_GetObjectItemCaseSensitive(k->gone, name);
+        if ((old && older(rv, str_member(old, "metadata", "resourceVersion"))) ||
+            (cJSON_IsString(tomb) && older(rv, tomb->valuestring))) {
+                cJSON_Delete(s);
+                return;
+        }
+        cJSON_DeleteItemFromObjectCaseSensitive(k->gone, name);
+        if (old)
+                cJSON_ReplaceItemInObjectCaseSensitive(k->seen, name, s);
+        else
+                cJSON_AddItemToObject(k->seen, name, s);
+}
+
+static void seen_drop(struct kube *k, const char *name, const char *rv) {
+        const cJSON *old = cJSON_GetObjectItemCaseSensitive(k->seen, name);
+
+        /* A DELETED event older than our re-creation is history. */
+        if (old && !older(rv, str_member(old, "metadata", "resourceVersion")))
+                cJSON_DeleteItemFromObjectCaseSensitive(k->seen, name);
+        if (rv && !cJSON_GetObjectItemCaseSensitive(k->seen, name)) {
+                cJSON_DeleteItemFromObjectCaseSensitive(k->gone, name);
+                cJSON_AddStringToObject(k->gone, name, rv);
+        }
+}
+
+/* ---- pools ---- */
+
+static void op_clear(struct op *op) {
+        free(op->name);
+        cJSON_Delete(op->body);
+        memset(op, 0, sizeof(*op));
+}
+
+static struct kube_pool *pool_find(struct kube *k, const char *name) {
+        for (struct kube_pool *p = k->pools; p; p = p->next)
+                if (strcmp(p->name, name) == 0)
+                        return p;
+        return NULL;
+}
+
+static void pool_free(struct kube_pool *p) {
+        free(p->name);
+        cJSON_Delete(p->want);
+        free(p);
+}
+
+void kube_pools_free(struct kube *k) {
+        while (k->pools) {
+                struct kube_pool *p = k->pools;
+                k->pools = p->next;
+                pool_free(p);
+        }
+}
+
+static int pool_op(struct kube *k, struct kube_pool *p, struct op *op);
+static void published(struct kube *k, struct kube_pool *p);
+
+void kube_pool_apply(struct kube *k, struct kube_inbox *in) {
+        struct kube_pool *p = pool_find(k, in->pool);
+        struct op op = { 0 };
+
+        /* A change written just before this one arrived counts as
+         * published before the new one starts. */
+        if (p && p->since_ns && !p->changed && k->state == KS_SYNCED && pool_op(k, p, &op) == 0)
+                published(k, p);
+        op_clear(&op);
+
+        if (!p) {
+                p = calloc(1, sizeof(*p));
+                if (!p) {
+                        log_with(LOG_ERR, &(struct log_fields){ .err = ENOMEM },
+                                 "kube: pool \"%s\": out of memory; its slices stay as they are",
+                                 in->pool);
+                        goto out;
+                }
+                p->name = TAKE_PTR(in->pool);
+                p->next = k->pools;
+                k->pools = p;
+                p->changed = true;
+        } else if (!(p->want == NULL && in->devices == NULL) &&
+                   !(p->want && in->devices && cJSON_Compare(p->want, in->devices, true)))
+                p->changed = true;
+        if (p->changed && !p->since_ns)
+                p->since_ns = in->at_ns;
+        cJSON_Delete(p->want);
+        p->want = TAKE_PTR(in->devices);
+out:
+        cJSON_Delete(in->devices);
+        free(in->pool);
+        free(in);
+}
+
+static uint64_t max_seen_gen(struct kube *k, const char *pool) {
+        const cJSON *s;
+        uint64_t m = 0;
+
+        cJSON_ArrayForEach(s, k->seen) {
+                const char *sp = slice_pool(s);
+                if (sp && strcmp(sp, pool) == 0 && slice_gen(s) > m)
+                        m = slice_gen(s);
+        }
+        return m;
+}
+
+static int op_write(struct op *op, enum kube_wop kind, const char *name, cJSON *body) {
+        op->kind = kind;
+        op->body = body;
+        op->name = strdup(name);
+        return op->name ? 1 : -ENOMEM;
+}
+
+/* The first write pool p needs, 1 (in *op), or 0 when its slices are
+ * exactly as wanted. */
+static int pool_op(struct kube *k, struct kube_pool *p, struct op *op) {
+        size_t n = p->want ? (size_t)cJSON_GetArraySize(p->want) : 0;
+        size_t count = (n + KUBE_SLICE_DEVICES - 1) / KUBE_SLICE_DEVICES;
+        char **names = calloc(count + 1, sizeof(char *));
+        const cJSON *s;
+        int r = 0;
+
+        if (!names)
+                return -ENOMEM;
+        for (size_t i = 0; i < count && r == 0; i++)
+                r = kube_slice_name(k->node, k->driver, p->name, i, &names[i]);
+        for (size_t i = 0; i < count && r == 0; i++) {
+                const cJSON *have = cJSON_GetObjectItemCaseSensitive(k->seen, names[i]);
+                struct kube_slice_args a = { .name = names[i],
+                                             .node = k->node,
+                                             .node_uid = k->node_uid,
+                                             .driver = k->driver,
+                                             .pool = p->name,
+                                             .generation = p->gen,
+                                             .index = i,
+                                             .count = count,
+                                             .devices = p->want };
+                cJSON *want;
+
+                r = kube_slice_json(&a, &want);
+                if (r < 0)
+                        break;
+                if (!have) {
+                        r = op_write(op, KW_CREATE, names[i], want);
+                        break;
+                }
+                if (!kube_json_subset(member(want, "spec", NULL), member(have, "spec", NULL))) {
+                        const char *rv = str_member(have, "metadata", "resourceVersion");
+                        cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(want, "metadata"),
+                                                "resourceVersion", rv ? rv : "");
+                        r = op_write(op, KW_UPDATE, names[i], want);
+                        break;
+                }
+                cJSON_Delete(want);
+        }
+        if (r == 0)
+                cJSON_ArrayForEach(s, k->seen) {
+                        const char *sp = slice_pool(s);
+                        bool keep = false;
+
+                        if (!sp || strcmp(sp, p->name) != 0)
+                                continue;
+                        for (size_t i = 0; i < count && !keep; i++)
+                                keep = strcmp(s->string, names[i]) == 0;
+                        if (!keep) {
+                                r = op_write(op, KW_DELETE, s->string, NULL);
+                                break;
+                        }
+                }
+        for (size_t i = 0; i < count; i++)
+                free(names[i]);
+        free(names);
+        return r;
+}
+
+static void published(struct kube *k, struct kube_pool *p) {
+        double s;
+
+        if (!p->since_ns)
+                return;
+        s = (double)(now_ns() - p->since_ns) / 1e9;
+        p->since_ns = 0;
+        pthread_mutex_lock(&k->mu);
+        k->stats.publishes++;
+        k->stats.publish_count++;
+        k->stats.publish_seconds_sum += s;
+        if (s > k->stats.publish_seconds_max)
+                k->stats.publish_seconds_max = s;
+        pthread_mutex_unlock(&k->mu);
+        log_with(LOG_DEBUG, &(struct log_fields){ 0 },
+                 "kube: pool \"%s\" published (generation %llu) in %.3f s", p->name,
+                 (unsigned long long)p->gen, s);
+}
+
+/* The next write for all pools, 1 (in *op) or 0 when all is as wanted. */
+static int next_op(struct kube *k, struct op *op) {
+        struct kube_pool **pp = &k->pools;
+        const cJSON *s;
+        int r;
+
+        while (*pp) {
+                struct kube_pool *p = *pp;
+
+                if (p->changed && p->want) {
+                        uint64_t m = max_seen_gen(k, p->name);
+                        p->gen = (m > p->gen ? m : p->gen) + 1;
+                }
+                p->changed = false;
+                r = pool_op(k, p, op);
+                if (r != 0)
+                        return r;
+                published(k, p);
+                if (!p->want) {
+                        /* Gone, and its slices with it. */
+                        *pp = p->next;
+                        pool_free(p);
+                        continue;
+                }
+                pp = &p->next;
+        }
+        /* Slices of pools nobody wants (resources removed while we were
+         * down, or renamed nodes' leftovers under our node name). */
+        cJSON_ArrayForEach(s, k->seen) {
+                const char *sp = slice_pool(s);
+                if (!sp || !pool_find(k, sp))
+                        return op_write(op, KW_DELETE, s->string, NULL);
+        }
+        return 0;
+}
+
+/* ---- transfers ---- */
+
+static bool log_now(unsigned failures) {
+        return failures == 1 || failures % 16 == 0;
+}
+
+static void backoff(const struct kube_xfer *x, unsigned *failures, uint64_t *due, uint64_t now) {
+        uint64_t d, ra;
+
+        (*failures)++;
+        d = dp_backoff_ms(KUBE_BACKOFF_MIN_MS, KUBE_BACKOFF_MAX_MS, *failures - 1);
+        ra = x ? kube_xfer_retry_after_ms(x) : 0;
+        /* The server said when: not earlier than that. */
+        *due = now + (ra > d ? ra : d);
+}
+
+static void relist(struct kube *k) {
+        k->state = k->node_uid ? KS_LIST : KS_NODE;
+        kube_xfer_free(k->watch);
+        k->watch = NULL;
+}
+
+static char *selector_query(struct kube *k) {
+        _cleanup_free_ char *sel = NULL;
+        char *esc, *q = NULL;
+
+        if (xasprintf(&sel, "spec.nodeName=%s,spec.driver=%s", k->node, k->driver) < 0)
+                return NULL;
+        esc = curl_easy_escape(NULL, sel, 0);
+        if (!esc)
+                return NULL;
+        if (xasprintf(&q, "fieldSelector=%s", esc) < 0)
+                q = NULL;
+        curl_free(esc);
+        return q;
+}
+
+static void start_ctl(struct kube *k, uint64_t now) {
+        _cleanup_free_ char *path = NULL, *q = NULL, *esc = NULL;
+        int r = -ENOMEM;
+
+        if (k->state == KS_NODE) {
+                esc = curl_easy_escape(NULL, k->node, 0);
+                if (esc && xasprintf(&path, "/api/v1/nodes/%s", esc) == 0)
+                        r = kube_xfer_new(k, KX_NODE, "GET", path, NULL, KUBE_OBJECT_MAX, &k->ctl);
+        } else {
+                q = selector_query(k);
+                if (q && xasprintf(&path, SLICES_PATH "?%s", q) == 0)
+                        r = kube_xfer_new(k, KX_LIST, "GET", path, NULL, KUBE_LIST_MAX, &k->ctl);
+        }
+        if (r < 0) {
+                k->ctl = NULL;
+                backoff(NULL, &k->ctl_failures, &k->ctl_due_ms, now);
+        }
+}
+
+static void start_write(struct kube *k, struct op *op, uint64_t now) {
+        _cleanup_free_ char *path = NULL;
+        char *esc = curl_easy_escape(NULL, op->name, 0);
+        char *body = NULL;
+        const char *method = op->kind == KW_CREATE   ? "POST"
+                             : op->kind == KW_UPDATE ? "PUT"
+                                                     : "DELETE";
+        int r = -ENOMEM;
+
+        if (esc &&
+            (op->kind == KW_CREATE ? xasprintf(&path, SLICES_PATH)
+                                   : xasprintf(&path, SLICES_PATH "/%s", esc)) == 0 &&
+            (!op->body || (body = cJSON_PrintUnformatted(op->body))))
+                r = kube_xfer_new(k, KX_WRITE, method, path, body, KUBE_OBJECT_MAX, &k->ctl);
+        curl_free(esc);
+        if (r == 0) {
+                k->ctl->op = op->kind;
+                k->ctl->slice = TAKE_PTR(op->name);
+                return;
+        }
+        k->ctl = NULL;
+        backoff(NULL, &k->ctl_failures, &k->ctl_due_ms, now);
+}
+
+static void start_watch(struct kube *k) {
+        _cleanup_free_ char *q = selector_query(k), *path = NULL, *esc = NULL;
+        int r = -ENOMEM;
+
+        esc = k->rv ? curl_easy_escape(NULL, k->rv, 0) : NULL;
+        if (q && esc &&
+            xasprintf(
+                    &path,
+                    SLICES_PATH
+                    "?watch=true&allowWatchBookmarks=true&resourceVersion=%s&timeoutSeconds=%d&%s",
+                    esc, KUBE_WATCH_SECONDS, q) == 0)
+                r = kube_xfer_new(k, KX_WATCH, "GET", path, NULL, KUBE_EVENT_MAX, &k->watch);
+        if (r < 0) {
+                k->watch = NULL;
+                backoff(NULL, &k->watch_failures, &k->watch_due_ms, dp_now_ms());
+        }
+}
+
+void kube_reconcile_step(struct kube *k, uint64_t now) {
+        struct op op = { 0 };
+        int r;
+
+        if (k->state == KS_SYNCED && !k->watch && now >= k->watch_due_ms)
+                start_watch(k);
+        if (k->ctl || now < k->ctl_due_ms)
+                return;
+        if (k->state != KS_SYNCED) {
+                start_ctl(k, now);
+                return;
+        }
+        r = next_op(k, &op);
+        pthread_mutex_lock(&k->mu);
+        k->stats.slices = (uint64_t)cJSON_GetArraySize(k->seen);
+        pthread_mutex_unlock(&k->mu);
+        if (r > 0)
+                start_write(k, &op, now);
+        else if (r < 0) {
+                log_with(LOG_ERR, &(struct log_fields){ .err = -r },
+                         "kube: cannot build the slices: %s", strerror(-r));
+                backoff(NULL, &k->ctl_failures, &k->ctl_due_ms, now);
+        }
+        op_clear(&op);
+}
+
+static void ctl_failed(struct kube *k, struct kube_xfer *x, CURLcode rc, int cls, uint64_t now,
+                       const char *what) {
+        char why[320];
+
+        kube_count_error(k, cls);
+        if (cls == KUBE_ERR_UNAUTHORIZED && kube_xfer_code(x) == 401)
+                k->token_stale = true;
+        backoff(x, &k->ctl_failures, &k->ctl_due_ms, now);
+        kube_xfer_describe(x, rc, why, sizeof(why));
+        log_with(log_now(k->ctl_failures) ? LOG_WARN : LOG_DEBUG, &(struct log_fields){ 0 },
+                 "kube: %s: %s; retrying in %llu ms (failure %u)", what, why,
+                 (unsigned long long)(k->ctl_due_ms - now), k->ctl_failures);
+}
+
+static void ctl_ok(struct kube *k) {
+        if (k->ctl_failures)
+                log_with(LOG_INFO, &(struct log_fields){ 0 }, "kube: the API server answers again");
+        k->ctl_failures = 0;
+        k->ctl_due_ms = 0;
+}
+
+static void node_done(struct kube *k, struct kube_xfer *x, CURLcode rc, uint64_t now) {
+        int cls = kube_xfer_class(x, rc);
+        _cleanup_(kube_cjson_deletep) cJSON *o = cls < 0 ? cJSON_Parse(x->buf) : NULL;
+        const char *uid = str_member(o, "metadata", "uid");
+        char what[320];
+
+        if (cls < 0 && uid && (k->node_uid = strdup(uid))) {
+                ctl_ok(k);
+                k->state = KS_LIST;
+                return;
+        }
+        snprintf(what, sizeof(what), "cannot get node \"%s\"", k->node);
+        ctl_failed(k, x, rc, cls < 0 ? KUBE_ERR_CLIENT : cls, now, what);
+}
+
+static void list_done(struct kube *k, struct kube_xfer *x, CURLcode rc, uint64_t now) {
+        int cls = kube_xfer_class(x, rc);
+        _cleanup_(kube_cjson_deletep) cJSON *o = cls < 0 ? cJSON_Parse(x->buf) : NULL;
+        cJSON *items = cJSON_GetObjectItemCaseSensitive(o, "items"), *it, *seen;
+        const char *rv = str_member(o, "metadata", "resourceVersion");
+
+        if (cls < 0 && (!cJSON_IsArray(items) || !rv))
+                cls = KUBE_ERR_CLIENT;
+        if (cls >= 0) {
+                ctl_failed(k, x, rc, cls, now, "cannot list ResourceSlices");
+                return;
+        }
+        seen = cJSON_CreateObject();
+        if (!seen) {
+                backoff(NULL, &k->ctl_failures, &k->ctl_due_ms, now);
+                return;
+        }
+        cJSON_Delete(k->seen);
+        k->seen = seen;
+        /* The list is newer than every tombstone. */
+        while (k->gone->child)
+                cJSON_Delete(cJSON_DetachItemViaPointer(k->gone, k->gone->child));
+        while ((it = cJSON_DetachItemFromArray(items, 0))) {
+                if (ours(k, it))
+                        seen_put(k, it);
+                else
+                        cJSON_Delete(it);
+        }
+        set_rv(k, rv);
+        ctl_ok(k);
+        k->state = KS_SYNCED;
+        kube_xfer_free(k->watch);
+        k->watch = NULL;
+        k->watch_due_ms = 0;
+        /* What is published now is the truth: a pool needs a new
+         * generation exactly when its slices differ from what it wants. */
+        for (struct kube_pool *p = k->pools; p; p = p->next) {
+                struct op op = { 0 };
+                uint64_t m = max_seen_gen(k, p->name);
+
+                if (m > p->gen)
+                        p->gen = m;
+                p->changed = pool_op(k, p, &op) != 0;
+                op_clear(&op);
+        }
+}
+
+static void write_done(struct kube *k, struct kube_xfer *x, CURLcode rc, uint64_t now) {
+        int cls = kube_xfer_class(x, rc);
+        long code = kube_xfer_code(x);
+        char what[400];
+
+        if (cls < 0 || (x->op == KW_DELETE && code == 404)) {
+                if (x->op == KW_DELETE)
+                        seen_drop(k, x->slice, NULL);
+                else {
+                        cJSON *o = cJSON_Parse(x->buf ? x->buf : "");
+                        if (!cJSON_IsObject(o) || !ours(k, o)) {
+                                /* Written, but we cannot tell what came back. */
+                                cJSON_Delete(o);
+                                relist(k);
+                        } else
+                                seen_put(k, o);
+                }
+                ctl_ok(k);
+                return;
+        }
+        snprintf(what, sizeof(what), "cannot %s ResourceSlice \"%s\"",
+                 x->op == KW_CREATE   ? "create"
+                 : x->op == KW_UPDATE ? "update"
+                                      : "delete",
+                 x->slice);
+        ctl_failed(k, x, rc, cls, now, what);
+        /* Our view is wrong (someone else wrote, or a lost answer): look
+         * again before the next write. */
+        if (code == 409 || code == 404)
+                relist(k);
+}
+
+/* ---- the watch ---- */
+
+static void watch_event(struct kube_xfer *x, const char *line) {
+        struct kube *k = x->k;
+        _cleanup_(kube_cjson_deletep) cJSON *ev = cJSON_Parse(line);
+        const char *type = str_member(ev, "type", NULL);
+        cJSON *obj = cJSON_GetObjectItemCaseSensitive(ev, "object");
+        const char *rv = str_member(obj, "metadata", "resourceVersion");
+        const char *name = str_member(obj, "metadata", "name");
+
+        if (!type || !cJSON_IsObject(obj)) {
+                x->watch_end = -EBADMSG;
+                return;
+        }
+        if (strcmp(type, "ERROR") == 0) {
+                const cJSON *code = cJSON_GetObjectItemCaseSensitive(obj, "code");
+                x->watch_end = cJSON_IsNumber(code) && code->valueint == 410 ? -ESTALE : -EPROTO;
+                return;
+        }
+        if (strcmp(type, "BOOKMARK") != 0 && name && ours(k, obj)) {
+                if (strcmp(type, "DELETED") == 0)
+                        seen_drop(k, name, rv);
+                else if (strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0)
+                        seen_put(k, cJSON_DetachItemFromObjectCaseSensitive(ev, "object"));
+        }
+        set_rv(k, rv);
+}
+
+size_t kube_watch_write(struct kube_xfer *x, const char *p, size_t n) {
+        size_t used = 0, all = n;
+
+        /* Not a stream of events (an error answer): keep it, bounded, for
+         * the log. */
+        if (kube_xfer_code(x) != 200) {
+                size_t room = x->limit - x->len;
+                char *nb;
+
+                if (n > room)
+                        n = room;
+                nb = realloc(x->buf, x->len + n + 1);
+                if (!nb)
+                        return 0;
+                x->buf = nb;
+                memcpy(x->buf + x->len, p, n);
+                x->len += n;
+                x->buf[x->len] = '\0';
+                return all;
+        }
+        while (used < n) {
+                const char *nl = memchr(p + used, '\n', n - used);
+                size_t take = nl ? (size_t)(nl - (p + used)) : n - used;
+                char *nb;
+
+                if (x->len + take > x->limit) {
+                        x->too_big = true;
+                        x->watch_end = -EMSGSIZE;
+                        return 0;
+                }
+                nb = realloc(x->buf, x->len + take + 1);
+                if (!nb)
+                        return 0;
+                x->buf = nb;
+                memcpy(x->buf + x->len, p + used, take);
+                x->len += take;
+                x->buf[x->len] = '\0';
+                used += take;
+                if (!nl)
+                        break;
+                used++;
+                if (x->len > 0)
+                        watch_event(x, x->buf);
+                x->len = 0;
+                if (x->watch_end)
+                        return 0; /* ends the transfer */
+        }
+        return n;
+}
+
+static void watch_done(struct kube *k, struct kube_xfer *x, CURLcode rc, uint64_t now) {
+        long code = kube_xfer_code(x);
+        int cls = kube_xfer_class(x, rc);
+        char why[320];
+
+        if (x->watch_end == -ESTALE || code == 410) {
+                /* Our resourceVersion is compacted away: list again. */
+                kube_count_error(k, KUBE_ERR_GONE);
+                log_with(LOG_INFO, &(struct log_fields){ 0 },
+                         "kube: the watch's resourceVersion expired (410 Gone); listing again");
+                k->watch_failures = 0;
+                relist(k);
+                return;
+        }
+        if (x->watch_end) {
+                kube_count_error(k, KUBE_ERR_CLIENT);
+                backoff(NULL, &k->watch_failures, &k->watch_due_ms, now);
+                log_with(LOG_WARN, &(struct log_fields){ .err = -x->watch_end },
+                         "kube: the watch sent %s; listing again",
+                         x->watch_end == -EMSGSIZE ? "an event larger than 1 MiB"
+                         : x->watch_end == -EPROTO ? "an ERROR event"
+                                                   : "something that is not an event");
+                k->ctl_due_ms = k->watch_due_ms;
+                relist(k);
+                return;
+        }
+        if (code == 200 && rc == CURLE_OK) {
+                /* timeoutSeconds ran out: carry on from where we are. */
+                k->watch_failures = 0;
+                k->watch_due_ms = 0;
+                return;
+        }
+        if (cls < 0)
+                cls = KUBE_ERR_CONNECT;
+        kube_count_error(k, cls);
+        if (code == 401)
+                k->token_stale = true;
+        backoff(x, &k->watch_failures, &k->watch_due_ms, now);
+        kube_xfer_describe(x, rc, why, sizeof(why));
+        log_with(log_now(k->watch_failures) ? LOG_WARN : LOG_DEBUG, &(struct log_fields){ 0 },
+                 "kube: the ResourceSlice watch ended: %s; again in %llu ms", why,
+                 (unsigned long long)(k->watch_due_ms - now));
+}
+
+void kube_reconcile_done(struct kube *k, struct kube_xfer *x, CURLcode rc, uint64_t now) {
+        if (x == k->watch) {
+                k->watch = NULL;
+                watch_done(k, x, rc, now);
+                return;
+        }
+        if (x == k->ctl)
+                k->ctl = NULL;
+        switch (x->kind) {
+        case KX_NODE:
+                node_done(k, x, rc, now);
+                break;
+        case KX_LIST:
+                list_done(k, x, rc, now);
+                break;
+        case KX_WRITE:
+                write_done(k, x, rc, now);
+                break;
+        default:
+                break;
+        }
+}

@@ -1,0 +1,301 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* One HTTPS transfer to the API server on the multi handle: TLS always
+ * verified (libcurl's default, never turned off), the host pinned to the
+ * address resolved before the lock-down, a bearer token or client
+ * certificate, and a budget of bytes and time for every answer.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kube-internal.h"
+#include "log.h"
+#include "loop.h"
+
+static size_t on_data(char *p, size_t size, size_t nmemb, void *ud) {
+        struct kube_xfer *x = ud;
+        size_t n = size * nmemb;
+
+        if (x->kind == KX_WATCH)
+                return kube_watch_write(x, p, n);
+        if (n > x->limit - x->len) {
+                /* Returning short makes libcurl fail the transfer. */
+                x->too_big = true;
+                return 0;
+        }
+        if (x->len + n + 1 > x->cap) {
+                size_t cap = x->cap ? x->cap : 16384;
+                char *nb;
+
+                while (cap < x->len + n + 1)
+                        cap *= 2;
+                if (cap > x->limit + 1)
+                        cap = x->limit + 1;
+                nb = realloc(x->buf, cap);
+                if (!nb)
+                        return 0;
+                x->buf = nb;
+                x->cap = cap;
+        }
+        memcpy(x->buf + x->len, p, n);
+        x->len += n;
+        x->buf[x->len] = '\0';
+        return n;
+}
+
+static int add_header(struct curl_slist **l, const char *h) {
+        struct curl_slist *n = curl_slist_append(*l, h);
+
+        if (!n)
+                return -ENOMEM;
+        *l = n;
+        return 0;
+}
+
+static int set_tls(struct kube *k, CURL *h) {
+        const struct kube_creds *c = &k->creds;
+        CURLcode rc = CURLE_OK;
+
+        if (c->ca.data) {
+                struct curl_blob b = { .data = c->ca.data,
+                                       .len = c->ca.len,
+                                       .flags = CURL_BLOB_COPY };
+                rc = curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &b);
+        } else if (c->ca_file)
+                rc = curl_easy_setopt(h, CURLOPT_CAINFO, c->ca_file);
+        if (rc == CURLE_OK && c->cert.data) {
+                struct curl_blob b = { .data = c->cert.data,
+                                       .len = c->cert.len,
+                                       .flags = CURL_BLOB_COPY };
+                rc = curl_easy_setopt(h, CURLOPT_SSLCERT_BLOB, &b);
+        } else if (rc == CURLE_OK && c->cert_file)
+                rc = curl_easy_setopt(h, CURLOPT_SSLCERT, c->cert_file);
+        if (rc == CURLE_OK && c->key.data) {
+                struct curl_blob b = { .data = c->key.data,
+                                       .len = c->key.len,
+                                       .flags = CURL_BLOB_COPY };
+                rc = curl_easy_setopt(h, CURLOPT_SSLKEY_BLOB, &b);
+        } else if (rc == CURLE_OK && c->key_file)
+                rc = curl_easy_setopt(h, CURLOPT_SSLKEY, c->key_file);
+        /* Explicit, though they are libcurl's defaults: TLS is verified. */
+        if (rc == CURLE_OK)
+                rc = curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
+        if (rc == CURLE_OK)
+                rc = curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
+        return rc == CURLE_OK ? 0 : -EINVAL;
+}
+
+static int set_auth(struct kube *k, struct curl_slist **headers) {
+        const char *tok = NULL;
+        char *h = NULL;
+        int r;
+
+        r = kube_creds_token(&k->creds, dp_now_ms(), k->token_stale, &tok);
+        k->token_stale = false;
+        if (r < 0 && !k->token_warned) {
+                /* The path only: never the token. */
+                log_with(LOG_WARN, &(struct log_fields){ .path = k->creds.token_file, .err = -r },
+                         "kube: cannot re-read the token %s: %s; keeping the one read before",
+                         k->creds.token_file, strerror(-r));
+                k->token_warned = true;
+        } else if (r == 0)
+                k->token_warned = false;
+        if (!tok)
+                return 0;
+        if (xasprintf(&h, "Authorization: Bearer %s", tok) < 0)
+                return -ENOMEM;
+        r = add_header(headers, h);
+        explicit_bzero(h, strlen(h));
+        free(h);
+        return r;
+}
+
+static int set_method(CURL *h, const char *method, const char *body) {
+        CURLcode rc = CURLE_OK;
+
+        if (body) {
+                rc = curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+                if (rc == CURLE_OK)
+                        rc = curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE,
+                                              (curl_off_t)strlen(body));
+        }
+        if (rc == CURLE_OK && strcmp(method, "GET") != 0 && strcmp(method, "POST") != 0)
+                rc = curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+        return rc == CURLE_OK ? 0 : -EINVAL;
+}
+
+/* Time bounds: connecting, and a stalled answer (no byte for 30 s). A
+ * watch is quiet between events, so it has only an overall bound a little
+ * past the timeoutSeconds it asked the server for, plus TCP keep-alive to
+ * notice a peer that vanished. */
+static int set_time_bounds(CURL *h, enum kube_xkind kind) {
+        CURLcode rc = curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+
+        if (rc == CURLE_OK && kind == KX_WATCH)
+                rc = curl_easy_setopt(h, CURLOPT_TIMEOUT, (long)KUBE_WATCH_SECONDS + 30L);
+        else if (rc == CURLE_OK) {
+                rc = curl_easy_setopt(h, CURLOPT_TIMEOUT, 60L);
+                if (rc == CURLE_OK)
+                        rc = curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+                if (rc == CURLE_OK)
+                        rc = curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, 30L);
+        }
+        if (rc == CURLE_OK)
+                rc = curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+        if (rc == CURLE_OK)
+                rc = curl_easy_setopt(h, CURLOPT_TCP_KEEPIDLE, 30L);
+        if (rc == CURLE_OK)
+                rc = curl_easy_setopt(h, CURLOPT_TCP_KEEPINTVL, 10L);
+        return rc == CURLE_OK ? 0 : -EINVAL;
+}
+
+int kube_xfer_new(struct kube *k, enum kube_xkind kind, const char *method, const char *path,
+                  char *body, size_t limit, struct kube_xfer **ret) {
+        struct kube_xfer *x = calloc(1, sizeof(*x));
+        _cleanup_free_ char *url = NULL;
+        int r;
+
+        if (!x) {
+                free(body);
+                return -ENOMEM;
+        }
+        x->k = k;
+        x->kind = kind;
+        x->limit = limit;
+        x->body_out = body;
+        x->h = curl_easy_init();
+        if (!x->h || xasprintf(&url, "%s%s", k->creds.server, path) < 0) {
+                kube_xfer_free(x);
+                return -ENOMEM;
+        }
+        r = add_header(&x->headers, "Accept: application/json");
+        if (r == 0 && body)
+                r = add_header(&x->headers, "Content-Type: application/json");
+        /* No "Expect: 100-continue" round trip before a body. */
+        if (r == 0)
+                r = add_header(&x->headers, "Expect:");
+        if (r == 0)
+                r = set_auth(k, &x->headers);
+        if (r == 0)
+                r = set_tls(k, x->h);
+        if (r == 0)
+                r = set_method(x->h, method, body);
+        if (r == 0)
+                r = set_time_bounds(x->h, kind);
+        if (r == 0 &&
+            (curl_easy_setopt(x->h, CURLOPT_URL, url) != CURLE_OK ||
+             curl_easy_setopt(x->h, CURLOPT_PROTOCOLS_STR, "https") != CURLE_OK ||
+             curl_easy_setopt(x->h, CURLOPT_NOSIGNAL, 1L) != CURLE_OK ||
+             curl_easy_setopt(x->h, CURLOPT_USERAGENT, "cdiplug/" CDIPLUG_VERSION) != CURLE_OK ||
+             curl_easy_setopt(x->h, CURLOPT_HTTPHEADER, x->headers) != CURLE_OK ||
+             curl_easy_setopt(x->h, CURLOPT_WRITEFUNCTION, on_data) != CURLE_OK ||
+             curl_easy_setopt(x->h, CURLOPT_WRITEDATA, x) != CURLE_OK ||
+             curl_easy_setopt(x->h, CURLOPT_PRIVATE, x) != CURLE_OK ||
+             curl_easy_setopt(x->h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)limit) != CURLE_OK ||
+             (k->resolve && curl_easy_setopt(x->h, CURLOPT_RESOLVE, k->resolve) != CURLE_OK)))
+                r = -EINVAL;
+        if (r == 0 && curl_multi_add_handle(k->multi, x->h) != CURLM_OK)
+                r = -ENOMEM;
+        if (r < 0) {
+                kube_xfer_free(x);
+                return r;
+        }
+        *ret = x;
+        return 0;
+}
+
+void kube_xfer_free(struct kube_xfer *x) {
+        if (!x)
+                return;
+        if (x->h) {
+                curl_multi_remove_handle(x->k->multi, x->h);
+                curl_easy_cleanup(x->h);
+        }
+        if (x->headers) {
+                /* The Authorization line holds the token. */
+                for (struct curl_slist *l = x->headers; l; l = l->next)
+                        explicit_bzero(l->data, strlen(l->data));
+                curl_slist_free_all(x->headers);
+        }
+        free(x->body_out);
+        free(x->buf);
+        free(x->slice);
+        free(x->pool);
+        free(x);
+}
+
+long kube_xfer_code(const struct kube_xfer *x) {
+        long code = 0;
+
+        curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &code);
+        return code;
+}
+
+int kube_xfer_class(const struct kube_xfer *x, CURLcode rc) {
+        long code = kube_xfer_code(x);
+
+        if (code == 0)
+                return KUBE_ERR_CONNECT;
+        if (code >= 200 && code < 300)
+                return rc == CURLE_OK || x->kind == KX_WATCH         ? -1
+                       : x->too_big || rc == CURLE_FILESIZE_EXCEEDED ? KUBE_ERR_CLIENT
+                                                                     : KUBE_ERR_CONNECT;
+        switch (code) {
+        case 401:
+        case 403:
+                return KUBE_ERR_UNAUTHORIZED;
+        case 404:
+                return KUBE_ERR_NOT_FOUND;
+        case 409:
+                return KUBE_ERR_CONFLICT;
+        case 410:
+                return KUBE_ERR_GONE;
+        case 429:
+                return KUBE_ERR_THROTTLED;
+        default:
+                return code >= 500 ? KUBE_ERR_SERVER : KUBE_ERR_CLIENT;
+        }
+}
+
+uint64_t kube_xfer_retry_after_ms(const struct kube_xfer *x) {
+        curl_off_t s = 0;
+
+        if (curl_easy_getinfo(x->h, CURLINFO_RETRY_AFTER, &s) != CURLE_OK || s <= 0)
+                return 0;
+        if (s > KUBE_RETRY_AFTER_MAX_S)
+                s = KUBE_RETRY_AFTER_MAX_S;
+        return (uint64_t)s * 1000u;
+}
+
+void kube_count_error(struct kube *k, int cls) {
+        if (cls < 0 || cls >= KUBE_ERR_N)
+                return;
+        pthread_mutex_lock(&k->mu);
+        k->stats.api_errors[cls]++;
+        pthread_mutex_unlock(&k->mu);
+}
+
+/* The Status message of an error answer, if it is one. */
+static void status_message(const struct kube_xfer *x, char *buf, size_t size) {
+        _cleanup_(kube_cjson_deletep) cJSON *o =
+                x->buf && x->kind != KX_WATCH ? cJSON_Parse(x->buf) : NULL;
+        const cJSON *m = cJSON_GetObjectItemCaseSensitive(o, "message");
+
+        snprintf(buf, size, "%s", cJSON_IsString(m) ? m->valuestring : "");
+}
+
+void kube_xfer_describe(const struct kube_xfer *x, CURLcode rc, char *buf, size_t size) {
+        long code = kube_xfer_code(x);
+        char msg[256];
+
+        /* Refused by its Content-Length, or while it came. */
+        if (x->too_big || rc == CURLE_FILESIZE_EXCEEDED)
+                snprintf(buf, size, "answer larger than %zu bytes", x->limit);
+        else if (code == 0)
+                snprintf(buf, size, "%s", curl_easy_strerror(rc));
+        else {
+                status_message(x, msg, sizeof(msg));
+                snprintf(buf, size, "HTTP %ld%s%s", code, msg[0] ? ": " : "", msg);
+        }
+}

@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* kube-try: the Kubernetes API client inside the daemon's real seccomp
+ * filter. It makes a kube (before the lock-down, as the daemon does),
+ * locks down with sbx_lockdown(), starts cdiplug-kube, publishes a pool of
+ * three devices and looks one claim up; it prints the claim's outcome,
+ * keeps the client running (the test wipes the slices and watches them
+ * come back) until its stdin closes, then frees the kube and exits 0.
+ * Test-only (tests/sandbox/extra.cmake), like sbx-try.
+ *
+ *   kube-try KUBECONFIG NODE DRIVER api|noapi
+ *
+ * "noapi" locks down without the "dra" groups: the client must fail to
+ * connect (and the lookup says so) rather than the process dying.
+ * Exit status: 0, 125 when the lock-down failed, 126 for bad usage.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kube.h"
+#include "sandbox.h"
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
+static bool answered;
+static struct kube_claim got;
+
+static void on_claim(void *ctx, struct kube_claim *c) {
+        (void)ctx;
+        pthread_mutex_lock(&mu);
+        got = *c;
+        answered = true;
+        pthread_cond_signal(&cond);
+        pthread_mutex_unlock(&mu);
+}
+
+int main(int argc, char **argv) {
+        struct kube_settings s;
+        struct sbx_options o = { 0 };
+        struct sbx_error e = { 0 };
+        struct kube *k = NULL;
+        cJSON *devs;
+        char buf[64];
+        int r;
+
+        if (argc != 5 || (strcmp(argv[4], "api") != 0 && strcmp(argv[4], "noapi") != 0))
+                return 126;
+        s = (struct kube_settings){ .kubeconfig = argv[1],
+                                    .node_name = argv[2],
+                                    .driver = argv[3] };
+        r = kube_new(&s, &k);
+        if (r < 0) {
+                fprintf(stderr, "kube-try: kube_new: %s\n", strerror(-r));
+                return 126;
+        }
+        o.api_access = strcmp(argv[4], "api") == 0;
+        r = sbx_lockdown(&o, &e);
+        if (r < 0) {
+                fprintf(stderr, "kube-try: lock-down at %s: %s\n", e.step, strerror(-r));
+                return 125;
+        }
+        devs = cJSON_Parse("[{\"name\":\"d0\"},{\"name\":\"d1\"},{\"name\":\"d2\"}]");
+        if (kube_pool_set(k, "node1/example.com/serial", devs) < 0 || kube_start(k) < 0 ||
+            kube_claim_get(k, "default", "c", "u", on_claim, NULL) < 0)
+                return 126;
+        pthread_mutex_lock(&mu);
+        while (!answered)
+                pthread_cond_wait(&cond, &mu);
+        pthread_mutex_unlock(&mu);
+        printf("claim err=%d results=%zu\n", got.err, got.n_results);
+        fflush(stdout);
+        kube_claim_clear(&got);
+        while (read(0, buf, sizeof(buf)) > 0)
+                ;
+        kube_free(k);
+        return 0;
+}
