@@ -288,3 +288,19 @@ Test(dra_api, a_thousand_claims_are_answered) {
         free(c);
         free(uids);
 }
+
+/* The kubelet's start: it deletes the sockets in plugins_registry and
+ * every slice of its node. Both come back. */
+Test(dra_api, a_kubelet_restart_is_repaired) {
+        _cleanup_free_ char *d0 = dev("ttyS0"), *d1 = dev("ttyS1");
+        char two[256];
+
+        start(CONFIG(SERIAL));
+        snprintf(two, sizeof(two), "%s,%s", d0, d1);
+        struct want w = { POOL, two };
+        cr_assert(fakeapi_wait(api, pool_is, &w, WAIT_MS), "the pool never had %s", two);
+        cr_assert_eq(tk_dra_restart(kd), 0);
+        fakeapi_wipe(api, NODE);
+        cr_assert_eq(tk_dra_wait_registered(kd, DRIVER, 2, WAIT_MS), 0);
+        cr_assert(fakeapi_wait(api, pool_is, &w, 30000), "the wiped slices never came back");
+}
