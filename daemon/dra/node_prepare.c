@@ -166,11 +166,18 @@ static void free_answer(PrepareResponse *resp) {
  * Unprepare after a restart could not know them. */
 static void answer(struct dra_prep *p) {
         struct dra_node *n = p->n;
+        struct dra_call *c = p->c;
         PrepareResponse resp =
                 K8S__IO__KUBELET__PKG__APIS__DRA__V1__NODE_PREPARE_RESOURCES_RESPONSE__INIT;
         const char *save_error = NULL;
         int r = 0;
 
+        /* Only a request still in n->preps is answered, and it has its
+         * call until then. */
+        if (!c) {
+                unlink_prep(p);
+                return;
+        }
         if (p->dirty && dra_checkpoint_save(n) < 0)
                 save_error = "cannot write the checkpoint of prepared claims (see cdiplug's log)";
         resp.claims = calloc(p->n_claims + 1, sizeof(*resp.claims));
@@ -200,10 +207,9 @@ static void answer(struct dra_prep *p) {
                         r = fill_devices(pc, l->devices, l->n_devices);
         }
         if (r >= 0)
-                p->c->send = dp_pack(&resp.base);
+                c->send = dp_pack(&resp.base);
         free_answer(&resp);
         unlink_prep(p);
-        struct dra_call *c = p->c;
         p->c = NULL;
         c->prep = NULL;
         if (c->send)
