@@ -493,6 +493,12 @@ bool dra_prepare_method(struct dra_call *c, const char *method) {
         /* Without a way to look claims up, the service is not served. */
         if ((!prep && !unprep) || !c->n->lookup)
                 return false;
+        /* A request read after the stop began would start lookups that
+         * hold the stop up: the kubelet asks again. */
+        if (!c->n->up) {
+                dra_call_finish(c, GRPC_STATUS_UNAVAILABLE, "cdiplug is stopping");
+                return true;
+        }
         st = prep ? prepare(c, &msg) : unprepare(c, &msg);
         if (prep && st == GRPC_STATUS_OK)
                 return true; /* answered by answer(), now or once the lookups are done */
