@@ -7,6 +7,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -125,6 +126,22 @@ int base_read_file_at(int dfd, const char *path, int flags, size_t max, char **r
                       size_t *ret_len);
 /* The same for a file already open (read from its current offset). */
 int base_read_fd(int fd, size_t max, char **ret_buf, size_t *ret_len);
+
+/* Why a document (the config, a selector) was refused, for a person
+ * (field_error.c): the JSON path of the field ("resources[1].shares",
+ * "usb.vendor"; "" for the document itself) and what is wrong with it.
+ * Filled once, where the failure is found; both NULL when unset. */
+struct base_field_error {
+        char *field;
+        char *msg;
+};
+/* Replace what e holds; returns -EINVAL, or -ENOMEM (e left empty) when
+ * the message cannot be made. */
+int base_field_error_set(struct base_field_error *e, const char *field, const char *fmt, ...)
+        _printf_(3, 4);
+int base_field_error_setv(struct base_field_error *e, const char *field, const char *fmt,
+                          va_list ap) __attribute__((format(printf, 3, 0)));
+void base_field_error_clear(struct base_field_error *e); /* frees, leaves it empty */
 
 /* FNV-1a of a string (hash.c): fixed forever, names are made from it. */
 uint32_t base_fnv1a32(const char *s);

@@ -430,6 +430,23 @@ check "deploy: kustomize base renders and is locked down" python3 "$repo/deploy/
 [ -f "$work/logs/deploy__kustomize_base_renders_and_is_locked_down.log" ] &&
 	grep -E '^manifests:' "$work/logs/deploy__kustomize_base_renders_and_is_locked_down.log" | sed 's/^/      /'
 
+# What `cdiplug manifests` prints for a DRA configuration: the API schema
+# subset, RBAC and deploy/base's lock-down (deploy/check_dra_manifests.py).
+dra_manifests() {
+	local bin="$debsrc/debian/cdiplug/usr/bin/cdiplug" cfg="$work/dra-config.json"
+	[ -x "$bin" ] || bin="$work/ctr-build/cdiplug"
+	[ -x "$bin" ] || { echo "no cdiplug binary built (deb or container check)"; return 1; }
+	cat >"$cfg" <<-'EOF'
+		{ "dra": { "driver": "cdiplug.example.com" },
+		  "resources": [
+		    { "name": "example.com/serial", "match": [ { "path": "/dev/ttyUSB*" } ], "api": "dra" },
+		    { "name": "example.com/fuse", "match": [ { "path": "/dev/fuse" } ], "shares": 8 } ] }
+	EOF
+	"$bin" manifests --config "$cfg" >"$work/dra-manifests.yaml" || return 1
+	python3 "$repo/deploy/check_dra_manifests.py" "$work/dra-manifests.yaml"
+}
+check "deploy: cdiplug manifests (DRA) validates and is locked down" dra_manifests
+
 # -------------------------------------------------------------- summary --
 
 if [ -f "$work/lintian.txt" ]; then

@@ -45,11 +45,11 @@ struct res_selector {
         size_t n_globs;
         /* usb */
         uint16_t usb_vendor, usb_product;
-        bool has_usb_product;
+        bool has_usb_vendor, has_usb_product;
         char *usb_serial; /* NULL: any */
         /* pci */
         uint16_t pci_vendor, pci_device;
-        bool has_pci_vendor, has_pci_device, has_pci_class;
+        bool has_pci_vendor, has_pci_device, has_pci_class, has_pci_class_mask;
         uint32_t pci_class, pci_class_mask;
         char *pci_driver;        /* NULL: any */
         struct base_edits edits; /* for every device of this selector */

@@ -55,10 +55,9 @@ struct res_devlist {
 
 struct res_selector;
 
-/* Parse one entry of a resource's "match" list. On -EINVAL, *err_field is
- * the offending key relative to the entry ("" for the entry itself) and
- * *err_msg says what is wrong; both are malloc'd, for the caller to free.
- * Field names nest with '.' and '[i]': "usb.vendor", "paths[1]",
+/* Parse one entry of a resource's "match" list. On -EINVAL, err (when not
+ * NULL) holds the offending key relative to the entry ("" for the entry
+ * itself) and what is wrong, for the caller to clear. Field names nest with '.' and '[i]': "usb.vendor", "paths[1]",
  * "mounts[0].hostPath", "env.NAME".
  *
  * An entry is an object with exactly one of:
@@ -104,8 +103,12 @@ struct res_selector;
  *   "mode": "0660" (octal, 0001..0777), "owner"/"group": numeric IDs.
  * Paths must be absolute, without "." or ".." components or a trailing '/'.
  * Unknown keys, duplicate keys and wrong types are errors. */
-int res_selector_parse(const struct cJSON *entry, struct res_selector **ret, char **err_field,
-                       char **err_msg);
+int res_selector_parse(const struct cJSON *entry, struct res_selector **ret,
+                       struct base_field_error *err);
+/* The second of the first two members of JSON object obj sharing a key,
+ * or NULL: cJSON keeps both, so every reader of a document (the config,
+ * its selectors) refuses one through this. */
+const struct cJSON *res_json_duplicate_key(const struct cJSON *obj);
 void res_selector_free(struct res_selector *sel);
 
 /* Why sel finds what it finds under host_root (NULL means "/"), as one

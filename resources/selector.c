@@ -4,39 +4,14 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <limits.h>
-#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "res-internal.h"
 
-struct perr {
-        char *field;
-        char *msg;
-};
-
-/* Always returns -EINVAL (or -ENOMEM when even the message fails). */
-__attribute__((format(printf, 3, 4))) static int fail(struct perr *e, const char *field,
-                                                      const char *fmt, ...) {
-        va_list ap;
-        char *msg = NULL;
-
-        va_start(ap, fmt);
-        int r = vasprintf(&msg, fmt, ap);
-        va_end(ap);
-        char *f = strdup(field);
-        if (r < 0 || !f) {
-                free(f);
-                if (r >= 0)
-                        free(msg);
-                return -ENOMEM;
-        }
-        free(e->field);
-        free(e->msg);
-        e->field = f;
-        e->msg = msg;
-        return -EINVAL;
-}
+#define fail base_field_error_set
 
 void res_selector_free(struct res_selector *sel) {
         if (!sel)
@@ -82,7 +57,8 @@ static const char *path_problem(const char *s) {
         return NULL;
 }
 
-static int parse_glob(const cJSON *item, const char *field, char **ret, struct perr *e) {
+static int parse_glob(const cJSON *item, const char *field, char **ret,
+                      struct base_field_error *e) {
         if (!cJSON_IsString(item))
                 return fail(e, field, "must be a string (a path glob)");
         const char *problem = path_problem(item->valuestring);
@@ -95,31 +71,33 @@ static int parse_glob(const cJSON *item, const char *field, char **ret, struct p
         return 0;
 }
 
-static int parse_path(struct res_selector *sel, const cJSON *item, struct perr *e) {
+static int parse_path(struct res_selector *sel, const cJSON *item, const char *key,
+                      struct base_field_error *e) {
         sel->globs = calloc(1, sizeof(char *));
         if (!sel->globs)
                 return -ENOMEM;
-        int r = parse_glob(item, "path", &sel->globs[0], e);
+        int r = parse_glob(item, key, &sel->globs[0], e);
         if (r < 0)
                 return r;
         sel->n_globs = 1;
         return 0;
 }
 
-static int parse_paths(struct res_selector *sel, const cJSON *item, struct perr *e) {
+static int parse_paths(struct res_selector *sel, const cJSON *item, const char *key,
+                       struct base_field_error *e) {
         if (!cJSON_IsArray(item))
-                return fail(e, "paths", "must be an array of path globs");
+                return fail(e, key, "must be an array of path globs");
         int n = cJSON_GetArraySize(item);
         if (n == 0)
-                return fail(e, "paths", "must not be empty");
+                return fail(e, key, "must not be empty");
         if (n > RES_MAX_PATHS)
-                return fail(e, "paths", "has more than %d globs", RES_MAX_PATHS);
+                return fail(e, key, "has more than %d globs", RES_MAX_PATHS);
         sel->globs = calloc((size_t)n, sizeof(char *));
         if (!sel->globs)
                 return -ENOMEM;
         const cJSON *g;
         cJSON_ArrayForEach(g, item) {
-                _cleanup_free_ char *field = res_strdup_printf("paths[%zu]", sel->n_globs);
+                _cleanup_free_ char *field = res_strdup_printf("%s[%zu]", key, sel->n_globs);
                 if (!field)
                         return -ENOMEM;
                 int r = parse_glob(g, field, &sel->globs[sel->n_globs], e);
@@ -131,7 +109,7 @@ static int parse_paths(struct res_selector *sel, const cJSON *item, struct perr 
 }
 
 static int parse_hex_field(const cJSON *item, const char *field, unsigned digits, uint32_t *ret,
-                           struct perr *e) {
+                           struct base_field_error *e) {
         if (!cJSON_IsString(item))
                 return fail(e, field, "must be a string of up to %u hex digits", digits);
         if (res_parse_hex(item->valuestring, digits, ret) < 0)
@@ -140,7 +118,8 @@ static int parse_hex_field(const cJSON *item, const char *field, unsigned digits
         return 0;
 }
 
-static int parse_name(const cJSON *item, const char *field, char **ret, struct perr *e) {
+static int parse_name(const cJSON *item, const char *field, char **ret,
+                      struct base_field_error *e) {
         if (!cJSON_IsString(item))
                 return fail(e, field, "must be a string");
         if (!*item->valuestring)
@@ -152,115 +131,208 @@ static int parse_name(const cJSON *item, const char *field, char **ret, struct p
         return 0;
 }
 
-static int check_dup(const cJSON *obj, const cJSON *item, const char *field, struct perr *e) {
-        for (const cJSON *o = obj->child; o && o != item; o = o->next)
-                if (strcmp(o->string, item->string) == 0)
-                        return fail(e, field, "duplicate key");
-        return 0;
+/* cJSON keeps both of {"a":1,"a":2}; a document that says a thing twice
+ * is a mistake, not a choice of the last one. The one check, for the
+ * config's objects and the selectors' alike. */
+const cJSON *res_json_duplicate_key(const cJSON *obj) {
+        for (const cJSON *a = obj->child; a; a = a->next)
+                for (const cJSON *b = a->next; b; b = b->next)
+                        if (strcmp(a->string, b->string) == 0)
+                                return b;
+        return NULL;
 }
 
-static int parse_usb(struct res_selector *sel, const cJSON *obj, struct perr *e) {
-        if (!cJSON_IsObject(obj))
-                return fail(e, "usb", "must be an object like {\"vendor\": \"046d\"}");
-        bool has_vendor = false;
+/* A duplicate key of obj, as an error on the field prefix.KEY (KEY alone
+ * when prefix is ""). */
+static int refuse_duplicate(const cJSON *obj, const char *prefix, struct base_field_error *e) {
+        const cJSON *dup = res_json_duplicate_key(obj);
+
+        if (!dup)
+                return 0;
+        _cleanup_free_ char *field =
+                res_strdup_printf("%s%s%s", prefix, *prefix ? "." : "", dup->string);
+        return field ? fail(e, field, "duplicate key") : -ENOMEM;
+}
+
+/* A key of a selector object and what reads its value: field is its
+ * JSON path within the entry ("usb.vendor"). */
+struct key_parser {
+        const char *key;
+        int (*parse)(struct res_selector *sel, const cJSON *item, const char *field,
+                     struct base_field_error *e);
+};
+
+static const struct key_parser *find_key(const struct key_parser *keys, size_t n, const char *key) {
+        for (size_t i = 0; i < n; i++)
+                if (strcmp(keys[i].key, key) == 0)
+                        return &keys[i];
+        return NULL;
+}
+
+/* Each of obj's members read by its key's parser, under the field
+ * prefix.KEY; a key not in keys is refused with the list expected. */
+static int parse_keys(struct res_selector *sel, const cJSON *obj, const char *prefix,
+                      const struct key_parser *keys, size_t n, const char *expected,
+                      struct base_field_error *e) {
         const cJSON *item;
+        int r = refuse_duplicate(obj, prefix, e);
+
+        if (r < 0)
+                return r;
         cJSON_ArrayForEach(item, obj) {
-                _cleanup_free_ char *field = res_strdup_printf("usb.%s", item->string);
+                _cleanup_free_ char *field = res_strdup_printf("%s.%s", prefix, item->string);
                 if (!field)
                         return -ENOMEM;
-                uint32_t v = 0; /* copied before r is checked */
-                int r = check_dup(obj, item, field, e);
-                if (r < 0)
-                        return r;
-                if (strcmp(item->string, "vendor") == 0) {
-                        r = parse_hex_field(item, field, 4, &v, e);
-                        sel->usb_vendor = (uint16_t)v;
-                        has_vendor = true;
-                } else if (strcmp(item->string, "product") == 0) {
-                        r = parse_hex_field(item, field, 4, &v, e);
-                        sel->usb_product = (uint16_t)v;
-                        sel->has_usb_product = true;
-                } else if (strcmp(item->string, "serial") == 0) {
-                        r = parse_name(item, field, &sel->usb_serial, e);
-                } else {
-                        r = fail(e, field, "unknown key (expected vendor, product, serial)");
-                }
+                const struct key_parser *k = find_key(keys, n, item->string);
+                r = k ? k->parse(sel, item, field, e)
+                      : fail(e, field, "unknown key (expected %s)", expected);
                 if (r < 0)
                         return r;
         }
-        if (!has_vendor)
+        return 0;
+}
+
+static int usb_vendor(struct res_selector *sel, const cJSON *item, const char *field,
+                      struct base_field_error *e) {
+        uint32_t v = 0; /* the analyzer cannot tell it is set on success */
+        int r = parse_hex_field(item, field, 4, &v, e);
+
+        if (r < 0)
+                return r;
+        sel->usb_vendor = (uint16_t)v;
+        sel->has_usb_vendor = true;
+        return 0;
+}
+
+static int usb_product(struct res_selector *sel, const cJSON *item, const char *field,
+                       struct base_field_error *e) {
+        uint32_t v = 0; /* the analyzer cannot tell it is set on success */
+        int r = parse_hex_field(item, field, 4, &v, e);
+
+        if (r < 0)
+                return r;
+        sel->usb_product = (uint16_t)v;
+        sel->has_usb_product = true;
+        return 0;
+}
+
+static int usb_serial(struct res_selector *sel, const cJSON *item, const char *field,
+                      struct base_field_error *e) {
+        return parse_name(item, field, &sel->usb_serial, e);
+}
+
+static const struct key_parser usb_keys[] = {
+        { "vendor", usb_vendor },
+        { "product", usb_product },
+        { "serial", usb_serial },
+};
+
+static int parse_usb(struct res_selector *sel, const cJSON *obj, const char *key,
+                     struct base_field_error *e) {
+        if (!cJSON_IsObject(obj))
+                return fail(e, key, "must be an object like {\"vendor\": \"046d\"}");
+        int r = parse_keys(sel, obj, key, usb_keys, ELEMENTSOF(usb_keys), "vendor, product, serial",
+                           e);
+        if (r < 0)
+                return r;
+        if (!sel->has_usb_vendor)
                 return fail(e, "usb.vendor", "is required");
         return 0;
 }
 
-static int parse_pci(struct res_selector *sel, const cJSON *obj, struct perr *e) {
+static int pci_vendor(struct res_selector *sel, const cJSON *item, const char *field,
+                      struct base_field_error *e) {
+        uint32_t v = 0; /* the analyzer cannot tell it is set on success */
+        int r = parse_hex_field(item, field, 4, &v, e);
+
+        if (r < 0)
+                return r;
+        sel->pci_vendor = (uint16_t)v;
+        sel->has_pci_vendor = true;
+        return 0;
+}
+
+static int pci_device(struct res_selector *sel, const cJSON *item, const char *field,
+                      struct base_field_error *e) {
+        uint32_t v = 0; /* the analyzer cannot tell it is set on success */
+        int r = parse_hex_field(item, field, 4, &v, e);
+
+        if (r < 0)
+                return r;
+        sel->pci_device = (uint16_t)v;
+        sel->has_pci_device = true;
+        return 0;
+}
+
+static int pci_class(struct res_selector *sel, const cJSON *item, const char *field,
+                     struct base_field_error *e) {
+        int r = parse_hex_field(item, field, 6, &sel->pci_class, e);
+
+        sel->has_pci_class = r >= 0;
+        return r;
+}
+
+static int pci_class_mask(struct res_selector *sel, const cJSON *item, const char *field,
+                          struct base_field_error *e) {
+        int r = parse_hex_field(item, field, 6, &sel->pci_class_mask, e);
+
+        sel->has_pci_class_mask = r >= 0;
+        return r;
+}
+
+static int pci_driver(struct res_selector *sel, const cJSON *item, const char *field,
+                      struct base_field_error *e) {
+        int r = parse_name(item, field, &sel->pci_driver, e);
+
+        if (r < 0)
+                return r;
+        /* parse_name sets it when it returns 0; the analyzer does not
+         * follow fail(), a variadic, to see that it always returns a
+         * negative errno.
+         * NOLINTNEXTLINE(clang-analyzer-core.NonNullParamChecker) */
+        if (strchr(sel->pci_driver, '/'))
+                return fail(e, field, "must be a driver name, not a path");
+        return 0;
+}
+
+static const struct key_parser pci_keys[] = {
+        { "vendor", pci_vendor },         { "device", pci_device }, { "class", pci_class },
+        { "class_mask", pci_class_mask }, { "driver", pci_driver },
+};
+
+static int parse_pci(struct res_selector *sel, const cJSON *obj, const char *key,
+                     struct base_field_error *e) {
         if (!cJSON_IsObject(obj))
-                return fail(e, "pci", "must be an object like {\"vendor\": \"10de\"}");
-        bool has_mask = false;
-        const cJSON *item;
-        cJSON_ArrayForEach(item, obj) {
-                _cleanup_free_ char *field = res_strdup_printf("pci.%s", item->string);
-                if (!field)
-                        return -ENOMEM;
-                uint32_t v = 0; /* copied before r is checked */
-                int r = check_dup(obj, item, field, e);
-                if (r < 0)
-                        return r;
-                if (strcmp(item->string, "vendor") == 0) {
-                        r = parse_hex_field(item, field, 4, &v, e);
-                        sel->pci_vendor = (uint16_t)v;
-                        sel->has_pci_vendor = true;
-                } else if (strcmp(item->string, "device") == 0) {
-                        r = parse_hex_field(item, field, 4, &v, e);
-                        sel->pci_device = (uint16_t)v;
-                        sel->has_pci_device = true;
-                } else if (strcmp(item->string, "class") == 0) {
-                        r = parse_hex_field(item, field, 6, &sel->pci_class, e);
-                        sel->has_pci_class = true;
-                } else if (strcmp(item->string, "class_mask") == 0) {
-                        r = parse_hex_field(item, field, 6, &sel->pci_class_mask, e);
-                        has_mask = true;
-                } else if (strcmp(item->string, "driver") == 0) {
-                        r = parse_name(item, field, &sel->pci_driver, e);
-                        /* parse_name sets it when it returns 0; the analyzer
-                         * does not follow fail(), a variadic, to see that it
-                         * always returns a negative errno.
-                         * NOLINTNEXTLINE(clang-analyzer-core.NonNullParamChecker) */
-                        if (r >= 0 && strchr(sel->pci_driver, '/'))
-                                r = fail(e, field, "must be a driver name, not a path");
-                } else {
-                        r = fail(
-                                e, field,
-                                "unknown key (expected vendor, device, class, class_mask, driver)");
-                }
-                if (r < 0)
-                        return r;
-        }
-        if (has_mask && !sel->has_pci_class)
+                return fail(e, key, "must be an object like {\"vendor\": \"10de\"}");
+        int r = parse_keys(sel, obj, key, pci_keys, ELEMENTSOF(pci_keys),
+                           "vendor, device, class, class_mask, driver", e);
+        if (r < 0)
+                return r;
+        if (sel->has_pci_class_mask && !sel->has_pci_class)
                 return fail(e, "pci.class_mask", "needs \"class\"");
         if (!sel->has_pci_vendor && !sel->has_pci_device && !sel->has_pci_class && !sel->pci_driver)
-                return fail(e, "pci", "needs at least one of vendor, device, class, driver");
-        if (!has_mask)
+                return fail(e, key, "needs at least one of vendor, device, class, driver");
+        if (!sel->has_pci_class_mask)
                 sel->pci_class_mask = 0xffffff;
         sel->pci_class &= sel->pci_class_mask;
         return 0;
 }
 
-static int parse_env(struct res_selector *sel, const cJSON *obj, struct perr *e) {
+static int parse_env(struct res_selector *sel, const cJSON *obj, const char *key,
+                     struct base_field_error *e) {
         if (!cJSON_IsObject(obj))
-                return fail(e, "env", "must be an object of strings");
+                return fail(e, key, "must be an object of strings");
+        int r = refuse_duplicate(obj, key, e);
+        if (r < 0)
+                return r;
         struct base_strvec sv = { 0 };
         const cJSON *item;
-        int r = 0;
         cJSON_ArrayForEach(item, obj) {
-                _cleanup_free_ char *field = res_strdup_printf("env.%s", item->string);
+                _cleanup_free_ char *field = res_strdup_printf("%s.%s", key, item->string);
                 if (!field) {
                         r = -ENOMEM;
                         break;
                 }
-                r = check_dup(obj, item, field, e);
-                if (r < 0)
-                        break;
                 if (!*item->string || strchr(item->string, '=')) {
                         r = fail(e, field, "is not a valid variable name");
                         break;
@@ -282,33 +354,45 @@ static int parse_env(struct res_selector *sel, const cJSON *obj, struct perr *e)
         return sel->edits.env ? 0 : -ENOMEM;
 }
 
-static int parse_mount(struct base_mount *m, const cJSON *obj, size_t idx, struct perr *e) {
+/* A mount's keys: where each path goes, and readOnly, its one flag. */
+#define MOUNT_FLAG SIZE_MAX
+static const struct {
+        const char *key;
+        size_t path; /* offset of its char * in base_mount, or MOUNT_FLAG */
+} mount_keys[] = {
+        { "hostPath", offsetof(struct base_mount, host_path) },
+        { "containerPath", offsetof(struct base_mount, container_path) },
+        { "readOnly", MOUNT_FLAG },
+};
+
+static int parse_mount(struct base_mount *m, const cJSON *obj, size_t idx,
+                       struct base_field_error *e) {
         _cleanup_free_ char *base = res_strdup_printf("mounts[%zu]", idx);
         if (!base)
                 return -ENOMEM;
         if (!cJSON_IsObject(obj))
                 return fail(e, base, "must be an object with hostPath and containerPath");
+        int r = refuse_duplicate(obj, base, e);
+        if (r < 0)
+                return r;
         const cJSON *item;
         cJSON_ArrayForEach(item, obj) {
                 _cleanup_free_ char *field = res_strdup_printf("%s.%s", base, item->string);
                 if (!field)
                         return -ENOMEM;
-                int r = check_dup(obj, item, field, e);
-                if (r < 0)
-                        return r;
-                char **dst = NULL;
-                if (strcmp(item->string, "hostPath") == 0)
-                        dst = &m->host_path;
-                else if (strcmp(item->string, "containerPath") == 0)
-                        dst = &m->container_path;
-                else if (strcmp(item->string, "readOnly") == 0) {
+                size_t k = 0;
+                while (k < ELEMENTSOF(mount_keys) && strcmp(item->string, mount_keys[k].key) != 0)
+                        k++;
+                if (k == ELEMENTSOF(mount_keys))
+                        return fail(e, field,
+                                    "unknown key (expected hostPath, containerPath, readOnly)");
+                if (mount_keys[k].path == MOUNT_FLAG) {
                         if (!cJSON_IsBool(item))
                                 return fail(e, field, "must be true or false");
                         m->read_only = cJSON_IsTrue(item);
                         continue;
-                } else
-                        return fail(e, field,
-                                    "unknown key (expected hostPath, containerPath, readOnly)");
+                }
+                char **dst = (char **)((char *)m + mount_keys[k].path);
                 if (!cJSON_IsString(item))
                         return fail(e, field, "must be a string (an absolute path)");
                 const char *problem = path_problem(item->valuestring);
@@ -325,9 +409,10 @@ static int parse_mount(struct base_mount *m, const cJSON *obj, size_t idx, struc
         return 0;
 }
 
-static int parse_mounts(struct res_selector *sel, const cJSON *arr, struct perr *e) {
+static int parse_mounts(struct res_selector *sel, const cJSON *arr, const char *key,
+                        struct base_field_error *e) {
         if (!cJSON_IsArray(arr))
-                return fail(e, "mounts", "must be an array of objects");
+                return fail(e, key, "must be an array of objects");
         int n = cJSON_GetArraySize(arr);
         if (n == 0)
                 return 0;
@@ -345,15 +430,16 @@ static int parse_mounts(struct res_selector *sel, const cJSON *arr, struct perr 
         return 0;
 }
 
-static int parse_permissions(struct res_selector *sel, const cJSON *item, struct perr *e) {
+static int parse_permissions(struct res_selector *sel, const cJSON *item, const char *key,
+                             struct base_field_error *e) {
         if (!cJSON_IsString(item))
-                return fail(e, "permissions", "must be a string like \"rw\"");
+                return fail(e, key, "must be a string like \"rw\"");
         const char *s = item->valuestring;
         if (!*s)
-                return fail(e, "permissions", "must not be empty");
+                return fail(e, key, "must not be empty");
         for (const char *p = s; *p; p++)
                 if (!strchr("rwm", *p) || strchr(p + 1, *p))
-                        return fail(e, "permissions", "\"%s\" is not a subset of \"rwm\"", s);
+                        return fail(e, key, "\"%s\" is not a subset of \"rwm\"", s);
         sel->edits.node.permissions = strdup(s);
         return sel->edits.node.permissions ? 0 : -ENOMEM;
 }
@@ -382,7 +468,8 @@ static const char *attr_name_problem(const char *s) {
 }
 
 /* A value glob: fnmatch syntax, one sysfs line (no newline). */
-static int parse_value_glob(const cJSON *item, const char *field, char **ret, struct perr *e) {
+static int parse_value_glob(const cJSON *item, const char *field, char **ret,
+                            struct base_field_error *e) {
         if (!cJSON_IsString(item))
                 return fail(e, field, "must be a string (a value or glob such as \"A12*\")");
         const char *v = item->valuestring;
@@ -402,25 +489,26 @@ static int parse_value_glob(const cJSON *item, const char *field, char **ret, st
         return 0;
 }
 
-static int parse_attrs(struct res_selector *sel, const cJSON *obj, struct perr *e) {
+static int parse_attrs(struct res_selector *sel, const cJSON *obj, const char *key,
+                       struct base_field_error *e) {
         if (!cJSON_IsObject(obj))
-                return fail(e, "attrs", "must be an object like {\"idVendor\": \"0403\"}");
+                return fail(e, key, "must be an object like {\"idVendor\": \"0403\"}");
         int n = cJSON_GetArraySize(obj);
         if (n == 0)
-                return fail(e, "attrs", "must not be empty");
+                return fail(e, key, "must not be empty");
         if (n > RES_MAX_ATTRS)
-                return fail(e, "attrs", "has more than %d attributes", RES_MAX_ATTRS);
+                return fail(e, key, "has more than %d attributes", RES_MAX_ATTRS);
+        int r = refuse_duplicate(obj, key, e);
+        if (r < 0)
+                return r;
         sel->attrs = calloc((size_t)n, sizeof(*sel->attrs));
         if (!sel->attrs)
                 return -ENOMEM;
         const cJSON *item;
         cJSON_ArrayForEach(item, obj) {
-                _cleanup_free_ char *field = res_strdup_printf("attrs.%s", item->string);
+                _cleanup_free_ char *field = res_strdup_printf("%s.%s", key, item->string);
                 if (!field)
                         return -ENOMEM;
-                int r = check_dup(obj, item, field, e);
-                if (r < 0)
-                        return r;
                 const char *problem = attr_name_problem(item->string);
                 if (problem)
                         return fail(e, field, "%s", problem);
@@ -435,7 +523,8 @@ static int parse_attrs(struct res_selector *sel, const cJSON *obj, struct perr *
         return 0;
 }
 
-static int parse_id_mode(struct res_selector *sel, const cJSON *item, struct perr *e) {
+static int parse_id_mode(struct res_selector *sel, const cJSON *item, const char *key,
+                         struct base_field_error *e) {
         static const struct {
                 const char *name;
                 enum res_id_mode mode;
@@ -449,30 +538,32 @@ static int parse_id_mode(struct res_selector *sel, const cJSON *item, struct per
                         sel->id_mode = modes[i].mode;
                         return 0;
                 }
-        return fail(e, "id", "must be \"name\", \"serial\" or \"link\"");
+        return fail(e, key, "must be \"name\", \"serial\" or \"link\"");
 }
 
 /* "0660": an octal string, as chmod takes it; JSON has no octal numbers
  * and a decimal 660 would silently mean 01224. */
-static int parse_mode(struct res_selector *sel, const cJSON *item, struct perr *e) {
+static int parse_mode(struct res_selector *sel, const cJSON *item, const char *key,
+                      struct base_field_error *e) {
         if (!cJSON_IsString(item))
-                return fail(e, "mode", "must be an octal string like \"0660\"");
+                return fail(e, key, "must be an octal string like \"0660\"");
         const char *s = item->valuestring;
         size_t len = strlen(s);
         if (len == 0 || len > 5 || strspn(s, "01234567") != len)
-                return fail(e, "mode", "\"%s\" is not an octal mode like \"0660\"", s);
+                return fail(e, key, "\"%s\" is not an octal mode like \"0660\"", s);
         unsigned long v = strtoul(s, NULL, 8);
         /* Set-id and sticky bits mean nothing on a device node, and Go's
          * os.FileMode (what fileMode is) spells them differently. */
         if (v > 0777)
-                return fail(e, "mode", "\"%s\" is out of range (\"0001\" to \"0777\")", s);
+                return fail(e, key, "\"%s\" is out of range (\"0001\" to \"0777\")", s);
         if (v == 0)
-                return fail(e, "mode", "\"%s\" would make the node unusable", s);
+                return fail(e, key, "\"%s\" would make the node unusable", s);
         sel->edits.node.file_mode = (unsigned)v;
         return 0;
 }
 
-static int parse_id_number(const cJSON *item, const char *field, unsigned *ret, struct perr *e) {
+static int parse_id_number(const cJSON *item, const char *field, unsigned *ret,
+                           struct base_field_error *e) {
         if (!cJSON_IsNumber(item))
                 return fail(e, field, "must be a number (a numeric %s ID)",
                             strcmp(field, "owner") == 0 ? "user" : "group");
@@ -485,76 +576,99 @@ static int parse_id_number(const cJSON *item, const char *field, unsigned *ret, 
         return 0;
 }
 
-static int parse_bool(const cJSON *item, const char *field, bool *ret, struct perr *e) {
+static int parse_bool(const cJSON *item, const char *field, bool *ret, struct base_field_error *e) {
         if (!cJSON_IsBool(item))
                 return fail(e, field, "must be true or false");
         *ret = cJSON_IsTrue(item);
         return 0;
 }
 
-static int parse_entry(struct res_selector *sel, const cJSON *entry, struct perr *e) {
+static int parse_subsystem(struct res_selector *sel, const cJSON *item, const char *key,
+                           struct base_field_error *e) {
+        return parse_value_glob(item, key, &sel->subsystem, e);
+}
+
+static int parse_driver(struct res_selector *sel, const cJSON *item, const char *key,
+                        struct base_field_error *e) {
+        return parse_value_glob(item, key, &sel->driver, e);
+}
+
+static int parse_kernel(struct res_selector *sel, const cJSON *item, const char *key,
+                        struct base_field_error *e) {
+        return parse_value_glob(item, key, &sel->kernel, e);
+}
+
+static int parse_optional(struct res_selector *sel, const cJSON *item, const char *key,
+                          struct base_field_error *e) {
+        return parse_bool(item, key, &sel->optional, e);
+}
+
+static int parse_owner(struct res_selector *sel, const cJSON *item, const char *key,
+                       struct base_field_error *e) {
+        sel->edits.node.has_uid = true;
+        return parse_id_number(item, key, &sel->edits.node.uid, e);
+}
+
+static int parse_group(struct res_selector *sel, const cJSON *item, const char *key,
+                       struct base_field_error *e) {
+        sel->edits.node.has_gid = true;
+        return parse_id_number(item, key, &sel->edits.node.gid, e);
+}
+
+/* An entry's keys: the first four say what it finds (one per entry),
+ * the rest filter what they find or edit it. */
+static const struct entry_key {
+        struct key_parser p;
+        bool is_kind;
+        enum res_sel_kind kind;
+} entry_keys[] = {
+        { { "path", parse_path }, true, RES_SEL_PATH },
+        { { "paths", parse_paths }, true, RES_SEL_PATHS },
+        { { "usb", parse_usb }, true, RES_SEL_USB },
+        { { "pci", parse_pci }, true, RES_SEL_PCI },
+        { { "env", parse_env }, false, 0 },
+        { { "mounts", parse_mounts }, false, 0 },
+        { { "permissions", parse_permissions }, false, 0 },
+        { { "attrs", parse_attrs }, false, 0 },
+        { { "subsystem", parse_subsystem }, false, 0 },
+        { { "driver", parse_driver }, false, 0 },
+        { { "kernel", parse_kernel }, false, 0 },
+        { { "id", parse_id_mode }, false, 0 },
+        { { "optional", parse_optional }, false, 0 },
+        { { "mode", parse_mode }, false, 0 },
+        { { "owner", parse_owner }, false, 0 },
+        { { "group", parse_group }, false, 0 },
+};
+
+static int parse_entry(struct res_selector *sel, const cJSON *entry, struct base_field_error *e) {
         if (!cJSON_IsObject(entry))
                 return fail(e, "", "must be an object like {\"path\": \"/dev/ttyUSB*\"}");
         const char *kind_key = NULL;
         const cJSON *item;
+        int r = refuse_duplicate(entry, "", e);
+        if (r < 0)
+                return r;
         cJSON_ArrayForEach(item, entry) {
                 const char *k = item->string;
-                int r = check_dup(entry, item, k, e);
-                if (r < 0)
-                        return r;
-                bool is_kind = strcmp(k, "path") == 0 || strcmp(k, "paths") == 0 ||
-                               strcmp(k, "usb") == 0 || strcmp(k, "pci") == 0;
-                if (is_kind && kind_key)
+                const struct entry_key *ek = NULL;
+                for (size_t i = 0; i < ELEMENTSOF(entry_keys) && !ek; i++)
+                        if (strcmp(entry_keys[i].p.key, k) == 0)
+                                ek = &entry_keys[i];
+                if (!ek)
+                        return fail(
+                                e, k,
+                                "unknown key (expected path, paths, usb, pci, attrs, subsystem, driver, "
+                                "kernel, id, optional, env, mounts, permissions, mode, owner, group)");
+                if (ek->is_kind && kind_key)
                         return fail(
                                 e, k,
                                 "only one of path, paths, usb, pci per entry (\"%s\" is already set)",
                                 kind_key);
-                if (is_kind)
+                if (ek->is_kind) {
                         kind_key = k;
-                if (strcmp(k, "path") == 0) {
-                        sel->kind = RES_SEL_PATH;
-                        r = parse_path(sel, item, e);
-                } else if (strcmp(k, "paths") == 0) {
-                        sel->kind = RES_SEL_PATHS;
-                        r = parse_paths(sel, item, e);
-                } else if (strcmp(k, "usb") == 0) {
-                        sel->kind = RES_SEL_USB;
-                        r = parse_usb(sel, item, e);
-                } else if (strcmp(k, "pci") == 0) {
-                        sel->kind = RES_SEL_PCI;
-                        r = parse_pci(sel, item, e);
-                } else if (strcmp(k, "env") == 0) {
-                        r = parse_env(sel, item, e);
-                } else if (strcmp(k, "mounts") == 0) {
-                        r = parse_mounts(sel, item, e);
-                } else if (strcmp(k, "permissions") == 0) {
-                        r = parse_permissions(sel, item, e);
-                } else if (strcmp(k, "attrs") == 0) {
-                        r = parse_attrs(sel, item, e);
-                } else if (strcmp(k, "subsystem") == 0) {
-                        r = parse_value_glob(item, k, &sel->subsystem, e);
-                } else if (strcmp(k, "driver") == 0) {
-                        r = parse_value_glob(item, k, &sel->driver, e);
-                } else if (strcmp(k, "kernel") == 0) {
-                        r = parse_value_glob(item, k, &sel->kernel, e);
-                } else if (strcmp(k, "id") == 0) {
-                        r = parse_id_mode(sel, item, e);
-                } else if (strcmp(k, "optional") == 0) {
-                        r = parse_bool(item, k, &sel->optional, e);
-                } else if (strcmp(k, "mode") == 0) {
-                        r = parse_mode(sel, item, e);
-                } else if (strcmp(k, "owner") == 0) {
-                        r = parse_id_number(item, k, &sel->edits.node.uid, e);
-                        sel->edits.node.has_uid = true;
-                } else if (strcmp(k, "group") == 0) {
-                        r = parse_id_number(item, k, &sel->edits.node.gid, e);
-                        sel->edits.node.has_gid = true;
-                } else {
-                        r = fail(
-                                e, k,
-                                "unknown key (expected path, paths, usb, pci, attrs, subsystem, driver, "
-                                "kernel, id, optional, env, mounts, permissions, mode, owner, group)");
+                        sel->kind = ek->kind;
                 }
+                r = ek->p.parse(sel, item, k, e);
                 if (r < 0)
                         return r;
         }
@@ -565,27 +679,24 @@ static int parse_entry(struct res_selector *sel, const cJSON *entry, struct perr
         return 0;
 }
 
-int res_selector_parse(const cJSON *entry, struct res_selector **ret, char **err_field,
-                       char **err_msg) {
+int res_selector_parse(const cJSON *entry, struct res_selector **ret,
+                       struct base_field_error *err) {
         _cleanup_(selector_freep) struct res_selector *sel = calloc(1, sizeof(*sel));
+        struct base_field_error e = { 0 };
         if (!sel)
                 return -ENOMEM;
-        struct perr e = { 0 };
         int r = parse_entry(sel, entry, &e);
         if (r < 0) {
-                if (r == -EINVAL && err_field && err_msg) {
-                        *err_field = e.field;
-                        *err_msg = e.msg;
-                } else {
-                        free(e.field);
-                        free(e.msg);
-                }
+                if (r == -EINVAL && err) {
+                        base_field_error_clear(err);
+                        *err = e;
+                } else
+                        base_field_error_clear(&e);
                 return r;
         }
         *ret = TAKE_PTR(sel);
         return 0;
 }
-
 const char *res_selector_warning(const struct res_selector *sel, const char **ret_field) {
         if (!sel->edits.node.has_uid && !sel->edits.node.has_gid)
                 return NULL;

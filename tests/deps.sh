@@ -12,6 +12,8 @@ pkgs+=(libcurl4-openssl-dev libyaml-dev libssl-dev)
 # The clang builds (tests/build-matrix.sh, the UBSan run in tests/run-all.sh)
 # and the fuzzers (tests/fuzz/run.sh); dpkg-buildflags for the matrix.
 pkgs+=(clang-14 libfuzzer-14-dev libclang-rt-14-dev dpkg-dev)
+# deploy/check_dra_manifests.py, which tests/integration/test_manifests.c runs.
+pkgs+=(python3 python3-yaml)
 # The format check in tests/run-all.sh (.clang-format).
 pkgs+=(clang-format-14)
 # The static checks in tests/run-all.sh (.clang-tidy; every shell script).

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The command layer: one file per command (serve.c, check.c, generate.c,
- * doctor.c, version.c), main.c's table dispatching to them. Exit codes
+ * doctor.c, manifests.c, version.c), main.c's table dispatching to them. Exit codes
  * are chosen here and nowhere else: the libraries below return 0 or a
  * negative errno. */
 #pragma once
@@ -21,6 +21,7 @@ int cli_serve(const struct dp_options *o);
 int cli_check(const struct dp_options *o);
 int cli_generate(const struct dp_options *o);
 int cli_doctor(const struct dp_options *o);
+int cli_manifests(const struct dp_options *o);
 int cli_version(const struct dp_options *o);
 
 /* prepare.c: the config, loaded and its names worked out as serve would:

@@ -10,6 +10,8 @@ int cli_doctor(const struct dp_options *o) {
         int problems = doc_run(&(struct doc_options){ .config_path = o->config_path,
                                                       .host_root = o->host_root,
                                                       .kubelet_dir = o->kubelet_dir,
+                                                      .kubelet_root = o->kubelet_root,
+                                                      .kubeconfig = o->kubeconfig,
                                                       .cdi_dir = o->cdi_dir,
                                                       .metrics_address = o->metrics_address,
                                                       .json = o->json });

@@ -65,7 +65,7 @@ static int generate(const struct dp_options *o, const struct cfg_config *cfg) {
                         written++;
                         log_with(LOG_INFO, &(struct log_fields){ .resource = rc->name },
                                  "resource \"%s\": %zu devices in CDI kind \"%s\"", rc->name,
-                                 p->n_devs, p->kind);
+                                 p->n_devs, p->cfg->kind);
                 }
                 cdi_spec_free(&spec);
                 res_devlist_free(&found);

@@ -26,6 +26,8 @@
 
 #define DEFAULT_CONFIG "/etc/cdiplug/config.json"
 #define DEFAULT_KUBELET_ROOT "/var/lib/kubelet"
+/* deploy/base's image: the one the Containerfile builds. */
+#define DEFAULT_IMAGE "cdiplug:" CDIPLUG_VERSION
 #define DEFAULT_CDI_DIR "/etc/cdi"
 
 /* Every option, once: its name, its argument and what it does. Which
@@ -44,6 +46,8 @@ enum opt_id {
         OPT_LOG_FORMAT,
         OPT_STDOUT,
         OPT_JSON,
+        OPT_NAMESPACE,
+        OPT_IMAGE,
         OPT_NO_SANDBOX,
         OPT_VERBOSE,
         N_OPTS
@@ -87,6 +91,8 @@ static const struct cli_option options[N_OPTS] = {
                              "log lines as text (default) or JSON objects" },
         [OPT_STDOUT] = { "stdout", NULL, "print the specs instead of writing them" },
         [OPT_JSON] = { "json", NULL, "print the report as JSON" },
+        [OPT_NAMESPACE] = { "namespace", "NS", "the manifests' namespace (default cdiplug)" },
+        [OPT_IMAGE] = { "image", "IMAGE", "the DaemonSet's image (default " DEFAULT_IMAGE ")" },
         [OPT_NO_SANDBOX] = { "no-sandbox", NULL, "serve without the lock-down (debugging only)" },
         [OPT_VERBOSE] = { "verbose", NULL, "log debug messages" },
 };
@@ -118,6 +124,10 @@ static const struct cli_command commands[] = {
                   OPT(OPT_CDI_DIR) | OPT(OPT_HOST_ROOT) | OPT(OPT_METRICS_ADDRESS) | OPT(OPT_JSON) |
                   OPT(OPT_VERBOSE),
           cli_doctor },
+        { "manifests", "print the Kubernetes objects that serve the DRA resources",
+          OPT(OPT_CONFIG) | OPT(OPT_KUBELET_ROOT) | OPT(OPT_NAMESPACE) | OPT(OPT_IMAGE) |
+                  OPT(OPT_VERBOSE),
+          cli_manifests },
         { "version", "print the version", 0, cli_version },
 };
 
@@ -265,6 +275,12 @@ static int set_option(struct dp_options *o, enum opt_id id, const char *arg) {
         case OPT_JSON:
                 o->json = true;
                 break;
+        case OPT_NAMESPACE:
+                o->namespace_name = arg;
+                break;
+        case OPT_IMAGE:
+                o->image = arg;
+                break;
         case OPT_NO_SANDBOX:
                 o->no_sandbox = true;
                 break;
@@ -396,6 +412,8 @@ int main(int argc, char **argv) {
                 .kubelet_root = DEFAULT_KUBELET_ROOT,
                 .cdi_dir = DEFAULT_CDI_DIR,
                 .host_root = "/",
+                .namespace_name = "cdiplug",
+                .image = DEFAULT_IMAGE,
         };
         _cleanup_free_ char *kubelet_dir = NULL;
         const struct cli_command *cmd;

@@ -13,7 +13,7 @@
 #include "cli-internal.h"
 
 static int load_config(const struct dp_options *o, struct cfg_config **ret) {
-        struct cfg_error err = { 0 };
+        struct base_field_error err = { 0 };
         int r = cfg_load(o->config_path, ret, &err);
 
         if (r < 0 && err.msg) {
@@ -24,7 +24,7 @@ static int load_config(const struct dp_options *o, struct cfg_config **ret) {
                         fprintf(stderr, "cdiplug: error: %s: %s\n", o->config_path, err.msg);
         } else if (r < 0)
                 fprintf(stderr, "cdiplug: error: %s: %s\n", o->config_path, strerror(-r));
-        cfg_error_clear(&err);
+        base_field_error_clear(&err);
         return r;
 }
 

@@ -14,7 +14,7 @@
 #include "log.h"
 
 int dp_http_parse_address(const char *address, void *ret_sockaddr, unsigned *ret_len,
-                          const char **ret_msg) {
+                          const char **err_msg) {
         struct sockaddr_storage ss = { 0 };
         _cleanup_free_ char *host = NULL;
         const char *colon, *port_s;
@@ -24,7 +24,7 @@ int dp_http_parse_address(const char *address, void *ret_sockaddr, unsigned *ret
         if (address[0] == '[') {
                 const char *close = strchr(address, ']');
                 if (!close || close[1] != ':') {
-                        *ret_msg = "an IPv6 address must be written [ADDRESS]:PORT";
+                        *err_msg = "an IPv6 address must be written [ADDRESS]:PORT";
                         return -EINVAL;
                 }
                 host = strndup(address + 1, (size_t)(close - address - 1));
@@ -32,7 +32,7 @@ int dp_http_parse_address(const char *address, void *ret_sockaddr, unsigned *ret
         } else {
                 colon = strrchr(address, ':');
                 if (!colon || strchr(address, ':') != colon) {
-                        *ret_msg = "must be HOST:PORT with a numeric host, e.g. 127.0.0.1:9633";
+                        *err_msg = "must be HOST:PORT with a numeric host, e.g. 127.0.0.1:9633";
                         return -EINVAL;
                 }
                 host = strndup(address, (size_t)(colon - address));
@@ -44,7 +44,7 @@ int dp_http_parse_address(const char *address, void *ret_sockaddr, unsigned *ret
         port = strtoul(port_s, &end, 10);
         if (!*port_s || *end || errno || port == 0 || port > 65535 || *port_s == '+' ||
             *port_s == '-') {
-                *ret_msg = "the port must be a number from 1 to 65535";
+                *err_msg = "the port must be a number from 1 to 65535";
                 return -EINVAL;
         }
         if (address[0] == '[') {
@@ -52,7 +52,7 @@ int dp_http_parse_address(const char *address, void *ret_sockaddr, unsigned *ret
                 sa->sin6_family = AF_INET6;
                 sa->sin6_port = htons((uint16_t)port);
                 if (inet_pton(AF_INET6, host, &sa->sin6_addr) != 1) {
-                        *ret_msg = "not a numeric IPv6 address";
+                        *err_msg = "not a numeric IPv6 address";
                         return -EINVAL;
                 }
                 *ret_len = sizeof(*sa);
@@ -62,7 +62,7 @@ int dp_http_parse_address(const char *address, void *ret_sockaddr, unsigned *ret
                 sa->sin_port = htons((uint16_t)port);
                 /* ":PORT" listens on every IPv4 address. */
                 if (*host && inet_pton(AF_INET, host, &sa->sin_addr) != 1) {
-                        *ret_msg = "not a numeric IPv4 address (host names are not resolved)";
+                        *err_msg = "not a numeric IPv4 address (host names are not resolved)";
                         return -EINVAL;
                 }
                 *ret_len = sizeof(*sa);

@@ -12,27 +12,8 @@
 #include "resources.h"
 #include "log.h"
 
-static int fail(struct cfg_error *err, const char *field, const char *fmt, ...) _printf_(3, 4);
-
-static int fail(struct cfg_error *err, const char *field, const char *fmt, ...) {
-        va_list ap;
-        char *msg = NULL;
-
-        cfg_error_clear(err);
-        va_start(ap, fmt);
-        if (vasprintf(&msg, fmt, ap) < 0)
-                msg = NULL;
-        va_end(ap);
-        err->field = strdup(field);
-        err->msg = msg;
-        return -EINVAL;
-}
-
-void cfg_error_clear(struct cfg_error *err) {
-        free(err->field);
-        free(err->msg);
-        err->field = err->msg = NULL;
-}
+/* Every refusal names its field (base_field_error). */
+#define fail base_field_error_set
 
 static bool is_alnum(char c) {
         return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
@@ -110,17 +91,8 @@ const char *cfg_api_name(enum cfg_api api) {
         return api == CFG_API_DRA ? "dra" : "device-plugin";
 }
 
-/* cJSON keeps both of {"a":1,"a":2}; a config that says a thing twice
- * is a mistake, not a choice of the last one. */
-static const cJSON *duplicate_key(const cJSON *obj) {
-        for (const cJSON *a = obj->child; a; a = a->next)
-                for (const cJSON *b = a->next; b; b = b->next)
-                        if (strcmp(a->string, b->string) == 0)
-                                return b;
-        return NULL;
-}
-
-static int parse_modes(const cJSON *arr, const char *field, unsigned *ret, struct cfg_error *err) {
+static int parse_modes(const cJSON *arr, const char *field, unsigned *ret,
+                       struct base_field_error *err) {
         static const struct {
                 const char *name;
                 unsigned bit;
@@ -158,7 +130,7 @@ static int parse_modes(const cJSON *arr, const char *field, unsigned *ret, struc
 }
 
 static int parse_match(const cJSON *match, const char *field, struct cfg_resource *res,
-                       struct cfg_error *err) {
+                       struct base_field_error *err) {
         const cJSON *entry;
         size_t i = 0;
 
@@ -168,14 +140,18 @@ static int parse_match(const cJSON *match, const char *field, struct cfg_resourc
         if (!res->selectors)
                 return -ENOMEM;
         cJSON_ArrayForEach(entry, match) {
-                _cleanup_free_ char *sub = NULL, *msg = NULL;
-                int r = res_selector_parse(entry, &res->selectors[i], &sub, &msg);
+                struct base_field_error sub = { 0 };
+                int r = res_selector_parse(entry, &res->selectors[i], &sub);
                 if (r == -EINVAL) {
                         _cleanup_free_ char *f = NULL;
-                        if (xasprintf(&f, "%s[%zu]%s%s", field, i, sub && *sub ? "." : "",
-                                      sub ? sub : "") < 0)
-                                return -ENOMEM;
-                        return fail(err, f, "%s", msg ? msg : "invalid selector");
+                        if (xasprintf(&f, "%s[%zu]%s%s", field, i,
+                                      sub.field && *sub.field ? "." : "",
+                                      sub.field ? sub.field : "") < 0)
+                                r = -ENOMEM;
+                        else
+                                r = fail(err, f, "%s", sub.msg ? sub.msg : "invalid selector");
+                        base_field_error_clear(&sub);
+                        return r;
                 }
                 if (r < 0)
                         return r;
@@ -217,7 +193,7 @@ static int settings_json(const cJSON *obj, enum cfg_api api, char **ret) {
 }
 
 static int parse_policy(const cJSON *policy, const char *f, enum cfg_policy *ret,
-                        struct cfg_error *err) {
+                        struct base_field_error *err) {
         static const char *const names[] = { [CFG_POLICY_PACKED] = "packed",
                                              [CFG_POLICY_SPREAD] = "spread",
                                              [CFG_POLICY_NONE] = "none" };
@@ -231,57 +207,69 @@ static int parse_policy(const cJSON *policy, const char *f, enum cfg_policy *ret
         return 0;
 }
 
-/* A resource entry's keys, each where the table below puts it. */
-struct resource_keys {
-        const cJSON *name, *match, *shares, *modes, *policy, *api;
+/* The keys of each object of the config: key tables, indexed by the
+ * slot split_keys puts the member in. */
+enum { DOC_RESOURCES, DOC_ALLOCATE, DOC_USER, DOC_METRICS, DOC_LOG_FORMAT, DOC_DRA, DOC_KEYS };
+static const char *const doc_keys[DOC_KEYS] = {
+        [DOC_RESOURCES] = "resources", [DOC_ALLOCATE] = "allocate",     [DOC_USER] = "user",
+        [DOC_METRICS] = "metrics",     [DOC_LOG_FORMAT] = "log_format", [DOC_DRA] = "dra",
 };
 
-static const struct {
-        const char *key;
-        size_t offset;
-} resource_key_table[] = {
-        { "name", offsetof(struct resource_keys, name) },
-        { "match", offsetof(struct resource_keys, match) },
-        { "shares", offsetof(struct resource_keys, shares) },
-        { "allocate", offsetof(struct resource_keys, modes) },
-        { "policy", offsetof(struct resource_keys, policy) },
-        { "api", offsetof(struct resource_keys, api) },
+enum { RES_NAME, RES_MATCH, RES_SHARES, RES_ALLOCATE, RES_POLICY, RES_API, RES_KEYS };
+static const char *const resource_keys[RES_KEYS] = {
+        [RES_NAME] = "name",         [RES_MATCH] = "match",   [RES_SHARES] = "shares",
+        [RES_ALLOCATE] = "allocate", [RES_POLICY] = "policy", [RES_API] = "api",
 };
 
-/* obj's members by key: an unknown or duplicate key is an error on
- * base.KEY. */
-static int split_resource_keys(const cJSON *obj, const char *base, struct resource_keys *ret,
-                               struct cfg_error *err) {
-        struct resource_keys k = { 0 };
-        const cJSON *it;
+enum { METRICS_ADDRESS, METRICS_POD_RESOURCES_SOCKET, METRICS_KEYS };
+static const char *const metrics_keys[METRICS_KEYS] = {
+        [METRICS_ADDRESS] = "address",
+        [METRICS_POD_RESOURCES_SOCKET] = "pod_resources_socket",
+};
 
-        if ((it = duplicate_key(obj))) {
-                _cleanup_free_ char *key = NULL;
-                if (xasprintf(&key, "%s.%s", base, it->string) < 0)
-                        return -ENOMEM;
-                return fail(err, key, "duplicate key");
-        }
+enum { DRA_DRIVER, DRA_KEYS };
+static const char *const dra_keys[DRA_KEYS] = { [DRA_DRIVER] = "driver" };
+
+#define MAX_KEYS 8
+_Static_assert(DOC_KEYS <= MAX_KEYS && RES_KEYS <= MAX_KEYS && METRICS_KEYS <= MAX_KEYS &&
+                       DRA_KEYS <= MAX_KEYS,
+               "split_keys has room for every table");
+
+/* The field base.KEY, or KEY at the top (base ""). */
+static int key_error(struct base_field_error *err, const char *base, const char *key,
+                     const char *msg) {
+        _cleanup_free_ char *f = NULL;
+
+        if (xasprintf(&f, "%s%s%s", base, *base ? "." : "", key) < 0)
+                return -ENOMEM;
+        return fail(err, f, "%s", msg);
+}
+
+/* obj's members by key: ret_slots[i] is the member named keys[i], or
+ * NULL. An unknown or duplicate key is an error on base.KEY. */
+static int split_keys(const cJSON *obj, const char *base, const char *const *keys, size_t n,
+                      const cJSON **ret_slots, struct base_field_error *err) {
+        /* n <= MAX_KEYS: the tables above, checked when compiled. */
+        const cJSON *slots[MAX_KEYS] = { 0 }, *it;
+
+        if ((it = res_json_duplicate_key(obj)))
+                return key_error(err, base, it->string, "duplicate key");
         cJSON_ArrayForEach(it, obj) {
                 size_t i = 0;
-                while (i < ELEMENTSOF(resource_key_table) &&
-                       strcmp(it->string, resource_key_table[i].key) != 0)
+                while (i < n && strcmp(it->string, keys[i]) != 0)
                         i++;
-                if (i == ELEMENTSOF(resource_key_table)) {
-                        _cleanup_free_ char *key = NULL;
-                        if (xasprintf(&key, "%s.%s", base, it->string) < 0)
-                                return -ENOMEM;
-                        return fail(err, key, "unknown key");
-                }
-                *(const cJSON **)((char *)&k + resource_key_table[i].offset) = it;
+                if (i == n)
+                        return key_error(err, base, it->string, "unknown key");
+                slots[i] = it;
         }
-        *ret = k;
+        memcpy(ret_slots, slots, n * sizeof(*slots));
         return 0;
 }
 
 static int parse_resource(const cJSON *obj, size_t idx, unsigned default_modes,
-                          struct cfg_resource *res, struct cfg_error *err) {
+                          struct cfg_resource *res, struct base_field_error *err) {
         char base[64], f[512];
-        struct resource_keys k = { 0 };
+        const cJSON *k[RES_KEYS] = { 0 };
         const cJSON *name, *match, *shares, *modes, *policy;
         const char *problem;
         int r;
@@ -289,14 +277,14 @@ static int parse_resource(const cJSON *obj, size_t idx, unsigned default_modes,
         snprintf(base, sizeof(base), "resources[%zu]", idx);
         if (!cJSON_IsObject(obj))
                 return fail(err, base, "must be an object");
-        r = split_resource_keys(obj, base, &k, err);
+        r = split_keys(obj, base, resource_keys, RES_KEYS, k, err);
         if (r < 0)
                 return r;
-        name = k.name;
-        match = k.match;
-        shares = k.shares;
-        modes = k.modes;
-        policy = k.policy;
+        name = k[RES_NAME];
+        match = k[RES_MATCH];
+        shares = k[RES_SHARES];
+        modes = k[RES_ALLOCATE];
+        policy = k[RES_POLICY];
         snprintf(f, sizeof(f), "%s.name", base);
         if (!name)
                 return fail(err, f, "is required");
@@ -310,10 +298,9 @@ static int parse_resource(const cJSON *obj, size_t idx, unsigned default_modes,
                 return -ENOMEM;
         /* The kubelet takes the bare file name as the endpoint; '/' cannot
          * appear in it, and the name stays recognisably ours. */
-        r = xasprintf(&res->socket_name, "cdiplug-%s.sock", res->name);
+        r = cfg_socket_name_full(res->name, &res->socket_name);
         if (r < 0)
                 return r;
-        *strchr(res->socket_name, '/') = '-';
 
         snprintf(f, sizeof(f), "%s.match", base);
         if (!match)
@@ -340,11 +327,12 @@ static int parse_resource(const cJSON *obj, size_t idx, unsigned default_modes,
                 if (r < 0)
                         return r;
         }
-        if (k.api) {
+        if (k[RES_API]) {
                 snprintf(f, sizeof(f), "%s.api", base);
-                if (cJSON_IsString(k.api) && strcmp(k.api->valuestring, "dra") == 0)
+                if (cJSON_IsString(k[RES_API]) && strcmp(k[RES_API]->valuestring, "dra") == 0)
                         res->api = CFG_API_DRA;
-                else if (!cJSON_IsString(k.api) || strcmp(k.api->valuestring, "device-plugin") != 0)
+                else if (!cJSON_IsString(k[RES_API]) ||
+                         strcmp(k[RES_API]->valuestring, "device-plugin") != 0)
                         return fail(err, f, "must be \"device-plugin\" or \"dra\"");
         }
         res->alloc_modes = default_modes;
@@ -358,73 +346,53 @@ static int parse_resource(const cJSON *obj, size_t idx, unsigned default_modes,
 }
 
 /* "metrics": {"address": "HOST:PORT", "pod_resources_socket": "PATH"}. */
-static int parse_metrics(const cJSON *obj, struct cfg_config *cfg, struct cfg_error *err) {
-        const cJSON *it;
+static int parse_metrics(const cJSON *obj, struct cfg_config *cfg, struct base_field_error *err) {
+        const cJSON *k[METRICS_KEYS] = { 0 }, *it;
+        int r;
 
         if (!cJSON_IsObject(obj))
                 return fail(err, "metrics", "must be an object");
-        if ((it = duplicate_key(obj))) {
-                _cleanup_free_ char *key = NULL;
-                if (xasprintf(&key, "metrics.%s", it->string) < 0)
+        r = split_keys(obj, "metrics", metrics_keys, METRICS_KEYS, k, err);
+        if (r < 0)
+                return r;
+        if ((it = k[METRICS_ADDRESS])) {
+                struct sockaddr_storage ss;
+                unsigned len;
+                const char *msg = NULL;
+                if (!cJSON_IsString(it))
+                        return fail(err, "metrics.address",
+                                    "must be a string, HOST:PORT or \"\" (off)");
+                if (*it->valuestring && dp_http_parse_address(it->valuestring, &ss, &len, &msg) < 0)
+                        return fail(err, "metrics.address", "\"%s\": %s", it->valuestring,
+                                    msg ? msg : "invalid");
+                cfg->metrics_address = strdup(it->valuestring);
+                if (!cfg->metrics_address)
                         return -ENOMEM;
-                return fail(err, key, "duplicate key");
         }
-        cJSON_ArrayForEach(it, obj) {
-                if (strcmp(it->string, "address") == 0) {
-                        struct sockaddr_storage ss;
-                        unsigned len;
-                        const char *msg = NULL;
-                        if (!cJSON_IsString(it))
-                                return fail(err, "metrics.address",
-                                            "must be a string, HOST:PORT or \"\" (off)");
-                        if (*it->valuestring &&
-                            dp_http_parse_address(it->valuestring, &ss, &len, &msg) < 0)
-                                return fail(err, "metrics.address", "\"%s\": %s", it->valuestring,
-                                            msg ? msg : "invalid");
-                        cfg->metrics_address = strdup(it->valuestring);
-                        if (!cfg->metrics_address)
-                                return -ENOMEM;
-                } else if (strcmp(it->string, "pod_resources_socket") == 0) {
-                        if (!cJSON_IsString(it) || (*it->valuestring && *it->valuestring != '/'))
-                                return fail(err, "metrics.pod_resources_socket",
-                                            "must be an absolute path or \"\" (no pod labels)");
-                        cfg->pod_resources_socket = strdup(it->valuestring);
-                        if (!cfg->pod_resources_socket)
-                                return -ENOMEM;
-                } else {
-                        _cleanup_free_ char *key = NULL;
-                        if (xasprintf(&key, "metrics.%s", it->string) < 0)
-                                return -ENOMEM;
-                        return fail(err, key, "unknown key");
-                }
+        if ((it = k[METRICS_POD_RESOURCES_SOCKET])) {
+                if (!cJSON_IsString(it) || (*it->valuestring && *it->valuestring != '/'))
+                        return fail(err, "metrics.pod_resources_socket",
+                                    "must be an absolute path or \"\" (no pod labels)");
+                cfg->pod_resources_socket = strdup(it->valuestring);
+                if (!cfg->pod_resources_socket)
+                        return -ENOMEM;
         }
         return 0;
 }
 
 /* "dra": {"driver": NAME}: what the kubelet and the API server know this
  * daemon's DRA resources by. */
-static int parse_dra(const cJSON *obj, struct cfg_config *cfg, struct cfg_error *err) {
-        const cJSON *it, *driver = NULL;
+static int parse_dra(const cJSON *obj, struct cfg_config *cfg, struct base_field_error *err) {
+        const cJSON *k[DRA_KEYS] = { 0 }, *driver;
         const char *problem;
+        int r;
 
         if (!cJSON_IsObject(obj))
                 return fail(err, "dra", "must be an object, {\"driver\": \"NAME\"}");
-        if ((it = duplicate_key(obj))) {
-                _cleanup_free_ char *key = NULL;
-                if (xasprintf(&key, "dra.%s", it->string) < 0)
-                        return -ENOMEM;
-                return fail(err, key, "duplicate key");
-        }
-        cJSON_ArrayForEach(it, obj) {
-                if (strcmp(it->string, "driver") == 0)
-                        driver = it;
-                else {
-                        _cleanup_free_ char *key = NULL;
-                        if (xasprintf(&key, "dra.%s", it->string) < 0)
-                                return -ENOMEM;
-                        return fail(err, key, "unknown key");
-                }
-        }
+        r = split_keys(obj, "dra", dra_keys, DRA_KEYS, k, err);
+        if (r < 0)
+                return r;
+        driver = k[DRA_DRIVER];
         if (!driver)
                 return fail(err, "dra.driver", "is required");
         if (!cJSON_IsString(driver))
@@ -436,59 +404,13 @@ static int parse_dra(const cJSON *obj, struct cfg_config *cfg, struct cfg_error 
         return cfg->dra_driver ? 0 : -ENOMEM;
 }
 
-static int parse_doc(const cJSON *doc, struct cfg_config *cfg, struct cfg_error *err) {
-        const cJSON *it, *resources = NULL, *modes = NULL, *user = NULL, *log_format = NULL,
-                         *dra = NULL;
-        unsigned default_modes = CFG_ALLOC_CDI_CRI;
+/* "resources": each entry, then the checks between entries. */
+static int parse_resources(const cJSON *resources, unsigned default_modes, struct cfg_config *cfg,
+                           struct base_field_error *err) {
+        const cJSON *it;
         size_t i = 0;
         int r;
 
-        if (!cJSON_IsObject(doc))
-                return fail(err, "", "the configuration must be a JSON object");
-        if ((it = duplicate_key(doc)))
-                return fail(err, it->string, "duplicate key");
-        cJSON_ArrayForEach(it, doc) {
-                if (strcmp(it->string, "resources") == 0)
-                        resources = it;
-                else if (strcmp(it->string, "allocate") == 0)
-                        modes = it;
-                else if (strcmp(it->string, "user") == 0)
-                        user = it;
-                else if (strcmp(it->string, "metrics") == 0) {
-                        r = parse_metrics(it, cfg, err);
-                        if (r < 0)
-                                return r;
-                } else if (strcmp(it->string, "log_format") == 0)
-                        log_format = it;
-                else if (strcmp(it->string, "dra") == 0)
-                        dra = it;
-                else
-                        return fail(err, it->string, "unknown key");
-        }
-        if (log_format) {
-                cfg->log_format = cJSON_IsString(log_format)
-                                          ? cfg_log_format_parse(log_format->valuestring)
-                                          : CFG_LOG_UNSET;
-                if (cfg->log_format == CFG_LOG_UNSET)
-                        return fail(err, "log_format", "must be \"text\" or \"json\"");
-        }
-        if (modes) {
-                r = parse_modes(modes, "allocate", &default_modes, err);
-                if (r < 0)
-                        return r;
-        }
-        if (user) {
-                if (!cJSON_IsString(user) || !*user->valuestring)
-                        return fail(err, "user", "must be a user name or UID[:GID]");
-                cfg->user = strdup(user->valuestring);
-                if (!cfg->user)
-                        return -ENOMEM;
-        }
-        if (dra) {
-                r = parse_dra(dra, cfg, err);
-                if (r < 0)
-                        return r;
-        }
         if (!resources)
                 return fail(err, "resources", "is required");
         /* An empty list is valid: the packaged default serves nothing
@@ -526,6 +448,51 @@ static int parse_doc(const cJSON *doc, struct cfg_config *cfg, struct cfg_error 
                 i++;
         }
         return 0;
+}
+
+static int parse_doc(const cJSON *doc, struct cfg_config *cfg, struct base_field_error *err) {
+        const cJSON *k[DOC_KEYS] = { 0 }, *modes, *user, *log_format;
+        unsigned default_modes = CFG_ALLOC_CDI_CRI;
+        int r;
+
+        if (!cJSON_IsObject(doc))
+                return fail(err, "", "the configuration must be a JSON object");
+        r = split_keys(doc, "", doc_keys, DOC_KEYS, k, err);
+        if (r < 0)
+                return r;
+        modes = k[DOC_ALLOCATE];
+        user = k[DOC_USER];
+        log_format = k[DOC_LOG_FORMAT];
+        if (k[DOC_METRICS]) {
+                r = parse_metrics(k[DOC_METRICS], cfg, err);
+                if (r < 0)
+                        return r;
+        }
+        if (log_format) {
+                cfg->log_format = cJSON_IsString(log_format)
+                                          ? cfg_log_format_parse(log_format->valuestring)
+                                          : CFG_LOG_UNSET;
+                if (cfg->log_format == CFG_LOG_UNSET)
+                        return fail(err, "log_format", "must be \"text\" or \"json\"");
+        }
+        if (modes) {
+                r = parse_modes(modes, "allocate", &default_modes, err);
+                if (r < 0)
+                        return r;
+        }
+        if (user) {
+                if (!cJSON_IsString(user) || !*user->valuestring)
+                        return fail(err, "user", "must be a user name or UID[:GID]");
+                cfg->user = strdup(user->valuestring);
+                if (!cfg->user)
+                        return -ENOMEM;
+        }
+        if (k[DOC_DRA]) {
+                r = parse_dra(k[DOC_DRA], cfg, err);
+                if (r < 0)
+                        return r;
+        }
+        return parse_resources(k[DOC_RESOURCES], default_modes, cfg, err);
 }
 
 /* 1-based line and column of an offset, for JSON syntax errors. */
@@ -600,7 +567,7 @@ static int json_path(const struct json_frame *frames, size_t depth, char **ret) 
         return 0;
 }
 
-static int refuse_escaped_nul(const char *text, size_t len, struct cfg_error *err) {
+static int refuse_escaped_nul(const char *text, size_t len, struct base_field_error *err) {
         _cleanup_free_ struct json_frame *frames = calloc(CJSON_NESTING_LIMIT + 1, sizeof(*frames));
         size_t depth = 0;
 
@@ -655,7 +622,7 @@ static int refuse_escaped_nul(const char *text, size_t len, struct cfg_error *er
         return 0;
 }
 
-int cfg_parse(const char *text, size_t len, struct cfg_config **ret, struct cfg_error *err) {
+int cfg_parse(const char *text, size_t len, struct cfg_config **ret, struct base_field_error *err) {
         const char *end = NULL;
         cJSON *doc;
         struct cfg_config *cfg;
@@ -699,7 +666,7 @@ int cfg_parse(const char *text, size_t len, struct cfg_config **ret, struct cfg_
         return 0;
 }
 
-int cfg_load(const char *path, struct cfg_config **ret, struct cfg_error *err) {
+int cfg_load(const char *path, struct cfg_config **ret, struct base_field_error *err) {
         _cleanup_free_ char *buf = NULL;
         size_t len = 0;
         int r = base_read_file_at(AT_FDCWD, path, 0, CFG_MAX_BYTES, &buf, &len);
@@ -719,6 +686,8 @@ void cfg_resource_clear(struct cfg_resource *res) {
         if (!res)
                 return;
         free(res->name);
+        free(res->kind);
+        free(res->spec_file);
         free(res->socket_name);
         for (size_t j = 0; j < res->n_selectors; j++)
                 res_selector_free(res->selectors[j]);

@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* cfg: the daemon's JSON configuration. Parsing is all-or-nothing: any
- * mistake yields -EINVAL and a cfg_error naming the JSON path of the field. */
+ * mistake yields -EINVAL and a base_field_error naming the JSON path of
+ * the field ("resources[1].shares"; "" for the document), for the caller
+ * to clear (base_field_error_clear). */
 #pragma once
 
 #include <stdbool.h>
 #include <stddef.h>
+
+#include "base.h"
 
 struct res_selector;
 
@@ -29,7 +33,15 @@ enum cfg_api {
 };
 
 struct cfg_resource {
-        char *name;        /* kubelet extended resource, "example.com/serial" */
+        char *name; /* kubelet extended resource, "example.com/serial" */
+        /* Its identity outside the config: worked out once, by
+         * dp_names_prepare (names.c), which also refuses two resources
+         * sharing one, and only read everywhere else. The parser sets
+         * socket_name to the full name (cfg_socket_name_full), which
+         * dp_names_prepare shortens when the kubelet dir leaves no room
+         * for it; kind and spec_file are NULL until dp_names_prepare. */
+        char *kind;        /* CDI kind, "example.com/serial" */
+        char *spec_file;   /* its CDI spec's file name, "example.com-serial.json" */
         char *socket_name; /* "cdiplug-example.com-serial.sock" */
         struct res_selector **selectors;
         size_t n_selectors;
@@ -59,23 +71,17 @@ struct cfg_config {
         char *dra_driver;               /* "dra": {"driver"}; NULL: no "dra" section */
 };
 
-struct cfg_error {
-        char *field; /* JSON path, e.g. "resources[1].shares"; "" for the document */
-        char *msg;
-};
-
 #define CFG_MAX_BYTES (1024 * 1024)
 #define CFG_MAX_RESOURCES 256
 #define CFG_MAX_SHARES 1024
 /* The API's limit on a DRA driver name (resource.DriverNameMaxLength). */
 #define CFG_MAX_DRIVER 63
 
-int cfg_parse(const char *text, size_t len, struct cfg_config **ret, struct cfg_error *err);
-int cfg_load(const char *path, struct cfg_config **ret, struct cfg_error *err);
+int cfg_parse(const char *text, size_t len, struct cfg_config **ret, struct base_field_error *err);
+int cfg_load(const char *path, struct cfg_config **ret, struct base_field_error *err);
 void cfg_free(struct cfg_config *cfg);
 /* Free what one resource holds (a reload keeps a removed one's). */
 void cfg_resource_clear(struct cfg_resource *res);
-void cfg_error_clear(struct cfg_error *err);
 
 /* The kubelet's rule for extended resource names; NULL when valid, else
  * a static message saying what is wrong. */
@@ -109,14 +115,24 @@ struct cfg_config;
  * Stable for a given dir. -ENAMETOOLONG when not even
  * "cdiplug-<8 hex>.sock" fits. */
 int dp_socket_name(const char *kubelet_dir, const char *resource, char **ret_name);
+/* The full socket file name, "cdiplug-<resource with '/' as '-'>.sock",
+ * whatever the dir: what the parser sets and checks for duplicates. */
+int cfg_socket_name_full(const char *resource, char **ret_name);
 
-/* Check every resource's names before anything is written: its CDI kind
- * (logging, as a warning, a kind that differs from the resource name or
- * needs a cdiVersion newer than 0.5.0), its spec file name, and when
- * sockets (serve, check) also its socket name under kubelet_dir, which
- * replaces cfg's socket_name. Two resources with one kind, one spec file or
- * one socket are refused. -EINVAL (logged, naming the resources and what
- * to rename) when the configuration cannot be served as it is. */
+/* The CDI kind and spec file name (when ret_spec_file) of resource
+ * (cdi.h's rules): for a name not in the config, such as a removed
+ * resource's or one PodResources reports. 0 or a negative errno. */
+int cfg_names_of(const char *resource, char **ret_kind, char **ret_spec_file);
+
+/* Work out and check every resource's names before anything is written:
+ * its CDI kind (logging, as a warning, a kind that differs from the
+ * resource name or needs a cdiVersion newer than 0.5.0) and its spec file
+ * name, stored in its kind and spec_file, and when sockets (serve, check)
+ * also its socket name under kubelet_dir, which replaces its socket_name.
+ * Two resources with one kind, one spec file or one socket are refused.
+ * -EINVAL (logged, naming the resources and what to rename) when the
+ * configuration cannot be served as it is; the resources after the one
+ * refused still get the kind and spec file they have (doctor goes on). */
 int dp_names_prepare(struct cfg_config *cfg, const char *kubelet_dir, bool sockets);
 
 /* Command-line values, in one place: main.c fills them, the daemon's
@@ -135,12 +151,15 @@ struct dp_options {
         const char *metrics_address;      /* --metrics-address, overrides "metrics" */
         const char *pod_resources_socket; /* --pod-resources-socket */
         enum cfg_log_format log_format;   /* --log-format, overrides the config's */
+        const char *namespace_name;       /* manifests --namespace */
+        const char *image;                /* manifests --image */
         bool no_sandbox;
         bool to_stdout; /* generate --stdout */
         bool json;      /* doctor --json */
 };
 
 /* "HOST:PORT" or "[V6]:PORT", numeric host (address.c), for the
- * metrics endpoint; -EINVAL with a message. */
+ * metrics endpoint; -EINVAL with a static message in *err_msg (written
+ * only then, as ret_* only on success). */
 int dp_http_parse_address(const char *address, void *ret_sockaddr, unsigned *ret_len,
-                          const char **ret_msg);
+                          const char **err_msg);

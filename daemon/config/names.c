@@ -9,8 +9,25 @@
 #include "cdi.h"
 #include "log.h"
 
+static const char sock_prefix[] = "cdiplug-", sock_suffix[] = ".sock";
+
+int cfg_socket_name_full(const char *resource, char **ret_name) {
+        char *full = NULL;
+        int r = xasprintf(&full, "%s%s%s", sock_prefix, resource, sock_suffix);
+
+        if (r < 0)
+                return r;
+        /* The kubelet takes the bare file name as the endpoint; '/' cannot
+         * appear in it, and the name stays recognisably ours. */
+        for (char *c = full; *c; c++)
+                if (*c == '/')
+                        *c = '-';
+        *ret_name = full;
+        return 0;
+}
+
 int dp_socket_name(const char *kubelet_dir, const char *resource, char **ret_name) {
-        static const char prefix[] = "cdiplug-", suffix[] = ".sock";
+        const char *prefix = sock_prefix, *suffix = sock_suffix;
         const size_t hashed = strlen(prefix) + 8 + strlen(suffix);
         struct sockaddr_un sa;
         _cleanup_free_ char *full = NULL;
@@ -21,12 +38,9 @@ int dp_socket_name(const char *kubelet_dir, const char *resource, char **ret_nam
         if (strlen(kubelet_dir) + 1 >= sizeof(sa.sun_path))
                 return -ENAMETOOLONG;
         room = sizeof(sa.sun_path) - 1 - strlen(kubelet_dir) - 1;
-        r = xasprintf(&full, "%s%s%s", prefix, resource, suffix);
+        r = cfg_socket_name_full(resource, &full);
         if (r < 0)
                 return r;
-        for (char *c = full; *c; c++)
-                if (*c == '/')
-                        *c = '-';
         if (strlen(full) <= room) {
                 *ret_name = TAKE_PTR(full);
                 return 0;
@@ -63,28 +77,39 @@ static const char *kind_rewrite_reason(const char *resource) {
         return "a CDI vendor or class is longer than CDI allows";
 }
 
-struct names {
-        char *kind;
-        char *spec_file;
-};
+int cfg_names_of(const char *resource, char **ret_kind, char **ret_spec_file) {
+        _cleanup_free_ char *kind = NULL, *file = NULL;
+        int r = cdi_kind_from_resource(resource, &kind);
 
-static int prepare_one(struct cfg_resource *rc, const char *kubelet_dir, bool sockets,
-                       struct names *ret) {
+        if (r >= 0 && ret_spec_file)
+                r = cdi_spec_file_name(kind, &file);
+        if (r < 0)
+                return r;
+        if (ret_spec_file)
+                *ret_spec_file = TAKE_PTR(file);
+        *ret_kind = TAKE_PTR(kind);
+        return 0;
+}
+
+/* rc's kind and spec file, stored as soon as known: a resource refused
+ * later (a clash, its socket) still has them. */
+static int prepare_one(struct cfg_resource *rc, const char *kubelet_dir, bool sockets) {
+        _cleanup_free_ char *kind = NULL, *file = NULL;
         const char *slash;
         int r;
 
-        r = cdi_kind_from_resource(rc->name, &ret->kind);
+        r = cdi_kind_from_resource(rc->name, &kind);
         if (r < 0) {
                 log_with(LOG_ERR, &(struct log_fields){ .resource = rc->name, .err = r },
                          "resource \"%s\": has no valid CDI kind: %s", rc->name, strerror(-r));
                 return -EINVAL;
         }
-        if (strcmp(ret->kind, rc->name) != 0)
+        if (strcmp(kind, rc->name) != 0)
                 log_with(LOG_INFO, &(struct log_fields){ .resource = rc->name },
                          "resource \"%s\": CDI kind is \"%s\" (%s); CDI users outside Kubernetes "
                          "name its devices \"%s=<device>\"",
-                         rc->name, ret->kind, kind_rewrite_reason(rc->name), ret->kind);
-        slash = strchr(ret->kind, '/');
+                         rc->name, kind, kind_rewrite_reason(rc->name), kind);
+        slash = strchr(kind, '/');
         if (strchr(slash + 1, '.'))
                 log_with(
                         LOG_WARN, &(struct log_fields){ .resource = rc->name },
@@ -92,13 +117,17 @@ static int prepare_one(struct cfg_resource *rc, const char *kubelet_dir, bool so
                         "podman 4.3 and containerd 1.7 cannot read (a CDI library before 0.6 "
                         "refuses the whole spec); a name part without '.' keeps cdiVersion 0.3.0",
                         rc->name, slash + 1);
-        r = cdi_spec_file_name(ret->kind, &ret->spec_file);
+        r = cdi_spec_file_name(kind, &file);
         if (r < 0) {
                 log_with(LOG_ERR, &(struct log_fields){ .resource = rc->name, .err = r },
                          "resource \"%s\": no CDI spec file name for kind \"%s\": %s", rc->name,
-                         ret->kind, strerror(-r));
+                         kind, strerror(-r));
                 return r == -ENOMEM ? r : -EINVAL;
         }
+        free(rc->kind);
+        free(rc->spec_file);
+        rc->kind = TAKE_PTR(kind);
+        rc->spec_file = TAKE_PTR(file);
         if (sockets) {
                 _cleanup_free_ char *sock = NULL;
                 r = dp_socket_name(kubelet_dir, rc->name, &sock);
@@ -137,28 +166,30 @@ static int clash(const struct cfg_resource *a, const struct cfg_resource *b, con
 }
 
 int dp_names_prepare(struct cfg_config *cfg, const char *kubelet_dir, bool sockets) {
-        struct names *n = calloc(cfg->n_resources + 1, sizeof(*n));
+        size_t i = 0;
         int r = 0;
 
-        if (!n)
-                return -ENOMEM;
-        for (size_t i = 0; i < cfg->n_resources && r >= 0; i++) {
+        for (; i < cfg->n_resources && r >= 0; i++) {
                 struct cfg_resource *a = &cfg->resources[i];
-                r = prepare_one(a, kubelet_dir, sockets, &n[i]);
+                r = prepare_one(a, kubelet_dir, sockets);
                 for (size_t j = 0; j < i && r >= 0; j++) {
                         const struct cfg_resource *b = &cfg->resources[j];
-                        if (strcmp(n[i].kind, n[j].kind) == 0)
-                                r = clash(b, a, "CDI kind", n[i].kind);
-                        else if (strcmp(n[i].spec_file, n[j].spec_file) == 0)
-                                r = clash(b, a, "CDI spec file", n[i].spec_file);
+                        if (strcmp(a->kind, b->kind) == 0)
+                                r = clash(b, a, "CDI kind", a->kind);
+                        else if (strcmp(a->spec_file, b->spec_file) == 0)
+                                r = clash(b, a, "CDI spec file", a->spec_file);
                         else if (sockets && strcmp(a->socket_name, b->socket_name) == 0)
                                 r = clash(b, a, "socket", a->socket_name);
                 }
         }
-        for (size_t i = 0; i < cfg->n_resources; i++) {
-                free(n[i].kind);
-                free(n[i].spec_file);
+        /* Past the first one refused (the only one logged): what the rest
+         * are called, for doctor, which reports on past a refused config. */
+        for (; i < cfg->n_resources; i++) {
+                struct cfg_resource *rc = &cfg->resources[i];
+                free(rc->kind);
+                free(rc->spec_file);
+                rc->kind = rc->spec_file = NULL;
+                (void)cfg_names_of(rc->name, &rc->kind, &rc->spec_file);
         }
-        free(n);
         return r;
 }

@@ -4,7 +4,8 @@
  * the fix. Files: doctor.c (report, output, kubelet and kernel checks),
  * doctor_match.c (what each selector matched and why not), doctor_cdi.c
  * (runtime configs, CDI dirs and specs), doctor_http.c (the daemon's
- * /readyz), doctor_root.c (reading inside the host root).
+ * /readyz), doctor_root.c (reading inside the host root), doctor_dra.c
+ * (DRA's kubelet dirs and API credentials).
  *
  * Nothing here writes, creates or removes a file, and nothing but a
  * regular file is opened for reading. Runtime configs, the files and dirs
@@ -91,6 +92,13 @@ bool doc_can_write(const struct stat *st, uid_t uid, gid_t gid, bool need_exec);
 void doc_check_match(struct doc_ctx *c);
 void doc_check_runtime(struct doc_ctx *c);
 void doc_check_cdi(struct doc_ctx *c);
+/* For a config with DRA resources: the plugin registry and plugin dirs
+ * under --kubelet-root, and the API credentials (doc_check_credentials
+ * with the service account's dir). */
+void doc_check_dra(struct doc_ctx *c);
+/* --kubeconfig, else the in-cluster environment and the token and CA in
+ * sa_dir: there and readable by the serving identity, never read. */
+void doc_check_credentials(struct doc_ctx *c, const char *sa_dir);
 
 /* GET path from http://hostport (an IPv4 address, "[IPv6]" or a host name,
  * ":port") as HTTP/1.0, reading at most 64 KiB, all within timeout_ms.

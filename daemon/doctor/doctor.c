@@ -48,7 +48,7 @@ int doc_read_small(const char *path, char *buf, size_t max) {
 
 static void check_config(struct doc_ctx *c) {
         const char *path = c->o->config_path;
-        struct cfg_error err = { 0 };
+        struct base_field_error err = { 0 };
         int r = cfg_load(path, &c->cfg, &err);
 
         if (r == -EINVAL)
@@ -58,7 +58,7 @@ static void check_config(struct doc_ctx *c) {
         else if (r < 0)
                 doc_add(c, "config", DOC_PROBLEM, "pass the config with --config FILE",
                         "%s: cannot read it: %s", path, strerror(-r));
-        cfg_error_clear(&err);
+        base_field_error_clear(&err);
         if (r < 0)
                 return;
         /* As check does: kinds, spec files and sockets under the kubelet
@@ -159,7 +159,7 @@ static void check_kubelet_socket(struct doc_ctx *c, const char *dir) {
 }
 
 static void check_daemon_sockets(struct doc_ctx *c, const char *dir) {
-        size_t serving = 0;
+        size_t serving = 0, device_plugins = 0;
 
         for (size_t i = 0; i < c->cfg->n_resources; i++) {
                 const struct cfg_resource *rc = &c->cfg->resources[i];
@@ -167,6 +167,10 @@ static void check_daemon_sockets(struct doc_ctx *c, const char *dir) {
                 struct stat st;
                 int r;
 
+                /* A DRA resource has no socket here (doctor_dra.c). */
+                if (rc->api == CFG_API_DRA)
+                        continue;
+                device_plugins++;
                 if (xasprintf(&sock, "%s/%s", dir, rc->socket_name) < 0) {
                         c->oom = true;
                         return;
@@ -185,7 +189,7 @@ static void check_daemon_sockets(struct doc_ctx *c, const char *dir) {
                 else
                         serving++;
         }
-        if (serving == c->cfg->n_resources && serving > 0)
+        if (serving == device_plugins && serving > 0)
                 doc_add(c, "kubelet", DOC_OK, NULL, "the daemon serves all %zu resources", serving);
         /* Registration is only known to the daemon (and the kubelet): ask
          * its /readyz at its metrics address, which doctor takes like serve
@@ -390,6 +394,7 @@ int doc_run(const struct doc_options *o) {
         if (c.cfg)
                 doc_check_match(&c);
         check_kubelet(&c);
+        doc_check_dra(&c);
         doc_check_runtime(&c);
         doc_check_cdi(&c);
         check_kernel(&c);

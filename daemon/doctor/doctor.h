@@ -9,6 +9,8 @@ struct doc_options {
         const char *config_path;
         const char *host_root;
         const char *kubelet_dir;
+        const char *kubelet_root; /* DRA's plugins_registry and plugins are below it */
+        const char *kubeconfig;   /* NULL: the in-cluster credentials */
         const char *cdi_dir;
         const char *metrics_address; /* NULL: the config's */
         bool json;

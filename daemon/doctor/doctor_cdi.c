@@ -627,10 +627,8 @@ static void check_stale(struct doc_ctx *c) {
                 const char *name = owned.v[k];
                 bool configured = false;
                 for (size_t i = 0; i < c->cfg->n_resources && !configured; i++) {
-                        _cleanup_free_ char *kind = NULL, *file = NULL;
-                        if (cdi_kind_from_resource(c->cfg->resources[i].name, &kind) >= 0 &&
-                            cdi_spec_file_name(kind, &file) >= 0)
-                                configured = strcmp(file, name) == 0;
+                        const char *file = c->cfg->resources[i].spec_file;
+                        configured = file && strcmp(file, name) == 0;
                 }
                 _cleanup_free_ char *path = NULL, *fix = NULL;
                 if (configured || xasprintf(&path, "%s/%s", c->o->cdi_dir, name) < 0 ||

@@ -13,6 +13,8 @@
 struct dp_plugin;
 struct timespec;
 
+/* The Prometheus text writer (prom.c). */
+
 /* Growing text buffer; a failed allocation sticks in err (-ENOMEM) and
  * makes every later append a no-op, so callers check once at the end.
  * From DP_MBUF_MAP_MIN on, the buffer is a mapping of its own (see

@@ -177,9 +177,9 @@ static void drop_channel(struct dp_podres *pr) {
 }
 
 /* A channel to the socket as it is now (id), or NULL (no socket there). */
-static grpc_channel *channel(struct dp_podres *pr, struct sock_id id, const char **ret_why) {
+static grpc_channel *channel(struct dp_podres *pr, struct sock_id id, const char **err_why) {
         if (!id.ino) {
-                *ret_why = "no socket";
+                *err_why = "no socket";
                 drop_channel(pr);
                 return NULL;
         }
@@ -198,7 +198,7 @@ static grpc_channel *channel(struct dp_podres *pr, struct sock_id id, const char
                 pr->dialled = id;
         }
         if (!pr->ch)
-                *ret_why = "cannot create a channel";
+                *err_why = "cannot create a channel";
         return pr->ch;
 }
 
@@ -277,13 +277,13 @@ static int collect(struct dp_podres_answer *a, const void *wire, size_t len, cha
         return r;
 }
 
-/* One List, read into a; the call's outcome in *ret_why when it failed. */
+/* One List, read into a; the call's outcome in *err_why when it failed. */
 static int list(struct dp_podres *pr, struct sock_id id, char *const *names, size_t n_names,
-                struct dp_podres_answer *a, char **ret_details, const char **ret_why) {
+                struct dp_podres_answer *a, char **ret_details, const char **err_why) {
         V1__ListPodResourcesRequest req = V1__LIST_POD_RESOURCES_REQUEST__INIT;
         grpc_byte_buffer *recv = NULL;
         grpc_byte_buffer_reader reader;
-        grpc_channel *ch = channel(pr, id, ret_why);
+        grpc_channel *ch = channel(pr, id, err_why);
         grpc_status_code st;
         int r;
 
@@ -292,7 +292,7 @@ static int list(struct dp_podres *pr, struct sock_id id, char *const *names, siz
         st = dp_call_unary_raw(ch, DP_METHOD_PODRES_LIST, &req.base, DP_PODRES_DEADLINE_MS, &recv,
                                ret_details);
         if (st != GRPC_STATUS_OK) {
-                *ret_why = *ret_details && **ret_details ? *ret_details : "no answer";
+                *err_why = *ret_details && **ret_details ? *ret_details : "no answer";
                 return -EIO;
         }
         if (!recv)
@@ -300,7 +300,7 @@ static int list(struct dp_podres *pr, struct sock_id id, char *const *names, siz
         if (grpc_byte_buffer_length(recv) > DP_MAX_MESSAGE ||
             !grpc_byte_buffer_reader_init(&reader, recv)) {
                 grpc_byte_buffer_destroy(recv);
-                *ret_why = "an answer too big to read";
+                *err_why = "an answer too big to read";
                 return -EMSGSIZE;
         }
         /* One flat copy, for the walk; freed before the next List. */
@@ -310,9 +310,9 @@ static int list(struct dp_podres *pr, struct sock_id id, char *const *names, siz
         r = collect(a, GRPC_SLICE_START_PTR(flat), GRPC_SLICE_LENGTH(flat), names, n_names);
         grpc_slice_unref(flat);
         if (r == -EBADMSG)
-                *ret_why = "an answer that does not decode";
+                *err_why = "an answer that does not decode";
         else if (r < 0)
-                *ret_why = "out of memory";
+                *err_why = "out of memory";
         return r;
 }
 

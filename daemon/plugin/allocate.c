@@ -13,44 +13,46 @@
 #define ID_FMT "\"%.80s\""
 #define ID_MAX 80
 
-/* Where a refusal goes: the message for the client, and the ID it is
- * about (device may be NULL: the caller does not want it). */
+/* Where a refusal goes: the field error for the client (the request's
+ * field, "container_requests[0]" or "" for the whole request, and what is
+ * wrong), and the ID it is about (device may be NULL: the caller does not
+ * want it). */
 struct why {
-        char **msg;
+        struct base_field_error *err;
         char **device;
 };
 
-static int invalid_v(const struct why *why, const char *id, const char *fmt, va_list ap)
-        __attribute__((format(printf, 3, 0)));
+static int invalid_v(const struct why *why, const char *id, const char *field, const char *fmt,
+                     va_list ap) __attribute__((format(printf, 4, 0)));
 
-static int invalid_v(const struct why *why, const char *id, const char *fmt, va_list ap) {
-        char *msg;
+static int invalid_v(const struct why *why, const char *id, const char *field, const char *fmt,
+                     va_list ap) {
+        int r = base_field_error_setv(why->err, field, fmt, ap);
 
-        if (vasprintf(&msg, fmt, ap) < 0)
-                msg = NULL;
-        *why->msg = msg;
         if (why->device)
                 *why->device = id ? strndup(id, ID_MAX) : NULL;
-        return -EINVAL;
+        return r;
 }
 
-static int invalid(const struct why *why, const char *fmt, ...) _printf_(2, 3);
+static int invalid(const struct why *why, const char *field, const char *fmt, ...) _printf_(3, 4);
 
-static int invalid(const struct why *why, const char *fmt, ...) {
+static int invalid(const struct why *why, const char *field, const char *fmt, ...) {
         va_list ap;
         va_start(ap, fmt);
-        int r = invalid_v(why, NULL, fmt, ap);
+        int r = invalid_v(why, NULL, field, fmt, ap);
         va_end(ap);
         return r;
 }
 
 /* A refusal about one device ID. */
-static int invalid_id(const struct why *why, const char *id, const char *fmt, ...) _printf_(3, 4);
+static int invalid_id(const struct why *why, const char *id, const char *field, const char *fmt,
+                      ...) _printf_(4, 5);
 
-static int invalid_id(const struct why *why, const char *id, const char *fmt, ...) {
+static int invalid_id(const struct why *why, const char *id, const char *field, const char *fmt,
+                      ...) {
         va_list ap;
         va_start(ap, fmt);
-        int r = invalid_v(why, id, fmt, ap);
+        int r = invalid_v(why, id, field, fmt, ap);
         va_end(ap);
         return r;
 }
@@ -110,27 +112,26 @@ static int resolve(const struct dp_plugin *p, const struct id_table *t, char **i
         for (size_t i = 0; i < n; i++) {
                 size_t k;
                 if (!ids[i][0])
-                        return invalid(why, "%s: empty device ID", where);
+                        return invalid(why, where, "empty device ID");
                 if (find_id(p, t, ids[i], &k) < 0)
-                        return invalid_id(why, ids[i],
-                                          "%s: unknown device ID " ID_FMT " for resource \"%s\"",
-                                          where, ids[i], p->cfg->name);
+                        return invalid_id(why, ids[i], where,
+                                          "unknown device ID " ID_FMT " for resource \"%s\"",
+                                          ids[i], p->cfg->name);
                 if (p->devs[dp_plugin_id_dev(p, k)].gone)
-                        return invalid_id(why, ids[i],
-                                          "%s: device ID " ID_FMT
-                                          " of resource \"%s\" is no longer "
+                        return invalid_id(why, ids[i], where,
+                                          "device ID " ID_FMT " of resource \"%s\" is no longer "
                                           "offered: the config does not name it",
-                                          where, ids[i], p->cfg->name);
+                                          ids[i], p->cfg->name);
                 /* Known but not advertised: the list holds back what the
                  * CDI spec on disk lacks, and its name would not resolve. */
                 if (p->held && !p->devs[dp_plugin_id_dev(p, k)].in_spec)
-                        return invalid_id(why, ids[i],
-                                          "%s: device ID " ID_FMT " of resource \"%s\" is not "
+                        return invalid_id(why, ids[i], where,
+                                          "device ID " ID_FMT " of resource \"%s\" is not "
                                           "advertised: its CDI spec could not be written yet",
-                                          where, ids[i], p->cfg->name);
+                                          ids[i], p->cfg->name);
                 if (seen[k])
-                        return invalid_id(why, ids[i], "%s: device ID " ID_FMT " requested twice",
-                                          where, ids[i]);
+                        return invalid_id(why, ids[i], where,
+                                          "device ID " ID_FMT " requested twice", ids[i]);
                 seen[k] = true;
                 if (idx)
                         idx[i] = k;
@@ -309,21 +310,32 @@ static int container_answer(const struct dp_plugin *p,
         return oom ? -ENOMEM : 0;
 }
 
+char *dp_answer_error_text(const struct base_field_error *err) {
+        char *text = NULL;
+
+        if (!err->msg)
+                return NULL;
+        if (xasprintf(&text, "%s%s%s", err->field && *err->field ? err->field : "",
+                      err->field && *err->field ? ": " : "", err->msg) < 0)
+                return NULL;
+        return text;
+}
+
 int dp_allocate(const struct dp_plugin *p, const V1beta1__AllocateRequest *req,
-                V1beta1__AllocateResponse **ret, char **ret_msg, char **ret_device) {
-        const struct why w = { ret_msg, ret_device }, *why = &w;
+                V1beta1__AllocateResponse **ret, struct base_field_error *err, char **err_device) {
+        const struct why w = { err, err_device }, *why = &w;
         _cleanup_free_ bool *seen = NULL;
         V1beta1__AllocateResponse *resp;
         size_t total = 0;
         int r = 0;
 
         if (req->n_container_requests == 0)
-                return invalid(why, "no container_requests");
+                return invalid(why, "", "no container_requests");
         for (size_t c = 0; c < req->n_container_requests; c++)
                 total += req->container_requests[c]->n_devices_ids;
         if (total > p->n_ids)
-                return invalid(why, "request names %zu device IDs, resource \"%s\" has %zu", total,
-                               p->cfg->name, p->n_ids);
+                return invalid(why, "", "request names %zu device IDs, resource \"%s\" has %zu",
+                               total, p->cfg->name, p->n_ids);
         seen = calloc(p->n_ids + 1, sizeof(*seen));
         if (!seen)
                 return -ENOMEM;
@@ -332,7 +344,7 @@ int dp_allocate(const struct dp_plugin *p, const V1beta1__AllocateRequest *req,
                 char where[64];
                 snprintf(where, sizeof(where), "container_requests[%zu]", c);
                 if (creq->n_devices_ids == 0)
-                        return invalid(why, "%s: no device IDs", where);
+                        return invalid(why, where, "no device IDs");
                 r = resolve(p, NULL, creq->devices_ids, creq->n_devices_ids, where, seen, NULL,
                             why);
                 if (r < 0)
@@ -626,7 +638,7 @@ static int preferred_one(const struct dp_plugin *p,
         if (!avail || !must || !offered || !musts)
                 return -ENOMEM;
         if (creq->n_available_deviceids > p->n_ids)
-                return invalid(why, "%s: %zu available IDs, resource \"%s\" has %zu", where,
+                return invalid(why, where, "%zu available IDs, resource \"%s\" has %zu",
                                creq->n_available_deviceids, p->cfg->name, p->n_ids);
         if (creq->n_available_deviceids >= ID_TABLE_MIN && id_table_build(p, &t) < 0)
                 return -ENOMEM;
@@ -640,17 +652,17 @@ static int preferred_one(const struct dp_plugin *p,
                 return r;
         for (size_t i = 0; i < creq->n_must_include_deviceids; i++)
                 if (!avail[musts[i]])
-                        return invalid_id(why, creq->must_include_deviceids[i],
-                                          "%s: must-include ID " ID_FMT " is not available", where,
+                        return invalid_id(why, creq->must_include_deviceids[i], where,
+                                          "must-include ID " ID_FMT " is not available",
                                           creq->must_include_deviceids[i]);
         if (creq->allocation_size < 1 ||
             (size_t)creq->allocation_size > creq->n_available_deviceids)
-                return invalid(why,
-                               "%s: allocation_size %d is not between 1 and the %zu available IDs",
-                               where, creq->allocation_size, creq->n_available_deviceids);
+                return invalid(why, where,
+                               "allocation_size %d is not between 1 and the %zu available IDs",
+                               creq->allocation_size, creq->n_available_deviceids);
         size = (size_t)creq->allocation_size;
         if (creq->n_must_include_deviceids > size)
-                return invalid(why, "%s: %zu must-include IDs exceed allocation_size %zu", where,
+                return invalid(why, where, "%zu must-include IDs exceed allocation_size %zu",
                                creq->n_must_include_deviceids, size);
 
         cr->deviceids = calloc(size, sizeof(char *));
@@ -663,13 +675,14 @@ static int preferred_one(const struct dp_plugin *p,
 }
 
 int dp_preferred(const struct dp_plugin *p, const V1beta1__PreferredAllocationRequest *req,
-                 V1beta1__PreferredAllocationResponse **ret, char **ret_msg, char **ret_device) {
-        const struct why w = { ret_msg, ret_device }, *why = &w;
+                 V1beta1__PreferredAllocationResponse **ret, struct base_field_error *err,
+                 char **err_device) {
+        const struct why w = { err, err_device }, *why = &w;
         V1beta1__PreferredAllocationResponse *resp;
         int r = 0;
 
         if (req->n_container_requests == 0)
-                return invalid(why, "no container_requests");
+                return invalid(why, "", "no container_requests");
         resp = malloc(sizeof(*resp));
         if (!resp)
                 return -ENOMEM;

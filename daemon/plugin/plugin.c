@@ -27,8 +27,6 @@ void dp_plugin_free(struct dp_plugin *p) {
         free(p->strs);
         free(p->shares);
         free(p->share_strs);
-        free(p->kind);
-        free(p->spec_file);
         free(p->annotation_key);
         free(p);
 }
@@ -40,13 +38,10 @@ int dp_plugin_new(const struct cfg_resource *cfg, struct dp_plugin **ret) {
         if (!p)
                 return -ENOMEM;
         p->cfg = cfg;
-        /* The names the resource goes by in CDI, worked out once here:
-         * everything that writes, keeps or retires its spec reads them. */
-        r = cdi_kind_from_resource(cfg->name, &p->kind);
-        if (r >= 0)
-                r = cdi_spec_file_name(p->kind, &p->spec_file);
-        if (r >= 0)
-                r = cdi_annotation_key(cfg->name, &p->annotation_key);
+        /* The names the resource goes by in CDI are cfg's, worked out once
+         * by dp_names_prepare: without them, nothing can write its spec. */
+        r = cfg->kind && cfg->spec_file ? cdi_annotation_key(cfg->name, &p->annotation_key)
+                                        : -EINVAL;
         if (r < 0) {
                 dp_plugin_free(p);
                 return r;
@@ -267,7 +262,7 @@ int dp_plugin_find_id(const struct dp_plugin *p, const char *id, size_t *ret) {
 int dp_plugin_qualified(const struct dp_plugin *p, size_t dev, char **ret) {
         _cleanup_free_ char *name = NULL;
         int r = cdi_device_name(dp_device_id(p, dev), &name);
-        return r < 0 ? r : cdi_qualified_name(p->kind, name, ret);
+        return r < 0 ? r : cdi_qualified_name(p->cfg->kind, name, ret);
 }
 
 static int cmp_share(const void *a, const void *b, void *strs) {
@@ -664,7 +659,7 @@ int dp_plugin_spec(const struct dp_plugin *p, struct cdi_spec *ret) {
         struct cdi_spec spec = { 0 };
         int r = -ENOMEM;
 
-        spec.kind = strdup(p->kind);
+        spec.kind = strdup(p->cfg->kind);
         spec.devices = calloc(p->n_devs + 1, sizeof(*spec.devices));
         if (!spec.kind || !spec.devices)
                 goto fail;

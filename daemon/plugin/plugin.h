@@ -50,8 +50,7 @@ struct dp_share {
 
 struct dp_plugin {
         const struct cfg_resource *cfg;
-        char *kind;             /* CDI kind */
-        char *spec_file;        /* its CDI spec's file name, from kind */
+        /* Its CDI kind and spec file are cfg's (names.c worked them out). */
         char *annotation_key;   /* "cdi.k8s.io/cdiplug_<resource>" */
         struct dp_device *devs; /* sorted by ID */
         size_t n_devs;
@@ -83,6 +82,7 @@ static inline const struct base_edits *dp_device_extras(const struct dp_plugin *
         return &p->extras[p->devs[dev].extras];
 }
 
+/* cfg's names prepared (dp_names_prepare), or -EINVAL. */
 int dp_plugin_new(const struct cfg_resource *cfg, struct dp_plugin **ret);
 void dp_plugin_free(struct dp_plugin *p);
 /* A copy of old's devices under new settings cfg (same name), to update
@@ -148,14 +148,21 @@ int dp_plugin_list(const struct dp_plugin *p, uint8_t **ret, size_t *ret_len);
 /* The CDI spec for every device the plugin has ever listed. */
 int dp_plugin_spec(const struct dp_plugin *p, struct cdi_spec *ret);
 
-/* The answers. On -EINVAL, *ret_msg (malloc'd) says which ID or field is
- * wrong; it goes to the client as the gRPC status message. With ret_device
- * not NULL, *ret_device is the device ID it is about (malloc'd, cut like
- * the message), or NULL when it is about none, for the log line. */
+/* The answers. On -EINVAL, err names the request's field that is wrong
+ * ("container_requests[1]"; "" for the request as a whole) and what is
+ * wrong with it, for the caller to clear; "FIELD: MESSAGE" goes to the
+ * client as the gRPC status message (dp_answer_error_text). With
+ * err_device not NULL, *err_device is then the device ID it is about
+ * (malloc'd, cut like the message), or NULL when it is about none, for the
+ * log line. */
 int dp_allocate(const struct dp_plugin *p, const V1beta1__AllocateRequest *req,
-                V1beta1__AllocateResponse **ret, char **ret_msg, char **ret_device);
+                V1beta1__AllocateResponse **ret, struct base_field_error *err, char **err_device);
 int dp_preferred(const struct dp_plugin *p, const V1beta1__PreferredAllocationRequest *req,
-                 V1beta1__PreferredAllocationResponse **ret, char **ret_msg, char **ret_device);
+                 V1beta1__PreferredAllocationResponse **ret, struct base_field_error *err,
+                 char **err_device);
+/* "FIELD: MESSAGE", or MESSAGE for the request as a whole, malloc'd; NULL
+ * when err holds nothing or memory is short. */
+char *dp_answer_error_text(const struct base_field_error *err);
 void dp_allocate_response_free(V1beta1__AllocateResponse *resp);
 void dp_preferred_response_free(V1beta1__PreferredAllocationResponse *resp);
 

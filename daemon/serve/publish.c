@@ -64,12 +64,12 @@ static void failed(struct dp_resource *res, int r) {
                         LOG_ERR,
                         &(struct log_fields){ .resource = res->cfg->name,
                                               .path = d->opts->cdi_dir,
-                                              .file = res->plugin->spec_file,
+                                              .file = res->plugin->cfg->spec_file,
                                               .err = r },
                         "resource \"%s\": cannot write CDI spec %s/%s: %s (errno %d); listing only the "
                         "devices the spec on disk defines, retrying in %llu ms",
-                        res->cfg->name, d->opts->cdi_dir, res->plugin->spec_file, strerror(-r), -r,
-                        (unsigned long long)delay);
+                        res->cfg->name, d->opts->cdi_dir, res->plugin->cfg->spec_file, strerror(-r),
+                        -r, (unsigned long long)delay);
         }
         res->spec_retry.failures++;
         res->spec_retry.at_ms = dp_now_ms() + delay;

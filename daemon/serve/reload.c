@@ -189,12 +189,12 @@ static int prepare_step(struct dp_daemon *d, struct plan *p, size_t j) {
 static const char *file_needed_by(const struct dp_daemon *d, const char *file, const char *kind) {
         for (size_t i = 0; i < d->n_res; i++) {
                 const struct dp_plugin *pl = d->res[i]->plugin;
-                if (strcmp(pl->spec_file, file) == 0 && strcmp(pl->kind, kind) != 0)
+                if (strcmp(pl->cfg->spec_file, file) == 0 && strcmp(pl->cfg->kind, kind) != 0)
                         return d->res[i]->cfg->name;
         }
         const char *gone = dp_retained_resource(d, file);
         _cleanup_free_ char *gone_kind = NULL;
-        if (gone && cdi_kind_from_resource(gone, &gone_kind) >= 0 && strcmp(gone_kind, kind) != 0)
+        if (gone && cfg_names_of(gone, &gone_kind, NULL) >= 0 && strcmp(gone_kind, kind) != 0)
                 return gone;
         return NULL;
 }
@@ -206,9 +206,7 @@ static int check_spec_files(const struct dp_daemon *d, const struct cfg_config *
 
         for (size_t j = 0; j < next->n_resources; j++) {
                 const char *name = next->resources[j].name;
-                _cleanup_free_ char *kind = NULL, *file = NULL;
-                if (cdi_kind_from_resource(name, &kind) < 0 || cdi_spec_file_name(kind, &file) < 0)
-                        continue; /* dp_names_prepare refused it already */
+                const char *kind = next->resources[j].kind, *file = next->resources[j].spec_file;
                 const char *other = file_needed_by(d, file, kind);
                 if (!other)
                         continue;
@@ -258,7 +256,7 @@ static void retire(struct dp_daemon *d, struct dp_resource *res, struct cfg_reso
                 res->cfg->name, res->socket_path);
         /* Its spec may still be needed to start a container of a pod
          * that holds one of its devices: retained.c decides. */
-        if (dp_retained_add(d, res->plugin->spec_file, res->cfg->name) < 0)
+        if (dp_retained_add(d, res->plugin->cfg->spec_file, res->cfg->name) < 0)
                 log_with(LOG_ERR,
                          &(struct log_fields){ .resource = res->cfg->name,
                                                .path = d->opts->cdi_dir },
@@ -494,7 +492,7 @@ static void commit(struct dp_daemon *d, struct plan *p) {
 
 void dp_reload(struct dp_daemon *d, const char *why) {
         const char *path = d->opts->config_path;
-        struct cfg_error err = { 0 };
+        struct base_field_error err = { 0 };
         struct plan p = { 0 };
         int r;
 
@@ -516,7 +514,7 @@ void dp_reload(struct dp_daemon *d, const char *why) {
         else if (r < 0)
                 log_with(LOG_ERR, &(struct log_fields){ .path = path, .err = r },
                          "config: %s: %s; keeping the running configuration", path, strerror(-r));
-        cfg_error_clear(&err);
+        base_field_error_clear(&err);
         if (r < 0)
                 return;
         /* The rest of what `check` and start-up refuse: names with no

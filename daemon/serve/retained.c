@@ -141,7 +141,7 @@ const char *dp_retained_resource(const struct dp_daemon *d, const char *file) {
  * reload): then it is its spec, not a retained one. */
 static bool configured(const struct dp_daemon *d, const char *file) {
         for (size_t i = 0; i < d->n_res; i++) {
-                if (strcmp(d->res[i]->plugin->spec_file, file) == 0)
+                if (strcmp(d->res[i]->plugin->cfg->spec_file, file) == 0)
                         return true;
         }
         return false;
@@ -352,7 +352,7 @@ static int find_one(void *arg, const struct dp_podres_devices *dv) {
                 return r;
         memcpy(resource, dv->resource.s, dv->resource.len);
         resource[dv->resource.len] = '\0';
-        if (cdi_kind_from_resource(resource, &kind) < 0 || cdi_spec_file_name(kind, &name) < 0)
+        if (cfg_names_of(resource, &kind, &name) < 0)
                 return 0;
         for (size_t i = 0; i < f->rt->n; i++) {
                 struct holder *h = &f->h[i];

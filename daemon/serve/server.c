@@ -142,6 +142,7 @@ static grpc_status_code answer(struct dp_call *c, const char *method, char **ret
         struct dp_plugin *p = c->res->plugin;
         ProtobufCMessage *req = NULL;
         const ProtobufCMessageDescriptor *desc;
+        struct base_field_error err = { 0 };
         grpc_status_code st;
         int r;
 
@@ -164,13 +165,13 @@ static grpc_status_code answer(struct dp_call *c, const char *method, char **ret
         }
         if (desc == &v1beta1__allocate_request__descriptor) {
                 V1beta1__AllocateResponse *resp = NULL;
-                r = dp_allocate(p, (V1beta1__AllocateRequest *)req, &resp, ret_msg, ret_device);
+                r = dp_allocate(p, (V1beta1__AllocateRequest *)req, &resp, &err, ret_device);
                 if (r >= 0)
                         c->send = dp_pack(&resp->base);
                 dp_allocate_response_free(resp);
         } else if (desc == &v1beta1__preferred_allocation_request__descriptor) {
                 V1beta1__PreferredAllocationResponse *resp = NULL;
-                r = dp_preferred(p, (V1beta1__PreferredAllocationRequest *)req, &resp, ret_msg,
+                r = dp_preferred(p, (V1beta1__PreferredAllocationRequest *)req, &resp, &err,
                                  ret_device);
                 if (r >= 0)
                         c->send = dp_pack(&resp->base);
@@ -183,6 +184,9 @@ static grpc_status_code answer(struct dp_call *c, const char *method, char **ret
                 c->send = dp_pack(&resp.base);
         }
         protobuf_c_message_free_unpacked(req, NULL);
+        if (r == -EINVAL)
+                *ret_msg = dp_answer_error_text(&err);
+        base_field_error_clear(&err);
         st = dp_status_from_errno(r);
         if (r >= 0 && !c->send)
                 st = GRPC_STATUS_RESOURCE_EXHAUSTED;

@@ -20,7 +20,7 @@ static void retain_stale(struct dp_daemon *d) {
         if (!kinds)
                 return;
         for (size_t i = 0; i < d->n_res; i++)
-                kinds[i] = d->res[i]->plugin->kind;
+                kinds[i] = d->res[i]->plugin->cfg->kind;
         r = cdi_sweep(d->opts->cdi_dir, kinds, &stale);
         if (r < 0) {
                 log_with(LOG_WARN, &(struct log_fields){ .path = d->opts->cdi_dir, .err = r },

@@ -874,9 +874,9 @@ static void bench_discovery(const char *dir) {
         static uint64_t t[DISCOVER_RUNS];
         cJSON *entry = cJSON_Parse("{ \"path\": \"/dev/b*\" }");
         struct res_selector *sel = NULL;
-        char *field = NULL, *msg = NULL, *host = path_join(dir, "host");
+        char *host = path_join(dir, "host");
 
-        if (!entry || res_selector_parse(entry, &sel, &field, &msg) < 0)
+        if (!entry || res_selector_parse(entry, &sel, NULL) < 0)
                 die("parsing the selector");
         for (int i = 0; i < DISCOVER_RUNS; i++) {
                 struct res_devlist found = { 0 };

@@ -10,7 +10,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         struct cfg_config *cfg = NULL;
-        struct cfg_error err = { 0 };
+        struct base_field_error err = { 0 };
         int r = cfg_parse((const char *)data, size, &cfg, &err);
         if (r == 0) {
                 FUZZ_CHECK(cfg);
@@ -27,6 +27,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 if (r == -EINVAL)
                         FUZZ_CHECK(err.field && err.msg);
         }
-        cfg_error_clear(&err);
+        base_field_error_clear(&err);
         return 0;
 }

@@ -35,7 +35,7 @@ static void setup(void) {
                                     { "/dev/ttyUSB1", NULL },
                                     { "/dev/ttyUSB2", NULL },
                                     { "/dev/dri/renderD128", "/dev/dri/card0", NULL } };
-        struct cfg_error err = { 0 };
+        struct base_field_error err = { 0 };
         struct res_device devs[4];
         bool changed;
 
@@ -43,6 +43,9 @@ static void setup(void) {
                 fprintf(stderr, "fuzz_request: config: %s: %s\n", err.field, err.msg);
                 abort();
         }
+        /* The names a resource goes by, as every command works them out. */
+        if (dp_names_prepare(cfg, "/var/lib/kubelet/device-plugins", false) < 0)
+                abort();
         memset(devs, 0, sizeof(devs));
         for (int i = 0; i < 4; i++) {
                 devs[i].id = ids[i];
@@ -99,22 +102,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
         FUZZ_CHECK(req && req->descriptor == desc);
 
-        char *msg = NULL, *dev = NULL;
+        struct base_field_error err = { 0 };
+        char *dev = NULL;
         if (desc == &v1beta1__allocate_request__descriptor) {
                 V1beta1__AllocateResponse *resp = NULL;
-                r = dp_allocate(p, (V1beta1__AllocateRequest *)req, &resp, &msg, &dev);
+                r = dp_allocate(p, (V1beta1__AllocateRequest *)req, &resp, &err, &dev);
                 if (r == 0)
                         check_repack(&resp->base);
                 else
-                        FUZZ_CHECK(!resp && (r != -EINVAL || msg));
+                        FUZZ_CHECK(!resp && (r != -EINVAL || (err.field && err.msg)));
                 dp_allocate_response_free(resp);
         } else if (desc == &v1beta1__preferred_allocation_request__descriptor) {
                 V1beta1__PreferredAllocationResponse *resp = NULL;
-                r = dp_preferred(p, (V1beta1__PreferredAllocationRequest *)req, &resp, &msg, &dev);
+                r = dp_preferred(p, (V1beta1__PreferredAllocationRequest *)req, &resp, &err, &dev);
                 if (r == 0)
                         check_repack(&resp->base);
                 else
-                        FUZZ_CHECK(!resp && (r != -EINVAL || msg));
+                        FUZZ_CHECK(!resp && (r != -EINVAL || (err.field && err.msg)));
                 dp_preferred_response_free(resp);
         } else {
                 /* Requests are only decoded, never sent on; packing one must
@@ -129,7 +133,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         /* Only a refusal names the device it is about. */
         FUZZ_CHECK(!dev || r == -EINVAL);
         free(dev);
-        free(msg);
+        base_field_error_clear(&err);
         protobuf_c_message_free_unpacked(req, NULL);
         return 0;
 }

@@ -106,11 +106,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         char *line = strtok_r(text, "\n", &save);
         cJSON *entry = line ? cJSON_Parse(line) : NULL;
         struct res_selector *sel = NULL;
-        char *field = NULL, *msg = NULL;
-        int r = entry ? res_selector_parse(entry, &sel, &field, &msg) : -EINVAL;
+        struct base_field_error e = { 0 };
+        int r = entry ? res_selector_parse(entry, &sel, &e) : -EINVAL;
         cJSON_Delete(entry);
-        free(field);
-        free(msg);
+        base_field_error_clear(&e);
         if (r < 0) {
                 free(text);
                 return 0;

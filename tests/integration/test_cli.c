@@ -112,7 +112,8 @@ Test(cli, generate_writes_specs_once_or_prints_them) {
         free(out);
 }
 
-static const char *const command_names[] = { "serve", "check", "generate", "doctor", "version" };
+static const char *const command_names[] = { "serve",  "check",     "generate",
+                                             "doctor", "manifests", "version" };
 
 /* The "--option" words of a text, each once, in a fixed-size set. */
 struct words {

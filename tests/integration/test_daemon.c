@@ -232,7 +232,10 @@ Test(daemon, refuses_bad_allocate_and_keeps_serving) {
 
         cr_assert_eq(call_allocate(ch, &r, &msg, "ttyUSB9", NULL, NULL),
                      GRPC_STATUS_INVALID_ARGUMENT);
-        cr_assert_not_null(strstr(msg, "ttyUSB9"), "message names the unknown ID: %s", msg);
+        cr_assert_str_eq(msg,
+                         "container_requests[0]: unknown device ID \"ttyUSB9\" for resource "
+                         "\"example.com/serial\"",
+                         "the field, then what is wrong with it");
         free(msg);
         cr_assert_eq(call_allocate(ch, &r, &msg, "ttyUSB0", "ttyUSB0", NULL, NULL),
                      GRPC_STATUS_INVALID_ARGUMENT);

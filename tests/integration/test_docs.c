@@ -142,7 +142,8 @@ Test(docs, bash_completion_offers_commands_and_their_options) {
 /* The completion offers each command exactly the options its synopsis
  * lists (and --help). */
 Test(docs, bash_completion_offers_each_command_its_own_options) {
-        static const char *const cmds[] = { "serve", "check", "generate", "doctor", "version" };
+        static const char *const cmds[] = { "serve",  "check",     "generate",
+                                            "doctor", "manifests", "version" };
         for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
                 char *help = NULL, cmdline[512];
                 cr_assert_eq(env_run(&e, &help, cmds[i], "--help", NULL), 0);

@@ -698,3 +698,92 @@ Test(doctor, never_opens_a_device_fifo_or_socket) {
         assert_has(out, "fifo.toml: skipped, it is a FIFO");
         free(out);
 }
+
+#define DRA_CONFIG(user)                                                                           \
+        "{ " user                                                                                  \
+        "\"dra\": { \"driver\": \"cdiplug.example.com\" }, \"resources\": [ { \"name\": "          \
+        "\"example.com/serial\", \"match\": [ { \"path\": \"/dev/ttyUSB*\" } ], \"api\": \"dra\" } ] }"
+
+static int doctor_dra(char **out, const char *kubelet_root, const char *kubeconfig) {
+        return env_run(&e, out, "doctor", "--config", e.config, "--host-root", e.host,
+                       "--kubelet-dir", e.kubelet_dir, "--cdi-dir", e.cdi_dir, "--kubelet-root",
+                       kubelet_root, kubeconfig ? "--kubeconfig" : NULL, kubeconfig, NULL);
+}
+
+/* With DRA resources: the plugin registry and plugin dirs under
+ * --kubelet-root, and the credentials serve would use; never a token's
+ * text. Without any: not a word of DRA. */
+Test(doctor, dra_dirs_and_credentials) {
+        char *out = NULL, *root, *registry, *plugins, *kubeconfig;
+        cr_assert(asprintf(&root, "%s/kroot", e.root) > 0);
+        cr_assert(asprintf(&registry, "%s/plugins_registry", root) > 0);
+        cr_assert(asprintf(&plugins, "%s/plugins", root) > 0);
+        cr_assert(asprintf(&kubeconfig, "%s/kubeconfig", e.root) > 0);
+        cr_assert_eq(mkdir(root, 0755), 0);
+        /* Not in a pod, whatever the machine running the tests is. */
+        unsetenv("KUBERNETES_SERVICE_HOST");
+        unsetenv("KUBERNETES_SERVICE_PORT");
+
+        healthy_root(SERIAL_CONFIG);
+        doctor_dra(&out, root, NULL);
+        assert_lacks(out, " dra ");
+        assert_lacks(out, "plugins_registry");
+        free(out);
+
+        env_write(&e, "config.json", DRA_CONFIG(""));
+        cr_assert_eq(doctor_dra(&out, root, NULL), 1, "%s", out);
+        assert_has(out, "plugins_registry: No such file or directory: the kubelet's plugin "
+                        "registry is not there");
+        assert_has(out, "kroot/plugins: No such file or directory: cdiplug cannot make");
+        assert_has(out, "KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not both set");
+        /* A DRA resource has no device-plugin socket to miss. */
+        assert_lacks(out, "cdiplug-example.com-serial.sock");
+        free(out);
+
+        cr_assert_eq(mkdir(registry, 0755), 0);
+        cr_assert_eq(mkdir(plugins, 0750), 0);
+        env_write(&e, "kubeconfig",
+                  "current-context: x\nusers:\n- user: {token: SECRET-TOKEN-42}\n");
+        doctor_dra(&out, root, kubeconfig);
+        assert_has(out, "plugins_registry: the kubelet's plugin registry, writable");
+        assert_has(out, "kroot/plugins: writable; serve makes");
+        assert_has(out, "--kubeconfig ");
+        assert_has(out, "kubeconfig: readable by uid 0");
+        assert_lacks(out, "KUBERNETES_SERVICE_HOST");
+        assert_lacks(out, "SECRET-TOKEN-42");
+        assert_lacks(out, "PROBLEM dra");
+        free(out);
+
+        /* Another serving user: root's dirs and a 0600 kubeconfig are
+         * not theirs. */
+        env_write(&e, "config.json", DRA_CONFIG("\"user\": \"65534:65534\", "));
+        cr_assert_eq(chmod(kubeconfig, 0600), 0);
+        cr_assert_eq(doctor_dra(&out, root, kubeconfig), 1, "%s", out);
+        assert_has(out, "plugins_registry is not writable by uid 65534 gid 65534");
+        assert_has(out, "is missing, and ");
+        assert_has(out, "kubeconfig is not readable by uid 65534 gid 65534");
+        free(out);
+
+        env_write(&e, "config.json", DRA_CONFIG(""));
+        env_write(&e, "kubeconfig", "");
+        cr_assert_eq(doctor_dra(&out, root, kubeconfig), 1, "%s", out);
+        assert_has(out, "kubeconfig is empty");
+        free(out);
+        char *gone;
+        cr_assert(asprintf(&gone, "%s/no-such-kubeconfig", e.root) > 0);
+        cr_assert_eq(doctor_dra(&out, root, gone), 1, "%s", out);
+        assert_has(out, "no-such-kubeconfig cannot be read: No such file or directory");
+        free(out);
+        free(gone);
+
+        /* Not a directory where the registry should be. */
+        cr_assert_eq(rmdir(registry), 0);
+        env_write(&e, "kroot/plugins_registry", "");
+        cr_assert_eq(doctor_dra(&out, root, NULL), 1, "%s", out);
+        assert_has(out, "plugins_registry is not a directory");
+        free(out);
+        free(root);
+        free(registry);
+        free(plugins);
+        free(kubeconfig);
+}

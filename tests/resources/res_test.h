@@ -33,11 +33,11 @@ static inline struct sels sels_parse(const char *json) {
         cr_assert_not_null(arr, "bad JSON in test: %s", json);
         const cJSON *e;
         cJSON_ArrayForEach(e, arr) {
-                char *field = NULL, *msg = NULL;
+                struct base_field_error err = { 0 };
                 cr_assert_lt(s.n, 8);
-                int r = res_selector_parse(e, &s.v[s.n], &field, &msg);
-                cr_assert_eq(r, 0, "parse %s: %d field=%s msg=%s", json, r, field ? field : "",
-                             msg ? msg : "");
+                int r = res_selector_parse(e, &s.v[s.n], &err);
+                cr_assert_eq(r, 0, "parse %s: %d field=%s msg=%s", json, r,
+                             err.field ? err.field : "", err.msg ? err.msg : "");
                 s.n++;
         }
         cJSON_Delete(arr);

@@ -10,7 +10,7 @@
 
 static struct cfg_config *parse_ok(const char *json) {
         struct cfg_config *cfg = NULL;
-        struct cfg_error err = { 0 };
+        struct base_field_error err = { 0 };
         int r = cfg_parse(json, strlen(json), &cfg, &err);
         cr_assert_eq(r, 0, "%s: %s", err.field, err.msg);
         return cfg;
@@ -56,6 +56,10 @@ static const struct bad cases[] = {
         { "{\"resources\": {}}", "resources", "must be an array" },
         { "{\"resources\": [], \"extra\": 1}", "extra", "unknown key" },
         { "{\"user\": \"a\", \"user\": \"b\", \"resources\": []}", "user", "duplicate key" },
+        { "{\"user\": 5, \"user\": \"b\", \"resources\": []}", "user", "duplicate key" },
+        { "{\"resources\": [], \"metrics\": {\"address\": 5, \"address\": \"\"}}",
+          "metrics.address", "duplicate key" },
+        { "{\"resources\": [], \"metrics\": {\"colour\": 1}}", "metrics.colour", "unknown key" },
         { "{\"resources\": [{\"name\": \"example.com/a\", \"name\": \"example.com/b\", \"match\": [{\"path\": \"/dev/a\"}]}]}",
           "resources[0].name", "duplicate key" },
         { "{\"resources\": [{\"name\": \"example.com/a\", \"match\": [{\"path\": \"/dev/a\"}], \"colour\": 1}]}",
@@ -146,7 +150,7 @@ Test(config, reports_the_field_of_every_mistake) {
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
                 const struct bad *c = &cases[i];
                 struct cfg_config *cfg = NULL;
-                struct cfg_error err = { 0 };
+                struct base_field_error err = { 0 };
                 int r = cfg_parse(c->json, strlen(c->json), &cfg, &err);
                 cr_assert_eq(r, -EINVAL, "accepted: %s", c->json);
                 cr_assert_null(cfg);
@@ -154,7 +158,7 @@ Test(config, reports_the_field_of_every_mistake) {
                                  err.field, err.msg);
                 cr_assert_not_null(strstr(err.msg, c->msg_has), "for %s: message \"%s\"", c->json,
                                    err.msg);
-                cfg_error_clear(&err);
+                base_field_error_clear(&err);
         }
 }
 
@@ -168,7 +172,7 @@ Test(config, shares_out_of_int_range_are_refused) {
         for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
                 char json[256];
                 struct cfg_config *cfg = NULL;
-                struct cfg_error err = { 0 };
+                struct base_field_error err = { 0 };
                 snprintf(json, sizeof(json),
                          "{\"resources\": [{\"name\": \"example.com/a\", \"match\": "
                          "[{\"path\": \"/dev/a\"}], \"shares\": %s}]}",
@@ -178,7 +182,7 @@ Test(config, shares_out_of_int_range_are_refused) {
                 cr_assert_null(cfg);
                 cr_assert_str_eq(err.field, "resources[0].shares", "for %s", values[i]);
                 cr_assert_not_null(strstr(err.msg, "1 to 1024"), "for %s: %s", values[i], err.msg);
-                cfg_error_clear(&err);
+                base_field_error_clear(&err);
         }
         struct cfg_config *cfg =
                 parse_ok("{\"resources\": [{\"name\": \"example.com/a\", \"match\": "
@@ -189,15 +193,15 @@ Test(config, shares_out_of_int_range_are_refused) {
 
 Test(config, refuses_oversized_and_nul) {
         struct cfg_config *cfg = NULL;
-        struct cfg_error err = { 0 };
+        struct base_field_error err = { 0 };
         char nul[] = "{\"resources\":\0[]}";
         cr_assert_eq(cfg_parse(nul, sizeof(nul) - 1, &cfg, &err), -EINVAL);
-        cfg_error_clear(&err);
+        base_field_error_clear(&err);
         char *big = calloc(CFG_MAX_BYTES + 2, 1);
         memset(big, ' ', CFG_MAX_BYTES + 1);
         cr_assert_eq(cfg_parse(big, CFG_MAX_BYTES + 1, &cfg, &err), -EINVAL);
         cr_assert_not_null(strstr(err.msg, "larger"));
-        cfg_error_clear(&err);
+        base_field_error_clear(&err);
         free(big);
 }
 
@@ -221,18 +225,18 @@ Test(config, resource_name_rule) {
 
 Test(config, load_says_what_the_file_problem_is) {
         struct cfg_config *cfg = NULL;
-        struct cfg_error err = { 0 };
+        struct base_field_error err = { 0 };
 
         /* A missing file is not a malformed config: callers (reload, doctor)
          * tell the two apart by the errno. */
         cr_assert_eq(cfg_load("/nonexistent/cdiplug.json", &cfg, &err), -ENOENT);
         cr_assert_null(cfg);
         cr_assert_not_null(strstr(err.msg, "/nonexistent/cdiplug.json"), "%s", err.msg);
-        cfg_error_clear(&err);
+        base_field_error_clear(&err);
 
         cr_assert_eq(cfg_load("/", &cfg, &err), -EINVAL);
         cr_assert_not_null(strstr(err.msg, "not a regular file"), "%s", err.msg);
-        cfg_error_clear(&err);
+        base_field_error_clear(&err);
 }
 
 Test(config, log_format_key) {

@@ -111,6 +111,8 @@ static void devs_clear(struct devs *v) {
 
 static struct cfg_resource serial_cfg(unsigned shares) {
         return (struct cfg_resource){ .name = "example.com/serial",
+                                      .kind = "example.com/serial",
+                                      .spec_file = "example.com-serial.json",
                                       .socket_name = "cdiplug-example.com-serial.sock",
                                       .shares = shares,
                                       .alloc_modes = CFG_ALLOC_CDI_CRI };
@@ -290,6 +292,8 @@ static void node_init(struct node *n) {
         n->serial_cfg = serial_cfg(1);
         n->fuse_cfg = serial_cfg(2);
         n->fuse_cfg.name = "example.com/fuse";
+        n->fuse_cfg.kind = "example.com/fuse";
+        n->fuse_cfg.spec_file = "example.com-fuse.json";
         add(&n->serial, "ttyUSB0", "/dev/ttyUSB0", -1);
         add(&n->serial, "ttyUSB1", "/dev/ttyUSB1", -1);
         add(&n->serial, "ttyUSB2", "/dev/ttyUSB2", -1);

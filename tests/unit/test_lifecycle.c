@@ -34,7 +34,7 @@ static void never(void *ctx) {
 }
 
 static void setup(struct fixture *f) {
-        struct cfg_error err = { 0 };
+        struct base_field_error err = { 0 };
 
         *f = (struct fixture){ 0 };
         f->root = ft_new();
@@ -65,15 +65,14 @@ static void teardown(struct fixture *f) {
 }
 
 static bool spec_on_disk(struct fixture *f, const struct dp_resource *res) {
-        char *file = NULL, *path = NULL;
+        char *path = NULL;
         struct stat st;
         bool there;
 
-        cr_assert_eq(cdi_spec_file_name(res->plugin->kind, &file), 0);
-        cr_assert_geq(asprintf(&path, "%s/%s", f->cdi_dir, file), 0);
+        cr_assert_str_eq(res->cfg->spec_file, "example.com-serial.json");
+        cr_assert_geq(asprintf(&path, "%s/%s", f->cdi_dir, res->cfg->spec_file), 0);
         there = stat(path, &st) == 0 && S_ISREG(st.st_mode);
         free(path);
-        free(file);
         return there;
 }
 
@@ -195,11 +194,12 @@ Test(lifecycle, retired_free_all_frees_what_is_still_winding_down) {
                 "{ \"resources\": [ { \"name\": \"example.com/a\", \"match\": [ { \"path\": "
                 "\"/dev/ttyUSB*\" } ] }, { \"name\": \"example.com/b\", \"match\": [ { \"path\": "
                 "\"/dev/ttyUSB*\" } ] } ] }";
-        struct cfg_error err = { 0 };
+        struct base_field_error err = { 0 };
 
         setup(&f);
         cfg_free(f.d.cfg);
         cr_assert_eq(cfg_parse(two, strlen(two), &f.d.cfg, &err), 0);
+        cr_assert_eq(dp_names_prepare(f.d.cfg, f.kubelet_dir, true), 0);
         cr_assert(ra && rb);
         cr_assert_eq(dp_resource_new(&f.d, &f.d.cfg->resources[0], &a), 0);
         cr_assert_eq(dp_resource_new(&f.d, &f.d.cfg->resources[1], &b), 0);

@@ -181,7 +181,7 @@ static const char res[] =
 Test(metrics_text, config_key) {
         char json[512];
         struct cfg_config *cfg = NULL;
-        struct cfg_error err = { 0 };
+        struct base_field_error err = { 0 };
 
         snprintf(
                 json, sizeof(json),
@@ -209,7 +209,7 @@ Test(metrics_text, config_key) {
                 cr_assert_eq(cfg_parse(json, strlen(json), &cfg, &err), -EINVAL, "%s", json);
                 cr_assert_str_eq(err.field, bad[i].field, "%s", json);
                 cr_assert_not_null(strstr(err.msg, bad[i].has), "%s: %s", json, err.msg);
-                cfg_error_clear(&err);
+                base_field_error_clear(&err);
         }
         /* "" switches the endpoint off. */
         snprintf(json, sizeof(json), "{%s,\"metrics\":{\"address\":\"\"}}", res);

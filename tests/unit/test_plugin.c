@@ -42,6 +42,8 @@ static V1beta1__ListAndWatchResponse *list_of(struct dp_plugin *p) {
 
 Test(plugin, merges_discoveries_keeping_vanished_devices_unhealthy) {
         struct cfg_resource cfg = { .name = "example.com/serial",
+                                    .kind = "example.com/serial",
+                                    .spec_file = "example.com-serial.json",
                                     .socket_name = "cdiplug-example.com-serial.sock",
                                     .shares = 1,
                                     .alloc_modes = CFG_ALLOC_CDI_CRI };
@@ -91,6 +93,8 @@ Test(plugin, merges_discoveries_keeping_vanished_devices_unhealthy) {
 
 Test(plugin, shares_expose_ids_per_device) {
         struct cfg_resource cfg = { .name = "example.com/fuse",
+                                    .kind = "example.com/fuse",
+                                    .spec_file = "example.com-fuse.json",
                                     .socket_name = "cdiplug-example.com-fuse.sock",
                                     .shares = 3,
                                     .alloc_modes = CFG_ALLOC_CDI_CRI };
@@ -110,7 +114,7 @@ static V1beta1__PreferredAllocationResponse *prefer(struct dp_plugin *p, char **
                 V1BETA1__CONTAINER_PREFERRED_ALLOCATION_REQUEST__INIT;
         V1beta1__ContainerPreferredAllocationRequest *cs[] = { &c };
         V1beta1__PreferredAllocationResponse *resp = NULL;
-        char *msg = NULL;
+        struct base_field_error err = { 0 };
         c.available_deviceids = avail;
         c.n_available_deviceids = n;
         c.must_include_deviceids = must;
@@ -118,7 +122,7 @@ static V1beta1__PreferredAllocationResponse *prefer(struct dp_plugin *p, char **
         c.allocation_size = size;
         req.container_requests = cs;
         req.n_container_requests = 1;
-        cr_assert_eq(dp_preferred(p, &req, &resp, &msg, NULL), 0, "%s", msg);
+        cr_assert_eq(dp_preferred(p, &req, &resp, &err, NULL), 0, "%s", err.msg);
         return resp;
 }
 
@@ -139,6 +143,8 @@ static void expect(V1beta1__PreferredAllocationResponse *r, const char *want) {
 static struct dp_plugin *numa_plugin(struct cfg_resource *cfg, enum cfg_policy policy,
                                      struct res_device *a) {
         *cfg = (struct cfg_resource){ .name = "example.com/acc",
+                                      .kind = "example.com/acc",
+                                      .spec_file = "example.com-acc.json",
                                       .socket_name = "cdiplug-example.com-acc.sock",
                                       .shares = 2,
                                       .alloc_modes = CFG_ALLOC_CDI_CRI,
@@ -198,6 +204,8 @@ Test(plugin, none_keeps_the_kubelet_order) {
 
 Test(plugin, device_specs_carry_selector_env_mounts_and_permissions) {
         struct cfg_resource cfg = { .name = "example.com/cam",
+                                    .kind = "example.com/cam",
+                                    .spec_file = "example.com-cam.json",
                                     .socket_name = "cdiplug-example.com-cam.sock",
                                     .shares = 1,
                                     .alloc_modes =
@@ -221,8 +229,8 @@ Test(plugin, device_specs_carry_selector_env_mounts_and_permissions) {
         req.container_requests = cs;
         req.n_container_requests = 1;
         V1beta1__AllocateResponse *r = NULL;
-        char *msg = NULL;
-        cr_assert_eq(dp_allocate(p, &req, &r, &msg, NULL), 0);
+        struct base_field_error err = { 0 };
+        cr_assert_eq(dp_allocate(p, &req, &r, &err, NULL), 0);
         V1beta1__ContainerAllocateResponse *cr = r->container_responses[0];
         cr_assert_eq(cr->n_cdi_devices, 0, "cdi-cri is not among the modes");
         cr_assert_eq(cr->n_devices, 1);
@@ -257,7 +265,11 @@ Test(plugin, annotation_keys_fit_the_cdi_limit) {
         snprintf(name, sizeof(name), "%s.example.com/%s",
                  "a-very-long-subdomain-label-that-goes-on-and-on",
                  "a-name-part-that-is-sixty-three-characters-long-xxxxxxxxxxxxxxx");
-        struct cfg_resource cfg = { .name = name, .socket_name = "x.sock", .shares = 1 };
+        struct cfg_resource cfg = { .name = name,
+                                    .kind = name,
+                                    .spec_file = "x.json",
+                                    .socket_name = "x.sock",
+                                    .shares = 1 };
         struct dp_plugin *p;
         cr_assert_eq(dp_plugin_new(&cfg, &p), 0);
         const char *key = p->annotation_key + strlen("cdi.k8s.io/");
@@ -276,6 +288,8 @@ Test(plugin, annotation_keys_fit_the_cdi_limit) {
         dp_plugin_free(p);
 
         struct cfg_resource shortc = { .name = "example.com/serial",
+                                       .kind = "example.com/serial",
+                                       .spec_file = "example.com-serial.json",
                                        .socket_name = "x.sock",
                                        .shares = 1 };
         cr_assert_eq(dp_plugin_new(&shortc, &p), 0);
@@ -288,12 +302,13 @@ static char *allocate_one(struct dp_plugin *p, char *id) {
         V1beta1__ContainerAllocateRequest c = V1BETA1__CONTAINER_ALLOCATE_REQUEST__INIT;
         V1beta1__ContainerAllocateRequest *cs[] = { &c };
         V1beta1__AllocateResponse *r = NULL;
-        char *ids[] = { id }, *msg = NULL, *name;
+        char *ids[] = { id }, *name;
+        struct base_field_error err = { 0 };
         c.devices_ids = ids;
         c.n_devices_ids = 1;
         req.container_requests = cs;
         req.n_container_requests = 1;
-        cr_assert_eq(dp_allocate(p, &req, &r, &msg, NULL), 0, "%s", msg);
+        cr_assert_eq(dp_allocate(p, &req, &r, &err, NULL), 0, "%s", err.msg);
         cr_assert_eq(r->container_responses[0]->n_cdi_devices, 1);
         name = strdup(r->container_responses[0]->cdi_devices[0]->name);
         dp_allocate_response_free(r);
@@ -302,6 +317,8 @@ static char *allocate_one(struct dp_plugin *p, char *id) {
 
 Test(plugin, a_device_appearing_between_others_keeps_every_id_on_its_device) {
         struct cfg_resource cfg = { .name = "example.com/acc",
+                                    .kind = "example.com/acc",
+                                    .spec_file = "example.com-acc.json",
                                     .socket_name = "cdiplug-example.com-acc.sock",
                                     .shares = 2,
                                     .alloc_modes = CFG_ALLOC_CDI_CRI };
@@ -335,6 +352,8 @@ Test(plugin, a_device_appearing_between_others_keeps_every_id_on_its_device) {
 
 Test(plugin, a_device_whose_node_changes_is_listed_with_the_new_node) {
         struct cfg_resource cfg = { .name = "example.com/serial",
+                                    .kind = "example.com/serial",
+                                    .spec_file = "example.com-serial.json",
                                     .socket_name = "cdiplug-example.com-serial.sock",
                                     .shares = 1,
                                     .alloc_modes = CFG_ALLOC_DEVICE_SPECS };
@@ -365,6 +384,8 @@ Test(plugin, a_device_whose_node_changes_is_listed_with_the_new_node) {
 
 Test(plugin, devices_of_different_selectors_keep_their_own_extras) {
         struct cfg_resource cfg = { .name = "example.com/cam",
+                                    .kind = "example.com/cam",
+                                    .spec_file = "example.com-cam.json",
                                     .socket_name = "cdiplug-example.com-cam.sock",
                                     .shares = 1,
                                     .alloc_modes = CFG_ALLOC_DEVICE_SPECS };
@@ -392,6 +413,8 @@ Test(plugin, devices_of_different_selectors_keep_their_own_extras) {
  * and changed edits leave no unused extras behind in the next clone. */
 Test(plugin, a_clone_keeps_ids_and_takes_the_new_settings) {
         struct cfg_resource cfg = { .name = "example.com/cam",
+                                    .kind = "example.com/cam",
+                                    .spec_file = "example.com-cam.json",
                                     .socket_name = "cdiplug-example.com-cam.sock",
                                     .shares = 1,
                                     .alloc_modes = CFG_ALLOC_CDI_CRI };
@@ -476,4 +499,20 @@ Test(plugin, a_clone_keeps_ids_and_takes_the_new_settings) {
                 free(b[k].nodes);
         }
         free(only[0].nodes);
+}
+
+Test(plugin, answer_error_text_names_the_field_first) {
+        struct base_field_error err = { 0 };
+        char *text;
+
+        cr_expect_null(dp_answer_error_text(&err), "nothing to say");
+        cr_assert_eq(base_field_error_set(&err, "", "no container_requests"), -EINVAL);
+        text = dp_answer_error_text(&err);
+        cr_expect_str_eq(text, "no container_requests", "the request as a whole: no field");
+        free(text);
+        cr_assert_eq(base_field_error_set(&err, "container_requests[1]", "no device IDs"), -EINVAL);
+        text = dp_answer_error_text(&err);
+        cr_expect_str_eq(text, "container_requests[1]: no device IDs");
+        free(text);
+        base_field_error_clear(&err);
 }

@@ -55,6 +55,8 @@ static void free_nodes(struct res_device *d, size_t n) {
 
 Test(plugin_hold, lists_only_what_the_written_spec_defines) {
         struct cfg_resource cfg = { .name = "example.com/serial",
+                                    .kind = "example.com/serial",
+                                    .spec_file = "example.com-serial.json",
                                     .socket_name = "cdiplug-example.com-serial.sock",
                                     .shares = 1,
                                     .alloc_modes = CFG_ALLOC_CDI_CRI };
@@ -94,6 +96,8 @@ Test(plugin_hold, lists_only_what_the_written_spec_defines) {
 
 Test(plugin_hold, holds_back_every_share_of_a_new_device) {
         struct cfg_resource cfg = { .name = "example.com/fuse",
+                                    .kind = "example.com/fuse",
+                                    .spec_file = "example.com-fuse.json",
                                     .socket_name = "cdiplug-example.com-fuse.sock",
                                     .shares = 2,
                                     .alloc_modes = CFG_ALLOC_CDI_CRI };
@@ -125,6 +129,7 @@ Test(plugin_hold, holds_back_every_share_of_a_new_device) {
 /* Allocate for one container asking for id: 0 or the error; a refusal
  * names id as the device it is about, for the log line. */
 static int allocate_one(struct dp_plugin *p, const char *id, char **ret_msg) {
+        struct base_field_error err = { 0 };
         V1beta1__AllocateRequest req = V1BETA1__ALLOCATE_REQUEST__INIT;
         V1beta1__ContainerAllocateRequest creq = V1BETA1__CONTAINER_ALLOCATE_REQUEST__INIT;
         V1beta1__ContainerAllocateRequest *creqs[] = { &creq };
@@ -135,12 +140,15 @@ static int allocate_one(struct dp_plugin *p, const char *id, char **ret_msg) {
         req.n_container_requests = 1;
         req.container_requests = creqs;
         char *dev = NULL;
-        int r = dp_allocate(p, &req, &resp, ret_msg, &dev);
+        int r = dp_allocate(p, &req, &resp, &err, &dev);
         if (r == 0)
                 dp_allocate_response_free(resp);
         else
                 cr_assert_str_eq(dev, id);
         free(dev);
+        if (r == -EINVAL) /* the gRPC status message */
+                *ret_msg = dp_answer_error_text(&err);
+        base_field_error_clear(&err);
         return r;
 }
 
@@ -149,6 +157,8 @@ static int allocate_one(struct dp_plugin *p, const char *id, char **ret_msg) {
  * which the spec on disk does not define. */
 Test(plugin_hold, allocate_refuses_what_the_held_list_does_not_offer) {
         struct cfg_resource cfg = { .name = "example.com/dev",
+                                    .kind = "example.com/dev",
+                                    .spec_file = "example.com-dev.json",
                                     .socket_name = "cdiplug-example.com-dev.sock",
                                     .shares = 1,
                                     .alloc_modes = CFG_ALLOC_CDI_CRI };
@@ -175,6 +185,8 @@ Test(plugin_hold, allocate_refuses_what_the_held_list_does_not_offer) {
  * otherwise is Unhealthy, not defined is left out. */
 Test(plugin_hold, the_spec_on_disk_decides_a_fresh_held_list) {
         struct cfg_resource cfg = { .name = "example.com/serial",
+                                    .kind = "example.com/serial",
+                                    .spec_file = "example.com-serial.json",
                                     .socket_name = "cdiplug-example.com-serial.sock",
                                     .shares = 1,
                                     .alloc_modes = CFG_ALLOC_CDI_CRI };
@@ -197,6 +209,8 @@ Test(plugin_hold, the_spec_on_disk_decides_a_fresh_held_list) {
  * with shares, every share goes. One neither finds stays Unhealthy. */
 Test(plugin_hold, gone_devices_leave_the_list_then_the_spec) {
         struct cfg_resource cfg = { .name = "example.com/fuse",
+                                    .kind = "example.com/fuse",
+                                    .spec_file = "example.com-fuse.json",
                                     .socket_name = "cdiplug-example.com-fuse.sock",
                                     .shares = 2,
                                     .alloc_modes = CFG_ALLOC_CDI_CRI };

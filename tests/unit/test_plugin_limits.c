@@ -50,11 +50,17 @@ static int preferred(struct dp_plugin *p, char **avail, size_t n_avail, char **m
         c.allocation_size = size;
         req.n_container_requests = 1;
         req.container_requests = cs;
-        return dp_preferred(p, &req, ret, msg, NULL);
+        struct base_field_error err = { 0 };
+        int r = dp_preferred(p, &req, ret, &err, NULL);
+        *msg = r == -EINVAL ? dp_answer_error_text(&err) : NULL; /* the gRPC status message */
+        base_field_error_clear(&err);
+        return r;
 }
 
 Test(plugin_limits, preferred_with_thousands_of_offered_ids) {
         struct cfg_resource cfg = { .name = "example.com/many",
+                                    .kind = "example.com/many",
+                                    .spec_file = "example.com-many.json",
                                     .shares = 4,
                                     .alloc_modes = CFG_ALLOC_CDI_CRI };
         struct dp_plugin *p = many(&cfg, N / 4);
@@ -90,6 +96,7 @@ Test(plugin_limits, preferred_with_thousands_of_offered_ids) {
         avail[2000] = avail[10];
         cr_expect_eq(preferred(p, avail, p->n_ids, NULL, 0, 1, &resp, &msg), -EINVAL);
         cr_expect_not_null(strstr(msg, "requested twice"), "%s", msg);
+        cr_expect_eq(strncmp(msg, "container_requests[0]: ", 23), 0, "%s", msg);
         free(msg);
         avail[2000] = saved;
         char *gone[] = { "d99999-0" };
@@ -101,6 +108,8 @@ Test(plugin_limits, preferred_with_thousands_of_offered_ids) {
 
 Test(plugin_limits, a_list_over_4_MiB_is_refused_and_its_size_told) {
         struct cfg_resource cfg = { .name = "example.com/big",
+                                    .kind = "example.com/big",
+                                    .spec_file = "example.com-big.json",
                                     .shares = 1024,
                                     .alloc_modes = CFG_ALLOC_CDI_CRI };
         struct dp_plugin *p = many(&cfg, 200);
@@ -115,6 +124,8 @@ Test(plugin_limits, a_list_over_4_MiB_is_refused_and_its_size_told) {
         dp_plugin_free(p);
 
         struct cfg_resource small = { .name = "example.com/small",
+                                      .kind = "example.com/small",
+                                      .spec_file = "example.com-small.json",
                                       .shares = 1024,
                                       .alloc_modes = CFG_ALLOC_CDI_CRI };
         p = many(&small, 100);
@@ -201,6 +212,8 @@ Test(plugin_limits, grouped_picking_answers_as_the_plain_greedy_rule) {
                 size_t n_dev = 1 + RND(40);
                 unsigned shares = 1 + (unsigned)RND(4);
                 struct cfg_resource cfg = { .name = "example.com/r",
+                                            .kind = "example.com/r",
+                                            .spec_file = "example.com-r.json",
                                             .shares = shares,
                                             .alloc_modes = CFG_ALLOC_CDI_CRI,
                                             .policy = policies[round % 3] };

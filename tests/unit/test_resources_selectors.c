@@ -17,6 +17,17 @@ static const struct bad bad_entries[] = {
         { "{\"env\": {\"A\": \"b\"}}", "", "needs one of" },
         { "{\"path\": \"/dev/x\", \"bogus\": 1}", "bogus", "unknown key" },
         { "{\"path\": \"/dev/x\", \"path\": \"/dev/y\"}", "path", "duplicate" },
+        /* A duplicate is found before any value is read, as in the config:
+         * the one check (res_json_duplicate_key) for every object. */
+        { "{\"path\": 5, \"path\": \"/dev/y\"}", "path", "duplicate" },
+        { "{\"usb\": {\"vendor\": \"zz\", \"vendor\": \"046d\"}}", "usb.vendor", "duplicate" },
+        { "{\"pci\": {\"class\": \"03\", \"class\": 3}}", "pci.class", "duplicate" },
+        { "{\"path\": \"/dev/x\", \"env\": {\"A\": 1, \"A\": \"b\"}}", "env.A", "duplicate" },
+        { "{\"path\": \"/dev/x\", \"attrs\": {\"a\": \"\", \"a\": \"b\"}}", "attrs.a",
+          "duplicate" },
+        { "{\"path\": \"/dev/x\", \"mounts\": [{\"hostPath\": 5, \"hostPath\": \"/a\", "
+          "\"containerPath\": \"/b\"}]}",
+          "mounts[0].hostPath", "duplicate" },
         { "{\"path\": \"/dev/x\", \"usb\": {\"vendor\": \"1\"}}", "usb", "only one" },
         { "{\"path\": 5}", "path", "string" },
         { "{\"path\": \"\"}", "path", "empty" },
@@ -83,8 +94,9 @@ Test(resources_selectors, each_error_names_its_field) {
                 cJSON *j = cJSON_Parse(b->json);
                 cr_assert_not_null(j, "test JSON %s", b->json);
                 struct res_selector *sel = (struct res_selector *)(uintptr_t)0x1;
-                char *field = NULL, *msg = NULL;
-                int r = res_selector_parse(j, &sel, &field, &msg);
+                struct base_field_error e = { 0 };
+                int r = res_selector_parse(j, &sel, &e);
+                const char *field = e.field, *msg = e.msg;
                 cr_expect_eq(r, -EINVAL, "%s: want -EINVAL, got %d", b->json, r);
                 cr_expect(sel == (struct res_selector *)(uintptr_t)0x1, "%s: ret written", b->json);
                 if (r == -EINVAL) {
@@ -94,8 +106,7 @@ Test(resources_selectors, each_error_names_its_field) {
                         cr_expect(strstr(msg, b->msg_part), "%s: message \"%s\" lacks \"%s\"",
                                   b->json, msg, b->msg_part);
                 }
-                free(field);
-                free(msg);
+                base_field_error_clear(&e);
                 cJSON_Delete(j);
         }
 }
@@ -115,9 +126,10 @@ Test(resources_selectors, valid_entries_parse) {
                 cJSON *j = cJSON_Parse(good[i]);
                 cr_assert_not_null(j);
                 struct res_selector *sel = NULL;
-                char *field = NULL, *msg = NULL;
-                int r = res_selector_parse(j, &sel, &field, &msg);
-                cr_expect_eq(r, 0, "%s: %d %s: %s", good[i], r, field ? field : "", msg ? msg : "");
+                struct base_field_error e = { 0 };
+                int r = res_selector_parse(j, &sel, &e);
+                cr_expect_eq(r, 0, "%s: %d %s: %s", good[i], r, e.field ? e.field : "",
+                             e.msg ? e.msg : "");
                 cr_expect_not_null(sel);
                 res_selector_free(sel);
                 cJSON_Delete(j);
