@@ -47,6 +47,8 @@ static struct dp_plugin *serial_plugin(struct cfg_resource *cfg) {
         bool changed;
 
         *cfg = (struct cfg_resource){ .name = (char *)"example.com/serial",
+                                      .kind = (char *)"example.com/serial",
+                                      .spec_file = (char *)"example.com-serial.json",
                                       .socket_name = (char *)"cdiplug-example.com-serial.sock",
                                       .shares = 1,
                                       .alloc_modes = CFG_ALLOC_CDI_CRI,
