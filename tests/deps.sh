@@ -5,8 +5,10 @@ set -euo pipefail
 pkgs=(build-essential cmake pkg-config libgrpc-dev protobuf-c-compiler libprotobuf-c-dev
       libcjson-dev libseccomp-dev libcap-ng-dev libcriterion-dev
       libevent-dev
-      libcurl4-openssl-dev libyaml-dev libssl-dev
       podman runc busybox-static prometheus groff-base)
+# The Kubernetes API client for DRA (daemon/kube: libcurl, libyaml for
+# kubeconfig files); OpenSSL for the tests' fake API server only.
+pkgs+=(libcurl4-openssl-dev libyaml-dev libssl-dev)
 # The clang builds (tests/build-matrix.sh, the UBSan run in tests/run-all.sh)
 # and the fuzzers (tests/fuzz/run.sh); dpkg-buildflags for the matrix.
 pkgs+=(clang-14 libfuzzer-14-dev libclang-rt-14-dev dpkg-dev)

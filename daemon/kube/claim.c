@@ -76,7 +76,7 @@ int kube_claim_parse(const char *body, const char *driver, const char *uid,
                            *pool = str_at(r, "pool"), *dev = str_at(r, "device");
                 struct kube_result *kr;
 
-                if (!d || strcmp(d, driver) != 0)
+                if (!d || strcmp(d, driver) != 0 || c.n_results >= n || !c.results)
                         continue;
                 if (!req || !pool || !dev) {
                         kube_claim_clear(&c);

@@ -162,6 +162,8 @@ int kube_creds_token(struct kube_creds *c, uint64_t now_ms, bool force, const ch
         r = kube_read_file(c->token_file, KUBE_TOKEN_MAX, &b);
         if (r < 0)
                 return r;
+        if (!b.data)
+                return -ENOMEM;
         trim_token(b.data);
         if (!token_ok(b.data)) {
                 explicit_bzero(b.data, b.len);

@@ -30,6 +30,7 @@ _printf_(3, 4) static int fail(struct kc *kc, int r, const char *fmt, ...) {
         va_list ap;
 
         va_start(ap, fmt);
+        /* NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized): va_start is right above */
         vsnprintf(what, sizeof(what), fmt, ap);
         va_end(ap);
         snprintf(kc->err->msg, sizeof(kc->err->msg), "kubeconfig %s: %s", kc->path, what);
@@ -180,15 +181,15 @@ static int parse_server(struct kc *kc, const char *where, const char *server,
                 return fail(kc, -ENOMEM, "out of memory");
         if (curl_url_set(u, CURLUPART_URL, server, 0) != CURLUE_OK ||
             curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
-            curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK)
+            curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
+            curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK ||
+            curl_url_get(u, CURLUPART_PATH, &path, 0) != CURLUE_OK || !scheme || !host || !port ||
+            !path)
                 r = fail(kc, -EINVAL, "%s.server \"%s\": not a URL", where, server);
         else if (strcmp(scheme, "https") != 0)
                 r = fail(kc, -EINVAL, "%s.server \"%s\": must be https:// (TLS is always used)",
                          where, server);
-        else if (curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK ||
-                 curl_url_get(u, CURLUPART_PATH, &path, 0) != CURLUE_OK)
-                r = fail(kc, -EINVAL, "%s.server \"%s\": not a URL", where, server);
-        if (r == 0) {
+        if (r == 0 && host && path && port) {
                 size_t hl = strlen(host), pl = strlen(path);
 
                 /* curl hands IPv6 hosts back in brackets. */

@@ -56,6 +56,7 @@ int kube_slice_name(const char *node, const char *driver, const char *pool, size
         return xasprintf(ret, "%s-%08x-%zu", base + start, h, index);
 }
 
+/* NOLINTNEXTLINE(misc-no-recursion): cJSON_Parse stops at CJSON_NESTING_LIMIT (1000) levels */
 bool kube_json_subset(const cJSON *want, const cJSON *have) {
         const cJSON *w, *h;
 

@@ -26,21 +26,11 @@
 #include <openssl/ssl.h>
 
 #include "fakeapi.h"
+#include "fakeapi_http.h"
 #include "fakeapi_tls.h"
-
-#define MUST(c)                                                                                    \
-        do {                                                                                       \
-                if (!(c)) {                                                                        \
-                        fprintf(stderr, "fakeapi: %s failed (%s:%d): %s\n", #c, __FILE__,          \
-                                __LINE__, strerror(errno));                                        \
-                        abort();                                                                   \
-                }                                                                                  \
-        } while (0)
 
 #define MAX_CONNS 64
 #define MAX_FAULTS 16
-#define MAX_HEAD (64 * 1024)
-#define MAX_BODY (32 * 1024 * 1024)
 #define MAX_HISTORY 4096
 #define LOG_RING 512
 #define SLICES "/apis/resource.k8s.io/v1/resourceslices"
@@ -99,22 +89,6 @@ struct fakeapi {
         struct conn conns[MAX_CONNS];
 };
 
-struct request {
-        char method[16];
-        char *path, *query; /* owned: one buffer, query points inside */
-        size_t content_length;
-        bool expect_continue, close;
-        char *auth; /* the Authorization value */
-        char *body;
-};
-
-struct rbuf {
-        SSL *ssl;
-        int fd;
-        char buf[MAX_HEAD];
-        size_t len;
-};
-
 static uint64_t now_ns(void) {
         struct timespec ts;
 
@@ -122,277 +96,14 @@ static uint64_t now_ns(void) {
         return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* ---- output ---- */
-
-static bool send_all(SSL *s, const char *p, size_t n) {
-        while (n > 0) {
-                int chunk = n > (1u << 30) ? 1 << 30 : (int)n;
-                int w = SSL_write(s, p, chunk);
-
-                if (w <= 0)
-                        return false;
-                p += w;
-                n -= (size_t)w;
-        }
-        return true;
-}
-
-static const char *reason_phrase(int code) {
-        switch (code) {
-        case 100:
-                return "Continue";
-        case 200:
-                return "OK";
-        case 201:
-                return "Created";
-        case 400:
-                return "Bad Request";
-        case 401:
-                return "Unauthorized";
-        case 404:
-                return "Not Found";
-        case 405:
-                return "Method Not Allowed";
-        case 409:
-                return "Conflict";
-        case 410:
-                return "Gone";
-        case 413:
-                return "Request Entity Too Large";
-        case 422:
-                return "Unprocessable Entity";
-        case 429:
-                return "Too Many Requests";
-        case 500:
-                return "Internal Server Error";
-        case 503:
-                return "Service Unavailable";
-        default:
-                return "Status";
-        }
-}
-
-static bool send_response(SSL *s, int code, const char *body, int retry_after, bool close) {
-        char head[512];
-        size_t blen = body ? strlen(body) : 0;
-        char ra[48] = "";
-        int n;
-
-        if (retry_after > 0)
-                snprintf(ra, sizeof(ra), "Retry-After: %d\r\n", retry_after);
-        n = snprintf(head, sizeof(head),
-                     "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\n"
-                     "Content-Length: %zu\r\n%s%s\r\n",
-                     code, reason_phrase(code), blen, ra, close ? "Connection: close\r\n" : "");
-        MUST(n > 0 && (size_t)n < sizeof(head));
-        return send_all(s, head, (size_t)n) && (blen == 0 || send_all(s, body, blen));
-}
-
-static bool send_json(SSL *s, int code, const cJSON *obj) {
-        char *txt = cJSON_PrintUnformatted(obj);
-        bool ok;
-
-        MUST(txt);
-        ok = send_response(s, code, txt, 0, false);
-        free(txt);
-        return ok;
-}
-
-static cJSON *status_obj(int code, const char *reason, const char *msg) {
-        cJSON *st = cJSON_CreateObject();
-
-        cJSON_AddStringToObject(st, "kind", "Status");
-        cJSON_AddStringToObject(st, "apiVersion", "v1");
-        cJSON_AddObjectToObject(st, "metadata");
-        cJSON_AddStringToObject(st, "status", "Failure");
-        cJSON_AddStringToObject(st, "message", msg);
-        cJSON_AddStringToObject(st, "reason", reason);
-        cJSON_AddNumberToObject(st, "code", code);
-        return st;
-}
-
-static bool send_status(SSL *s, int code, const char *reason, const char *msg, int retry_after) {
-        cJSON *st = status_obj(code, reason, msg);
-        char *txt = cJSON_PrintUnformatted(st);
-        bool ok;
-
-        MUST(txt);
-        ok = send_response(s, code, txt, retry_after, false);
-        free(txt);
-        cJSON_Delete(st);
-        return ok;
-}
-
-static bool send_chunk(SSL *s, const char *data, size_t n) {
-        char head[32];
-        int h = snprintf(head, sizeof(head), "%zx\r\n", n);
-
-        return send_all(s, head, (size_t)h) && send_all(s, data, n) && send_all(s, "\r\n", 2);
-}
-
-/* ---- input ---- */
-
-/* Fill until the buffer holds "\r\n\r\n"; false on EOF, error or a head
- * too long. */
-static bool read_head(struct rbuf *b, size_t *ret_end) {
-        for (;;) {
-                char *e = b->len >= 4 ? memmem(b->buf, b->len, "\r\n\r\n", 4) : NULL;
-                int r;
-
-                if (e) {
-                        *ret_end = (size_t)(e - b->buf) + 4;
-                        return true;
-                }
-                if (b->len == sizeof(b->buf))
-                        return false;
-                r = SSL_read(b->ssl, b->buf + b->len, (int)(sizeof(b->buf) - b->len));
-                if (r <= 0)
-                        return false;
-                b->len += (size_t)r;
-        }
-}
-
-static bool read_body(struct rbuf *b, char *dst, size_t n) {
-        size_t have = b->len < n ? b->len : n;
-
-        memcpy(dst, b->buf, have);
-        memmove(b->buf, b->buf + have, b->len - have);
-        b->len -= have;
-        while (have < n) {
-                int r = SSL_read(b->ssl, dst + have,
-                                 (int)(n - have > (1u << 20) ? 1u << 20 : n - have));
-                if (r <= 0)
-                        return false;
-                have += (size_t)r;
-        }
-        return true;
-}
-
-static void request_clear(struct request *r) {
-        free(r->path);
-        free(r->auth);
-        free(r->body);
-        memset(r, 0, sizeof(*r));
-}
-
-static char *header_value(char *line, const char *name) {
-        size_t n = strlen(name);
-
-        if (strncasecmp(line, name, n) != 0 || line[n] != ':')
-                return NULL;
-        line += n + 1;
-        while (*line == ' ' || *line == '\t')
-                line++;
-        return line;
-}
-
-/* Parse one request head (and read its body); false: drop the connection. */
-static bool read_request(struct rbuf *b, struct request *r) {
-        size_t end;
-        char *line, *save = NULL, *head, *target, *v;
-
-        memset(r, 0, sizeof(*r));
-        if (!read_head(b, &end))
-                return false;
-        head = strndup(b->buf, end - 4);
-        MUST(head);
-        memmove(b->buf, b->buf + end, b->len - end);
-        b->len -= end;
-
-        line = strtok_r(head, "\r\n", &save);
-        target = line ? strchr(line, ' ') : NULL;
-        if (!target || (size_t)(target - line) >= sizeof(r->method)) {
-                free(head);
-                return false;
-        }
-        memcpy(r->method, line, (size_t)(target - line));
-        target++;
-        v = strchr(target, ' ');
-        if (!v || strcmp(v + 1, "HTTP/1.1") != 0) {
-                free(head);
-                return false;
-        }
-        r->path = strndup(target, (size_t)(v - target));
-        MUST(r->path);
-        r->query = strchr(r->path, '?');
-        if (r->query)
-                *r->query++ = '\0';
-
-        while ((line = strtok_r(NULL, "\r\n", &save))) {
-                if ((v = header_value(line, "Content-Length")))
-                        r->content_length = strtoul(v, NULL, 10);
-                else if ((v = header_value(line, "Authorization")))
-                        r->auth = strdup(v);
-                else if ((v = header_value(line, "Expect")))
-                        r->expect_continue = strcasecmp(v, "100-continue") == 0;
-                else if ((v = header_value(line, "Connection")))
-                        r->close = strcasecmp(v, "close") == 0;
-                else if ((v = header_value(line, "Transfer-Encoding"))) {
-                        /* No client of ours sends a chunked body. */
-                        free(head);
-                        return false;
-                }
-        }
-        free(head);
-        if (r->content_length > MAX_BODY)
-                return false;
-        if (r->expect_continue && r->content_length > 0 &&
-            !send_all(b->ssl, "HTTP/1.1 100 Continue\r\n\r\n", 25))
-                return false;
-        r->body = malloc(r->content_length + 1);
-        MUST(r->body);
-        if (!read_body(b, r->body, r->content_length))
-                return false;
-        r->body[r->content_length] = '\0';
-        return true;
-}
-
-/* The decoded value of key in an application/x-www-form-urlencoded query,
- * or NULL (caller frees). */
-static char *query_get(const char *q, const char *key) {
-        size_t klen = strlen(key);
-
-        while (q && *q) {
-                const char *amp = strchr(q, '&');
-                size_t len = amp ? (size_t)(amp - q) : strlen(q);
-
-                if (len > klen && strncmp(q, key, klen) == 0 && q[klen] == '=') {
-                        char *out = malloc(len), *o = out;
-
-                        MUST(out);
-                        for (size_t i = klen + 1; i < len; i++) {
-                                unsigned hv;
-                                if (q[i] == '%' && i + 2 < len + 1 &&
-                                    sscanf(q + i + 1, "%2x", &hv) == 1) {
-                                        *o++ = (char)hv;
-                                        i += 2;
-                                } else
-                                        *o++ = q[i] == '+' ? ' ' : q[i];
-                        }
-                        *o = '\0';
-                        return out;
-                }
-                q = amp ? amp + 1 : NULL;
-        }
-        return NULL;
-}
-
 /* ---- state (f->mu held) ---- */
-
-static const char *jstr(const cJSON *o, const char *a, const char *b) {
-        const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, a);
-
-        if (b)
-                x = cJSON_GetObjectItemCaseSensitive(x, b);
-        return cJSON_IsString(x) ? x->valuestring : NULL;
-}
 
 static cJSON *find_slice(struct fakeapi *f, const char *name, int *ret_idx) {
         int i = 0;
         cJSON *s;
 
         cJSON_ArrayForEach(s, f->slices) {
-                const char *n = jstr(s, "metadata", "name");
+                const char *n = fa_jstr(s, "metadata", "name");
                 if (n && strcmp(n, name) == 0) {
                         if (ret_idx)
                                 *ret_idx = i;
@@ -426,112 +137,10 @@ static void record(struct fakeapi *f, const char *type, const cJSON *obj) {
         pthread_cond_broadcast(&f->cond);
 }
 
-/* "spec.nodeName=X,spec.driver=Y": does obj match every term? -EINVAL on
- * a field the server does not index. */
-static int selector_match(const char *sel, const cJSON *obj) {
-        char *copy, *term, *save = NULL;
-        int r = 1;
-
-        if (!sel || !*sel)
-                return 1;
-        copy = strdup(sel);
-        MUST(copy);
-        for (term = strtok_r(copy, ",", &save); term; term = strtok_r(NULL, ",", &save)) {
-                char *eq = strchr(term, '=');
-                const char *have;
-
-                if (!eq) {
-                        r = -EINVAL;
-                        break;
-                }
-                *eq++ = '\0';
-                if (*eq == '=')
-                        eq++;
-                if (strcmp(term, "spec.nodeName") == 0)
-                        have = jstr(obj, "spec", "nodeName");
-                else if (strcmp(term, "spec.driver") == 0)
-                        have = jstr(obj, "spec", "driver");
-                else if (strcmp(term, "metadata.name") == 0)
-                        have = jstr(obj, "metadata", "name");
-                else {
-                        r = -EINVAL;
-                        break;
-                }
-                if (!have || strcmp(have, eq) != 0)
-                        r = 0;
-        }
-        free(copy);
-        return r;
-}
-
-static bool dns_label(const char *s) {
-        size_t n = strlen(s);
-
-        if (n == 0 || n > 63 || s[0] == '-' || s[n - 1] == '-')
-                return false;
-        for (size_t i = 0; i < n; i++)
-                if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
-                        return false;
-        return true;
-}
-
-static bool dns_subdomain(const char *s) {
-        size_t n = strlen(s);
-
-        if (n == 0 || n > 253)
-                return false;
-        for (size_t i = 0; i < n; i++)
-                if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-' ||
-                      s[i] == '.'))
-                        return false;
-        return s[0] != '-' && s[0] != '.' && s[n - 1] != '-' && s[n - 1] != '.';
-}
-
-/* The API server's validation of a ResourceSlice, as far as our client
- * can get it wrong; NULL when valid, else the message. */
-static const char *slice_invalid(const cJSON *s) {
-        const cJSON *spec = cJSON_GetObjectItemCaseSensitive(s, "spec");
-        const cJSON *pool = cJSON_GetObjectItemCaseSensitive(spec, "pool");
-        const cJSON *devs = cJSON_GetObjectItemCaseSensitive(spec, "devices");
-        const cJSON *gen = cJSON_GetObjectItemCaseSensitive(pool, "generation");
-        const cJSON *cnt = cJSON_GetObjectItemCaseSensitive(pool, "resourceSliceCount");
-        const cJSON *d;
-        const char *name = jstr(s, "metadata", "name");
-
-        if (!name || !dns_subdomain(name))
-                return "metadata.name: Invalid value";
-        if (!jstr(spec, "driver", NULL) || !dns_subdomain(jstr(spec, "driver", NULL)))
-                return "spec.driver: Invalid value";
-        if (!jstr(pool, "name", NULL) || strlen(jstr(pool, "name", NULL)) > 253)
-                return "spec.pool.name: Invalid value";
-        if (!cJSON_IsNumber(gen) || gen->valuedouble < 0)
-                return "spec.pool.generation: Invalid value";
-        if (!cJSON_IsNumber(cnt) || cnt->valuedouble < 1)
-                return "spec.pool.resourceSliceCount: Invalid value";
-        if (!jstr(spec, "nodeName", NULL))
-                return "spec.nodeName: Required value";
-        if (!cJSON_IsArray(devs) || cJSON_GetArraySize(devs) > 128)
-                return "spec.devices: Too many: must have at most 128 items";
-        cJSON_ArrayForEach(d, devs) {
-                const char *dn = jstr(d, "name", NULL);
-                const cJSON *e;
-
-                if (!dn || !dns_label(dn))
-                        return "spec.devices[].name: Invalid value";
-                cJSON_ArrayForEach(e, devs) {
-                        if (e == d)
-                                break;
-                        if (strcmp(jstr(e, "name", NULL), dn) == 0)
-                                return "spec.devices[].name: Duplicate value";
-                }
-        }
-        return NULL;
-}
-
 /* ---- handlers (called without f->mu) ---- */
 
 static bool handle_list(struct fakeapi *f, SSL *s, const struct request *r) {
-        char *sel = query_get(r->query, "fieldSelector");
+        char *sel = fa_query_get(r->query, "fieldSelector");
         cJSON *list = cJSON_CreateObject(), *items, *md, *it;
         char rvbuf[32];
         bool ok = true, bad = false;
@@ -544,7 +153,7 @@ static bool handle_list(struct fakeapi *f, SSL *s, const struct request *r) {
         snprintf(rvbuf, sizeof(rvbuf), "%" PRIu64, f->rv);
         cJSON_AddStringToObject(md, "resourceVersion", rvbuf);
         cJSON_ArrayForEach(it, f->slices) {
-                int m = selector_match(sel, it);
+                int m = fa_selector_match(sel, it);
                 if (m < 0)
                         bad = true;
                 if (m > 0)
@@ -552,9 +161,9 @@ static bool handle_list(struct fakeapi *f, SSL *s, const struct request *r) {
         }
         pthread_mutex_unlock(&f->mu);
         if (bad)
-                ok = send_status(s, 400, "BadRequest", "field label not supported", 0);
+                ok = fa_send_status(s, 400, "BadRequest", "field label not supported", 0);
         else
-                ok = send_json(s, 200, list);
+                ok = fa_send_json(s, 200, list);
         cJSON_Delete(list);
         free(sel);
         return ok;
@@ -570,12 +179,10 @@ static bool send_event(SSL *s, const char *type, const cJSON *obj) {
         txt = cJSON_PrintUnformatted(ev);
         MUST(txt);
         {
-                size_t n = strlen(txt);
-                char *line = malloc(n + 2);
-                MUST(line);
-                memcpy(line, txt, n);
-                line[n] = '\n';
-                ok = send_chunk(s, line, n + 1);
+                char *line = NULL;
+                int n = asprintf(&line, "%s\n", txt);
+                MUST(n > 0);
+                ok = fa_send_chunk(s, line, (size_t)n);
                 free(line);
         }
         free(txt);
@@ -584,7 +191,7 @@ static bool send_event(SSL *s, const char *type, const cJSON *obj) {
 }
 
 static bool send_expired(SSL *s) {
-        cJSON *st = status_obj(410, "Expired", "too old resource version");
+        cJSON *st = fa_status_obj(410, "Expired", "too old resource version");
         bool ok = send_event(s, "ERROR", st);
 
         cJSON_Delete(st);
@@ -600,9 +207,9 @@ static bool peer_gone(int fd) {
 static bool handle_watch(struct fakeapi *f, SSL *s, int fd, const struct request *r) {
         static const char head[] = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
                                    "Transfer-Encoding: chunked\r\n\r\n";
-        char *sel = query_get(r->query, "fieldSelector");
-        char *rvs = query_get(r->query, "resourceVersion");
-        char *tos = query_get(r->query, "timeoutSeconds");
+        char *sel = fa_query_get(r->query, "fieldSelector");
+        char *rvs = fa_query_get(r->query, "resourceVersion");
+        char *tos = fa_query_get(r->query, "timeoutSeconds");
         uint64_t pos = rvs ? strtoull(rvs, NULL, 10) : 0;
         uint64_t deadline =
                 now_ns() + (uint64_t)(tos ? strtoul(tos, NULL, 10) : 1800) * 1000000000u;
@@ -614,10 +221,10 @@ static bool handle_watch(struct fakeapi *f, SSL *s, int fd, const struct request
         if (pos != 0 && pos < f->min_rv && f->expire_http) {
                 pthread_mutex_unlock(&f->mu);
                 free(sel);
-                return send_status(s, 410, "Expired", "too old resource version", 0);
+                return fa_send_status(s, 410, "Expired", "too old resource version", 0);
         }
         pthread_mutex_unlock(&f->mu);
-        if (!send_all(s, head, sizeof(head) - 1)) {
+        if (!fa_send_all(s, head, sizeof(head) - 1)) {
                 free(sel);
                 return false;
         }
@@ -626,7 +233,7 @@ static bool handle_watch(struct fakeapi *f, SSL *s, int fd, const struct request
                 /* "Any": the current state as ADDED events, then changes. */
                 cJSON *it, *copy = cJSON_CreateArray();
                 cJSON_ArrayForEach(it, f->slices) {
-                        if (selector_match(sel, it) > 0)
+                        if (fa_selector_match(sel, it) > 0)
                                 cJSON_AddItemToArray(copy, cJSON_Duplicate(it, true));
                 }
                 pos = f->rv;
@@ -660,7 +267,7 @@ static bool handle_watch(struct fakeapi *f, SSL *s, int fd, const struct request
                         if (e->rv <= pos)
                                 continue;
                         pos = e->rv;
-                        if (selector_match(sel, e->obj) <= 0)
+                        if (fa_selector_match(sel, e->obj) <= 0)
                                 continue;
                         obj = cJSON_Duplicate(e->obj, true);
                         type = e->type;
@@ -697,7 +304,7 @@ static bool handle_watch(struct fakeapi *f, SSL *s, int fd, const struct request
         }
         pthread_mutex_unlock(&f->mu);
         free(sel);
-        return ok && send_all(s, "0\r\n\r\n", 5);
+        return ok && fa_send_all(s, "0\r\n\r\n", 5);
 }
 
 static bool handle_create(struct fakeapi *f, SSL *s, const struct request *r) {
@@ -708,18 +315,18 @@ static bool handle_create(struct fakeapi *f, SSL *s, const struct request *r) {
 
         if (!obj || !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(obj, "metadata"))) {
                 cJSON_Delete(obj);
-                return send_status(s, 400, "BadRequest", "bad JSON", 0);
+                return fa_send_status(s, 400, "BadRequest", "bad JSON", 0);
         }
-        if ((bad = slice_invalid(obj))) {
+        if ((bad = fa_slice_invalid(obj))) {
                 cJSON_Delete(obj);
-                return send_status(s, 422, "Invalid", bad, 0);
+                return fa_send_status(s, 422, "Invalid", bad, 0);
         }
-        name = jstr(obj, "metadata", "name");
+        name = fa_jstr(obj, "metadata", "name");
         pthread_mutex_lock(&f->mu);
         if (find_slice(f, name, NULL)) {
                 pthread_mutex_unlock(&f->mu);
                 cJSON_Delete(obj);
-                return send_status(s, 409, "AlreadyExists", "resourceslices already exists", 0);
+                return fa_send_status(s, 409, "AlreadyExists", "resourceslices already exists", 0);
         }
         f->rv++;
         snprintf(uid, sizeof(uid), "00000000-0000-4000-8000-%012" PRIu64, ++f->uid_seq);
@@ -731,7 +338,7 @@ static bool handle_create(struct fakeapi *f, SSL *s, const struct request *r) {
         record(f, "ADDED", obj);
         copy = obj;
         pthread_mutex_unlock(&f->mu);
-        ok = send_json(s, 201, copy);
+        ok = fa_send_json(s, 201, copy);
         cJSON_Delete(copy);
         return ok;
 }
@@ -743,15 +350,15 @@ static bool handle_update(struct fakeapi *f, SSL *s, const struct request *r, co
         bool ok;
 
         if (!obj)
-                return send_status(s, 400, "BadRequest", "bad JSON", 0);
-        if ((bad = slice_invalid(obj)) || strcmp(jstr(obj, "metadata", "name"), name) != 0) {
+                return fa_send_status(s, 400, "BadRequest", "bad JSON", 0);
+        if ((bad = fa_slice_invalid(obj)) || strcmp(fa_jstr(obj, "metadata", "name"), name) != 0) {
                 cJSON_Delete(obj);
-                return send_status(s, 422, "Invalid", bad ? bad : "metadata.name: differs", 0);
+                return fa_send_status(s, 422, "Invalid", bad ? bad : "metadata.name: differs", 0);
         }
-        want_rv = jstr(obj, "metadata", "resourceVersion");
+        want_rv = fa_jstr(obj, "metadata", "resourceVersion");
         if (!want_rv) {
                 cJSON_Delete(obj);
-                return send_status(
+                return fa_send_status(
                         s, 422, "Invalid",
                         "metadata.resourceVersion: Invalid value: 0x0: must be specified for an update",
                         0);
@@ -761,13 +368,13 @@ static bool handle_update(struct fakeapi *f, SSL *s, const struct request *r, co
         if (!cur) {
                 pthread_mutex_unlock(&f->mu);
                 cJSON_Delete(obj);
-                return send_status(s, 404, "NotFound", "resourceslices not found", 0);
+                return fa_send_status(s, 404, "NotFound", "resourceslices not found", 0);
         }
-        cur_rv = jstr(cur, "metadata", "resourceVersion");
+        cur_rv = fa_jstr(cur, "metadata", "resourceVersion");
         if (strcmp(cur_rv, want_rv) != 0) {
                 pthread_mutex_unlock(&f->mu);
                 cJSON_Delete(obj);
-                return send_status(
+                return fa_send_status(
                         s, 409, "Conflict",
                         "the object has been modified; please apply your changes to the latest version and try again",
                         0);
@@ -776,12 +383,12 @@ static bool handle_update(struct fakeapi *f, SSL *s, const struct request *r, co
         cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "metadata"),
                                                 "uid");
         cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "uid",
-                                jstr(cur, "metadata", "uid"));
+                                fa_jstr(cur, "metadata", "uid"));
         set_rv(obj, f->rv);
         cJSON_ReplaceItemInArray(f->slices, idx, cJSON_Duplicate(obj, true));
         record(f, "MODIFIED", obj);
         pthread_mutex_unlock(&f->mu);
-        ok = send_json(s, 200, obj);
+        ok = fa_send_json(s, 200, obj);
         cJSON_Delete(obj);
         return ok;
 }
@@ -805,12 +412,12 @@ static bool handle_delete(struct fakeapi *f, SSL *s, const char *name) {
         cur = find_slice(f, name, &idx);
         if (!cur) {
                 pthread_mutex_unlock(&f->mu);
-                return send_status(s, 404, "NotFound", "resourceslices not found", 0);
+                return fa_send_status(s, 404, "NotFound", "resourceslices not found", 0);
         }
         copy = cJSON_Duplicate(cur, true);
         delete_at(f, idx);
         pthread_mutex_unlock(&f->mu);
-        ok = send_json(s, 200, copy);
+        ok = fa_send_json(s, 200, copy);
         cJSON_Delete(copy);
         return ok;
 }
@@ -825,8 +432,8 @@ static bool handle_get_slice(struct fakeapi *f, SSL *s, const char *name) {
                 copy = cJSON_Duplicate(cur, true);
         pthread_mutex_unlock(&f->mu);
         if (!copy)
-                return send_status(s, 404, "NotFound", "resourceslices not found", 0);
-        ok = send_json(s, 200, copy);
+                return fa_send_status(s, 404, "NotFound", "resourceslices not found", 0);
+        ok = fa_send_json(s, 200, copy);
         cJSON_Delete(copy);
         return ok;
 }
@@ -837,11 +444,11 @@ static bool handle_claim(struct fakeapi *f, SSL *s, const char *rest) {
         bool ok;
 
         if (!slash || strncmp(slash, "/resourceclaims/", 16) != 0)
-                return send_status(s, 404, "NotFound", "no such path", 0);
+                return fa_send_status(s, 404, "NotFound", "no such path", 0);
         pthread_mutex_lock(&f->mu);
         cJSON_ArrayForEach(c, f->claims) {
-                const char *ns = jstr(c, "metadata", "namespace");
-                const char *name = jstr(c, "metadata", "name");
+                const char *ns = fa_jstr(c, "metadata", "namespace");
+                const char *name = fa_jstr(c, "metadata", "name");
                 if (ns && name && strlen(ns) == (size_t)(slash - rest) &&
                     strncmp(ns, rest, (size_t)(slash - rest)) == 0 &&
                     strcmp(name, slash + 16) == 0) {
@@ -851,8 +458,8 @@ static bool handle_claim(struct fakeapi *f, SSL *s, const char *rest) {
         }
         pthread_mutex_unlock(&f->mu);
         if (!copy)
-                return send_status(s, 404, "NotFound", "resourceclaims not found", 0);
-        ok = send_json(s, 200, copy);
+                return fa_send_status(s, 404, "NotFound", "resourceclaims not found", 0);
+        ok = fa_send_json(s, 200, copy);
         cJSON_Delete(copy);
         return ok;
 }
@@ -863,7 +470,7 @@ static bool handle_node(struct fakeapi *f, SSL *s, const char *name) {
         bool ok;
 
         pthread_mutex_lock(&f->mu);
-        uid = jstr(f->nodes, name, NULL);
+        uid = fa_jstr(f->nodes, name, NULL);
         if (uid) {
                 node = cJSON_CreateObject();
                 cJSON_AddStringToObject(node, "kind", "Node");
@@ -874,8 +481,8 @@ static bool handle_node(struct fakeapi *f, SSL *s, const char *name) {
         }
         pthread_mutex_unlock(&f->mu);
         if (!node)
-                return send_status(s, 404, "NotFound", "nodes not found", 0);
-        ok = send_json(s, 200, node);
+                return fa_send_status(s, 404, "NotFound", "nodes not found", 0);
+        ok = fa_send_json(s, 200, node);
         cJSON_Delete(node);
         return ok;
 }
@@ -918,19 +525,19 @@ static bool admit(struct fakeapi *f, SSL *s, const struct request *r, bool watch
                 return false;
         }
         if (status > 0) {
-                *ok = send_status(s, status, status == 429 ? "TooManyRequests" : "InternalError",
-                                  "injected fault", retry_after);
+                *ok = fa_send_status(s, status, status == 429 ? "TooManyRequests" : "InternalError",
+                                     "injected fault", retry_after);
                 return false;
         }
         if (!authorized) {
-                *ok = send_status(s, 401, "Unauthorized", "Unauthorized", 0);
+                *ok = fa_send_status(s, 401, "Unauthorized", "Unauthorized", 0);
                 return false;
         }
         return true;
 }
 
 static bool handle(struct fakeapi *f, SSL *s, int fd, const struct request *r) {
-        char *w = query_get(r->query, "watch");
+        char *w = fa_query_get(r->query, "watch");
         bool watch = w && (strcmp(w, "true") == 0 || strcmp(w, "1") == 0);
         bool ok = true;
         const char *rest;
@@ -958,9 +565,9 @@ static bool handle(struct fakeapi *f, SSL *s, int fd, const struct request *r) {
                 if (strcmp(r->method, "GET") == 0)
                         return handle_node(f, s, r->path + strlen(NODES));
         } else
-                return send_status(s, 404, "NotFound",
-                                   "the server could not find the requested resource", 0);
-        return send_status(s, 405, "MethodNotAllowed", "method not allowed", 0);
+                return fa_send_status(s, 404, "NotFound",
+                                      "the server could not find the requested resource", 0);
+        return fa_send_status(s, 405, "MethodNotAllowed", "method not allowed", 0);
 }
 
 static void *conn_main(void *arg) {
@@ -982,12 +589,12 @@ static void *conn_main(void *arg) {
                         struct request r;
                         bool ok;
 
-                        if (!read_request(b, &r)) {
-                                request_clear(&r);
+                        if (!fa_read_request(b, &r)) {
+                                fa_request_clear(&r);
                                 break;
                         }
                         ok = handle(c->f, s, c->fd, &r) && !r.close;
-                        request_clear(&r);
+                        fa_request_clear(&r);
                         if (!ok)
                                 break;
                 }
@@ -1203,7 +810,7 @@ void fakeapi_expire(struct fakeapi *f, bool as_http) {
 void fakeapi_wipe(struct fakeapi *f, const char *node) {
         pthread_mutex_lock(&f->mu);
         for (int i = cJSON_GetArraySize(f->slices) - 1; i >= 0; i--) {
-                const char *n = jstr(cJSON_GetArrayItem(f->slices, i), "spec", "nodeName");
+                const char *n = fa_jstr(cJSON_GetArrayItem(f->slices, i), "spec", "nodeName");
                 if (n && strcmp(n, node) == 0)
                         delete_at(f, i);
         }
@@ -1212,7 +819,7 @@ void fakeapi_wipe(struct fakeapi *f, const char *node) {
 }
 
 void fakeapi_put_slice(struct fakeapi *f, cJSON *slice) {
-        const char *name = jstr(slice, "metadata", "name");
+        const char *name = fa_jstr(slice, "metadata", "name");
         int idx;
         bool had;
 

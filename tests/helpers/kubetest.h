@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "fakeapi.h"
+#include "faketree.h"
 #include "kube.h"
 #include "kube-internal.h"
 
@@ -24,7 +25,7 @@
 
 struct kt {
         struct fakeapi *f;
-        char dir[64];
+        char *dir;
         char *kubeconfig, *token_file;
         struct kube *k;
 };
@@ -58,8 +59,8 @@ static inline void kt_kubeconfig(struct kt *t, const char *ca_file, const char *
 
 static inline void kt_setup(struct kt *t, bool listening) {
         memset(t, 0, sizeof(*t));
-        snprintf(t->dir, sizeof(t->dir), "/tmp/kube-test-XXXXXX");
-        cr_assert_not_null(mkdtemp(t->dir));
+        t->dir = ft_new();
+        cr_assert_not_null(t->dir);
         t->f = fakeapi_new(listening);
         fakeapi_add_node(t->f, KT_NODE, KT_NODE_UID);
         fakeapi_set_token(t->f, "token-one");
@@ -76,13 +77,9 @@ static inline struct kube *kt_kube(struct kt *t) {
 }
 
 static inline void kt_teardown(struct kt *t) {
-        char *cmd = NULL;
-
         kube_free(t->k);
         fakeapi_free(t->f);
-        cr_assert_geq(asprintf(&cmd, "rm -rf '%s'", t->dir), 0);
-        cr_assert_eq(system(cmd), 0);
-        free(cmd);
+        ft_free(t->dir);
         free(t->kubeconfig);
         free(t->token_file);
 }

@@ -165,7 +165,9 @@ Test(kube_claims, rotated_token_is_reread_after_401) {
         cr_assert_eq(ans.got[1].err, 0, "%s", ans.got[1].msg);
         struct kube_stats st;
         kube_stats(t.k, &st);
-        cr_assert_eq(st.api_errors[KUBE_ERR_UNAUTHORIZED], 1);
+        /* The claim's own 401, and maybe the list's if it was still
+         * running: without the re-read the lookup fails with -EACCES. */
+        cr_assert_geq(st.api_errors[KUBE_ERR_UNAUTHORIZED], 1);
         clear_answers();
 }
 

@@ -11,19 +11,18 @@
 #include <unistd.h>
 
 #include "kube-internal.h"
+#include "faketree.h"
 #include "tfmt.h"
 
-static char dir[64];
+static char *dir;
 
 static void mkdir_tmp(void) {
-        snprintf(dir, sizeof(dir), "/tmp/kube-creds-XXXXXX");
-        cr_assert_not_null(mkdtemp(dir));
+        dir = ft_new();
+        cr_assert_not_null(dir);
 }
 
 static void rm_tmp(void) {
-        char *cmd = tfmt("rm -rf '%s'", dir);
-        cr_assert_eq(system(cmd), 0);
-        free(cmd);
+        ft_free(dir);
 }
 
 TestSuite(kube_creds, .init = mkdir_tmp, .fini = rm_tmp);
@@ -266,9 +265,7 @@ Test(kube_creds, base64) {
 }
 
 static void sa_files(const char *token) {
-        char *p = tfmt("mkdir -p '%s/var/run/secrets/kubernetes.io/serviceaccount'", dir);
-        cr_assert_eq(system(p), 0);
-        free(p);
+        cr_assert_eq(ft_dir(dir, "var/run/secrets/kubernetes.io/serviceaccount"), 0);
         free(write_file("var/run/secrets/kubernetes.io/serviceaccount/ca.crt", CA_PEM));
         if (token)
                 free(write_file("var/run/secrets/kubernetes.io/serviceaccount/token", token));
