@@ -30,7 +30,8 @@
 #include "log.h"
 
 static int lockdown(const struct dp_daemon *d) {
-        struct sbx_options so = { 0 };
+        /* The API client's TCP sockets, only when DRA is configured. */
+        struct sbx_options so = { .api_access = d->cfg->dra_driver != NULL };
         struct sbx_error err = { 0 };
         const char *user = d->opts->user ? d->opts->user : d->cfg->user;
         int r;

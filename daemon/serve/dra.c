@@ -14,6 +14,7 @@
 #include "config.h"
 #include "dra.h"
 #include "dra_node.h"
+#include "kube.h"
 #include "log.h"
 #include "loop.h"
 #include "plugin.h"
@@ -53,6 +54,44 @@ static void registered(void *ctx, bool accepted) {
         set_registered(ctx, accepted);
 }
 
+/* A claim's outcome, on cdiplug-kube: handed to the node server. */
+static void claim_got(void *ctx, struct kube_claim *claim) {
+        _cleanup_free_ struct dra_result *v = calloc(claim->n_results + 1, sizeof(*v));
+
+        if (!v && claim->err == 0)
+                dra_node_claim_done(ctx, -ENOMEM, NULL, NULL, 0);
+        else {
+                for (size_t i = 0; v && i < claim->n_results; i++)
+                        v[i] = (struct dra_result){ .request = claim->results[i].request,
+                                                    .pool = claim->results[i].pool,
+                                                    .device = claim->results[i].device };
+                dra_node_claim_done(ctx, claim->err, claim->msg, v, v ? claim->n_results : 0);
+        }
+        kube_claim_clear(claim);
+}
+
+static int lookup(void *ctx, const char *ns, const char *name, const char *uid,
+                  struct dra_lookup *l) {
+        return kube_claim_get(ctx, ns, name, uid, claim_got, l);
+}
+
+/* The API client reads its credentials now (before the lock-down); it is
+ * needed only with a node name, which every DRA resource requires (the
+ * command line checked that). */
+static int kube_setup(struct dp_daemon *d) {
+        struct kube_settings ks = { .kubeconfig = d->opts->kubeconfig,
+                                    .node_name = d->opts->node_name,
+                                    .driver = d->cfg->dra_driver };
+
+        if (!d->opts->node_name) {
+                log_warn("dra: no node name (--node-name, NODE_NAME): no ResourceSlices are "
+                         "published and no claim is prepared; a DRA resource needs a restart "
+                         "with one");
+                return 0;
+        }
+        return kube_new(&ks, &d->dra.kube);
+}
+
 int dp_dra_setup(struct dp_daemon *d) {
         struct dra_node_settings s = {
                 .kubelet_root = d->opts->kubelet_root,
@@ -66,6 +105,13 @@ int dp_dra_setup(struct dp_daemon *d) {
 
         if (!d->cfg->dra_driver)
                 return 0;
+        r = kube_setup(d);
+        if (r < 0)
+                return r;
+        if (d->dra.kube) {
+                s.lookup = lookup;
+                s.lookup_ctx = d->dra.kube;
+        }
         r = dra_node_new(&s, &d->dra.node);
         if (r < 0)
                 return r;
@@ -85,6 +131,9 @@ int dp_dra_setup(struct dp_daemon *d) {
         return 0;
 }
 
+/* Every pool first, then the API client: its first list deletes this
+ * node's slices of pools it was not given (resources removed while the
+ * daemon was down). */
 int dp_dra_start(struct dp_daemon *d) {
         int r;
 
@@ -92,6 +141,8 @@ int dp_dra_start(struct dp_daemon *d) {
                 return 0;
         dp_dra_publish(d);
         r = dra_node_start(d->dra.node, d->cq);
+        if (r >= 0 && d->dra.kube)
+                r = kube_start(d->dra.kube);
         return r;
 }
 
@@ -185,6 +236,56 @@ static int add_resource(struct health_list *l, const struct dp_daemon *d,
         return 0;
 }
 
+/* The ResourceSlices: a DRA resource's devices whenever its list changed,
+ * and the pools of resources no longer served by DRA dropped (their slices
+ * are deleted). The API client copes with the network; this never
+ * blocks. */
+static void publish_slices(struct dp_daemon *d) {
+        _cleanup_strvec_ struct base_strvec now = { 0 };
+        int r;
+
+        for (size_t i = 0; i < d->n_res; i++) {
+                struct dp_resource *res = d->res[i];
+                cJSON *devices = NULL;
+                char *pool = NULL;
+
+                if (!is_dra(res)) {
+                        res->dra_gen = 0; /* its pool is dropped below */
+                        continue;
+                }
+                r = dra_pool_name(d->opts->node_name, res->cfg->name, &pool);
+                if (r >= 0)
+                        r = base_strvec_push(&now, pool);
+                if (r < 0 || res->dra_gen == res->plugin->generation)
+                        continue;
+                r = dra_devices_json(res->plugin, res->cfg->name, &devices);
+                if (r > 0)
+                        log_with(LOG_WARN, &(struct log_fields){ .resource = res->cfg->name },
+                                 "resource \"%s\": %d devices left out of its ResourceSlices: "
+                                 "their IDs give the same device name as another's",
+                                 res->cfg->name, r);
+                if (r >= 0)
+                        r = kube_pool_set(d->dra.kube, pool, devices);
+                if (r < 0)
+                        log_with(LOG_ERR,
+                                 &(struct log_fields){ .resource = res->cfg->name, .err = -r },
+                                 "resource \"%s\": cannot publish its devices: %s", res->cfg->name,
+                                 strerror(-r));
+                else
+                        res->dra_gen = res->plugin->generation;
+        }
+        for (size_t i = 0; i < d->dra.published.n; i++) {
+                bool kept = false;
+                for (size_t k = 0; k < now.n && !kept; k++)
+                        kept = strcmp(now.v[k], d->dra.published.v[i]) == 0;
+                if (!kept)
+                        (void)kube_pool_set(d->dra.kube, d->dra.published.v[i], NULL);
+        }
+        base_strvec_clear(&d->dra.published);
+        d->dra.published = now;
+        now = (struct base_strvec){ 0 };
+}
+
 /* Every DRA resource's devices, for the health streams. Called at start
  * and after each change of a DRA resource's list or of the resources. */
 void dp_dra_publish(struct dp_daemon *d) {
@@ -194,6 +295,8 @@ void dp_dra_publish(struct dp_daemon *d) {
         if (!d->dra.node || !d->opts->node_name)
                 return;
         set_registered(d, dra_node_accepted(d->dra.node));
+        if (d->dra.kube)
+                publish_slices(d);
         for (size_t i = 0; r >= 0 && i < d->n_res; i++)
                 if (is_dra(d->res[i]))
                         r = add_resource(&l, d, d->res[i]);
@@ -240,7 +343,12 @@ bool dp_dra_done(const struct dp_daemon *d) {
         return !d->dra.node || dra_node_done(d->dra.node);
 }
 
+/* The API client first: it answers the lookups still waiting (cancelled)
+ * into the node server. */
 void dp_dra_free(struct dp_daemon *d) {
+        kube_free(d->dra.kube);
+        d->dra.kube = NULL;
+        base_strvec_clear(&d->dra.published);
         dra_node_free(d->dra.node);
         d->dra.node = NULL;
 }

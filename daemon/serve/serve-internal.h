@@ -95,6 +95,7 @@ struct dp_resource {
         struct dp_res_accept accept;         /* server.c's */
         struct dp_res_relisten relisten;     /* watch.c's */
         struct dp_res_life life;             /* resource.c's */
+        uint64_t dra_gen; /* dra.c's: plugin generation its pool was published at, 0 none */
 
         struct dp_res_stats stats; /* for /metrics and /readyz */
 };
@@ -132,12 +133,15 @@ struct dp_watcher {
         bool reload_due; /* the config file changed on disk */
 };
 
-/* The DRA driver's node server (dra.c). */
+/* The DRA driver's node server and API client (dra.c). */
 struct dra_node;
+struct kube;
 struct dp_dra {
-        struct dra_node *node; /* NULL: the config has no "dra" section */
-        int wd;                /* watch on plugins_registry, or -1 */
-        uint64_t due_ms;       /* dra_timer's: the earliest Prepare deadline, 0 none */
+        struct dra_node *node;        /* NULL: the config has no "dra" section */
+        struct kube *kube;            /* NULL: no "dra" section, or no node name */
+        struct base_strvec published; /* pools given to the API client, not yet dropped */
+        int wd;                       /* watch on plugins_registry, or -1 */
+        uint64_t due_ms;              /* dra_timer's: the earliest Prepare deadline, 0 none */
 };
 
 struct dp_daemon {

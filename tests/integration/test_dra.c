@@ -14,6 +14,7 @@
 #include "base.h"
 #include "dra.h"
 #include "env.h"
+#include "fakeapi.h"
 #include "http.h"
 #include "kubelet.h"
 #include "logwait.h"
@@ -25,12 +26,37 @@ static struct env e;
 static struct tk_dra *kd;
 static struct tk *tk;
 static char *kroot;
+/* The daemon's API client needs an API server even where a test looks at
+ * the kubelet's side only. */
+static struct fakeapi *api;
+static char *kubeconfig;
 
 static void stop(void) {
         tk_dra_stop(kd);
         tk_stop(tk);
         env_cleanup(&e);
+        fakeapi_free(api);
         free(kroot);
+        free(kubeconfig);
+}
+
+static void write_kubeconfig(void) {
+        char *text = NULL;
+
+        api = fakeapi_new(true);
+        fakeapi_add_node(api, "node1", "6d1b3a4e-0000-4000-8000-000000000001");
+        cr_assert_eq(asprintf(&text,
+                              "apiVersion: v1\nkind: Config\ncurrent-context: t\n"
+                              "contexts:\n- name: t\n  context: {cluster: c, user: u}\n"
+                              "clusters:\n- name: c\n  cluster:\n    server: %s\n"
+                              "    certificate-authority: %s\n"
+                              "users:\n- name: u\n  user: {}\n",
+                              fakeapi_url(api), fakeapi_ca_file(api)) > 0,
+                     true);
+        env_write(&e, "kubeconfig", text);
+        free(text);
+        free(kubeconfig);
+        cr_assert_eq(asprintf(&kubeconfig, "%s/kubeconfig", e.root) > 0, true);
 }
 
 TestSuite(dra, .fini = stop, .timeout = 60);
@@ -52,15 +78,17 @@ static void start(const char *config) {
         cr_assert_eq(asprintf(&kroot, "%s/kubelet-root", e.root) > 0, true);
         cr_assert_eq(mkdir(kroot, 0755), 0);
         env_write(&e, "config.json", config);
+        write_kubeconfig();
         cr_assert_eq(tk_start(e.kubelet_dir, &tk), 0);
         cr_assert_eq(tk_dra_start(kroot, &kd), 0);
         if (port) {
                 char addr[32];
                 snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
-                env_spawn(&e, "--kubelet-root", kroot, "--node-name", "node1", "--metrics-address",
-                          addr, NULL);
+                env_spawn(&e, "--kubelet-root", kroot, "--node-name", "node1", "--kubeconfig",
+                          kubeconfig, "--metrics-address", addr, NULL);
         } else
-                env_spawn(&e, "--kubelet-root", kroot, "--node-name", "node1", NULL);
+                env_spawn(&e, "--kubelet-root", kroot, "--node-name", "node1", "--kubeconfig",
+                          kubeconfig, NULL);
         cr_assert_eq(tk_dra_wait_registered(kd, DRIVER, 1, WAIT_MS), 0, "never registered");
 }
 

@@ -195,6 +195,8 @@ int tk_dra_start(const char *root, struct tk_dra **ret) {
         }
         (void)mkdir(root, 0755);
         (void)mkdir(k->dir, 0750);
+        /* Its own reference: a test may run it without tk_start. */
+        dp_grpc_init();
         pthread_mutex_init(&k->lock, NULL);
         pthread_cond_init(&k->cond, NULL);
         k->ino = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
@@ -208,6 +210,7 @@ int tk_dra_start(const char *root, struct tk_dra **ret) {
                         close(k->stop_fd);
                 free(k->dir);
                 free(k);
+                grpc_shutdown();
                 return r ? r : -EIO;
         }
         *ret = k;
@@ -238,6 +241,7 @@ void tk_dra_stop(struct tk_dra *k) {
         free(k->refuse);
         free(k->dir);
         free(k);
+        grpc_shutdown();
 }
 
 void tk_dra_refuse(struct tk_dra *k, const char *reason) {
