@@ -200,7 +200,8 @@ static void answer(struct dra_prep *p) {
                         pc->error = (char *)save_error;
                 else
                         r = fill_devices(pc, l->devices, l->n_devices);
-                claim_error = claim_error || pc->error;
+                /* protobuf-c initialises a string to "", not NULL. */
+                claim_error = claim_error || (pc->error && *pc->error);
         }
         if (r >= 0)
                 p->c->send = dp_pack(&resp.base);

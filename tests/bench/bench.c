@@ -358,10 +358,10 @@ static struct {
         uint64_t rl50, rl99;
         unsigned rl_regs, rl_lists; /* Registers and lists of the 63 others across the reloads */
         bool dra;
-        uint64_t dra_p50, dra_p99;       /* Prepare, one claim */
-        uint64_t dra_h50, dra_h99;       /* hotplug -> slice updated */
-        long dra_rss_anon, dra_vm_rss;   /* 64 DRA resources, published */
-        long dra_rss_anon_after;         /* after the Prepares and hotplugs */
+        uint64_t dra_p50, dra_p99;     /* Prepare, one claim */
+        uint64_t dra_h50, dra_h99;     /* hotplug -> slice updated */
+        long dra_rss_anon, dra_vm_rss; /* 64 DRA resources, published */
+        long dra_rss_anon_after;       /* after the Prepares and hotplugs */
         bool hostile;
         uint64_t hi_sc50, hi_sc99, hi_hz50, hi_hz99; /* beside 1,000 idle connections */
         uint64_t hi_a50, hi_a99;                     /* Allocate alone */
@@ -1514,8 +1514,8 @@ static void bench_dra(void) {
         dra_claims(api, uids);
         if (tk_dra_start(kroot, &kd) < 0)
                 die("test kubelet's DRA side");
-        char *more[] = { "--kubelet-root", kroot, "--node-name", DRA_NODE, "--kubeconfig",
-                         kubeconfig, NULL };
+        char *more[] = { "--kubelet-root", kroot,      "--node-name", DRA_NODE,
+                         "--kubeconfig",   kubeconfig, NULL };
         pid_t d = spawn_daemon_with(dir, more);
         if (tk_dra_wait_registered(kd, DRA_DRIVER, 1, 20000) < 0)
                 die("the DRA driver registering");

@@ -41,10 +41,9 @@ static void stop(void) {
 
 TestSuite(dra_metrics, .fini = stop, .timeout = 90);
 
-static const char config[] =
-        "{ \"dra\": { \"driver\": \"" DRIVER "\" }, \"resources\": ["
-        " { \"name\": \"example.com/serial\", \"api\": \"dra\","
-        " \"match\": [ { \"path\": \"/dev/ttyS*\" } ] } ] }";
+static const char config[] = "{ \"dra\": { \"driver\": \"" DRIVER "\" }, \"resources\": ["
+                             " { \"name\": \"example.com/serial\", \"api\": \"dra\","
+                             " \"match\": [ { \"path\": \"/dev/ttyS*\" } ] } ] }";
 
 static void start(void) {
         char *text = NULL, addr[32];
@@ -157,7 +156,8 @@ static const char *prepare(const char *version, const char *name, const char *ui
         "cdiplug_dra_requests_total{method=\"" m "\",version=\"" v "\",outcome=\"" o "\"}"
 
 Test(dra_metrics, figures_move_with_registration_prepare_errors_and_slices) {
-        _cleanup_free_ char *d0 = NULL, *page = NULL;
+        _cleanup_free_ char *d0 = NULL;
+        char *page;
         struct tk_dra_claim ok[] = { { "ns", "ok", "uid-ok" } };
         UnprepResp *u = NULL;
 
@@ -173,8 +173,7 @@ Test(dra_metrics, figures_move_with_registration_prepare_errors_and_slices) {
         cr_assert_gt(sample(page, "cdiplug_dra_publish_duration_seconds_sum"), 0, "%s", page);
         cr_assert_eq(sample(page, "cdiplug_dra_prepared_claims"), 0, "%s", page);
         cr_assert_eq(sample(page, REQ("prepare", "v1", "ok")), 0, "%s", page);
-        cr_assert_eq(sample(page, "cdiplug_dra_api_errors_total{class=\"server\"}"), 0, "%s",
-                     page);
+        cr_assert_eq(sample(page, "cdiplug_dra_api_errors_total{class=\"server\"}"), 0, "%s", page);
         double lookups = sample(page, "cdiplug_dra_claim_lookups_total");
         free(page);
 
@@ -193,16 +192,15 @@ Test(dra_metrics, figures_move_with_registration_prepare_errors_and_slices) {
         fakeapi_fault(api, "GET", CLAIMS "other", 1, 503, 0);
         cr_assert_neq(strlen(prepare("v1beta1", "other", "uid-other")), 0);
         page = scrape();
-        cr_assert_eq(sample(page, "cdiplug_dra_api_errors_total{class=\"server\"}"), 1, "%s",
-                     page);
+        cr_assert_eq(sample(page, "cdiplug_dra_api_errors_total{class=\"server\"}"), 1, "%s", page);
         cr_assert_eq(sample(page, REQ("prepare", "v1beta1", "claim_error")), 1, "%s", page);
         cr_assert_eq(sample(page, "cdiplug_dra_prepared_claims"), 1, "%s", page);
         free(page);
 
         /* Unprepare: nothing prepared any more. */
         cr_assert_eq(tk_dra_unprepare(kd, DRIVER, "v1", ok, 1, &u), GRPC_STATUS_OK);
-        k8s__io__kubelet__pkg__apis__dra__v1__node_unprepare_resources_response__free_unpacked(u,
-                                                                                               NULL);
+        k8s__io__kubelet__pkg__apis__dra__v1__node_unprepare_resources_response__free_unpacked(
+                u, NULL);
         page = scrape();
         cr_assert_eq(sample(page, "cdiplug_dra_prepared_claims"), 0, "%s", page);
         cr_assert_eq(sample(page, REQ("unprepare", "v1", "ok")), 1, "%s", page);
