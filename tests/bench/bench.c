@@ -1494,7 +1494,8 @@ static void bench_dra(void) {
         static uint64_t prep[DRA_PREPARES], hp[DRA_HOTPLUGS];
         static char uids[DRA_PREPARES][16], names[DRA_PREPARES][16];
         char *cfg = dra_config(), *dir = make_dir("dra", cfg);
-        char *kroot = path_join(dir, "kubelet-root"), *kubeconfig = path_join(dir, "kubeconfig");
+        /* Short: the registry socket's path must fit a sun_path under TMPDIR. */
+        char *kroot = path_join(dir, "k"), *kubeconfig = path_join(dir, "kubeconfig");
         char *node = path_join(dir, "host/dev/d05x"), *pool = NULL;
         struct fakeapi *api = fakeapi_new(true);
         struct tk_dra *kd;
