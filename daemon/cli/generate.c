@@ -38,7 +38,8 @@ static int generate(const struct dp_options *o, const struct cfg_config *cfg) {
                 if (r >= 0 && p->n_devs == 0) {
                         /* A spec without devices is invalid for every
                          * runtime: say so and write none. */
-                        log_warn("resource \"%s\": no matching devices, no CDI spec", rc->name);
+                        log_with(LOG_WARN, &(struct log_fields){ .resource = rc->name },
+                                 "resource \"%s\": no matching devices, no CDI spec", rc->name);
                         empty++;
                         res_devlist_free(&found);
                         dp_plugin_free(p);
@@ -53,12 +54,17 @@ static int generate(const struct dp_options *o, const struct cfg_config *cfg) {
                 } else if (r >= 0)
                         r = cdi_spec_write(o->cdi_dir, &spec);
                 if (r < 0)
-                        log_error("resource \"%s\": cannot generate its CDI spec%s%s: %s", rc->name,
-                                  o->to_stdout ? "" : " in ", o->to_stdout ? "" : o->cdi_dir,
-                                  strerror(-r));
+                        log_with(LOG_ERR,
+                                 &(struct log_fields){ .resource = rc->name,
+                                                       .path = o->to_stdout ? NULL : o->cdi_dir,
+                                                       .err = r },
+                                 "resource \"%s\": cannot generate its CDI spec%s%s: %s", rc->name,
+                                 o->to_stdout ? "" : " in ", o->to_stdout ? "" : o->cdi_dir,
+                                 strerror(-r));
                 else {
                         written++;
-                        log_info("resource \"%s\": %zu devices in CDI kind \"%s\"", rc->name,
+                        log_with(LOG_INFO, &(struct log_fields){ .resource = rc->name },
+                                 "resource \"%s\": %zu devices in CDI kind \"%s\"", rc->name,
                                  p->n_devs, p->kind);
                 }
                 cdi_spec_free(&spec);

@@ -55,7 +55,8 @@ int cli_load_prepared(const struct dp_options *o, bool sockets, struct cfg_confi
         r = dp_names_prepare(cfg, o->kubelet_dir, sockets);
         if (r < 0) {
                 if (r != -EINVAL)
-                        log_error("%s: %s", o->config_path, strerror(-r));
+                        log_with(LOG_ERR, &(struct log_fields){ .path = o->config_path, .err = r },
+                                 "%s: %s", o->config_path, strerror(-r));
                 cfg_free(cfg);
                 return r == -EINVAL ? CLI_EXIT_USAGE : CLI_EXIT_FAILURE;
         }

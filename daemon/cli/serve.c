@@ -33,7 +33,8 @@ int cli_serve(const struct dp_options *o) {
         log_info("cdiplug %s starting: %zu resources, kubelet dir %s, CDI dir %s", CDIPLUG_VERSION,
                  cfg->n_resources, o->kubelet_dir, o->cdi_dir);
         if (cfg->n_resources == 0)
-                log_warn("%s configures no resources: serving nothing; add resources to it "
+                log_with(LOG_WARN, &(struct log_fields){ .path = o->config_path },
+                         "%s configures no resources: serving nothing; add resources to it "
                          "(see cdiplug(8) and the example config.json in cdiplug's doc dir)",
                          o->config_path);
         r = dp_daemon_run(o, cfg);

@@ -75,31 +75,37 @@ static int prepare_one(struct cfg_resource *rc, const char *kubelet_dir, bool so
 
         r = cdi_kind_from_resource(rc->name, &ret->kind);
         if (r < 0) {
-                log_error("resource \"%s\": has no valid CDI kind: %s", rc->name, strerror(-r));
+                log_with(LOG_ERR, &(struct log_fields){ .resource = rc->name, .err = r },
+                         "resource \"%s\": has no valid CDI kind: %s", rc->name, strerror(-r));
                 return -EINVAL;
         }
         if (strcmp(ret->kind, rc->name) != 0)
-                log_info("resource \"%s\": CDI kind is \"%s\" (%s); CDI users outside Kubernetes "
+                log_with(LOG_INFO, &(struct log_fields){ .resource = rc->name },
+                         "resource \"%s\": CDI kind is \"%s\" (%s); CDI users outside Kubernetes "
                          "name its devices \"%s=<device>\"",
                          rc->name, ret->kind, kind_rewrite_reason(rc->name), ret->kind);
         slash = strchr(ret->kind, '/');
         if (strchr(slash + 1, '.'))
-                log_warn(
+                log_with(
+                        LOG_WARN, &(struct log_fields){ .resource = rc->name },
                         "resource \"%s\": the '.' in the CDI class \"%s\" needs cdiVersion 0.6.0, which "
                         "podman 4.3 and containerd 1.7 cannot read (a CDI library before 0.6 "
                         "refuses the whole spec); a name part without '.' keeps cdiVersion 0.3.0",
                         rc->name, slash + 1);
         r = cdi_spec_file_name(ret->kind, &ret->spec_file);
         if (r < 0) {
-                log_error("resource \"%s\": no CDI spec file name for kind \"%s\": %s", rc->name,
-                          ret->kind, strerror(-r));
+                log_with(LOG_ERR, &(struct log_fields){ .resource = rc->name, .err = r },
+                         "resource \"%s\": no CDI spec file name for kind \"%s\": %s", rc->name,
+                         ret->kind, strerror(-r));
                 return r == -ENOMEM ? r : -EINVAL;
         }
         if (sockets) {
                 _cleanup_free_ char *sock = NULL;
                 r = dp_socket_name(kubelet_dir, rc->name, &sock);
                 if (r == -ENAMETOOLONG) {
-                        log_error(
+                        log_with(
+                                LOG_ERR,
+                                &(struct log_fields){ .resource = rc->name, .path = kubelet_dir },
                                 "resource \"%s\": kubelet dir %s is too long for any socket in it: a unix "
                                 "socket path holds at most %zu bytes; use a shorter --kubelet-dir",
                                 rc->name, kubelet_dir,
@@ -109,7 +115,10 @@ static int prepare_one(struct cfg_resource *rc, const char *kubelet_dir, bool so
                 if (r < 0)
                         return r;
                 if (strcmp(sock, rc->socket_name) != 0) {
-                        log_info(
+                        log_with(
+                                LOG_INFO,
+                                &(struct log_fields){
+                                        .resource = rc->name, .path = kubelet_dir, .file = sock },
                                 "resource \"%s\": socket %s/%s (the full name would not fit a unix "
                                 "socket path)",
                                 rc->name, kubelet_dir, sock);

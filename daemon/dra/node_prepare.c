@@ -167,12 +167,19 @@ static void free_answer(PrepareResponse *resp) {
  * Unprepare after a restart could not know them. */
 static void answer(struct dra_prep *p) {
         struct dra_node *n = p->n;
+        struct dra_call *c = p->c;
         PrepareResponse resp =
                 K8S__IO__KUBELET__PKG__APIS__DRA__V1__NODE_PREPARE_RESOURCES_RESPONSE__INIT;
         const char *save_error = NULL;
         bool claim_error = false;
         int r = 0;
 
+        /* Only a request still in n->preps is answered, and it has its
+         * call until then. */
+        if (!c) {
+                unlink_prep(p);
+                return;
+        }
         if (p->dirty && dra_checkpoint_save(n) < 0)
                 save_error = "cannot write the checkpoint of prepared claims (see cdiplug's log)";
         resp.claims = calloc(p->n_claims + 1, sizeof(*resp.claims));
@@ -204,13 +211,12 @@ static void answer(struct dra_prep *p) {
                 claim_error = claim_error || (pc->error && *pc->error);
         }
         if (r >= 0)
-                p->c->send = dp_pack(&resp.base);
-        n->stats.calls[DRA_CALL_PREPARE][p->version][!p->c->send   ? DRA_CALL_FAILED
+                c->send = dp_pack(&resp.base);
+        n->stats.calls[DRA_CALL_PREPARE][p->version][!c->send      ? DRA_CALL_FAILED
                                                      : claim_error ? DRA_CALL_CLAIM_ERROR
                                                                    : DRA_CALL_OK]++;
         free_answer(&resp);
         unlink_prep(p);
-        struct dra_call *c = p->c;
         p->c = NULL;
         c->prep = NULL;
         if (c->send)
@@ -501,6 +507,14 @@ bool dra_prepare_method(struct dra_call *c, const char *method) {
         /* Without a way to look claims up, the service is not served. */
         if ((!prep && !unprep) || !c->n->lookup)
                 return false;
+        /* A request read after the stop began would start lookups that
+         * hold the stop up: the kubelet asks again. */
+        if (!c->n->up) {
+                c->n->stats
+                        .calls[prep ? DRA_CALL_PREPARE : DRA_CALL_UNPREPARE][v][DRA_CALL_FAILED]++;
+                dra_call_finish(c, GRPC_STATUS_UNAVAILABLE, "cdiplug is stopping");
+                return true;
+        }
         st = prep ? prepare(c, v, &msg) : unprepare(c, &claim_error, &msg);
         if (prep && st == GRPC_STATUS_OK)
                 return true; /* answered by answer(), now or once the lookups are done */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "log.h"
 
+#include <limits.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -21,7 +22,8 @@ void log_set_json(bool json) {
  * included, so none is ever cut into invalid JSON. */
 #define LOG_MSG_MAX 1024
 #define LOG_FIELD_MAX 256
-#define LOG_LINE_MAX (6 * (LOG_MSG_MAX + 3 * LOG_FIELD_MAX) + 256)
+/* resource, device, and path with its file: four fields at most */
+#define LOG_LINE_MAX (6 * (LOG_MSG_MAX + 4 * LOG_FIELD_MAX) + 256)
 
 static const char *const level_names[] = { "error", "warning", "info", "debug" };
 
@@ -43,8 +45,8 @@ static void put_str(struct line *l, const char *s) {
         put(l, s, strlen(s));
 }
 
-static void put_json_str(struct line *l, const char *s, size_t n) {
-        put(l, "\"", 1);
+/* The bytes of a JSON string, without its quotes. */
+static void put_json_chars(struct line *l, const char *s, size_t n) {
         for (size_t i = 0; i < n; i++) {
                 unsigned char c = (unsigned char)s[i];
                 char esc[8];
@@ -58,92 +60,62 @@ static void put_json_str(struct line *l, const char *s, size_t n) {
                 } else
                         put(l, (const char *)&c, 1);
         }
+}
+
+static void put_json_str(struct line *l, const char *s, size_t n) {
+        put(l, "\"", 1);
+        put_json_chars(l, s, n);
         put(l, "\"", 1);
 }
 
-static void put_field(struct line *l, const char *key, const char *val, size_t n) {
-        if (n > LOG_FIELD_MAX)
-                n = LOG_FIELD_MAX;
+static size_t field_len(const char *s) {
+        return strnlen(s, LOG_FIELD_MAX);
+}
+
+static void put_key(struct line *l, const char *key) {
         put(l, ",\"", 2);
         put_str(l, key);
         put(l, "\":", 2);
-        put_json_str(l, val, n);
 }
 
-/* `resource "NAME": ...` or `device "ID"`: the quoted name after the word. */
-static const char *quoted_after(const char *msg, const char *word, size_t *ret_len) {
-        const char *p = strstr(msg, word);
-        const char *end;
-
-        if (!p || (p != msg && p[-1] != ' '))
-                return NULL;
-        p += strlen(word);
-        end = strchr(p, '"');
-        if (!end)
-                return NULL;
-        *ret_len = (size_t)(end - p);
-        return p;
-}
-
-/* The first word that starts with '/', up to a space, or a colon or comma
- * that ends it. */
-static const char *first_path(const char *msg, size_t *ret_len) {
-        for (const char *p = msg; *p; p++) {
-                if (*p != '/' || (p != msg && p[-1] != ' ' && p[-1] != '('))
-                        continue;
-                size_t n = strcspn(p, " ,)\"");
-                while (n > 1 && (p[n - 1] == ':' || p[n - 1] == '.' || p[n - 1] == ';'))
-                        n--;
-                *ret_len = n;
-                return p;
+static void put_opt_field(struct line *l, const char *key, const char *val) {
+        if (val && *val) {
+                put_key(l, key);
+                put_json_str(l, val, field_len(val));
         }
-        return NULL;
 }
 
-/* Lines end in ": <strerror text>" after a failed call. */
-static int trailing_errno(const char *msg) {
-        size_t len = strlen(msg);
-
-        for (int e = 1; e < 134; e++) {
-                const char *text = strerrordesc_np(e);
-                size_t n = text ? strlen(text) : 0;
-                if (n && len > n + 2 && strcmp(msg + len - n, text) == 0 && msg[len - n - 2] == ':')
-                        return e;
+/* "dir/file", or whichever of the two is there. */
+static void put_path(struct line *l, const char *dir, const char *file) {
+        if (!dir || !*dir || !file || !*file) {
+                put_opt_field(l, "path", dir && *dir ? dir : file);
+                return;
         }
-        return 0;
+        put_key(l, "path");
+        put(l, "\"", 1);
+        put_json_chars(l, dir, field_len(dir));
+        put(l, "/", 1);
+        put_json_chars(l, file, field_len(file));
+        put(l, "\"", 1);
 }
 
-/* A field given explicitly ("" for none), else found in the message. */
-static void put_field_or(struct line *l, const char *key, const char *given, const char *found,
-                         size_t n) {
-        if (given && *given)
-                put_field(l, key, given, strlen(given));
-        else if (!given && found)
-                put_field(l, key, found, n);
-}
-
-static void put_fields(struct line *l, const struct log_fields *f, const char *msg) {
-        static const struct log_fields none = { 0 };
-        const char *v;
-        size_t n = 0;
-        int err;
-
+/* Exactly the fields the call site passed. */
+static void put_fields(struct line *l, const struct log_fields *f) {
         if (!f)
-                f = &none;
-        err = f->err ? f->err : trailing_errno(msg);
-        v = quoted_after(msg, "resource \"", &n);
-        put_field_or(l, "resource", f->resource, v, n);
-        v = quoted_after(msg, "device \"", &n);
-        if (!v)
-                v = quoted_after(msg, "device ID \"", &n);
-        put_field_or(l, "device", f->device, v, n);
-        v = first_path(msg, &n);
-        put_field_or(l, "path", f->path, v, n);
-        if (err) {
+                return;
+        put_opt_field(l, "resource", f->resource);
+        put_opt_field(l, "device", f->device);
+        put_path(l, f->path, f->file);
+        if (f->err) {
+                /* -INT_MIN does not exist: such a value is no errno anyway. */
+                int err = f->err < 0 && f->err != INT_MIN ? -f->err : f->err;
                 const char *name = strerrorname_np(err);
                 char num[16];
-                snprintf(num, sizeof(num), "%d", err);
-                put_field(l, "errno", name ? name : num, strlen(name ? name : num));
+                if (!name) {
+                        snprintf(num, sizeof(num), "%d", err);
+                        name = num;
+                }
+                put_opt_field(l, "errno", name);
         }
 }
 
@@ -172,7 +144,7 @@ static void log_v(enum log_level level, const struct log_fields *f, const char *
                 put_str(&l, level_names[level]);
                 put_str(&l, "\",\"message\":");
                 put_json_str(&l, msg, strlen(msg));
-                put_fields(&l, f, msg);
+                put_fields(&l, f);
                 put_str(&l, "}");
         } else {
                 put_str(&l, "cdiplug: ");
@@ -183,13 +155,6 @@ static void log_v(enum log_level level, const struct log_fields *f, const char *
         /* One write per line so lines from several threads never interleave. */
         l.buf[l.len++] = '\n';
         (void)!write(STDERR_FILENO, l.buf, l.len);
-}
-
-void log_msg(enum log_level level, const char *fmt, ...) {
-        va_list ap;
-        va_start(ap, fmt);
-        log_v(level, NULL, fmt, ap);
-        va_end(ap);
 }
 
 void log_with(enum log_level level, const struct log_fields *f, const char *fmt, ...) {

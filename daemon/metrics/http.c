@@ -599,7 +599,8 @@ static void on_accept_error(struct evconnlistener *l, void *arg) {
         int err = EVUTIL_SOCKET_ERROR();
 
         if (h->accept_failures == 1)
-                log_warn("metrics endpoint on %s: cannot accept a connection: %s; pausing "
+                log_with(LOG_WARN, &(struct log_fields){ .err = err },
+                         "metrics endpoint on %s: cannot accept a connection: %s; pausing "
                          "accepts, starting with %llu ms",
                          h->address, strerror(err), (unsigned long long)ms);
         evconnlistener_disable(l);
@@ -664,7 +665,8 @@ static void on_bind_retry(evutil_socket_t fd, short what, void *arg) {
                 log_serving(h);
                 return;
         }
-        log_debug("metrics: still cannot listen on %s: %s", h->address, strerror(-r));
+        log_with(LOG_DEBUG, &(struct log_fields){ .err = r },
+                 "metrics: still cannot listen on %s: %s", h->address, strerror(-r));
         h->bind_failures++;
         listen_later(h);
 }
@@ -716,7 +718,8 @@ int dp_http_open(const struct dp_metrics_source *src, const char *address, const
         h->stop_fd = h->podres_fd = h->listen_fd = -1;
         r = dp_http_parse_address(address, &h->ss, &h->ss_len, &msg);
         if (r < 0) {
-                log_error("metrics address \"%s\": %s", address, msg ? msg : strerror(-r));
+                log_with(LOG_ERR, &(struct log_fields){ .err = msg ? 0 : r },
+                         "metrics address \"%s\": %s", address, msg ? msg : strerror(-r));
                 free(h);
                 return r;
         }
@@ -729,8 +732,9 @@ int dp_http_open(const struct dp_metrics_source *src, const char *address, const
         if (r == 0 && podres_path)
                 r = dp_podres_new(podres_path, h->podres_fd, &h->pr);
         if (r < 0) {
-                log_error("metrics: cannot set up the HTTP endpoint on %s: %s", address,
-                          strerror(-r));
+                log_with(LOG_ERR, &(struct log_fields){ .err = r },
+                         "metrics: cannot set up the HTTP endpoint on %s: %s", address,
+                         strerror(-r));
                 dp_http_stop(h);
                 return r;
         }
@@ -738,7 +742,8 @@ int dp_http_open(const struct dp_metrics_source *src, const char *address, const
         if (h->listen_fd < 0 ||
             setsockopt(h->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0) {
                 r = -errno;
-                log_error("metrics: cannot make a socket for %s: %s", address, strerror(-r));
+                log_with(LOG_ERR, &(struct log_fields){ .err = r },
+                         "metrics: cannot make a socket for %s: %s", address, strerror(-r));
                 dp_http_stop(h);
                 return r;
         }
@@ -748,13 +753,15 @@ int dp_http_open(const struct dp_metrics_source *src, const char *address, const
         if (r == 0)
                 r = make_listener(h);
         if (r == -ENOMEM) {
-                log_error("metrics: cannot set up the HTTP endpoint on %s: %s", address,
-                          strerror(-r));
+                log_with(LOG_ERR, &(struct log_fields){ .err = r },
+                         "metrics: cannot set up the HTTP endpoint on %s: %s", address,
+                         strerror(-r));
                 dp_http_stop(h);
                 return r;
         }
         if (r < 0)
-                log_warn("metrics: cannot listen on %s: %s; serving the devices without the "
+                log_with(LOG_WARN, &(struct log_fields){ .err = r },
+                         "metrics: cannot listen on %s: %s; serving the devices without the "
                          "endpoint, trying again in %d s and longer",
                          address, strerror(-r), BIND_RETRY_MIN_MS / 1000);
         *ret = h;
@@ -783,8 +790,9 @@ int dp_http_start(struct dp_http *h) {
         if (r == 0)
                 r = -pthread_create(&h->thread, NULL, serve, h);
         if (r < 0) {
-                log_error("metrics: cannot start the HTTP endpoint on %s: %s", h->address,
-                          strerror(-r));
+                log_with(LOG_ERR, &(struct log_fields){ .err = r },
+                         "metrics: cannot start the HTTP endpoint on %s: %s", h->address,
+                         strerror(-r));
                 return r;
         }
         h->running = true;
@@ -800,7 +808,8 @@ void dp_http_stop(struct dp_http *h) {
                 return;
         if (h->running) {
                 if (write(h->stop_fd, &one, sizeof(one)) < 0)
-                        log_error("metrics: cannot stop the HTTP endpoint: %m");
+                        log_with(LOG_ERR, &(struct log_fields){ .err = errno },
+                                 "metrics: cannot stop the HTTP endpoint: %m");
                 else
                         pthread_join(h->thread, NULL);
         }

@@ -184,7 +184,8 @@ static grpc_channel *channel(struct dp_podres *pr, struct sock_id id, const char
                 return NULL;
         }
         if (pr->ch && !sock_id_eq(id, pr->dialled)) {
-                log_debug("PodResources socket %s was re-created, dialling it again", pr->path);
+                log_with(LOG_DEBUG, &(struct log_fields){ .path = pr->path },
+                         "PodResources socket %s was re-created, dialling it again", pr->path);
                 drop_channel(pr);
         }
         /* A failed connect leaves the channel waiting out grpc's backoff,
@@ -332,7 +333,8 @@ static void publish(struct dp_podres *pr, struct dp_podres_answer *a, struct soc
                 old = NULL;
         pthread_mutex_unlock(&pr->lock);
         if (write(pr->notify_fd, &one, sizeof(one)) < 0)
-                log_debug("PodResources: cannot wake the metrics endpoint: %m");
+                log_with(LOG_DEBUG, &(struct log_fields){ .err = errno },
+                         "PodResources: cannot wake the metrics endpoint: %m");
 }
 
 static void serve_one(struct dp_podres *pr, char **names, size_t n_names) {
@@ -358,20 +360,23 @@ static void serve_one(struct dp_podres *pr, char **names, size_t n_names) {
         r = list(pr, id, names, n_names, a, &details, &why);
         if (r < 0) {
                 /* Debug only: every scrape during a kubelet outage would log. */
-                log_debug("PodResources List on %s failed: %s; allocation metrics left out",
-                          pr->path, why ? why : strerror(-r));
+                log_with(LOG_DEBUG, &(struct log_fields){ .path = pr->path, .err = why ? 0 : r },
+                         "PodResources List on %s failed: %s; allocation metrics left out",
+                         pr->path, why ? why : strerror(-r));
                 free(a->v);
                 dp_mbuf_free(&a->text);
                 *a = (struct dp_podres_answer){ .refs = 1 };
         } else {
                 a->up = true;
                 if (!pr->was_up)
-                        log_debug("PodResources List on %s answered: %zu IDs of ours", pr->path,
-                                  a->n);
+                        log_with(LOG_DEBUG, &(struct log_fields){ .path = pr->path },
+                                 "PodResources List on %s answered: %zu IDs of ours", pr->path,
+                                 a->n);
                 if (a->truncated)
-                        log_debug("PodResources List on %s: more than %d IDs of ours, the rest "
-                                  "left out",
-                                  pr->path, DP_PODRES_MAX_IDS);
+                        log_with(LOG_DEBUG, &(struct log_fields){ .path = pr->path },
+                                 "PodResources List on %s: more than %d IDs of ours, the rest "
+                                 "left out",
+                                 pr->path, DP_PODRES_MAX_IDS);
         }
         pr->was_up = a->up;
         publish(pr, a, id);

@@ -11,19 +11,48 @@
 
 /* IDs in error messages are cut: they come from the peer. */
 #define ID_FMT "\"%.80s\""
+#define ID_MAX 80
 
-static int invalid(char **ret_msg, const char *fmt, ...) _printf_(2, 3);
+/* Where a refusal goes: the message for the client, and the ID it is
+ * about (device may be NULL: the caller does not want it). */
+struct why {
+        char **msg;
+        char **device;
+};
 
-static int invalid(char **ret_msg, const char *fmt, ...) {
-        va_list ap;
+static int invalid_v(const struct why *why, const char *id, const char *fmt, va_list ap)
+        __attribute__((format(printf, 3, 0)));
+
+static int invalid_v(const struct why *why, const char *id, const char *fmt, va_list ap) {
         char *msg;
 
-        va_start(ap, fmt);
         if (vasprintf(&msg, fmt, ap) < 0)
                 msg = NULL;
-        va_end(ap);
-        *ret_msg = msg;
+        *why->msg = msg;
+        if (why->device)
+                *why->device = id ? strndup(id, ID_MAX) : NULL;
         return -EINVAL;
+}
+
+static int invalid(const struct why *why, const char *fmt, ...) _printf_(2, 3);
+
+static int invalid(const struct why *why, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        int r = invalid_v(why, NULL, fmt, ap);
+        va_end(ap);
+        return r;
+}
+
+/* A refusal about one device ID. */
+static int invalid_id(const struct why *why, const char *id, const char *fmt, ...) _printf_(3, 4);
+
+static int invalid_id(const struct why *why, const char *id, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        int r = invalid_v(why, id, fmt, ap);
+        va_end(ap);
+        return r;
 }
 
 /* An ID -> index table for one GetPreferredAllocation answer. The kubelet
@@ -77,30 +106,31 @@ static int find_id(const struct dp_plugin *p, const struct id_table *t, const ch
  * seen (shared across a request, so no ID goes to two containers). Their
  * indices go to idx when it is not NULL. */
 static int resolve(const struct dp_plugin *p, const struct id_table *t, char **ids, size_t n,
-                   const char *where, bool *seen, size_t *idx, char **ret_msg) {
+                   const char *where, bool *seen, size_t *idx, const struct why *why) {
         for (size_t i = 0; i < n; i++) {
                 size_t k;
                 if (!ids[i][0])
-                        return invalid(ret_msg, "%s: empty device ID", where);
+                        return invalid(why, "%s: empty device ID", where);
                 if (find_id(p, t, ids[i], &k) < 0)
-                        return invalid(ret_msg,
-                                       "%s: unknown device ID " ID_FMT " for resource \"%s\"",
-                                       where, ids[i], p->cfg->name);
+                        return invalid_id(why, ids[i],
+                                          "%s: unknown device ID " ID_FMT " for resource \"%s\"",
+                                          where, ids[i], p->cfg->name);
                 if (p->devs[dp_plugin_id_dev(p, k)].gone)
-                        return invalid(ret_msg,
-                                       "%s: device ID " ID_FMT " of resource \"%s\" is no longer "
-                                       "offered: the config does not name it",
-                                       where, ids[i], p->cfg->name);
+                        return invalid_id(why, ids[i],
+                                          "%s: device ID " ID_FMT
+                                          " of resource \"%s\" is no longer "
+                                          "offered: the config does not name it",
+                                          where, ids[i], p->cfg->name);
                 /* Known but not advertised: the list holds back what the
                  * CDI spec on disk lacks, and its name would not resolve. */
                 if (p->held && !p->devs[dp_plugin_id_dev(p, k)].in_spec)
-                        return invalid(ret_msg,
-                                       "%s: device ID " ID_FMT " of resource \"%s\" is not "
-                                       "advertised: its CDI spec could not be written yet",
-                                       where, ids[i], p->cfg->name);
+                        return invalid_id(why, ids[i],
+                                          "%s: device ID " ID_FMT " of resource \"%s\" is not "
+                                          "advertised: its CDI spec could not be written yet",
+                                          where, ids[i], p->cfg->name);
                 if (seen[k])
-                        return invalid(ret_msg, "%s: device ID " ID_FMT " requested twice", where,
-                                       ids[i]);
+                        return invalid_id(why, ids[i], "%s: device ID " ID_FMT " requested twice",
+                                          where, ids[i]);
                 seen[k] = true;
                 if (idx)
                         idx[i] = k;
@@ -280,19 +310,20 @@ static int container_answer(const struct dp_plugin *p,
 }
 
 int dp_allocate(const struct dp_plugin *p, const V1beta1__AllocateRequest *req,
-                V1beta1__AllocateResponse **ret, char **ret_msg) {
+                V1beta1__AllocateResponse **ret, char **ret_msg, char **ret_device) {
+        const struct why w = { ret_msg, ret_device }, *why = &w;
         _cleanup_free_ bool *seen = NULL;
         V1beta1__AllocateResponse *resp;
         size_t total = 0;
         int r = 0;
 
         if (req->n_container_requests == 0)
-                return invalid(ret_msg, "no container_requests");
+                return invalid(why, "no container_requests");
         for (size_t c = 0; c < req->n_container_requests; c++)
                 total += req->container_requests[c]->n_devices_ids;
         if (total > p->n_ids)
-                return invalid(ret_msg, "request names %zu device IDs, resource \"%s\" has %zu",
-                               total, p->cfg->name, p->n_ids);
+                return invalid(why, "request names %zu device IDs, resource \"%s\" has %zu", total,
+                               p->cfg->name, p->n_ids);
         seen = calloc(p->n_ids + 1, sizeof(*seen));
         if (!seen)
                 return -ENOMEM;
@@ -301,9 +332,9 @@ int dp_allocate(const struct dp_plugin *p, const V1beta1__AllocateRequest *req,
                 char where[64];
                 snprintf(where, sizeof(where), "container_requests[%zu]", c);
                 if (creq->n_devices_ids == 0)
-                        return invalid(ret_msg, "%s: no device IDs", where);
+                        return invalid(why, "%s: no device IDs", where);
                 r = resolve(p, NULL, creq->devices_ids, creq->n_devices_ids, where, seen, NULL,
-                            ret_msg);
+                            why);
                 if (r < 0)
                         return r;
         }
@@ -582,7 +613,7 @@ static int pick(const struct dp_plugin *p, const V1beta1__ContainerPreferredAllo
 static int preferred_one(const struct dp_plugin *p,
                          const V1beta1__ContainerPreferredAllocationRequest *creq,
                          const char *where, V1beta1__ContainerPreferredAllocationResponse *cr,
-                         char **ret_msg) {
+                         const struct why *why) {
         _cleanup_free_ bool *avail = calloc(p->n_ids + 1, sizeof(bool));
         _cleanup_free_ bool *must = calloc(p->n_ids + 1, sizeof(bool));
         /* The offered and must-include IDs' indices, looked up once. */
@@ -595,31 +626,32 @@ static int preferred_one(const struct dp_plugin *p,
         if (!avail || !must || !offered || !musts)
                 return -ENOMEM;
         if (creq->n_available_deviceids > p->n_ids)
-                return invalid(ret_msg, "%s: %zu available IDs, resource \"%s\" has %zu", where,
+                return invalid(why, "%s: %zu available IDs, resource \"%s\" has %zu", where,
                                creq->n_available_deviceids, p->cfg->name, p->n_ids);
         if (creq->n_available_deviceids >= ID_TABLE_MIN && id_table_build(p, &t) < 0)
                 return -ENOMEM;
         r = resolve(p, &t, creq->available_deviceids, creq->n_available_deviceids, where, avail,
-                    offered, ret_msg);
+                    offered, why);
         if (r >= 0)
                 r = resolve(p, &t, creq->must_include_deviceids, creq->n_must_include_deviceids,
-                            where, must, musts, ret_msg);
+                            where, must, musts, why);
         free(t.slot);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < creq->n_must_include_deviceids; i++)
                 if (!avail[musts[i]])
-                        return invalid(ret_msg, "%s: must-include ID " ID_FMT " is not available",
-                                       where, creq->must_include_deviceids[i]);
+                        return invalid_id(why, creq->must_include_deviceids[i],
+                                          "%s: must-include ID " ID_FMT " is not available", where,
+                                          creq->must_include_deviceids[i]);
         if (creq->allocation_size < 1 ||
             (size_t)creq->allocation_size > creq->n_available_deviceids)
-                return invalid(ret_msg,
+                return invalid(why,
                                "%s: allocation_size %d is not between 1 and the %zu available IDs",
                                where, creq->allocation_size, creq->n_available_deviceids);
         size = (size_t)creq->allocation_size;
         if (creq->n_must_include_deviceids > size)
-                return invalid(ret_msg, "%s: %zu must-include IDs exceed allocation_size %zu",
-                               where, creq->n_must_include_deviceids, size);
+                return invalid(why, "%s: %zu must-include IDs exceed allocation_size %zu", where,
+                               creq->n_must_include_deviceids, size);
 
         cr->deviceids = calloc(size, sizeof(char *));
         if (!cr->deviceids)
@@ -631,12 +663,13 @@ static int preferred_one(const struct dp_plugin *p,
 }
 
 int dp_preferred(const struct dp_plugin *p, const V1beta1__PreferredAllocationRequest *req,
-                 V1beta1__PreferredAllocationResponse **ret, char **ret_msg) {
+                 V1beta1__PreferredAllocationResponse **ret, char **ret_msg, char **ret_device) {
+        const struct why w = { ret_msg, ret_device }, *why = &w;
         V1beta1__PreferredAllocationResponse *resp;
         int r = 0;
 
         if (req->n_container_requests == 0)
-                return invalid(ret_msg, "no container_requests");
+                return invalid(why, "no container_requests");
         resp = malloc(sizeof(*resp));
         if (!resp)
                 return -ENOMEM;
@@ -655,7 +688,7 @@ int dp_preferred(const struct dp_plugin *p, const V1beta1__PreferredAllocationRe
                 v1beta1__container_preferred_allocation_response__init(cr);
                 resp->container_responses[resp->n_container_responses++] = cr;
                 snprintf(where, sizeof(where), "container_requests[%zu]", c);
-                r = preferred_one(p, req->container_requests[c], where, cr, ret_msg);
+                r = preferred_one(p, req->container_requests[c], where, cr, why);
         }
         if (r < 0) {
                 dp_preferred_response_free(resp);

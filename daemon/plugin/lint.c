@@ -56,7 +56,8 @@ size_t dp_warn_overlaps(struct dp_plugin *const *plugins, size_t n) {
                         b++;
                 if (o[b - 1].plugin != o[a].plugin) {
                         if (shared < MAX_OVERLAP_LINES)
-                                log_warn(
+                                log_with(
+                                        LOG_WARN, &(struct log_fields){ .path = o[a].node },
                                         "resources \"%s\" and \"%s\" both offer device %s (IDs \"%s\" and "
                                         "\"%s\"): a pod of each can get it at once; if it is not shared on "
                                         "purpose, narrow one resource's \"match\"",
@@ -79,7 +80,8 @@ int dp_warn_list_size(const struct dp_plugin *p) {
         if (dp_plugin_list(p, NULL, &len) < 0 || len * 2 < (size_t)DP_MAX_MESSAGE)
                 return 0;
         if (len > (size_t)DP_MAX_MESSAGE) {
-                log_warn(
+                log_with(
+                        LOG_WARN, &(struct log_fields){ .resource = p->cfg->name },
                         "resource \"%s\": its device list of %zu IDs (%zu devices x %u shares) is %zu bytes, "
                         "over the kubelet's message limit of %zu bytes (4 MiB): serve will refuse to send it; "
                         "lower \"shares\" or narrow \"match\"",
@@ -89,7 +91,8 @@ int dp_warn_list_size(const struct dp_plugin *p) {
         }
         per_dev = p->n_devs ? len / p->n_devs : len;
         room = per_dev ? ((size_t)DP_MAX_MESSAGE - len) / per_dev : 0;
-        log_warn(
+        log_with(
+                LOG_WARN, &(struct log_fields){ .resource = p->cfg->name },
                 "resource \"%s\": its device list of %zu IDs (%zu devices x %u shares) is %zu bytes, over half "
                 "the kubelet's message limit of %zu bytes (4 MiB): about %zu more devices would pass it and "
                 "serve would then refuse to send the list",
@@ -118,7 +121,10 @@ int dp_check_devices(const char *host_root, const struct cfg_config *cfg) {
                         r = dp_plugin_update(plugins[n], &found, &changed);
                 res_devlist_free(&found);
                 if (r < 0) {
-                        log_warn(
+                        log_with(
+                                LOG_WARN,
+                                &(struct log_fields){
+                                        .resource = rc->name, .path = host_root, .err = r },
                                 "resource \"%s\": cannot discover its devices under %s: %s; devices not "
                                 "checked",
                                 rc->name, host_root, strerror(-r));

@@ -86,7 +86,8 @@ int dp_notes_log(char ***logged, const char *resource, const struct res_devlist 
                 return r;
         for (char **s = now.v; s && *s; s++)
                 if (!base_strv_contains(*logged, *s))
-                        log_warn("resource \"%s\": %s", resource, *s);
+                        log_with(LOG_WARN, &(struct log_fields){ .resource = resource },
+                                 "resource \"%s\": %s", resource, *s);
         base_strv_free(*logged);
         *logged = base_strvec_take(&now);
         return 0;

@@ -302,7 +302,10 @@ static int build_shares(const struct dp_plugin *p, const struct dp_device *devs,
          * twice. */
         for (size_t i = 0; i < n; i++) {
                 if (w > 0 && cmp_share(&ids[w - 1], &ids[i], b.s) == 0) {
-                        log_warn(
+                        log_with(
+                                LOG_WARN,
+                                &(struct log_fields){ .resource = p->cfg->name,
+                                                      .device = b.s + ids[i].str },
                                 "resource \"%s\": device ID \"%s\" is ambiguous, dropped one of its devices",
                                 p->cfg->name, b.s + ids[i].str);
                         continue;

@@ -149,11 +149,13 @@ int dp_plugin_list(const struct dp_plugin *p, uint8_t **ret, size_t *ret_len);
 int dp_plugin_spec(const struct dp_plugin *p, struct cdi_spec *ret);
 
 /* The answers. On -EINVAL, *ret_msg (malloc'd) says which ID or field is
- * wrong; it goes to the client as the gRPC status message. */
+ * wrong; it goes to the client as the gRPC status message. With ret_device
+ * not NULL, *ret_device is the device ID it is about (malloc'd, cut like
+ * the message), or NULL when it is about none, for the log line. */
 int dp_allocate(const struct dp_plugin *p, const V1beta1__AllocateRequest *req,
-                V1beta1__AllocateResponse **ret, char **ret_msg);
+                V1beta1__AllocateResponse **ret, char **ret_msg, char **ret_device);
 int dp_preferred(const struct dp_plugin *p, const V1beta1__PreferredAllocationRequest *req,
-                 V1beta1__PreferredAllocationResponse **ret, char **ret_msg);
+                 V1beta1__PreferredAllocationResponse **ret, char **ret_msg, char **ret_device);
 void dp_allocate_response_free(V1beta1__AllocateResponse *resp);
 void dp_preferred_response_free(V1beta1__PreferredAllocationResponse *resp);
 

@@ -44,14 +44,15 @@ static int lockdown(const struct dp_daemon *d) {
         if (user) {
                 r = sbx_parse_user(user, &so);
                 if (r < 0) {
-                        log_error("user \"%s\": %s", user, strerror(-r));
+                        log_with(LOG_ERR, &(struct log_fields){ .err = r }, "user \"%s\": %s", user,
+                                 strerror(-r));
                         return r;
                 }
         }
         r = sbx_lockdown(&so, &err);
         if (r < 0) {
-                log_error("sandbox: %s failed: %s", err.step ? err.step : "lock-down",
-                          strerror(-r));
+                log_with(LOG_ERR, &(struct log_fields){ .err = r }, "sandbox: %s failed: %s",
+                         err.step ? err.step : "lock-down", strerror(-r));
                 return r;
         }
         log_info("sandbox: no capabilities, no_new_privs, seccomp filter loaded%s",
@@ -170,7 +171,7 @@ static void *watcher(void *arg) {
                 if (poll(fds, n_fds, -1) < 0) {
                         if (errno == EINTR)
                                 continue;
-                        log_error("poll: %m");
+                        log_with(LOG_ERR, &(struct log_fields){ .err = errno }, "poll: %m");
                         break;
                 }
                 pthread_mutex_lock(&d->lock);
@@ -239,7 +240,8 @@ static int setup_fds(struct dp_daemon *d) {
         d->watch.signal_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
         d->watch.inotify_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
         if (d->watch.signal_fd < 0 || d->watch.inotify_fd < 0 || dp_loop_init(&d->loop) < 0) {
-                log_error("cannot create signalfd/inotify/timerfd: %m");
+                log_with(LOG_ERR, &(struct log_fields){ .err = errno },
+                         "cannot create signalfd/inotify/timerfd: %m");
                 return -errno;
         }
         return 0;
@@ -341,7 +343,8 @@ static int start_serving(struct dp_daemon *d) {
         bool kubelet = d->watch.kubelet_wd >= 0 && dp_kubelet_present(d);
         d->kubelet.seen = kubelet;
         if (d->watch.kubelet_wd >= 0 && !kubelet)
-                log_info("waiting for %s before serving", d->kubelet.sock);
+                log_with(LOG_INFO, &(struct log_fields){ .path = d->kubelet.sock },
+                         "waiting for %s before serving", d->kubelet.sock);
         for (size_t i = 0; i < d->n_res; i++) {
                 r = dp_server_start(d->res[i]);
                 if (r < 0)
@@ -398,12 +401,14 @@ int dp_daemon_run(const struct dp_options *opts, struct cfg_config *cfg) {
         }
         r = -pthread_create(&thread, NULL, watcher, &d);
         if (r < 0) {
-                log_error("cannot start the watcher thread: %m");
+                log_with(LOG_ERR, &(struct log_fields){ .err = r },
+                         "cannot start the watcher thread: %s", strerror(-r));
                 goto out_grpc;
         }
         drain(&d);
         pthread_join(thread, NULL);
-        log_info("stopped; sockets removed, CDI specs left in %s for pods that still use them",
+        log_with(LOG_INFO, &(struct log_fields){ .path = opts->cdi_dir },
+                 "stopped; sockets removed, CDI specs left in %s for pods that still use them",
                  opts->cdi_dir);
         r = 0;
         goto out_cq;

@@ -56,8 +56,9 @@ static bool judge_resource(struct dp_resource *res, const void *wire, size_t len
         bool again = false, any = false;
 
         if (!held || !forget) {
-                log_error("resource \"%s\": out of memory; its gone devices stay in its CDI spec",
-                          res->cfg->name);
+                log_with(LOG_ERR, &(struct log_fields){ .resource = res->cfg->name },
+                         "resource \"%s\": out of memory; its gone devices stay in its CDI spec",
+                         res->cfg->name);
                 return true;
         }
         if (dp_podres_walk(wire, len, mark_held, &(struct held){ p, held }) < 0)
@@ -76,15 +77,20 @@ static bool judge_resource(struct dp_resource *res, const void *wire, size_t len
                 if (forget[i] && base_strvec_push_dup(&ids, dp_device_id(p, i)) < 0)
                         break;
         if (ids.n != 0 && dp_plugin_forget(p, forget) < 0) {
-                log_error("resource \"%s\": out of memory; its gone devices stay in its CDI spec",
-                          res->cfg->name);
+                log_with(LOG_ERR, &(struct log_fields){ .resource = res->cfg->name },
+                         "resource \"%s\": out of memory; its gone devices stay in its CDI spec",
+                         res->cfg->name);
                 return true;
         }
         /* A failed write is logged and retried on the timer (publish.c);
          * the list itself does not change. */
         bool written = dp_spec_publish(res) >= 0;
         for (size_t i = 0; i < ids.n; i++)
-                log_info("resource \"%s\": device \"%s\", no longer named by the config, %s its "
+                log_with(LOG_INFO,
+                         &(struct log_fields){ .resource = res->cfg->name,
+                                               .device = ids.v[i],
+                                               .path = res->d->opts->cdi_dir },
+                         "resource \"%s\": device \"%s\", no longer named by the config, %s its "
                          "CDI spec in %s: no pod holds it",
                          res->cfg->name, ids.v[i], written ? "left" : "leaves",
                          res->d->opts->cdi_dir);

@@ -132,12 +132,14 @@ static void on_registered(struct dp_daemon *d, struct dp_tag *tag, bool ok) {
                 res->registration.retry_at_ms = 0;
                 res->stats.registrations++;
                 res->stats.registered = true;
-                log_info("resource \"%s\": registered with the kubelet (endpoint %s)",
+                log_with(LOG_INFO, &(struct log_fields){ .resource = res->cfg->name },
+                         "resource \"%s\": registered with the kubelet (endpoint %s)",
                          res->cfg->name, res->cfg->socket_name);
         } else if (g->relistened && !d->stopping) {
                 /* The kubelet may have dialled back just while our socket
                  * was being re-created: that is no reason to back off. */
-                log_info(
+                log_with(
+                        LOG_INFO, &(struct log_fields){ .resource = res->cfg->name },
                         "resource \"%s\": Register failed while its socket was re-created, registering again",
                         res->cfg->name);
                 res->registration.again = true;
@@ -149,11 +151,14 @@ static void on_registered(struct dp_daemon *d, struct dp_tag *tag, bool ok) {
                 res->registration.failures++;
                 if (dp_kubelet_present(d)) {
                         res->registration.retry_at_ms = dp_now_ms() + delay;
-                        log_msg(refused && delay < RETRY_MIN_MS ? LOG_INFO : LOG_WARN,
+                        log_with(
+                                refused && delay < RETRY_MIN_MS ? LOG_INFO : LOG_WARN,
+                                &(struct log_fields){ .resource = res->cfg->name },
                                 "resource \"%s\": Register failed (status %d: %s), retrying in %llu ms",
                                 res->cfg->name, g->u.status, why, (unsigned long long)delay);
                 } else
-                        log_info("resource \"%s\": kubelet.sock is gone, waiting for the kubelet",
+                        log_with(LOG_INFO, &(struct log_fields){ .resource = res->cfg->name },
+                                 "resource \"%s\": kubelet.sock is gone, waiting for the kubelet",
                                  res->cfg->name);
                 gpr_free(why);
                 register_timer_set(d);
@@ -185,7 +190,10 @@ void dp_register(struct dp_resource *res) {
         }
         res->registration.retry_at_ms = 0;
         if (!dp_kubelet_present(d)) {
-                log_info("resource \"%s\": waiting for %s", res->cfg->name, d->kubelet.sock);
+                log_with(
+                        LOG_INFO,
+                        &(struct log_fields){ .resource = res->cfg->name, .path = d->kubelet.sock },
+                        "resource \"%s\": waiting for %s", res->cfg->name, d->kubelet.sock);
                 return;
         }
         g = calloc(1, sizeof(*g));
@@ -210,7 +218,9 @@ void dp_register(struct dp_resource *res) {
         d->live++;
         return;
 fail:
-        log_error("resource \"%s\": cannot start Register on %s", res->cfg->name, d->kubelet.sock);
+        log_with(LOG_ERR,
+                 &(struct log_fields){ .resource = res->cfg->name, .path = d->kubelet.sock },
+                 "resource \"%s\": cannot start Register on %s", res->cfg->name, d->kubelet.sock);
         if (g)
                 reg_free(g);
         res->registration.retry_at_ms = dp_now_ms() + RETRY_MAX_MS;

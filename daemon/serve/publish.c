@@ -60,7 +60,12 @@ static void failed(struct dp_resource *res, int r) {
         /* Logged on the first failure and then once per maximal back-off,
          * not on every attempt of a disk that stays full. */
         if (res->spec_retry.failures == 0 || delay == SPEC_RETRY_MAX_MS) {
-                log_error(
+                log_with(
+                        LOG_ERR,
+                        &(struct log_fields){ .resource = res->cfg->name,
+                                              .path = d->opts->cdi_dir,
+                                              .file = res->plugin->spec_file,
+                                              .err = r },
                         "resource \"%s\": cannot write CDI spec %s/%s: %s (errno %d); listing only the "
                         "devices the spec on disk defines, retrying in %llu ms",
                         res->cfg->name, d->opts->cdi_dir, res->plugin->spec_file, strerror(-r), -r,
@@ -80,7 +85,10 @@ int dp_spec_publish(struct dp_resource *res) {
                 return r;
         }
         if (res->spec_retry.failures)
-                log_info(
+                log_with(
+                        LOG_INFO,
+                        &(struct log_fields){ .resource = res->cfg->name,
+                                              .path = res->d->opts->cdi_dir },
                         "resource \"%s\": CDI spec written into %s after %u failed attempts; listing every "
                         "device again",
                         res->cfg->name, res->d->opts->cdi_dir, res->spec_retry.failures);

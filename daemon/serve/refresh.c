@@ -22,8 +22,11 @@ int dp_resource_refresh(struct dp_resource *res, bool *ret_changed) {
 
         r = res_discover(d->opts->host_root, res->cfg->selectors, res->cfg->n_selectors, &found);
         if (r < 0) {
-                log_error("resource \"%s\": device discovery under %s failed: %s", res->cfg->name,
-                          d->opts->host_root, strerror(-r));
+                log_with(LOG_ERR,
+                         &(struct log_fields){
+                                 .resource = res->cfg->name, .path = d->opts->host_root, .err = r },
+                         "resource \"%s\": device discovery under %s failed: %s", res->cfg->name,
+                         d->opts->host_root, strerror(-r));
                 return r;
         }
         r = dp_plugin_update(res->plugin, &found, &changed);
@@ -39,7 +42,8 @@ int dp_resource_refresh(struct dp_resource *res, bool *ret_changed) {
                 size_t healthy = 0;
                 for (size_t i = 0; i < res->plugin->n_devs; i++)
                         healthy += res->plugin->devs[i].healthy;
-                log_info("resource \"%s\": %zu devices (%zu healthy), %zu IDs", res->cfg->name,
+                log_with(LOG_INFO, &(struct log_fields){ .resource = res->cfg->name },
+                         "resource \"%s\": %zu devices (%zu healthy), %zu IDs", res->cfg->name,
                          res->plugin->n_devs, healthy, res->plugin->n_ids);
         }
         *ret_changed = changed;

@@ -92,13 +92,17 @@ static int discover(struct dp_daemon *d, struct dp_plugin *plugin, struct res_de
 
         r = res_discover(d->opts->host_root, cfg->selectors, cfg->n_selectors, found);
         if (r < 0) {
-                log_error("config: resource \"%s\": device discovery under %s failed: %s",
-                          cfg->name, d->opts->host_root, strerror(-r));
+                log_with(LOG_ERR,
+                         &(struct log_fields){
+                                 .resource = cfg->name, .path = d->opts->host_root, .err = r },
+                         "config: resource \"%s\": device discovery under %s failed: %s", cfg->name,
+                         d->opts->host_root, strerror(-r));
                 return r;
         }
         r = dp_plugin_update(plugin, found, &changed);
         if (r < 0)
-                log_error("config: resource \"%s\": %s", cfg->name, strerror(-r));
+                log_with(LOG_ERR, &(struct log_fields){ .resource = cfg->name, .err = r },
+                         "config: resource \"%s\": %s", cfg->name, strerror(-r));
         return r;
 }
 
@@ -121,8 +125,11 @@ static int retire_unnamed(struct dp_daemon *d, const struct dp_resource *old, st
         int r = res_discover(d->opts->host_root, oc->selectors, oc->n_selectors, &before);
 
         if (r < 0) {
-                log_error("config: resource \"%s\": device discovery under %s failed: %s", oc->name,
-                          d->opts->host_root, strerror(-r));
+                log_with(LOG_ERR,
+                         &(struct log_fields){
+                                 .resource = oc->name, .path = d->opts->host_root, .err = r },
+                         "config: resource \"%s\": device discovery under %s failed: %s", oc->name,
+                         d->opts->host_root, strerror(-r));
                 return r;
         }
         dp_plugin_retire(s->plugin, &before, &s->n_gone);
@@ -240,21 +247,23 @@ static int prepare(struct dp_daemon *d, struct plan *p) {
 }
 
 static void retire(struct dp_daemon *d, struct dp_resource *res, struct cfg_resource *room) {
-        struct log_fields f = { .resource = res->cfg->name };
-
         dp_resource_own_cfg(res, room);
         dp_register_cancel(res);
         dp_server_stop(res);
         dp_resource_retire(res);
         log_with(
-                LOG_INFO, &f,
+                LOG_INFO,
+                &(struct log_fields){ .resource = res->cfg->name, .path = res->socket_path },
                 "resource \"%s\": removed from the config: its streams end and its socket %s is gone",
                 res->cfg->name, res->socket_path);
         /* Its spec may still be needed to start a container of a pod
          * that holds one of its devices: retained.c decides. */
         if (dp_retained_add(d, res->plugin->spec_file, res->cfg->name) < 0)
-                log_with(LOG_ERR, &f, "resource \"%s\": out of memory; its CDI spec in %s stays",
-                         res->cfg->name, d->opts->cdi_dir);
+                log_with(LOG_ERR,
+                         &(struct log_fields){ .resource = res->cfg->name,
+                                               .path = d->opts->cdi_dir },
+                         "resource \"%s\": out of memory; its CDI spec in %s stays", res->cfg->name,
+                         d->opts->cdi_dir);
         dp_resource_maybe_free(res);
 }
 
@@ -262,8 +271,12 @@ static int write_spec(struct dp_resource *res, const struct dp_plugin *plugin) {
         int r = dp_spec_write(res, plugin);
 
         if (r < 0)
-                log_error("resource \"%s\": cannot write CDI spec into %s: %s", plugin->cfg->name,
-                          res->d->opts->cdi_dir, strerror(-r));
+                log_with(LOG_ERR,
+                         &(struct log_fields){ .resource = plugin->cfg->name,
+                                               .path = res->d->opts->cdi_dir,
+                                               .err = r },
+                         "resource \"%s\": cannot write CDI spec into %s: %s", plugin->cfg->name,
+                         res->d->opts->cdi_dir, strerror(-r));
         return r;
 }
 
@@ -272,13 +285,15 @@ static void log_devices(const struct dp_plugin *p) {
 
         for (size_t i = 0; i < p->n_devs; i++)
                 healthy += p->devs[i].healthy;
-        log_info("resource \"%s\": %zu devices (%zu healthy), %zu IDs", p->cfg->name, p->n_devs,
+        log_with(LOG_INFO, &(struct log_fields){ .resource = p->cfg->name },
+                 "resource \"%s\": %zu devices (%zu healthy), %zu IDs", p->cfg->name, p->n_devs,
                  healthy, p->n_ids);
 }
 
 static void serve_device_plugin(struct dp_daemon *d, struct dp_resource *res) {
         if (dp_server_start(res) < 0) {
-                log_error("resource \"%s\": cannot start its server", res->cfg->name);
+                log_with(LOG_ERR, &(struct log_fields){ .resource = res->cfg->name },
+                         "resource \"%s\": cannot start its server", res->cfg->name);
                 return;
         }
         /* Like at start-up: the socket waits for kubelet.sock (watch.c). */
@@ -310,7 +325,8 @@ static bool apply_devices(struct dp_daemon *d, struct step *s, const struct cfg_
         if (write_spec(res, s->plugin) < 0) {
                 /* The running list stays, so its settings must too: the
                  * next reload sees the difference and tries again. */
-                log_warn("resource \"%s\": keeping its previous devices until a reload succeeds",
+                log_with(LOG_WARN, &(struct log_fields){ .resource = cfg->name },
+                         "resource \"%s\": keeping its previous devices until a reload succeeds",
                          cfg->name);
                 dp_resource_own_cfg(res, TAKE_PTR(s->keep));
                 return false;
@@ -326,9 +342,11 @@ static bool apply_devices(struct dp_daemon *d, struct step *s, const struct cfg_
         res->watch_dirs = TAKE_PTR(s->watch_dirs);
         dp_watch_resource(d, res);
         if (dp_notes_log(&res->logged_notes, cfg->name, &s->found, res->plugin) < 0)
-                log_error("resource \"%s\": out of memory logging what discovery noted", cfg->name);
+                log_with(LOG_ERR, &(struct log_fields){ .resource = cfg->name },
+                         "resource \"%s\": out of memory logging what discovery noted", cfg->name);
         if (s->n_gone)
-                log_info("resource \"%s\": %zu devices no longer named by the config are not "
+                log_with(LOG_INFO, &(struct log_fields){ .resource = cfg->name },
+                         "resource \"%s\": %zu devices no longer named by the config are not "
                          "offered any more; they stay in its CDI spec while a pod may hold one",
                          cfg->name, s->n_gone);
         log_devices(res->plugin);
@@ -344,14 +362,16 @@ static bool apply_added(struct dp_daemon *d, struct step *s) {
         /* Its IDs must resolve before the kubelet sees them. Not served
          * now, it counts as added again on the next reload. */
         if (write_spec(res, res->plugin) < 0) {
-                log_error("resource \"%s\": not served; the next reload tries again",
-                          res->cfg->name);
+                log_with(LOG_ERR, &(struct log_fields){ .resource = res->cfg->name },
+                         "resource \"%s\": not served; the next reload tries again",
+                         res->cfg->name);
                 return false;
         }
         dp_plugin_spec_written(res->plugin);
         if (dp_notes_log(&res->logged_notes, res->cfg->name, &s->found, res->plugin) < 0)
-                log_error("resource \"%s\": out of memory logging what discovery noted",
-                          res->cfg->name);
+                log_with(LOG_ERR, &(struct log_fields){ .resource = res->cfg->name },
+                         "resource \"%s\": out of memory logging what discovery noted",
+                         res->cfg->name);
         log_devices(res->plugin);
         dp_watch_resource(d, res);
         serve_device_plugin(d, res);
@@ -380,8 +400,8 @@ static void keep_running(const char *key, bool on_command_line, char **running, 
 /* What start-up fixed cannot change while the daemon runs: the identity
  * (the sandbox sets it), the metrics endpoint's socket (bound before the
  * lock-down, which allows no new network socket) and the PodResources
- * socket it was given, and the DRA driver. The host root, kubelet dir and CDI dir are
- * command-line options, which a reload does not re-read. */
+ * socket it was given, and the DRA driver. The host root, kubelet dir and
+ * CDI dir are command-line options, which a reload does not re-read. */
 static void restart_only(struct dp_daemon *d, struct cfg_config *next) {
         keep_running("user", d->opts->user, &d->cfg->user, &next->user);
         keep_running("metrics.address", d->opts->metrics_address, &d->cfg->metrics_address,
@@ -478,13 +498,15 @@ void dp_reload(struct dp_daemon *d, const char *why) {
         struct plan p = { 0 };
         int r;
 
-        log_info("config: reloading %s (%s)", path, why);
+        log_with(LOG_INFO, &(struct log_fields){ .path = path }, "config: reloading %s (%s)", path,
+                 why);
         /* Before reading: edits from now on in the dir the path now leads
          * to are seen. */
         dp_watch_config_real(d);
         r = cfg_load(path, &p.next, &err);
         if (r == -ENOENT)
-                log_warn("config: %s was removed; keeping the running configuration", path);
+                log_with(LOG_WARN, &(struct log_fields){ .path = path },
+                         "config: %s was removed; keeping the running configuration", path);
         else if (r < 0 && err.msg)
                 /* As `check` prints it: the file, the field's JSON path. */
                 log_with(LOG_ERR, &(struct log_fields){ .path = path },
@@ -492,7 +514,8 @@ void dp_reload(struct dp_daemon *d, const char *why) {
                          err.field ? err.field : "", err.field && *err.field ? ": " : "",
                          err.msg ? err.msg : "");
         else if (r < 0)
-                log_error("config: %s: %s; keeping the running configuration", path, strerror(-r));
+                log_with(LOG_ERR, &(struct log_fields){ .path = path, .err = r },
+                         "config: %s: %s; keeping the running configuration", path, strerror(-r));
         cfg_error_clear(&err);
         if (r < 0)
                 return;
@@ -501,8 +524,9 @@ void dp_reload(struct dp_daemon *d, const char *why) {
          * a socket. It also sets each socket name as start-up did. */
         r = dp_names_prepare(p.next, d->opts->kubelet_dir, true);
         if (r < 0) {
-                log_error("config: %s: %s; keeping the running configuration", path,
-                          r == -EINVAL ? "a name cannot be served (see above)" : strerror(-r));
+                log_with(LOG_ERR, &(struct log_fields){ .path = path, .err = r == -EINVAL ? 0 : r },
+                         "config: %s: %s; keeping the running configuration", path,
+                         r == -EINVAL ? "a name cannot be served (see above)" : strerror(-r));
                 cfg_free(p.next);
                 return;
         }
@@ -513,8 +537,9 @@ void dp_reload(struct dp_daemon *d, const char *why) {
         }
         r = prepare(d, &p);
         if (r < 0) {
-                log_error("config: %s: cannot apply it: %s; keeping the running configuration",
-                          path, strerror(-r));
+                log_with(LOG_ERR, &(struct log_fields){ .path = path, .err = r },
+                         "config: %s: cannot apply it: %s; keeping the running configuration", path,
+                         strerror(-r));
                 plan_free(&p);
                 return;
         }

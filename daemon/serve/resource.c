@@ -30,19 +30,23 @@ int dp_resource_new(struct dp_daemon *d, const struct cfg_resource *cfg, struct 
         if (r < 0)
                 goto fail;
         if (strlen(res->socket_path) >= sizeof(sa.sun_path)) {
-                log_error("socket path %s is longer than a unix socket allows (%zu bytes)",
-                          res->socket_path, sizeof(sa.sun_path) - 1);
+                log_with(LOG_ERR,
+                         &(struct log_fields){ .resource = cfg->name, .path = res->socket_path },
+                         "socket path %s is longer than a unix socket allows (%zu bytes)",
+                         res->socket_path, sizeof(sa.sun_path) - 1);
                 r = -ENAMETOOLONG;
                 goto fail;
         }
         r = dp_plugin_new(cfg, &res->plugin);
         if (r < 0) {
-                log_error("resource \"%s\": %s", cfg->name, strerror(-r));
+                log_with(LOG_ERR, &(struct log_fields){ .resource = cfg->name, .err = r },
+                         "resource \"%s\": %s", cfg->name, strerror(-r));
                 goto fail;
         }
         r = res_watch_dirs(d->opts->host_root, cfg->selectors, cfg->n_selectors, &res->watch_dirs);
         if (r < 0) {
-                log_error("resource \"%s\": cannot list device dirs: %s", cfg->name, strerror(-r));
+                log_with(LOG_ERR, &(struct log_fields){ .resource = cfg->name, .err = r },
+                         "resource \"%s\": cannot list device dirs: %s", cfg->name, strerror(-r));
                 goto fail;
         }
         *ret = res;

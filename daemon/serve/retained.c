@@ -159,8 +159,9 @@ static void prune(struct dp_daemon *d) {
                 bool removed;
 
                 if (configured(d, k->file)) {
-                        log_debug("CDI spec %s/%s belongs to a configured resource again", dir,
-                                  k->file);
+                        log_with(LOG_DEBUG, &(struct log_fields){ .path = dir, .file = k->file },
+                                 "CDI spec %s/%s belongs to a configured resource again", dir,
+                                 k->file);
                         drop(rt, i);
                         continue;
                 }
@@ -171,12 +172,10 @@ static void prune(struct dp_daemon *d) {
                 }
                 /* Its claim in the record goes too. */
                 if (cdi_spec_remove(dir, k->file, &removed) < 0)
-                        log_debug("cannot drop the claim on %s from the record in %s", k->file,
-                                  dir);
+                        log_with(LOG_DEBUG, &(struct log_fields){ .path = dir, .file = k->file },
+                                 "cannot drop the claim on %s from the record in %s", k->file, dir);
                 log_with(
-                        LOG_INFO,
-                        &(struct log_fields){ .resource = k->resource ? k->resource : "",
-                                              .path = path },
+                        LOG_INFO, &(struct log_fields){ .resource = k->resource, .path = path },
                         "CDI spec %s (%s) is gone (removed by hand, or it had no devices): nothing to keep",
                         path, k->label);
                 drop(rt, i);
@@ -227,7 +226,8 @@ static void unknown(struct dp_daemon *d, const char *why, bool retry) {
                 k->said = SAID_UNKNOWN;
                 log_with(
                         LOG_WARN,
-                        &(struct log_fields){ .resource = k->resource ? k->resource : "" },
+                        &(struct log_fields){
+                                .resource = k->resource, .path = dir, .file = k->file },
                         "CDI spec %s/%s (%s) kept: cannot ask the kubelet's PodResources whether a pod holds "
                         "one of its devices (%s); %s. To remove it by hand once no pod on this node holds one: "
                         "rm %s/%s",
@@ -287,7 +287,8 @@ static void check(struct dp_daemon *d) {
          * kubelet bound it, which is no sign of a young kubelet. */
         age = time(NULL) - st.st_mtim.tv_sec;
         if (age >= 0 && age < SETTLE_S) {
-                log_debug(
+                log_with(
+                        LOG_DEBUG, &(struct log_fields){ .path = socket },
                         "PodResources on %s: the kubelet started %lld s ago and may not list every pod yet; "
                         "%zu retained CDI specs stay, asking again in %lld s",
                         socket, (long long)age, rt->n, (long long)(SETTLE_S - age));
@@ -400,7 +401,9 @@ static void judge(struct dp_daemon *d, struct holder *holders, const grpc_slice 
 
         for (size_t i = 0; i < rt->n;) {
                 struct kept *k = &rt->v[i];
-                struct log_fields f = { .resource = k->resource ? k->resource : "" };
+                const struct log_fields f = { .resource = k->resource,
+                                              .path = dir,
+                                              .file = k->file };
                 const struct holder *pod = &holders[i];
                 bool removed = false;
                 int r;
@@ -409,7 +412,11 @@ static void judge(struct dp_daemon *d, struct holder *holders, const grpc_slice 
                         again = true;
                         if (k->said != SAID_HELD)
                                 log_with(
-                                        LOG_INFO, &f,
+                                        LOG_INFO,
+                                        &(struct log_fields){ .resource = k->resource,
+                                                              .device = pod->device,
+                                                              .path = dir,
+                                                              .file = k->file },
                                         "CDI spec %s/%s (%s) kept: pod %s/%s holds its device \"%s\"; cdiplug "
                                         "asks PodResources again in %llu s and removes it once no pod holds one",
                                         dir, k->file, k->label, pod->namespace_, pod->pod,

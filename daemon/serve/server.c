@@ -134,8 +134,11 @@ static void finish(struct dp_call *c, grpc_status_code status, const char *msg) 
                 call_free(c);
 }
 
-/* Decode, answer with the plugin, encode: returns the gRPC status. */
-static grpc_status_code answer(struct dp_call *c, const char *method, char **ret_msg) {
+/* Decode, answer with the plugin, encode: returns the gRPC status. On a
+ * refusal, *ret_device (malloc'd, or NULL) is the device ID it is about,
+ * for the log line. */
+static grpc_status_code answer(struct dp_call *c, const char *method, char **ret_msg,
+                               char **ret_device) {
         struct dp_plugin *p = c->res->plugin;
         ProtobufCMessage *req = NULL;
         const ProtobufCMessageDescriptor *desc;
@@ -161,13 +164,14 @@ static grpc_status_code answer(struct dp_call *c, const char *method, char **ret
         }
         if (desc == &v1beta1__allocate_request__descriptor) {
                 V1beta1__AllocateResponse *resp = NULL;
-                r = dp_allocate(p, (V1beta1__AllocateRequest *)req, &resp, ret_msg);
+                r = dp_allocate(p, (V1beta1__AllocateRequest *)req, &resp, ret_msg, ret_device);
                 if (r >= 0)
                         c->send = dp_pack(&resp->base);
                 dp_allocate_response_free(resp);
         } else if (desc == &v1beta1__preferred_allocation_request__descriptor) {
                 V1beta1__PreferredAllocationResponse *resp = NULL;
-                r = dp_preferred(p, (V1beta1__PreferredAllocationRequest *)req, &resp, ret_msg);
+                r = dp_preferred(p, (V1beta1__PreferredAllocationRequest *)req, &resp, ret_msg,
+                                 ret_device);
                 if (r >= 0)
                         c->send = dp_pack(&resp->base);
                 dp_preferred_response_free(resp);
@@ -226,8 +230,8 @@ static void stream_refuse(struct dp_call *c) {
                     "\"match\"",
                     p->n_ids, p->n_devs, res->cfg->shares, len, (size_t)DP_MAX_MESSAGE) < 0)
                 msg = NULL;
-        log_error("resource \"%s\": %s", res->cfg->name,
-                  msg ? msg : "device list too large, not sent");
+        log_with(LOG_ERR, &(struct log_fields){ .resource = res->cfg->name }, "resource \"%s\": %s",
+                 res->cfg->name, msg ? msg : "device list too large, not sent");
         stream_close(c, GRPC_STATUS_RESOURCE_EXHAUSTED, msg ? msg : "device list too large");
 }
 
@@ -281,8 +285,9 @@ static void stream_send(struct dp_call *c) {
                 return;
         }
         if (r < 0) {
-                log_error("resource \"%s\": cannot pack the device list: out of memory",
-                          res->cfg->name);
+                log_with(LOG_ERR, &(struct log_fields){ .resource = res->cfg->name },
+                         "resource \"%s\": cannot pack the device list: out of memory",
+                         res->cfg->name);
                 return;
         }
         slice = grpc_slice_new(buf, len, free);
@@ -311,7 +316,8 @@ static void stream_unref(struct dp_call *c) {
                         *pp = c->next;
                         break;
                 }
-        log_debug("resource \"%s\": ListAndWatch stream closed", c->res->cfg->name);
+        log_with(LOG_DEBUG, &(struct log_fields){ .resource = c->res->cfg->name },
+                 "resource \"%s\": ListAndWatch stream closed", c->res->cfg->name);
         call_free(c);
 }
 
@@ -355,14 +361,15 @@ static void stream_open(struct dp_call *c) {
         c->refs = 1;
         c->next = c->res->srv.streams;
         c->res->srv.streams = c;
-        log_debug("resource \"%s\": ListAndWatch stream opened", c->res->cfg->name);
+        log_with(LOG_DEBUG, &(struct log_fields){ .resource = c->res->cfg->name },
+                 "resource \"%s\": ListAndWatch stream opened", c->res->cfg->name);
         stream_send(c);
 }
 
 static void on_call(struct dp_daemon *d, struct dp_tag *tag, bool ok) {
         struct dp_call *c = CALL_OF(tag, tag);
         struct dp_resource *res = c->res;
-        _cleanup_free_ char *method = NULL, *msg = NULL;
+        _cleanup_free_ char *method = NULL, *msg = NULL, *device = NULL;
         grpc_op op;
 
         switch (c->phase) {
@@ -372,7 +379,8 @@ static void on_call(struct dp_daemon *d, struct dp_tag *tag, bool ok) {
                         return;
                 }
                 if (res->srv.state == SRV_UP && request_next(res) < 0)
-                        log_error("resource \"%s\": cannot accept further calls", res->cfg->name);
+                        log_with(LOG_ERR, &(struct log_fields){ .resource = res->cfg->name },
+                                 "resource \"%s\": cannot accept further calls", res->cfg->name);
                 memset(&op, 0, sizeof(op));
                 op.op = GRPC_OP_RECV_MESSAGE;
                 op.data.recv_message.recv_message = &c->recv;
@@ -396,12 +404,13 @@ static void on_call(struct dp_daemon *d, struct dp_tag *tag, bool ok) {
                         return;
                 }
                 double t0 = dp_mono_seconds();
-                grpc_status_code st = answer(c, method, &msg);
+                grpc_status_code st = answer(c, method, &msg, &device);
                 if (strcmp(method, DP_METHOD_ALLOCATE) == 0)
                         dp_stats_allocate(&res->stats, (int)st, dp_mono_seconds() - t0);
                 if (st != GRPC_STATUS_OK)
-                        /* The method's name looks like a path; it is none. */
-                        log_with(LOG_WARN, &(struct log_fields){ .path = "" },
+                        log_with(LOG_WARN,
+                                 &(struct log_fields){ .resource = res->cfg->name,
+                                                       .device = device },
                                  "resource \"%s\": %s refused: %s", res->cfg->name, method, msg);
                 finish(c, st, msg);
                 return;
@@ -473,20 +482,29 @@ int dp_server_listen(struct dp_resource *res) {
         /* A socket left by an earlier run would make bind fail; the name is
          * ours alone. */
         if (unlink(res->socket_path) < 0 && errno != ENOENT)
-                log_warn("resource \"%s\": cannot remove stale socket %s: %m", res->cfg->name,
+                log_with(LOG_WARN,
+                         &(struct log_fields){ .resource = res->cfg->name,
+                                               .path = res->socket_path,
+                                               .err = errno },
+                         "resource \"%s\": cannot remove stale socket %s: %m", res->cfg->name,
                          res->socket_path);
         fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 64) < 0) {
                 int r = -errno;
-                log_error("resource \"%s\": cannot listen on %s: %s", res->cfg->name,
-                          res->socket_path, strerror(-r));
+                log_with(LOG_ERR,
+                         &(struct log_fields){
+                                 .resource = res->cfg->name, .path = res->socket_path, .err = r },
+                         "resource \"%s\": cannot listen on %s: %s", res->cfg->name,
+                         res->socket_path, strerror(-r));
                 if (fd >= 0)
                         close(fd);
                 return r;
         }
         res->srv.listen_fd = fd;
         res->srv.listen_gen = res->d->kubelet.gen;
-        log_info("resource \"%s\": serving on %s", res->cfg->name, res->socket_path);
+        log_with(LOG_INFO,
+                 &(struct log_fields){ .resource = res->cfg->name, .path = res->socket_path },
+                 "resource \"%s\": serving on %s", res->cfg->name, res->socket_path);
         return 0;
 }
 
@@ -496,7 +514,11 @@ void dp_server_unlisten(struct dp_resource *res, bool unlink_path) {
         close(res->srv.listen_fd);
         res->srv.listen_fd = -1;
         if (unlink_path && unlink(res->socket_path) < 0 && errno != ENOENT)
-                log_warn("resource \"%s\": cannot remove %s: %m", res->cfg->name, res->socket_path);
+                log_with(LOG_WARN,
+                         &(struct log_fields){ .resource = res->cfg->name,
+                                               .path = res->socket_path,
+                                               .err = errno },
+                         "resource \"%s\": cannot remove %s: %m", res->cfg->name, res->socket_path);
 }
 
 /* Out of fds (EMFILE, ENFILE) or kernel memory, accept fails while the
@@ -526,7 +548,10 @@ static void accept_failed(struct dp_resource *res, int err) {
         res->accept.failures++;
         res->accept.unlogged++;
         if (!res->accept.logged_ms || now - res->accept.logged_ms >= ACCEPT_LOG_EVERY_MS) {
-                log_warn(
+                log_with(
+                        LOG_WARN,
+                        &(struct log_fields){
+                                .resource = res->cfg->name, .path = res->socket_path, .err = err },
                         "resource \"%s\": accept on %s: %s (%u failed attempts); pausing new connections "
                         "for up to %d ms at a time, serving the open ones",
                         res->cfg->name, res->socket_path, strerror(err), res->accept.unlogged,
@@ -553,12 +578,19 @@ void dp_server_accept(struct dp_resource *res) {
                                 accept_failed(res, errno);
                                 return;
                         }
-                        log_warn("resource \"%s\": accept on %s: %m; continuing", res->cfg->name,
+                        log_with(LOG_WARN,
+                                 &(struct log_fields){ .resource = res->cfg->name,
+                                                       .path = res->socket_path,
+                                                       .err = errno },
+                                 "resource \"%s\": accept on %s: %m; continuing", res->cfg->name,
                                  res->socket_path);
                         return;
                 }
                 if (res->accept.failures) {
-                        log_info("resource \"%s\": accepting connections on %s again",
+                        log_with(LOG_INFO,
+                                 &(struct log_fields){ .resource = res->cfg->name,
+                                                       .path = res->socket_path },
+                                 "resource \"%s\": accepting connections on %s again",
                                  res->cfg->name, res->socket_path);
                         res->accept.failures = 0;
                         res->accept.logged_ms = 0;

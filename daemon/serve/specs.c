@@ -23,17 +23,21 @@ static void retain_stale(struct dp_daemon *d) {
                 kinds[i] = d->res[i]->plugin->kind;
         r = cdi_sweep(d->opts->cdi_dir, kinds, &stale);
         if (r < 0) {
-                log_warn("cannot look for old CDI specs of ours in %s: %s; continuing",
+                log_with(LOG_WARN, &(struct log_fields){ .path = d->opts->cdi_dir, .err = r },
+                         "cannot look for old CDI specs of ours in %s: %s; continuing",
                          d->opts->cdi_dir, strerror(-r));
                 return;
         }
         for (char **f = stale; f && *f; f++) {
-                log_info(
+                log_with(
+                        LOG_INFO, &(struct log_fields){ .path = d->opts->cdi_dir, .file = *f },
                         "CDI spec %s/%s is ours, but no configured resource owns it: it stays until no pod "
                         "holds one of its devices",
                         d->opts->cdi_dir, *f);
                 if (dp_retained_add(d, *f, NULL) < 0)
-                        log_error("CDI spec %s/%s: out of memory; it stays", d->opts->cdi_dir, *f);
+                        log_with(LOG_ERR,
+                                 &(struct log_fields){ .path = d->opts->cdi_dir, .file = *f },
+                                 "CDI spec %s/%s: out of memory; it stays", d->opts->cdi_dir, *f);
         }
         base_strv_free(stale);
         dp_retained_check(d);
@@ -66,19 +70,26 @@ static void warn_conflicts(struct dp_daemon *d) {
         if (cdi_find_conflicts(dirs, specs, n_specs, &c, &n) >= 0)
                 for (size_t i = 0; i < n; i++) {
                         if (c[i].type == CDI_CONFLICT_DEVICE)
-                                log_warn(
+                                log_with(
+                                        LOG_WARN,
+                                        &(struct log_fields){ .path = c[i].path,
+                                                              .device = c[i].device },
                                         "CDI spec %s also defines device \"%s\": runtimes may refuse it; "
                                         "continuing",
                                         c[i].path, c[i].device);
                         else if (c[i].type == CDI_CONFLICT_KIND)
-                                log_warn(
+                                log_with(
+                                        LOG_WARN, &(struct log_fields){ .path = c[i].path },
                                         "CDI spec %s also defines kind \"%s\"%s; continuing",
                                         c[i].path, c[i].kind,
                                         strncmp(c[i].path, run, strlen(run)) == 0
                                                 ? ": specs in /var/run/cdi take priority over /etc/cdi"
                                                 : "");
                         else
-                                log_warn(
+                                log_with(
+                                        LOG_WARN,
+                                        &(struct log_fields){ .path = c[i].path,
+                                                              .err = c[i].error },
                                         "CDI spec %s could not be checked for clashes with ours: %s; continuing",
                                         c[i].path, strerror(-c[i].error));
                 }

@@ -98,7 +98,8 @@ static int watch_ancestor(struct dp_daemon *d) {
         if (d->watch.ancestor_wd >= 0 && d->watch.ancestor_wd != wd)
                 ancestor_unwatch(d);
         d->watch.ancestor_wd = wd;
-        log_info("kubelet dir %s does not exist yet, waiting for it (watching %s)",
+        log_with(LOG_INFO, &(struct log_fields){ .path = d->opts->kubelet_dir },
+                 "kubelet dir %s does not exist yet, waiting for it (watching %s)",
                  d->opts->kubelet_dir, path);
         return 0;
 }
@@ -169,7 +170,9 @@ static int dev_watch_add(struct dp_daemon *d, const char *dir, const char *resou
                 }
         wd = watch_in_root(d, dir);
         if (wd < 0) {
-                log_warn("resource \"%s\": cannot watch %s for hotplug: %s; continuing without",
+                log_with(LOG_WARN,
+                         &(struct log_fields){ .resource = resource, .path = dir, .err = wd },
+                         "resource \"%s\": cannot watch %s for hotplug: %s; continuing without",
                          resource, dir, strerror(-wd));
                 return 0;
         }
@@ -183,14 +186,16 @@ static int dev_watch_add(struct dp_daemon *d, const char *dir, const char *resou
                 }
         }
         d->watch.dev_wds[slot] = wd;
-        log_debug("resource \"%s\": watching %s", resource, dir);
+        log_with(LOG_DEBUG, &(struct log_fields){ .resource = resource, .path = dir },
+                 "resource \"%s\": watching %s", resource, dir);
         return 1;
 }
 
 int dp_watch_setup(struct dp_daemon *d) {
         int r = watch_kubelet_dir(d);
         if (r < 0) {
-                log_error("cannot watch kubelet dir %s: %s", d->opts->kubelet_dir, strerror(-r));
+                log_with(LOG_ERR, &(struct log_fields){ .path = d->opts->kubelet_dir, .err = r },
+                         "cannot watch kubelet dir %s: %s", d->opts->kubelet_dir, strerror(-r));
                 return r;
         }
         for (size_t i = 0; i < d->n_res; i++)
@@ -204,7 +209,9 @@ int dp_watch_setup(struct dp_daemon *d) {
 void dp_watch_resource(struct dp_daemon *d, struct dp_resource *res) {
         for (char **dir = res->watch_dirs; dir && *dir; dir++)
                 if (dev_watch_add(d, *dir, res->cfg->name) < 0)
-                        log_warn(
+                        log_with(
+                                LOG_WARN,
+                                &(struct log_fields){ .resource = res->cfg->name, .path = *dir },
                                 "resource \"%s\": cannot watch %s: out of memory; continuing without hotplug",
                                 res->cfg->name, *dir);
 }
@@ -244,16 +251,19 @@ static void kubelet_appeared(struct dp_daemon *d) {
 
 static void kubelet_dir_appeared(struct dp_daemon *d) {
         if (!dp_kubelet_present(d)) {
-                log_info("kubelet dir %s is there; waiting for kubelet.sock before serving",
+                log_with(LOG_INFO, &(struct log_fields){ .path = d->opts->kubelet_dir },
+                         "kubelet dir %s is there; waiting for kubelet.sock before serving",
                          d->opts->kubelet_dir);
                 return;
         }
-        log_info("kubelet dir %s is there with kubelet.sock, serving", d->opts->kubelet_dir);
+        log_with(LOG_INFO, &(struct log_fields){ .path = d->opts->kubelet_dir },
+                 "kubelet dir %s is there with kubelet.sock, serving", d->opts->kubelet_dir);
         kubelet_appeared(d);
 }
 
 static void kubelet_dir_gone(struct dp_daemon *d) {
-        log_warn("kubelet dir %s was removed; sockets stop until it is back", d->opts->kubelet_dir);
+        log_with(LOG_WARN, &(struct log_fields){ .path = d->opts->kubelet_dir },
+                 "kubelet dir %s was removed; sockets stop until it is back", d->opts->kubelet_dir);
         d->watch.kubelet_wd = -1;
         for (size_t i = 0; i < d->n_res; i++) {
                 d->res[i]->relisten.at_ms = 0;
@@ -273,21 +283,29 @@ static void socket_gone(struct dp_resource *res) {
                 return;
         dp_server_unlisten(res, false);
         if (!dp_kubelet_present(d)) {
-                log_info(
+                log_with(
+                        LOG_INFO,
+                        &(struct log_fields){ .resource = res->cfg->name,
+                                              .path = res->socket_path },
                         "resource \"%s\": socket %s was removed and kubelet.sock is gone; waiting for the "
                         "kubelet before re-creating it",
                         res->cfg->name, res->socket_path);
                 return;
         }
         if (res->srv.listen_gen != d->kubelet.gen) {
-                log_info(
+                log_with(
+                        LOG_INFO,
+                        &(struct log_fields){ .resource = res->cfg->name,
+                                              .path = res->socket_path },
                         "resource \"%s\": socket %s was removed by the kubelet that started since, "
                         "re-creating it",
                         res->cfg->name, res->socket_path);
                 relisten(res);
                 return;
         }
-        log_info(
+        log_with(
+                LOG_INFO,
+                &(struct log_fields){ .resource = res->cfg->name, .path = res->socket_path },
                 "resource \"%s\": socket %s was removed; re-creating it in %d ms unless its dir goes",
                 res->cfg->name, res->socket_path, RELISTEN_GRACE_MS);
         res->relisten.at_ms = dp_now_ms() + RELISTEN_GRACE_MS;
@@ -380,7 +398,8 @@ void dp_watch_config_real(struct dp_daemon *d) {
         }
         int wd = inotify_add_watch(d->watch.inotify_fd, dir, CONFIG_MASK);
         if (wd < 0) {
-                log_warn(
+                log_with(
+                        LOG_WARN, &(struct log_fields){ .path = dir, .err = errno },
                         "config: cannot watch %s, where %s leads: %m; a write in place there needs "
                         "SIGHUP",
                         dir, path);
@@ -389,7 +408,8 @@ void dp_watch_config_real(struct dp_daemon *d) {
         }
         if (wd != d->watch.config_real_wd || !d->watch.config_real_name ||
             strcmp(name, d->watch.config_real_name) != 0)
-                log_info("config: %s leads to %s/%s; watching %s too", path, dir, name, dir);
+                log_with(LOG_INFO, &(struct log_fields){ .path = path },
+                         "config: %s leads to %s/%s; watching %s too", path, dir, name, dir);
         if (wd != d->watch.config_real_wd)
                 unwatch_real(d);
         d->watch.config_real_wd = wd;
@@ -417,11 +437,13 @@ int dp_watch_config_setup(struct dp_daemon *d) {
         if (d->watch.config_wd < 0) {
                 /* The daemon can serve without it; an operator can still
                  * send SIGHUP. */
-                log_warn("config: cannot watch %s for changes: %m; only SIGHUP reloads %s", dir,
+                log_with(LOG_WARN, &(struct log_fields){ .path = dir, .err = errno },
+                         "config: cannot watch %s for changes: %m; only SIGHUP reloads %s", dir,
                          path);
                 return 0;
         }
-        log_info("config: watching %s for changes to %s (SIGHUP reloads too)", dir,
+        log_with(LOG_INFO, &(struct log_fields){ .path = dir },
+                 "config: watching %s for changes to %s (SIGHUP reloads too)", dir,
                  d->watch.config_name);
         dp_watch_config_real(d);
         return 0;
@@ -454,7 +476,8 @@ static void config_event(struct dp_daemon *d, const struct inotify_event *ev) {
 
         if (ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED)) {
                 if (d->watch.config_wd >= 0)
-                        log_warn(
+                        log_with(
+                                LOG_WARN, &(struct log_fields){ .path = path },
                                 "config: the dir of %s was removed or moved; the running configuration stays, "
                                 "and only SIGHUP reloads it now",
                                 path);

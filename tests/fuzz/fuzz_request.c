@@ -99,10 +99,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
         FUZZ_CHECK(req && req->descriptor == desc);
 
-        char *msg = NULL;
+        char *msg = NULL, *dev = NULL;
         if (desc == &v1beta1__allocate_request__descriptor) {
                 V1beta1__AllocateResponse *resp = NULL;
-                r = dp_allocate(p, (V1beta1__AllocateRequest *)req, &resp, &msg);
+                r = dp_allocate(p, (V1beta1__AllocateRequest *)req, &resp, &msg, &dev);
                 if (r == 0)
                         check_repack(&resp->base);
                 else
@@ -110,7 +110,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 dp_allocate_response_free(resp);
         } else if (desc == &v1beta1__preferred_allocation_request__descriptor) {
                 V1beta1__PreferredAllocationResponse *resp = NULL;
-                r = dp_preferred(p, (V1beta1__PreferredAllocationRequest *)req, &resp, &msg);
+                r = dp_preferred(p, (V1beta1__PreferredAllocationRequest *)req, &resp, &msg, &dev);
                 if (r == 0)
                         check_repack(&resp->base);
                 else
@@ -126,6 +126,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 FUZZ_CHECK(out && protobuf_c_message_pack(req, out) == len);
                 free(out);
         }
+        /* Only a refusal names the device it is about. */
+        FUZZ_CHECK(!dev || r == -EINVAL);
+        free(dev);
         free(msg);
         protobuf_c_message_free_unpacked(req, NULL);
         return 0;

@@ -252,7 +252,8 @@ Test(dra_api, unprepare_works_after_sigkill_and_restart) {
         spawn();
         cr_assert_eq(tk_dra_wait_registered(kd, DRIVER, 2, WAIT_MS), 0);
         cr_assert_eq(log_wait(e.log, "1 prepared claims from", WAIT_MS), 0);
-        unsigned gets = fakeapi_count(api, "GET");
+#define CLAIMS_PATH "/apis/resource.k8s.io/v1/namespaces/ns/resourceclaims"
+        uint64_t claim_get = fakeapi_last_request_ns(api, "GET", CLAIMS_PATH);
         cr_assert_eq(tk_dra_unprepare(kd, DRIVER, "v1", c, 1, &u), GRPC_STATUS_OK);
         cr_assert_eq(u->n_claims, 1);
         cr_assert_str_eq(u->claims[0]->value->error, "");
@@ -261,8 +262,8 @@ Test(dra_api, unprepare_works_after_sigkill_and_restart) {
         cr_assert_eq(asprintf(&cp_path, "%s/plugins/%s/checkpoint.json", kroot, DRIVER) > 0, true);
         cp = env_read(cp_path);
         cr_assert(cp && !strstr(cp, "uid-ok"), "%s", cp ? cp : "(none)");
-        /* Unprepare asked the API server nothing (a watch may have run). */
-        cr_assert_eq(fakeapi_count(api, "GET"), gets);
+        /* Unprepare asked the API server for no claim. */
+        cr_assert_eq(fakeapi_last_request_ns(api, "GET", CLAIMS_PATH), claim_get);
 }
 
 Test(dra_api, a_thousand_claims_are_answered) {
@@ -286,4 +287,20 @@ Test(dra_api, a_thousand_claims_are_answered) {
                                                                                              NULL);
         free(c);
         free(uids);
+}
+
+/* The kubelet's start: it deletes the sockets in plugins_registry and
+ * every slice of its node. Both come back. */
+Test(dra_api, a_kubelet_restart_is_repaired) {
+        _cleanup_free_ char *d0 = dev("ttyS0"), *d1 = dev("ttyS1");
+        char two[256];
+
+        start(CONFIG(SERIAL));
+        snprintf(two, sizeof(two), "%s,%s", d0, d1);
+        struct want w = { POOL, two };
+        cr_assert(fakeapi_wait(api, pool_is, &w, WAIT_MS), "the pool never had %s", two);
+        cr_assert_eq(tk_dra_restart(kd), 0);
+        fakeapi_wipe(api, NODE);
+        cr_assert_eq(tk_dra_wait_registered(kd, DRIVER, 2, WAIT_MS), 0);
+        cr_assert(fakeapi_wait(api, pool_is, &w, 30000), "the wiped slices never came back");
 }

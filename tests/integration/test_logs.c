@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* --log-format json and the "log_format" key: every line the daemon
  * writes is one JSON object with time, level and message, and lines about
- * a resource carry it as a field log pipelines can filter on. */
+ * a resource carry it as a field log pipelines can filter on. The fields
+ * are what the line is about, passed where it is logged: never read out
+ * of the message, which holds peer-sent IDs and paths only mentioned. */
 #include <cjson/cJSON.h>
 #include <criterion/criterion.h>
 #include <signal.h>
@@ -19,6 +21,9 @@
         "{ " extra                                                                                 \
         "\"resources\": [ { \"name\": \"example.com/serial\", \"match\": [ { \"path\": \"/dev/ttyS*\" } ] } ] }"
 
+/* A device ID the kubelet could send; the quote is for the log. */
+#define REFUSED_ID "tty\"S9"
+
 static struct env e;
 static struct tk *tk;
 
@@ -35,11 +40,13 @@ static void check_json_lines(void) {
         env_touch(&e, "dev/ttyS0");
         cr_assert_eq(tk_start(e.kubelet_dir, &tk), 0);
         cr_assert_eq(tk_wait_registered(tk, "example.com/serial", 1, 10000), 0);
-        /* A refused Allocate: the device it named, and no path. */
+        /* A refused Allocate: its resource and the device it named, as
+         * sent, quote and all (in the message it ends the quoted ID
+         * early), and no path though the method's name looks like one. */
         grpc_channel *ch = tk_dial(tk, "example.com/serial");
         V1beta1__AllocateResponse *r = NULL;
         char *why = NULL;
-        cr_assert_neq(call_allocate(ch, &r, &why, "ttyS9", NULL, NULL), GRPC_STATUS_OK);
+        cr_assert_neq(call_allocate(ch, &r, &why, REFUSED_ID, NULL, NULL), GRPC_STATUS_OK);
         free(why);
         grpc_channel_destroy(ch);
         /* Remove the config: a warning with the path as a field. */
@@ -52,7 +59,8 @@ static void check_json_lines(void) {
         cr_assert_not_null(f);
         char *line = NULL;
         size_t cap = 0;
-        unsigned lines = 0, with_resource = 0, with_path = 0, warnings = 0, refused = 0;
+        unsigned lines = 0, with_resource = 0, with_path = 0, warnings = 0, refused = 0,
+                 starting = 0;
         while (getline(&line, &cap, f) >= 0) {
                 cJSON *o = cJSON_Parse(line);
                 cr_assert_not_null(o, "not JSON: %s", line);
@@ -77,10 +85,17 @@ static void check_json_lines(void) {
                 }
                 if (strstr(msg->valuestring, "refused")) {
                         const cJSON *dev = cJSON_GetObjectItemCaseSensitive(o, "device");
-                        cr_assert(cJSON_IsString(dev) && strcmp(dev->valuestring, "ttyS9") == 0,
+                        cr_assert_str_eq(level->valuestring, "warning");
+                        cr_assert(cJSON_IsString(res), "%s", line);
+                        cr_assert(cJSON_IsString(dev) && strcmp(dev->valuestring, REFUSED_ID) == 0,
                                   "%s", line);
                         cr_assert_null(path, "%s", line);
                         refused++;
+                }
+                /* It names the kubelet and CDI dirs, but is about neither. */
+                if (strstr(msg->valuestring, " starting: ")) {
+                        cr_assert_null(path, "%s", line);
+                        starting++;
                 }
                 with_path += path != NULL;
                 lines++;
@@ -93,6 +108,7 @@ static void check_json_lines(void) {
         cr_assert_gt(with_path, 1);
         cr_assert_eq(warnings, 1);
         cr_assert_eq(refused, 1);
+        cr_assert_eq(starting, 1);
 }
 
 Test(logs, json_from_the_command_line) {

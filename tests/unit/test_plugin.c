@@ -118,7 +118,7 @@ static V1beta1__PreferredAllocationResponse *prefer(struct dp_plugin *p, char **
         c.allocation_size = size;
         req.container_requests = cs;
         req.n_container_requests = 1;
-        cr_assert_eq(dp_preferred(p, &req, &resp, &msg), 0, "%s", msg);
+        cr_assert_eq(dp_preferred(p, &req, &resp, &msg, NULL), 0, "%s", msg);
         return resp;
 }
 
@@ -222,7 +222,7 @@ Test(plugin, device_specs_carry_selector_env_mounts_and_permissions) {
         req.n_container_requests = 1;
         V1beta1__AllocateResponse *r = NULL;
         char *msg = NULL;
-        cr_assert_eq(dp_allocate(p, &req, &r, &msg), 0);
+        cr_assert_eq(dp_allocate(p, &req, &r, &msg, NULL), 0);
         V1beta1__ContainerAllocateResponse *cr = r->container_responses[0];
         cr_assert_eq(cr->n_cdi_devices, 0, "cdi-cri is not among the modes");
         cr_assert_eq(cr->n_devices, 1);
@@ -293,7 +293,7 @@ static char *allocate_one(struct dp_plugin *p, char *id) {
         c.n_devices_ids = 1;
         req.container_requests = cs;
         req.n_container_requests = 1;
-        cr_assert_eq(dp_allocate(p, &req, &r, &msg), 0, "%s", msg);
+        cr_assert_eq(dp_allocate(p, &req, &r, &msg, NULL), 0, "%s", msg);
         cr_assert_eq(r->container_responses[0]->n_cdi_devices, 1);
         name = strdup(r->container_responses[0]->cdi_devices[0]->name);
         dp_allocate_response_free(r);

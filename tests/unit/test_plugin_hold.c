@@ -122,7 +122,8 @@ Test(plugin_hold, holds_back_every_share_of_a_new_device) {
         free_nodes(a, 2);
 }
 
-/* Allocate for one container asking for id: 0 or the error. */
+/* Allocate for one container asking for id: 0 or the error; a refusal
+ * names id as the device it is about, for the log line. */
 static int allocate_one(struct dp_plugin *p, const char *id, char **ret_msg) {
         V1beta1__AllocateRequest req = V1BETA1__ALLOCATE_REQUEST__INIT;
         V1beta1__ContainerAllocateRequest creq = V1BETA1__CONTAINER_ALLOCATE_REQUEST__INIT;
@@ -133,9 +134,13 @@ static int allocate_one(struct dp_plugin *p, const char *id, char **ret_msg) {
         creq.devices_ids = ids;
         req.n_container_requests = 1;
         req.container_requests = creqs;
-        int r = dp_allocate(p, &req, &resp, ret_msg);
+        char *dev = NULL;
+        int r = dp_allocate(p, &req, &resp, ret_msg, &dev);
         if (r == 0)
                 dp_allocate_response_free(resp);
+        else
+                cr_assert_str_eq(dev, id);
+        free(dev);
         return r;
 }
 

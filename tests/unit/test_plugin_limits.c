@@ -50,7 +50,7 @@ static int preferred(struct dp_plugin *p, char **avail, size_t n_avail, char **m
         c.allocation_size = size;
         req.n_container_requests = 1;
         req.container_requests = cs;
-        return dp_preferred(p, &req, ret, msg);
+        return dp_preferred(p, &req, ret, msg, NULL);
 }
 
 Test(plugin_limits, preferred_with_thousands_of_offered_ids) {
