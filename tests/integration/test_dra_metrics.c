@@ -206,6 +206,23 @@ Test(dra_metrics, figures_move_with_registration_prepare_errors_and_slices) {
         cr_assert_eq(sample(page, REQ("unprepare", "v1", "ok")), 1, "%s", page);
         free(page);
 
+        /* Every DRA family on the page is in cdiplug(8)'s MONITORING list. */
+        page = scrape();
+        _cleanup_free_ char *man = env_read(CDIPLUG_SRC_DIR "/packaging/cdiplug.8.in");
+        cr_assert_not_null(man);
+        for (const char *p = page; (p = strstr(p, "# TYPE cdiplug_dra_"));) {
+                char name[128], want[160];
+                p += strlen("# TYPE ");
+                size_t n = strcspn(p, " ");
+                cr_assert_lt(n, sizeof(name));
+                memcpy(name, p, n);
+                name[n] = '\0';
+                /* Underscores are written plain in the man page's .B lines. */
+                snprintf(want, sizeof(want), ".B %s", name);
+                cr_assert_not_null(strstr(man, want), "%s is not in cdiplug(8)", name);
+        }
+        free(page);
+
         /* The kubelet refuses the driver: the gauge follows. */
         tk_dra_refuse(kd, "no");
         cr_assert_eq(tk_dra_restart(kd), 0);
