@@ -174,7 +174,8 @@ static inline bool kt_pool_ok(const cJSON *slices, void *ctx) {
         }
         if (!ok || n != want_slices || devs != w->devices)
                 return false;
-        w->gen = (uint64_t)gen;
+        /* No slice (an empty or removed pool): no generation. */
+        w->gen = gen < 0 ? 0 : (uint64_t)gen;
         w->slices = n;
         return true;
 }
