@@ -52,6 +52,7 @@ struct dra_node {
         struct dra_claim *prepared; /* what the checkpoint holds */
         size_t n_prepared;
         struct dra_prep *preps; /* Prepare requests not answered yet */
+        struct dra_node_stats stats;
 
         /* checkpoint_io.c's */
         int dir_fd; /* plugin_dir, opened before the lock-down */

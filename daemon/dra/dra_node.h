@@ -85,6 +85,18 @@ bool dra_node_accepted(const struct dra_node *n);
 /* Claims prepared now (for /metrics). */
 size_t dra_node_prepared(const struct dra_node *n);
 
+/* DRAPlugin calls answered, for /metrics: by method, by the API version
+ * the kubelet called, and by outcome (ok: every claim answered without an
+ * error; claim_error: the call succeeded but at least one claim carries
+ * an error; failed: the call itself ended with a gRPC error). */
+enum dra_call_method { DRA_CALL_PREPARE, DRA_CALL_UNPREPARE, DRA_CALL_METHODS };
+enum dra_call_version { DRA_CALL_V1, DRA_CALL_V1BETA1, DRA_CALL_VERSIONS };
+enum dra_call_outcome { DRA_CALL_OK, DRA_CALL_CLAIM_ERROR, DRA_CALL_FAILED, DRA_CALL_OUTCOMES };
+struct dra_node_stats {
+        uint64_t calls[DRA_CALL_METHODS][DRA_CALL_VERSIONS][DRA_CALL_OUTCOMES];
+};
+void dra_node_stats(const struct dra_node *n, struct dra_node_stats *ret);
+
 /* One device as the health streams report it. */
 struct dra_health_device {
         const char *pool;

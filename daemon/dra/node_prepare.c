@@ -64,6 +64,7 @@ struct dra_prep {
         unsigned refs;  /* 1 until answered, +1 per lookup in flight */
         uint64_t deadline_ms;
         bool dirty; /* the prepared set changed: the checkpoint before the answer */
+        enum dra_call_version version; /* for the stats */
         struct dra_prep *next;
 };
 
@@ -170,6 +171,7 @@ static void answer(struct dra_prep *p) {
         PrepareResponse resp =
                 K8S__IO__KUBELET__PKG__APIS__DRA__V1__NODE_PREPARE_RESOURCES_RESPONSE__INIT;
         const char *save_error = NULL;
+        bool claim_error = false;
         int r = 0;
 
         /* Only a request still in n->preps is answered, and it has its
@@ -205,9 +207,14 @@ static void answer(struct dra_prep *p) {
                         pc->error = (char *)save_error;
                 else
                         r = fill_devices(pc, l->devices, l->n_devices);
+                /* protobuf-c initialises a string to "", not NULL. */
+                claim_error = claim_error || (pc->error && *pc->error);
         }
         if (r >= 0)
                 c->send = dp_pack(&resp.base);
+        n->stats.calls[DRA_CALL_PREPARE][p->version][!c->send      ? DRA_CALL_FAILED
+                                                     : claim_error ? DRA_CALL_CLAIM_ERROR
+                                                                   : DRA_CALL_OK]++;
         free_answer(&resp);
         unlink_prep(p);
         p->c = NULL;
@@ -378,7 +385,7 @@ static void start_claims(struct dra_prep *p, const PrepareRequest *req) {
         }
 }
 
-static grpc_status_code prepare(struct dra_call *c, char **ret_msg) {
+static grpc_status_code prepare(struct dra_call *c, enum dra_call_version version, char **ret_msg) {
         struct dra_node *n = c->n;
         _cleanup_(message_freep) ProtobufCMessage *m = NULL;
         const PrepareRequest *req;
@@ -408,6 +415,7 @@ static grpc_status_code prepare(struct dra_call *c, char **ret_msg) {
         }
         p->n = n;
         p->c = c;
+        p->version = version;
         c->prep = p;
         p->n_claims = p->pending = req->n_claims;
         p->refs = 1;
@@ -425,7 +433,7 @@ static grpc_status_code prepare(struct dra_call *c, char **ret_msg) {
 /* Unprepare needs nothing from the API server: the claim may be gone. An
  * unknown uid was never prepared here, or its Unprepare already ran:
  * success either way. */
-static grpc_status_code unprepare(struct dra_call *c, char **ret_msg) {
+static grpc_status_code unprepare(struct dra_call *c, bool *ret_claim_error, char **ret_msg) {
         struct dra_node *n = c->n;
         _cleanup_(message_freep) ProtobufCMessage *m = NULL;
         UnprepareResponse resp =
@@ -478,6 +486,7 @@ static grpc_status_code unprepare(struct dra_call *c, char **ret_msg) {
         }
         resp.claims = ptrs;
         resp.n_claims = req->n_claims;
+        *ret_claim_error = r < 0 && req->n_claims > 0;
         c->send = dp_pack(&resp.base);
         return c->send ? GRPC_STATUS_OK : GRPC_STATUS_RESOURCE_EXHAUSTED;
 }
@@ -485,6 +494,11 @@ static grpc_status_code unprepare(struct dra_call *c, char **ret_msg) {
 bool dra_prepare_method(struct dra_call *c, const char *method) {
         _cleanup_free_ char *msg = NULL;
         grpc_status_code st;
+        bool claim_error = false;
+        enum dra_call_version v = strcmp(method, DRA_METHOD_PREPARE_V1BETA1) == 0 ||
+                                                  strcmp(method, DRA_METHOD_UNPREPARE_V1BETA1) == 0
+                                          ? DRA_CALL_V1BETA1
+                                          : DRA_CALL_V1;
         bool prep = strcmp(method, DRA_METHOD_PREPARE_V1) == 0 ||
                     strcmp(method, DRA_METHOD_PREPARE_V1BETA1) == 0;
         bool unprep = strcmp(method, DRA_METHOD_UNPREPARE_V1) == 0 ||
@@ -496,12 +510,18 @@ bool dra_prepare_method(struct dra_call *c, const char *method) {
         /* A request read after the stop began would start lookups that
          * hold the stop up: the kubelet asks again. */
         if (!c->n->up) {
+                c->n->stats
+                        .calls[prep ? DRA_CALL_PREPARE : DRA_CALL_UNPREPARE][v][DRA_CALL_FAILED]++;
                 dra_call_finish(c, GRPC_STATUS_UNAVAILABLE, "cdiplug is stopping");
                 return true;
         }
-        st = prep ? prepare(c, &msg) : unprepare(c, &msg);
+        st = prep ? prepare(c, v, &msg) : unprepare(c, &claim_error, &msg);
         if (prep && st == GRPC_STATUS_OK)
                 return true; /* answered by answer(), now or once the lookups are done */
+        c->n->stats.calls[prep ? DRA_CALL_PREPARE : DRA_CALL_UNPREPARE][v]
+                         [st != GRPC_STATUS_OK ? DRA_CALL_FAILED
+                          : claim_error        ? DRA_CALL_CLAIM_ERROR
+                                               : DRA_CALL_OK]++;
         if (st != GRPC_STATUS_OK)
                 log_with(LOG_WARN, &(struct log_fields){ .path = "" }, "dra: %s refused: %s",
                          method, msg ? msg : "out of memory");
@@ -568,4 +588,8 @@ int dra_node_pools_set(struct dra_node *n, const struct dra_node_pool *pools, si
 
 size_t dra_node_prepared(const struct dra_node *n) {
         return n->n_prepared;
+}
+
+void dra_node_stats(const struct dra_node *n, struct dra_node_stats *ret) {
+        *ret = n->stats;
 }
