@@ -360,3 +360,77 @@ int res_sysfs_serial_id(int rootfd, const char *devdir, char **ret) {
         chain_clear(&c);
         return r;
 }
+
+/* attr of dir as up to 4 hex digits ("0403", "0x8086"): 0, or -errno
+ * (-ENOENT when dir has no such attribute). */
+static int read_hex16(int rootfd, const char *dir, const char *attr, uint16_t *ret) {
+        _cleanup_free_ char *v = NULL;
+        uint32_t x;
+        int r = read_attr_at(rootfd, dir, attr, &v);
+        if (r < 0)
+                return r;
+        if (res_parse_hex(v, 4, &x) < 0)
+                return -EINVAL;
+        *ret = (uint16_t)x;
+        return 0;
+}
+
+/* Whether dir is a USB device or a PCI function, by the attributes the
+ * usb and pci selectors match on: 1 (*id filled), 0 neither, -ENOMEM.
+ * USB interfaces ("1-1.2:1.0") have no idVendor and are passed over. */
+static int identity_at(int rootfd, const char *dir, struct res_identity *id) {
+        int r = read_hex16(rootfd, dir, "idVendor", &id->vendor);
+        if (r >= 0)
+                r = read_hex16(rootfd, dir, "idProduct", &id->product);
+        if (r >= 0) {
+                _cleanup_free_ char *serial = NULL;
+                id->bus = RES_BUS_USB;
+                id->address[0] = id->serial[0] = '\0';
+                r = read_attr_at(rootfd, dir, "serial", &serial);
+                if (r == -ENOMEM)
+                        return r;
+                if (r == 0 && strlen(serial) <= RES_SERIAL_MAX)
+                        strcpy(id->serial, serial);
+                return 1;
+        }
+        if (r == -ENOMEM)
+                return r;
+        const char *name = base_of(dir);
+        if (!res_is_pci_addr(name) || strlen(name) >= sizeof(id->address))
+                return 0;
+        r = read_hex16(rootfd, dir, "vendor", &id->vendor);
+        if (r >= 0)
+                r = read_hex16(rootfd, dir, "device", &id->product);
+        if (r < 0)
+                return r == -ENOMEM ? r : 0;
+        id->bus = RES_BUS_PCI;
+        strcpy(id->address, name);
+        id->serial[0] = '\0';
+        return 1;
+}
+
+int res_device_identity(const char *host_root, const char *node, struct res_identity *ret) {
+        _cleanup_close_ int rootfd = -1;
+        _cleanup_free_ char *devdir = NULL;
+        struct res_identity id = { .bus = RES_BUS_NONE };
+        struct chain c;
+        int r = res_root_open(host_root, &rootfd);
+        if (r < 0)
+                return r;
+        r = res_node_devdir(rootfd, node, &devdir);
+        if (r < 0)
+                return r;
+        r = chain_build(rootfd, devdir, &c);
+        if (r < 0)
+                return r;
+        r = 0;
+        for (size_t i = 0; i < c.n && r == 0; i++)
+                r = identity_at(rootfd, c.dirs[i], &id);
+        chain_clear(&c);
+        if (r < 0)
+                return r;
+        if (r == 0)
+                return -ENOENT;
+        *ret = id;
+        return 0;
+}

@@ -107,6 +107,10 @@ bool res_node_exists(int rootfd, const char *path);
  * "0x", 1..max_digits hex digits, nothing else. */
 int res_parse_hex(const char *s, unsigned max_digits, uint32_t *ret);
 
+/* "dddd:bb:dd.f", domain 4 to 8 hex digits (VMD domains are 5): a PCI
+ * function's sysfs name. */
+bool res_is_pci_addr(const char *s);
+
 /* Shorten an over-long ID to RES_ID_MAX with a hash of the full string. */
 int res_id_fit(const char *full, char **ret);
 

@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "base.h"
 
@@ -170,6 +171,26 @@ int res_watch_dirs(const char *host_root, struct res_selector *const *sels, size
  * relative, "..") never lead out of the root. For the inotify watch on
  * /proc/self/fd/<fd>, which watches what the descriptor resolved to. */
 int res_open_watch_dir(const char *host_root, const char *dir, int *ret_fd);
+
+/* The hardware identity of a device node: the nearest device at or above
+ * its sysfs dir (/sys/dev/{char,block}/MAJ:MIN, from the node's st_rdev
+ * read inside the host root) that is a USB device (idVendor and idProduct)
+ * or a PCI function (vendor and device, named by its address). */
+enum res_bus { RES_BUS_NONE, RES_BUS_USB, RES_BUS_PCI };
+/* Longest USB serial kept; a longer one is left out (serial[0] == 0). */
+#define RES_SERIAL_MAX 64
+struct res_identity {
+        enum res_bus bus;
+        uint16_t vendor;                 /* idVendor, or the PCI vendor */
+        uint16_t product;                /* idProduct, or the PCI device */
+        char address[17];                /* PCI: "0000:00:1f.0" (domain 4 to 8 digits); USB: "" */
+        char serial[RES_SERIAL_MAX + 1]; /* USB: the serial if any and printable */
+};
+/* The identity of node (host-absolute) under host_root (NULL means "/").
+ * -ENOENT when neither kind of device is found within 32 sysfs
+ * levels (a virtual node, a platform device): no identity, not an error.
+ * Reads only, bounded as every sysfs read here. */
+int res_device_identity(const char *host_root, const char *node, struct res_identity *ret);
 
 /* Device ID derived from a device node path below /dev: the path relative
  * to /dev with '/' turned into '-', characters outside [A-Za-z0-9_.-]

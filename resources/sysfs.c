@@ -298,8 +298,7 @@ int res_discover_usb(int rootfd, const struct res_selector *sel, size_t idx, str
         return scan_bus(rootfd, "/sys/bus/usb/devices", usb_one, &s);
 }
 
-/* "dddd:bb:dd.f", domain 4 to 8 hex digits (VMD domains are 5). */
-static bool is_pci_addr(const char *s) {
+bool res_is_pci_addr(const char *s) {
         size_t len = strlen(s);
         if (len < 12 || len > 16)
                 return false;
@@ -427,7 +426,7 @@ static int pci_nodes(struct scan *s, int rootfd, const char *name, const char *d
 
 static int pci_one(int rootfd, const char *name, void *ud) {
         struct scan *s = ud;
-        if (!is_pci_addr(name))
+        if (!res_is_pci_addr(name))
                 return 0;
         if (s->misses)
                 s->misses->candidates++;

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 struct dp_plugin;
+struct res_identity;
 
 /* The API's limits (resource.k8s.io/v1): a pool name, a device name (a
  * DNS label), a string attribute value, attributes and capacities a
@@ -56,6 +57,14 @@ const char *dra_resource_problem(const char *resource);
  * how many were (for the caller to log, dra_name_clashes says which);
  * else 0. -ENAMETOOLONG when resource fails dra_resource_problem. */
 int dra_devices_json(const struct dp_plugin *p, const char *resource, cJSON **ret);
+/* The same, each device also carrying its hardware identity, when
+ * idents (one per device of p, p->devs order; NULL: none known) has one:
+ * a PCI function "pciVendorID" and "pciDeviceID" ("0x8086") and
+ * "resource.kubernetes.io/pciBusID" (its address, "0000:00:1f.0", when in
+ * that form), a USB device "usbVendorID" and "usbProductID" ("0x0403") and
+ * "usbSerial" (when it has one of at most 64 bytes). */
+int dra_devices_json_ids(const struct dp_plugin *p, const char *resource,
+                         const struct res_identity *idents, cJSON **ret);
 
 /* The allocatable ID index of slice device name in p: 0 or -ENOENT (also
  * for the later of two clashing IDs, which is never published).

@@ -8,6 +8,7 @@
  * section: the kubelet then knows the driver even while no resource uses
  * it, and a reload that adds the first DRA resource needs nothing more. */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/inotify.h>
 
@@ -18,6 +19,7 @@
 #include "log.h"
 #include "loop.h"
 #include "plugin.h"
+#include "resources.h"
 #include "serve-internal.h"
 
 static bool is_dra(const struct dp_resource *res) {
@@ -236,6 +238,67 @@ static int add_resource(struct health_list *l, const struct dp_daemon *d,
         return 0;
 }
 
+void dp_dra_idents_clear(struct dp_res_idents *c) {
+        for (size_t i = 0; i < c->n; i++)
+                free(c->keys[i]);
+        free(c->keys);
+        free(c->v);
+        *c = (struct dp_res_idents){ 0 };
+}
+
+static int cmp_key(const void *a, const void *b) {
+        return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The identity of device dev of p: the cached one when its ID and first
+ * node are unchanged, else read from sysfs. A device with none (no node,
+ * a virtual one, sysfs racing a hotplug) simply carries no identity. */
+static void ident_of(const struct dp_daemon *d, const struct dp_res_idents *old,
+                     const struct dp_plugin *p, size_t dev, char *key, struct res_identity *ret) {
+        char **hit = old->n ? bsearch(&key, old->keys, old->n, sizeof(char *), cmp_key) : NULL;
+
+        if (hit) {
+                *ret = old->v[hit - old->keys];
+                return;
+        }
+        *ret = (struct res_identity){ .bus = RES_BUS_NONE };
+        if (p->devs[dev].n_nodes > 0 &&
+            res_device_identity(d->opts->host_root, dp_str_next(dp_device_id(p, dev)), ret) < 0)
+                *ret = (struct res_identity){ .bus = RES_BUS_NONE };
+}
+
+/* res's identities brought up to its plugin's devices. The keys are
+ * sorted as the devices are, by ID ('\n' sorts before every character an
+ * ID may hold), so old ones are found by bisection; a miss only costs a
+ * read, a hit is always the same ID and node. */
+static int idents_update(const struct dp_daemon *d, struct dp_resource *res) {
+        const struct dp_plugin *p = res->plugin;
+        struct dp_res_idents now = { .v = calloc(p->n_devs + 1, sizeof(*now.v)),
+                                     .keys = calloc(p->n_devs + 1, sizeof(*now.keys)) };
+
+        if (!now.v || !now.keys) {
+                dp_dra_idents_clear(&now);
+                return -ENOMEM;
+        }
+        for (; now.n < p->n_devs; now.n++) {
+                const char *id = dp_device_id(p, now.n);
+                const char *node = p->devs[now.n].n_nodes > 0 ? dp_str_next(id) : "";
+                size_t len = strlen(id) + 1 + strlen(node) + 1;
+                char *key = malloc(len);
+
+                if (!key) {
+                        dp_dra_idents_clear(&now);
+                        return -ENOMEM;
+                }
+                snprintf(key, len, "%s\n%s", id, node);
+                now.keys[now.n] = key;
+                ident_of(d, &res->idents, p, now.n, key, &now.v[now.n]);
+        }
+        dp_dra_idents_clear(&res->idents);
+        res->idents = now;
+        return 0;
+}
+
 /* The ResourceSlices: a DRA resource's devices whenever its list changed,
  * and the pools of resources no longer served by DRA dropped (their slices
  * are deleted). The API client copes with the network; this never
@@ -251,6 +314,7 @@ static void publish_slices(struct dp_daemon *d) {
 
                 if (!is_dra(res)) {
                         res->dra_gen = 0; /* its pool is dropped below */
+                        dp_dra_idents_clear(&res->idents);
                         continue;
                 }
                 r = dra_pool_name(d->opts->node_name, res->cfg->name, &pool);
@@ -258,7 +322,10 @@ static void publish_slices(struct dp_daemon *d) {
                         r = base_strvec_push(&now, pool);
                 if (r < 0 || res->dra_gen == res->plugin->generation)
                         continue;
-                r = dra_devices_json(res->plugin, res->cfg->name, &devices);
+                r = idents_update(d, res);
+                if (r >= 0)
+                        r = dra_devices_json_ids(res->plugin, res->cfg->name, res->idents.v,
+                                                 &devices);
                 if (r > 0)
                         log_with(LOG_WARN, &(struct log_fields){ .resource = res->cfg->name },
                                  "resource \"%s\": %d devices left out of its ResourceSlices: "

@@ -81,6 +81,15 @@ struct dp_res_life {
         struct dp_resource *next_retired;
 };
 
+/* dra.c's: the hardware identity of a DRA resource's devices, one per
+ * device of the plugin as last published (p->devs order), kept by ID and
+ * first node so that a hotplug reads sysfs only for devices it brings. */
+struct dp_res_idents {
+        struct res_identity *v;
+        char **keys; /* per device: "<ID>\n<first node>" */
+        size_t n;
+};
+
 struct dp_resource {
         struct dp_daemon *d;
         const struct cfg_resource *cfg;
@@ -96,6 +105,7 @@ struct dp_resource {
         struct dp_res_relisten relisten;     /* watch.c's */
         struct dp_res_life life;             /* resource.c's */
         uint64_t dra_gen; /* dra.c's: plugin generation its pool was published at, 0 none */
+        struct dp_res_idents idents; /* dra.c's */
 
         struct dp_res_stats stats; /* for /metrics and /readyz */
 };
@@ -202,6 +212,7 @@ void dp_dra_accept(struct dp_daemon *d, int fd);
 void dp_dra_stop(struct dp_daemon *d);
 bool dp_dra_done(const struct dp_daemon *d);
 void dp_dra_free(struct dp_daemon *d);
+void dp_dra_idents_clear(struct dp_res_idents *c);
 /* A timer callback: ctx is the daemon. */
 void dp_dra_due(void *ctx);
 

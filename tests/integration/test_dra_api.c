@@ -16,6 +16,7 @@
 #include "dra.h"
 #include "env.h"
 #include "fakeapi.h"
+#include "faketree.h"
 #include "kubelet.h"
 #include "logwait.h"
 
@@ -178,6 +179,86 @@ Test(dra_api, slices_follow_hotplug_and_the_config) {
         env_write(&e, "config.json", CONFIG(""));
         w.names = "";
         cr_assert(fakeapi_wait(api, pool_is, &w, WAIT_MS), "the pool's slices stayed");
+}
+
+/* Whether device name of pool carries string attribute key = value. */
+struct want_attr {
+        const char *name, *key, *value;
+};
+
+static bool attr_is(const cJSON *slices, void *ctx) {
+        const struct want_attr *w = ctx;
+        const cJSON *s, *d;
+
+        cJSON_ArrayForEach(s, slices) {
+                const cJSON *spec = cJSON_GetObjectItem(s, "spec");
+                const cJSON *pool = cJSON_GetObjectItem(cJSON_GetObjectItem(spec, "pool"), "name");
+                if (!cJSON_IsString(pool) || strcmp(pool->valuestring, POOL) != 0)
+                        continue;
+                cJSON_ArrayForEach(d, cJSON_GetObjectItem(spec, "devices")) {
+                        const cJSON *name = cJSON_GetObjectItem(d, "name");
+                        const cJSON *a =
+                                cJSON_GetObjectItem(cJSON_GetObjectItem(d, "attributes"), w->key);
+                        const cJSON *v = cJSON_GetObjectItem(a, "string");
+                        if (cJSON_IsString(name) && strcmp(name->valuestring, w->name) == 0)
+                                return cJSON_IsString(v) && strcmp(v->valuestring, w->value) == 0;
+                }
+        }
+        return false;
+}
+
+static void host_file(const char *rel, const char *content) {
+        cr_assert_eq(ft_file(e.host, rel, content), 0, "%s", rel);
+}
+
+/* A USB serial adapter plugged in while the daemon runs: sysfs first (as
+ * the kernel does), then its node, whose /sys/dev/char link leads there. */
+static void plug_usb_tty(void) {
+        const char *usb = "sys/devices/pci0000:00/0000:00:14.0/usb1/1-1";
+        const char *tty =
+                "sys/devices/pci0000:00/0000:00:14.0/usb1/1-1/1-1:1.0/ttyUSB0/tty/ttyUSB0";
+        char *p = NULL, *link = NULL, *target = NULL;
+        unsigned maj, min;
+
+        host_file("sys/devices/pci0000:00/0000:00:14.0/uevent", "");
+        host_file("sys/devices/pci0000:00/0000:00:14.0/vendor", "0x8086\n");
+        host_file("sys/devices/pci0000:00/0000:00:14.0/device", "0xa36d\n");
+        cr_assert_eq(asprintf(&p, "%s/uevent", usb) > 0, true);
+        host_file(p, "");
+        free(p);
+        cr_assert_eq(asprintf(&p, "%s/idVendor", usb) > 0, true);
+        host_file(p, "0403\n");
+        free(p);
+        cr_assert_eq(asprintf(&p, "%s/idProduct", usb) > 0, true);
+        host_file(p, "6001\n");
+        free(p);
+        cr_assert_eq(asprintf(&p, "%s/serial", usb) > 0, true);
+        host_file(p, "FT1XYZ\n");
+        free(p);
+        cr_assert_eq(asprintf(&p, "%s/uevent", tty) > 0, true);
+        host_file(p, "");
+        free(p);
+        ft_next_devnum(&maj, &min);
+        cr_assert_eq(asprintf(&link, "sys/dev/char/%u:%u", maj, min) > 0, true);
+        cr_assert_eq(asprintf(&target, "../../%s", tty + strlen("sys/")) > 0, true);
+        cr_assert_eq(ft_symlink(e.host, link, target), 0);
+        cr_assert_eq(ft_chrdev(e.host, "dev/ttyUSB0", maj, min), 0);
+        free(link);
+        free(target);
+}
+
+Test(dra_api, a_usb_device_carries_its_identity) {
+        _cleanup_free_ char *d = dev("ttyUSB0");
+        struct want_attr w = { d, "usbVendorID", "0x0403" };
+
+        start(CONFIG(" { \"name\": \"example.com/serial\", \"api\": \"dra\","
+                     " \"match\": [ { \"path\": \"/dev/ttyUSB*\", \"optional\": true } ] }"));
+        plug_usb_tty();
+        cr_assert(fakeapi_wait(api, attr_is, &w, WAIT_MS), "no usbVendorID 0x0403 on %s", d);
+        w = (struct want_attr){ d, "usbProductID", "0x6001" };
+        cr_assert(fakeapi_wait(api, attr_is, &w, WAIT_MS), "no usbProductID 0x6001 on %s", d);
+        w = (struct want_attr){ d, "usbSerial", "FT1XYZ" };
+        cr_assert(fakeapi_wait(api, attr_is, &w, WAIT_MS), "no usbSerial on %s", d);
 }
 
 /* The CDI ID the spec file the daemon wrote defines for it. */

@@ -246,6 +246,82 @@ Test(dra_devices, shares_are_devices_naming_their_physical_device) {
         devs_clear(&v);
 }
 
+/* Identities are per device (p->devs order), so every share of a device
+ * carries its device's. */
+Test(dra_devices, devices_carry_their_pci_or_usb_identity) {
+        struct cfg_resource cfg = serial_cfg(1);
+        struct devs v = { 0 };
+        char serial[RES_SERIAL_MAX + 1];
+        add(&v, "gpu", "/dev/dri/card1", -1);
+        add(&v, "none", "/dev/null", -1);
+        add(&v, "ttyUSB0", "/dev/ttyUSB0", -1);
+        add(&v, "vmd", "/dev/nvme0", -1);
+        struct dp_plugin *p = plugin(&cfg, &v);
+        struct res_identity ids[4] = {
+                { .bus = RES_BUS_PCI,
+                  .vendor = 0x1002,
+                  .product = 0x73bf,
+                  .address = "0000:01:00.0" },
+                { .bus = RES_BUS_NONE },
+                { .bus = RES_BUS_USB, .vendor = 0x0403, .product = 0x6001, .serial = "FT1XYZ" },
+                /* A VMD domain: no pciBusID in a form upstream refuses. */
+                { .bus = RES_BUS_PCI,
+                  .vendor = 0x8086,
+                  .product = 0x0a54,
+                  .address = "10000:01:00.0" },
+        };
+        cJSON *arr = NULL;
+        cr_assert_eq(dra_devices_json_ids(p, p->cfg->name, ids, &arr), 0);
+        char *s = cJSON_PrintUnformatted(arr);
+        cJSON_Delete(arr);
+        cr_assert_str_eq(s, "[{\"name\":\"gpu\",\"attributes\":{" RES
+                            ",\"path\":{\"string\":\"/dev/dri/card1\"}"
+                            ",\"pciVendorID\":{\"string\":\"0x1002\"}"
+                            ",\"pciDeviceID\":{\"string\":\"0x73bf\"}"
+                            ",\"resource.kubernetes.io/pciBusID\":{\"string\":\"0000:01:00.0\"}}},"
+                            "{\"name\":\"none\",\"attributes\":{" RES
+                            ",\"path\":{\"string\":\"/dev/null\"}}},"
+                            "{\"name\":\"ttyusb0-4452f912\",\"attributes\":{" RES
+                            ",\"path\":{\"string\":\"/dev/ttyUSB0\"}"
+                            ",\"usbVendorID\":{\"string\":\"0x0403\"}"
+                            ",\"usbProductID\":{\"string\":\"0x6001\"}"
+                            ",\"usbSerial\":{\"string\":\"FT1XYZ\"}}},"
+                            "{\"name\":\"vmd\",\"attributes\":{" RES
+                            ",\"path\":{\"string\":\"/dev/nvme0\"}"
+                            ",\"pciVendorID\":{\"string\":\"0x8086\"}"
+                            ",\"pciDeviceID\":{\"string\":\"0x0a54\"}}}]");
+        free(s);
+        dp_plugin_free(p);
+
+        /* Shares: each share of the USB device carries its identity; a
+         * serial of the longest kept size still fits the API. */
+        memset(serial, 'S', RES_SERIAL_MAX);
+        serial[RES_SERIAL_MAX] = '\0';
+        memcpy(ids[2].serial, serial, sizeof(serial));
+        cfg = serial_cfg(2);
+        p = plugin(&cfg, &v);
+        cr_assert_eq(dra_devices_json_ids(p, p->cfg->name, ids, &arr), 0);
+        cr_assert_eq(cJSON_GetArraySize(arr), 8);
+        for (int i = 4; i < 6; i++) {
+                const cJSON *a = cJSON_GetObjectItem(cJSON_GetArrayItem(arr, i), "attributes");
+                const cJSON *sn =
+                        cJSON_GetObjectItem(cJSON_GetObjectItem(a, "usbSerial"), "string");
+                cr_assert_not_null(sn, "share %d", i);
+                cr_expect_str_eq(sn->valuestring, serial);
+                cr_expect_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(a, "device"), "string")
+                                         ->valuestring,
+                                 "ttyUSB0");
+                cr_expect_leq(cJSON_GetArraySize(a), DRA_ATTRS_MAX);
+        }
+        cJSON_Delete(arr);
+        /* Without identities, none of these attributes. */
+        s = devices_text(p, 0);
+        cr_expect_null(strstr(s, "VendorID"), "%s", s);
+        free(s);
+        dp_plugin_free(p);
+        devs_clear(&v);
+}
+
 Test(dra_devices, a_name_clash_leaves_the_later_id_out) {
         struct cfg_resource cfg = serial_cfg(1);
         struct devs v = { 0 };
