@@ -31,7 +31,7 @@ static void names(int dfd, char *out, size_t sz) {
         cr_assert_geq(n, 0);
         out[0] = '\0';
         for (int i = 0; i < n; i++) {
-                if (strcmp(list[i]->d_name, ".") && strcmp(list[i]->d_name, "..")) {
+                if (strcmp(list[i]->d_name, ".") != 0 && strcmp(list[i]->d_name, "..") != 0) {
                         if (out[0])
                                 strncat(out, " ", sz - strlen(out) - 1);
                         strncat(out, list[i]->d_name, sz - strlen(out) - 1);
