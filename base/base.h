@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #define _cleanup_(f) __attribute__((cleanup(f)))
@@ -126,6 +127,19 @@ int base_read_file_at(int dfd, const char *path, int flags, size_t max, char **r
                       size_t *ret_len);
 /* The same for a file already open (read from its current offset). */
 int base_read_fd(int fd, size_t max, char **ret_buf, size_t *ret_len);
+
+/* Replace dfd/name with len bytes of data so that a crash at any instant
+ * leaves either the old or the new content under name (atomic.c): an
+ * exclusively created temp file tmp_prefix<random> in the same dir,
+ * written, given mode (umask aside), fsynced, renamed over name, and the
+ * dir fsynced. tmp_prefix should start with '.' and not end in a suffix a
+ * watcher of the dir loads. On failure before the rename nothing is left
+ * behind; 0 or a negative errno. */
+int base_write_atomic_at(int dfd, const char *name, const char *tmp_prefix, const void *data,
+                         size_t len, mode_t mode);
+/* Remove the regular files named tmp_prefix* in dfd, temps a crash left:
+ * how many, or a negative errno. */
+int base_remove_temps_at(int dfd, const char *tmp_prefix);
 
 /* Why a document (the config, a selector) was refused, for a person
  * (field_error.c): the JSON path of the field ("resources[1].shares",

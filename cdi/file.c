@@ -10,7 +10,6 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 
 #include "cdi-internal.h"
@@ -21,80 +20,10 @@ int cdi_read_file_at(int dfd, const char *name, bool nofollow, char **ret_buf, s
                                  ret_len);
 }
 
-static int write_all(int fd, const char *buf, size_t len) {
-        while (len > 0) {
-                ssize_t n = write(fd, buf, len);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return -errno;
-                buf += n;
-                len -= (size_t)n;
-        }
-        return 0;
-}
-
-/* A fresh, exclusively created temp file. The random part keeps two
- * writers (or a stale leftover) from ever sharing one. */
-static int tmp_create_at(int dfd, char **ret_name, int *ret_fd) {
-        for (int attempt = 0; attempt < 16; attempt++) {
-                _cleanup_free_ char *name = NULL;
-                unsigned long long rnd;
-                size_t sz = strlen(CDI_TMP_PREFIX) + 16 + 1;
-                int fd, r;
-
-                if (getrandom(&rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
-                        return errno ? -errno : -EIO;
-                name = malloc(sz);
-                if (!name)
-                        return -ENOMEM;
-                r = snprintf(name, sz, "%s%016llx", CDI_TMP_PREFIX, rnd);
-                if (r < 0 || (size_t)r >= sz)
-                        return -EOVERFLOW;
-                fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-                if (fd < 0 && errno == EEXIST)
-                        continue;
-                if (fd < 0)
-                        return -errno;
-                *ret_name = TAKE_PTR(name);
-                *ret_fd = fd;
-                return 0;
-        }
-        return -EEXIST;
-}
-
-/* Replace dfd/name with data so that a crash at any instant leaves either
- * the old or the new content under name. */
+/* Replace dfd/name with data, atomically. Mode 0644 whatever the umask:
+ * runtimes running as other users read the specs. */
 static int replace_at(int dfd, const char *name, const char *data, size_t len) {
-        _cleanup_free_ char *tmp = NULL;
-        _cleanup_close_ int fd = -1;
-        int r;
-
-        r = tmp_create_at(dfd, &tmp, &fd);
-        if (r < 0)
-                return r;
-        r = write_all(fd, data, len);
-        /* Explicit mode: the temp was created 0600 and umask must not
-         * decide whether runtimes running as other users can read it. */
-        if (r == 0 && fchmod(fd, 0644) < 0)
-                r = -errno;
-        /* Data must be on disk before the rename makes it visible, or a
-         * power cut could leave the new name pointing at an empty file. */
-        if (r == 0 && fsync(fd) < 0)
-                r = -errno;
-        if (r == 0 && renameat(dfd, tmp, dfd, name) < 0)
-                r = -errno;
-        if (r < 0) {
-                /* tmp_create_at returned 0, so tmp is set; the analyzer does
-                 * not keep that -errno is negative there.
-                 * NOLINTNEXTLINE(clang-analyzer-core.NonNullParamChecker) */
-                unlinkat(dfd, tmp, 0);
-                return r;
-        }
-        /* Make the rename itself durable. */
-        if (fsync(dfd) < 0)
-                return -errno;
-        return 0;
+        return base_write_atomic_at(dfd, name, CDI_TMP_PREFIX, data, len, 0644);
 }
 
 /* ---- ownership record --------------------------------------------------- */
@@ -285,37 +214,6 @@ int cdi_spec_write(const char *dir, const struct cdi_spec *spec) {
         return cdi_spec_write_at(dfd, spec);
 }
 
-/* Temp files a crash left behind: how many were removed. */
-static int remove_tmp_leftovers(int dfd) {
-        _cleanup_closedir_ DIR *d = NULL;
-        struct dirent *de;
-        int fd, n = 0;
-
-        fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        d = fdopendir(fd);
-        if (!d) {
-                int r = -errno;
-                close(fd);
-                return r;
-        }
-        while ((errno = 0, de = readdir(d))) {
-                struct stat st;
-                if (strncmp(de->d_name, CDI_TMP_PREFIX, strlen(CDI_TMP_PREFIX)) != 0)
-                        continue;
-                if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
-                        continue;
-                if (unlinkat(dfd, de->d_name, 0) < 0) {
-                        if (errno != ENOENT)
-                                return -errno;
-                        continue;
-                }
-                n++;
-        }
-        return errno ? -errno : n;
-}
-
 static int keep_names(const char *const *kinds, struct base_strvec *keep) {
         int r;
 
@@ -395,7 +293,7 @@ static int sweep_at(int dir_fd, const char *const *kinds, bool remove, char ***r
                         return r;
         }
 
-        r = remove_tmp_leftovers(dir_fd);
+        r = base_remove_temps_at(dir_fd, CDI_TMP_PREFIX);
         if (r < 0)
                 return r;
         /* The record shrinks only after the unlinks: a crash in between

@@ -2,8 +2,8 @@
 /* The checkpoint of prepared claims, <plugin dir>/checkpoint.json: the
  * kubelet may call Unprepare after the claim is gone from the API server,
  * and after our restart, so what Prepare answered is kept on disk. It is
- * replaced whole, atomically (temp file, fsync, rename, fsync of the dir):
- * a SIGKILL or a power cut at any moment leaves the old or the new one.
+ * replaced whole, atomically (base_write_atomic_at): a SIGKILL or a power
+ * cut at any moment leaves the old or the new one.
  * The codec is the model's (dra.h). */
 #include <errno.h>
 #include <fcntl.h>
@@ -16,28 +16,16 @@
 #include "log.h"
 
 #define CHECKPOINT "checkpoint.json"
+/* Temps are CHECKPOINT_TMP<random>; the prefix also matches the fixed temp
+ * name older versions used, so their leftover goes too. */
 #define CHECKPOINT_TMP ".checkpoint.json.tmp"
 #define CHECKPOINT_BAD "checkpoint.json.bad"
 
-static int write_all(int fd, const char *buf, size_t len) {
-        while (len > 0) {
-                ssize_t w = write(fd, buf, len);
-                if (w < 0 && errno == EINTR)
-                        continue;
-                if (w < 0)
-                        return -errno;
-                buf += w;
-                len -= (size_t)w;
-        }
-        return 0;
-}
-
-/* Only this process writes the file, under the daemon's lock: one fixed
- * temp name is enough, and one left by a crash is simply replaced. */
+/* Mode 0600: only this process reads it back. */
 int dra_checkpoint_save(struct dra_node *n) {
         _cleanup_free_ char *text = NULL, *msg = NULL;
         size_t len;
-        int fd, r;
+        int r;
 
         r = dra_checkpoint_encode(n->prepared, n->n_prepared, &text, &len, &msg);
         if (r < 0) {
@@ -45,27 +33,10 @@ int dra_checkpoint_save(struct dra_node *n) {
                          "dra: cannot encode the checkpoint: %s", msg ? msg : strerror(-r));
                 return r;
         }
-        fd = openat(n->dir_fd, CHECKPOINT_TMP,
-                    O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (fd < 0)
-                r = -errno;
-        if (r == 0)
-                r = write_all(fd, text, len);
-        /* On disk before the rename makes it visible. */
-        if (r == 0 && fsync(fd) < 0)
-                r = -errno;
-        if (fd >= 0)
-                close(fd);
-        if (r == 0 && renameat(n->dir_fd, CHECKPOINT_TMP, n->dir_fd, CHECKPOINT) < 0)
-                r = -errno;
-        /* And the rename itself durable. */
-        if (r == 0 && fsync(n->dir_fd) < 0)
-                r = -errno;
-        if (r < 0) {
-                (void)unlinkat(n->dir_fd, CHECKPOINT_TMP, 0);
+        r = base_write_atomic_at(n->dir_fd, CHECKPOINT, CHECKPOINT_TMP, text, len, 0600);
+        if (r < 0)
                 log_with(LOG_ERR, &(struct log_fields){ .path = n->plugin_dir, .err = -r },
                          "dra: cannot write %s/%s: %s", n->plugin_dir, CHECKPOINT, strerror(-r));
-        }
         return r;
 }
 
@@ -111,6 +82,12 @@ int dra_checkpoint_load(struct dra_node *n) {
         size_t len = 0, count = 0;
         int fd, r;
 
+        /* A temp a crash left behind, never renamed: not a checkpoint. */
+        r = base_remove_temps_at(n->dir_fd, CHECKPOINT_TMP);
+        if (r < 0)
+                log_with(LOG_WARN, &(struct log_fields){ .path = n->plugin_dir, .err = -r },
+                         "dra: cannot remove leftover temps %s/%s*: %s; continuing", n->plugin_dir,
+                         CHECKPOINT_TMP, strerror(-r));
         fd = openat(n->dir_fd, CHECKPOINT, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
         if (fd < 0 && errno == ENOENT)
                 return 0;

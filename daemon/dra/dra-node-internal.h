@@ -66,16 +66,10 @@ struct dra_call {
         struct dp_tag close_tag; /* streams: the peer went away */
         struct dra_node *n;
         enum dra_phase phase;
-        grpc_call *call;
-        grpc_call_details details;
-        grpc_metadata_array md;
-        grpc_byte_buffer *recv;
-        grpc_byte_buffer *send;
-        grpc_slice status_details;
-        int cancelled;
+        struct dp_server_call sc;
         /* streams */
         unsigned refs;
-        bool sending, closed, md_sent, ending, status_in_flight;
+        bool sending, closed, ending, status_in_flight;
         uint64_t sent_gen;
         struct dra_call *next;
         struct dra_prep *prep; /* a Prepare waiting for its lookups */

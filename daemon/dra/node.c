@@ -165,15 +165,7 @@ static int listen_on(const char *path, int *ret_fd) {
 void dra_call_free(struct dra_call *c) {
         struct dra_node *n = c->n;
 
-        if (c->call)
-                grpc_call_unref(c->call);
-        grpc_call_details_destroy(&c->details);
-        grpc_metadata_array_destroy(&c->md);
-        if (c->recv)
-                grpc_byte_buffer_destroy(c->recv);
-        if (c->send)
-                grpc_byte_buffer_destroy(c->send);
-        grpc_slice_unref(c->status_details);
+        dp_server_call_clear(&c->sc);
         free(c);
         n->live--;
 }
@@ -185,13 +177,7 @@ static int request_next(struct dra_node *n) {
                 return -ENOMEM;
         c->n = n;
         c->tag.fn = on_call;
-        c->status_details = grpc_empty_slice();
-        grpc_call_details_init(&c->details);
-        grpc_metadata_array_init(&c->md);
-        if (grpc_server_request_call(n->server, &c->call, &c->details, &c->md, n->cq, n->cq,
-                                     &c->tag) != GRPC_CALL_OK) {
-                grpc_call_details_destroy(&c->details);
-                grpc_metadata_array_destroy(&c->md);
+        if (dp_server_call_request(n->server, n->cq, &c->sc, &c->tag) < 0) {
                 free(c);
                 return -EIO;
         }
@@ -201,22 +187,14 @@ static int request_next(struct dra_node *n) {
 
 void dra_call_finish(struct dra_call *c, grpc_status_code status, const char *msg) {
         grpc_op ops[4];
-        size_t k = 0;
+        size_t k;
 
+        /* A unary call: its initial metadata has not gone out. */
         memset(ops, 0, sizeof(ops));
-        ops[k++].op = GRPC_OP_SEND_INITIAL_METADATA;
-        if (status == GRPC_STATUS_OK && c->send) {
-                ops[k].op = GRPC_OP_SEND_MESSAGE;
-                ops[k++].data.send_message.send_message = c->send;
-        }
-        c->status_details = grpc_slice_from_copied_string(msg ? msg : "");
-        ops[k].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
-        ops[k].data.send_status_from_server.status = status;
-        ops[k++].data.send_status_from_server.status_details = &c->status_details;
-        ops[k].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
-        ops[k++].data.recv_close_on_server.cancelled = &c->cancelled;
+        k = dp_server_call_finish_ops(&c->sc, status, msg, ops);
         c->phase = DRA_FINISH;
-        if (grpc_call_start_batch(c->call, ops, k, &c->tag, NULL) != GRPC_CALL_OK)
+        c->sc.md_sent = true;
+        if (grpc_call_start_batch(c->sc.call, ops, k, &c->tag, NULL) != GRPC_CALL_OK)
                 dra_call_free(c);
 }
 
@@ -228,8 +206,8 @@ static grpc_status_code get_info(struct dra_call *c) {
         info.endpoint = c->n->endpoint;
         info.supported_versions = (char **)supported_versions;
         info.n_supported_versions = ELEMENTSOF(supported_versions);
-        c->send = dp_pack(&info.base);
-        return c->send ? GRPC_STATUS_OK : GRPC_STATUS_RESOURCE_EXHAUSTED;
+        c->sc.send = dp_pack(&info.base);
+        return c->sc.send ? GRPC_STATUS_OK : GRPC_STATUS_RESOURCE_EXHAUSTED;
 }
 
 /* The kubelet's verdict. It has already dialled the endpoint when it
@@ -256,8 +234,8 @@ static grpc_status_code notify(struct dra_call *c, const ProtobufCMessage *msg) 
         }
         if (n->registered)
                 n->registered(n->deadline_ctx, n->accepted);
-        c->send = dp_pack(&resp.base);
-        return c->send ? GRPC_STATUS_OK : GRPC_STATUS_RESOURCE_EXHAUSTED;
+        c->sc.send = dp_pack(&resp.base);
+        return c->sc.send ? GRPC_STATUS_OK : GRPC_STATUS_RESOURCE_EXHAUSTED;
 }
 
 bool dra_node_accepted(const struct dra_node *n) {
@@ -278,7 +256,7 @@ static grpc_status_code answer(struct dra_call *c, const char *method, char **re
                 xasprintf(ret_msg, "unknown method %.100s", method);
                 return GRPC_STATUS_UNIMPLEMENTED;
         }
-        r = dp_unpack(c->recv, desc, &req);
+        r = dp_unpack(c->sc.recv, desc, &req);
         if (r < 0) {
                 xasprintf(ret_msg, "cannot decode %s: %s", desc->name, strerror(-r));
                 return dp_status_from_errno(r);
@@ -292,8 +270,8 @@ static void on_recv(struct dra_call *c) {
         _cleanup_free_ char *method = NULL, *msg = NULL;
         grpc_status_code st;
 
-        method = strndup((const char *)GRPC_SLICE_START_PTR(c->details.method),
-                         GRPC_SLICE_LENGTH(c->details.method));
+        method = strndup((const char *)GRPC_SLICE_START_PTR(c->sc.details.method),
+                         GRPC_SLICE_LENGTH(c->sc.details.method));
         if (!method) {
                 dra_call_finish(c, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
                 return;
@@ -328,9 +306,9 @@ static void on_call(struct dp_daemon *d, struct dp_tag *tag, bool ok) {
                         log_error("dra: cannot accept further calls: out of memory");
                 memset(&op, 0, sizeof(op));
                 op.op = GRPC_OP_RECV_MESSAGE;
-                op.data.recv_message.recv_message = &c->recv;
+                op.data.recv_message.recv_message = &c->sc.recv;
                 c->phase = DRA_RECV;
-                if (grpc_call_start_batch(c->call, &op, 1, &c->tag, NULL) != GRPC_CALL_OK)
+                if (grpc_call_start_batch(c->sc.call, &op, 1, &c->tag, NULL) != GRPC_CALL_OK)
                         dra_call_free(c);
                 return;
         case DRA_RECV:

@@ -19,34 +19,16 @@
 static void on_send(struct dp_daemon *d, struct dp_tag *tag, bool ok);
 static void on_close(struct dp_daemon *d, struct dp_tag *tag, bool ok);
 
-static size_t md_op(const struct dra_call *c, grpc_op *op) {
-        if (c->md_sent)
-                return 0;
-        op->op = GRPC_OP_SEND_INITIAL_METADATA;
-        return 1;
-}
-
 static void stream_send(struct dra_call *c) {
         struct dra_node *n = c->n;
         grpc_slice slice;
-        grpc_op ops[2];
-        size_t k = 0;
 
         if (c->sending || c->closed || c->sent_gen == n->health_gen || !n->health_buf)
                 return;
         slice = grpc_slice_from_copied_buffer((const char *)n->health_buf, n->health_len);
-        c->send = grpc_raw_byte_buffer_create(&slice, 1);
-        grpc_slice_unref(slice);
-        memset(ops, 0, sizeof(ops));
-        k += md_op(c, &ops[k]);
-        ops[k].op = GRPC_OP_SEND_MESSAGE;
-        ops[k++].data.send_message.send_message = c->send;
-        if (grpc_call_start_batch(c->call, ops, k, &c->send_tag, NULL) != GRPC_CALL_OK) {
-                grpc_byte_buffer_destroy(c->send);
-                c->send = NULL;
+        if (dp_server_call_send_message(&c->sc, slice, &c->send_tag) < 0)
                 return;
-        }
-        c->sending = c->md_sent = true;
+        c->sending = true;
         c->refs++;
         c->sent_gen = n->health_gen;
 }
@@ -56,15 +38,13 @@ static void stream_close(struct dra_call *c) {
         size_t k = 0;
 
         memset(ops, 0, sizeof(ops));
-        k += md_op(c, &ops[k]);
-        c->status_details = grpc_slice_from_static_string("cdiplug is stopping");
-        ops[k].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
-        ops[k].data.send_status_from_server.status = GRPC_STATUS_UNAVAILABLE;
-        ops[k++].data.send_status_from_server.status_details = &c->status_details;
+        k += dp_server_call_md_op(&c->sc, &ops[k]);
+        k += dp_server_call_status_op(&c->sc, GRPC_STATUS_UNAVAILABLE, "cdiplug is stopping",
+                                      &ops[k]);
         c->closed = true;
-        if (grpc_call_start_batch(c->call, ops, k, &c->send_tag, NULL) != GRPC_CALL_OK)
+        if (grpc_call_start_batch(c->sc.call, ops, k, &c->send_tag, NULL) != GRPC_CALL_OK)
                 return;
-        c->sending = c->md_sent = c->status_in_flight = true;
+        c->sending = c->sc.md_sent = c->status_in_flight = true;
         c->refs++;
 }
 
@@ -104,9 +84,9 @@ static void on_send(struct dp_daemon *d, struct dp_tag *tag, bool ok) {
         (void)d;
         c->sending = false;
         c->status_in_flight = false;
-        if (c->send)
-                grpc_byte_buffer_destroy(c->send);
-        c->send = NULL;
+        if (c->sc.send)
+                grpc_byte_buffer_destroy(c->sc.send);
+        c->sc.send = NULL;
         if (!ok) {
                 c->closed = true;
                 c->ending = false;
@@ -136,8 +116,8 @@ void dra_health_open(struct dra_call *c) {
         c->close_tag.fn = on_close;
         memset(&op, 0, sizeof(op));
         op.op = GRPC_OP_RECV_CLOSE_ON_SERVER;
-        op.data.recv_close_on_server.cancelled = &c->cancelled;
-        if (grpc_call_start_batch(c->call, &op, 1, &c->close_tag, NULL) != GRPC_CALL_OK) {
+        op.data.recv_close_on_server.cancelled = &c->sc.cancelled;
+        if (grpc_call_start_batch(c->sc.call, &op, 1, &c->close_tag, NULL) != GRPC_CALL_OK) {
                 dra_call_free(c);
                 return;
         }

@@ -211,15 +211,15 @@ static void answer(struct dra_prep *p) {
                 claim_error = claim_error || (pc->error && *pc->error);
         }
         if (r >= 0)
-                c->send = dp_pack(&resp.base);
-        n->stats.calls[DRA_CALL_PREPARE][p->version][!c->send      ? DRA_CALL_FAILED
+                c->sc.send = dp_pack(&resp.base);
+        n->stats.calls[DRA_CALL_PREPARE][p->version][!c->sc.send   ? DRA_CALL_FAILED
                                                      : claim_error ? DRA_CALL_CLAIM_ERROR
                                                                    : DRA_CALL_OK]++;
         free_answer(&resp);
         unlink_prep(p);
         p->c = NULL;
         c->prep = NULL;
-        if (c->send)
+        if (c->sc.send)
                 dra_call_finish(c, GRPC_STATUS_OK, NULL);
         else
                 dra_call_finish(c, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
@@ -393,7 +393,7 @@ static grpc_status_code prepare(struct dra_call *c, enum dra_call_version versio
         int r;
 
         r = dp_unpack(
-                c->recv,
+                c->sc.recv,
                 &k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_request__descriptor,
                 &m);
         if (r < 0) {
@@ -449,7 +449,7 @@ static grpc_status_code unprepare(struct dra_call *c, bool *ret_claim_error, cha
         int r;
 
         r = dp_unpack(
-                c->recv,
+                c->sc.recv,
                 &k8s__io__kubelet__pkg__apis__dra__v1__node_unprepare_resources_request__descriptor,
                 &m);
         if (r < 0) {
@@ -487,8 +487,8 @@ static grpc_status_code unprepare(struct dra_call *c, bool *ret_claim_error, cha
         resp.claims = ptrs;
         resp.n_claims = req->n_claims;
         *ret_claim_error = r < 0 && req->n_claims > 0;
-        c->send = dp_pack(&resp.base);
-        return c->send ? GRPC_STATUS_OK : GRPC_STATUS_RESOURCE_EXHAUSTED;
+        c->sc.send = dp_pack(&resp.base);
+        return c->sc.send ? GRPC_STATUS_OK : GRPC_STATUS_RESOURCE_EXHAUSTED;
 }
 
 bool dra_prepare_method(struct dra_call *c, const char *method) {

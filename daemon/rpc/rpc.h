@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* dp_rpc: glue between grpc core byte buffers and protobuf-c messages, the
- * errno → gRPC status mapping, and a blocking unary client call (used by the
- * test kubelet and the benchmark; the daemon itself never blocks). */
+ * errno → gRPC status mapping, the server side of a call (server_call.c,
+ * for the Device Plugin and the DRA servers), and a blocking unary client
+ * call (used by the test kubelet and the benchmark; the daemon itself
+ * never blocks). */
 #pragma once
 
 #include <grpc/grpc.h>
@@ -30,6 +32,48 @@ struct dp_daemon;
 struct dp_tag {
         void (*fn)(struct dp_daemon *d, struct dp_tag *tag, bool ok);
 };
+
+/* What every server-side call holds from its slot to its end, embedded in
+ * the serve runtime's calls (serve/server.c) and the DRA servers'
+ * (dra/node.c): grpc writes into these until the batch that names them
+ * completes, so they live as long as the call. */
+struct dp_server_call {
+        grpc_call *call;
+        grpc_call_details details;
+        grpc_metadata_array md;
+        grpc_byte_buffer *recv;
+        grpc_byte_buffer *send;
+        grpc_slice status_details;
+        int cancelled;
+        bool md_sent; /* initial metadata went out */
+};
+
+/* Ask server for its next incoming call into sc (zeroed by the caller);
+ * tag comes back on cq when one arrives. -EIO (sc left clear) when grpc
+ * refuses. */
+int dp_server_call_request(grpc_server *server, grpc_completion_queue *cq,
+                           struct dp_server_call *sc, void *tag);
+/* Frees what sc holds (a zeroed sc too), leaves it zeroed. */
+void dp_server_call_clear(struct dp_server_call *sc);
+/* The initial metadata op at op, unless it went out already: how many ops
+ * were written (0 or 1). The caller sets md_sent once the batch is
+ * started. */
+size_t dp_server_call_md_op(const struct dp_server_call *sc, grpc_op *op);
+/* The status op at op, with msg (NULL: none) copied into sc, where it
+ * lives until the batch completes. Writes one op. */
+size_t dp_server_call_status_op(struct dp_server_call *sc, grpc_status_code status, const char *msg,
+                                grpc_op *op);
+/* Start sending slice (taken) as a stream's next message on tag, the
+ * initial metadata with it unless sent. One send in flight per call: the
+ * caller knows none is. 0, or -EIO when grpc refuses (nothing in flight,
+ * send left NULL). send lives until tag completes; the caller frees it
+ * then. */
+int dp_server_call_send_message(struct dp_server_call *sc, grpc_slice slice, void *tag);
+/* The batch that ends a unary call, at ops (room for 4, zeroed): the
+ * initial metadata unless sent, the answer in send when status is OK, the
+ * status, and the wait for the close. How many ops were written. */
+size_t dp_server_call_finish_ops(struct dp_server_call *sc, grpc_status_code status,
+                                 const char *msg, grpc_op *ops);
 
 /* One unary client call sent as a single batch: grpc writes into these
  * until the batch's tag completes, so they live as long as the call. */
