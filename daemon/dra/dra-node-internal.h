@@ -58,7 +58,7 @@ struct dra_node {
         int dir_fd; /* plugin_dir, opened before the lock-down */
 };
 
-/* A call from its slot to its end (node.c owns its life). */
+/* A call from its slot to its end (node.c starts it, call.c ends it). */
 enum dra_phase { DRA_NEW, DRA_RECV, DRA_FINISH };
 struct dra_call {
         struct dp_tag tag;       /* unary phases and a stream's first read */
@@ -75,6 +75,7 @@ struct dra_call {
         struct dra_prep *prep; /* a Prepare waiting for its lookups */
 };
 
+/* call.c */
 void dra_call_free(struct dra_call *c);
 
 /* node_prepare.c: the DRAPlugin methods (both versions). Returns false
@@ -82,7 +83,7 @@ void dra_call_free(struct dra_call *c);
 bool dra_prepare_method(struct dra_call *c, const char *method);
 void dra_prepare_stop(struct dra_node *n);
 void dra_prepare_free(struct dra_node *n);
-/* node.c: answer c with its c->send (or the status alone). */
+/* call.c: answer c with its c->send (or the status alone). */
 void dra_call_finish(struct dra_call *c, grpc_status_code status, const char *msg);
 
 /* checkpoint_io.c: the prepared claims on disk, replaced atomically. */

@@ -162,14 +162,6 @@ static int listen_on(const char *path, int *ret_fd) {
         return 0;
 }
 
-void dra_call_free(struct dra_call *c) {
-        struct dra_node *n = c->n;
-
-        dp_server_call_clear(&c->sc);
-        free(c);
-        n->live--;
-}
-
 static int request_next(struct dra_node *n) {
         struct dra_call *c = calloc(1, sizeof(*c));
 
@@ -183,19 +175,6 @@ static int request_next(struct dra_node *n) {
         }
         n->live++;
         return 0;
-}
-
-void dra_call_finish(struct dra_call *c, grpc_status_code status, const char *msg) {
-        grpc_op ops[4];
-        size_t k;
-
-        /* A unary call: its initial metadata has not gone out. */
-        memset(ops, 0, sizeof(ops));
-        k = dp_server_call_finish_ops(&c->sc, status, msg, ops);
-        c->phase = DRA_FINISH;
-        c->sc.md_sent = true;
-        if (grpc_call_start_batch(c->sc.call, ops, k, &c->tag, NULL) != GRPC_CALL_OK)
-                dra_call_free(c);
 }
 
 static grpc_status_code get_info(struct dra_call *c) {
