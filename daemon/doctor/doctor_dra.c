@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "config.h"
+#include "kube.h"
 #include "log.h"
 
 /* Where a pod's service account credentials are mounted (the kubelet's
@@ -142,13 +143,23 @@ void doc_check_credentials(struct doc_ctx *c, const char *sa_dir) {
         const char *kubeconfig = c->o->kubeconfig;
 
         if (kubeconfig) {
-                /* Its YAML (current-context, cluster server) is read by
-                 * serve, not here: doctor only knows it can be read. */
-                if (check_secret_file(c, kubeconfig, "--kubeconfig", "pass a readable kubeconfig"))
+                _cleanup_free_ char *server = NULL, *msg = NULL;
+                if (!check_secret_file(c, kubeconfig, "--kubeconfig", "pass a readable kubeconfig"))
+                        return;
+                /* Read by serve's own parser: what it refuses, doctor
+                 * names the same way. */
+                int r = kube_kubeconfig_check(kubeconfig, &server, &msg);
+                if (r == -ENOMEM)
+                        c->oom = true;
+                else if (r < 0)
+                        doc_add(c, "dra", DOC_PROBLEM,
+                                "fix the kubeconfig (kubectl config view --minify shows what its "
+                                "current context uses)",
+                                "%s", msg);
+                else
                         doc_add(c, "dra", DOC_OK, NULL,
-                                "--kubeconfig %s: readable by uid %u (its contents are checked "
-                                "when serve starts)",
-                                kubeconfig, (unsigned)c->uid);
+                                "--kubeconfig %s: readable by uid %u; API server %s", kubeconfig,
+                                (unsigned)c->uid, server);
                 return;
         }
         /* In a pod: the service's address from the environment the

@@ -94,3 +94,10 @@ struct kube_stats {
         uint64_t slices;                 /* our slices the API server holds now */
 };
 void kube_stats(struct kube *k, struct kube_stats *ret);
+
+/* For doctor: read the kubeconfig as serve would (current-context,
+ * cluster, user; every file it names), without a request. 0 with
+ * *ret_server the API server's URL (malloc'd), or a negative errno with
+ * *err_msg (malloc'd) naming the file and the key. No token is returned
+ * or put in a message. */
+int kube_kubeconfig_check(const char *kubeconfig, char **ret_server, char **err_msg);

@@ -742,17 +742,28 @@ Test(doctor, dra_dirs_and_credentials) {
 
         cr_assert_eq(mkdir(registry, 0755), 0);
         cr_assert_eq(mkdir(plugins, 0750), 0);
-        env_write(&e, "kubeconfig",
-                  "current-context: x\nusers:\n- user: {token: SECRET-TOKEN-42}\n");
+#define KUBECONFIG(cluster_extra)                                                                  \
+        "current-context: x\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\n"             \
+        "clusters:\n- name: c\n  cluster: {server: \"https://127.0.0.1:6443\"" cluster_extra       \
+        "}\nusers:\n- name: u\n  user: {token: SECRET-TOKEN-42}\n"
+        env_write(&e, "kubeconfig", KUBECONFIG(""));
         doctor_dra(&out, root, kubeconfig);
         assert_has(out, "plugins_registry: the kubelet's plugin registry, writable");
         assert_has(out, "kroot/plugins: writable; serve makes");
         assert_has(out, "--kubeconfig ");
-        assert_has(out, "kubeconfig: readable by uid 0");
+        assert_has(out, "kubeconfig: readable by uid 0; API server https://127.0.0.1:6443");
         assert_lacks(out, "KUBERNETES_SERVICE_HOST");
         assert_lacks(out, "SECRET-TOKEN-42");
         assert_lacks(out, "PROBLEM dra");
         free(out);
+
+        /* What serve refuses in a kubeconfig, doctor names the same way. */
+        env_write(&e, "kubeconfig", KUBECONFIG(", insecure-skip-tls-verify: true"));
+        cr_assert_eq(doctor_dra(&out, root, kubeconfig), 1, "%s", out);
+        assert_has(out, "insecure-skip-tls-verify: refused");
+        assert_lacks(out, "SECRET-TOKEN-42");
+        free(out);
+        env_write(&e, "kubeconfig", KUBECONFIG(""));
 
         /* Another serving user: root's dirs and a 0600 kubeconfig are
          * not theirs. */
