@@ -173,10 +173,17 @@ static bool truthy(const char *s) {
 
 static int parse_server(struct kc *kc, const char *where, const char *server,
                         struct kube_creds *c) {
-        CURLU *u = sym_curl_url();
         char *scheme = NULL, *host = NULL, *port = NULL, *path = NULL;
-        int r = 0;
+        CURLU *u;
+        int r;
 
+        /* libcurl's URL parser: loaded here too, as doctor and the tests
+         * read a kubeconfig without kube_new (logged by the loader). */
+        r = kube_curl_load();
+        if (r < 0)
+                return fail(kc, r, "%s.server: libcurl (%s) cannot be loaded", where,
+                            KUBE_CURL_SONAME);
+        u = sym_curl_url();
         if (!u)
                 return fail(kc, -ENOMEM, "out of memory");
         if (sym_curl_url_set(u, CURLUPART_URL, server, 0) != CURLUE_OK ||
