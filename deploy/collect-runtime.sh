@@ -41,15 +41,14 @@ install -m 0755 "$bin" "$root/usr/bin/cdiplug"
 libs=$(ldd "$bin") || { echo "ldd $bin failed" >&2; exit 1; }
 # Libraries the binary dlopen()s, which ldd cannot see: libcurl.so.4, loaded
 # by the DRA API client (daemon/kube/curl-dl.c), and what it needs.
-for so in libcurl.so.4; do
-	path=$(ldconfig -p | awk -v so="$so" '$1 == so { print $NF; exit }')
-	if [ -z "$path" ]; then
-		echo "$so is not installed (cdiplug dlopen()s it for DRA)" >&2
-		exit 1
-	fi
-	more=$(ldd "$path") || { echo "ldd $path failed" >&2; exit 1; }
-	libs=$(printf '%s\n%s => %s (0x0)\n%s\n' "$libs" "$so" "$path" "$more")
-done
+so=libcurl.so.4
+path=$(ldconfig -p | awk -v so="$so" '$1 == so { print $NF; exit }')
+if [ -z "$path" ]; then
+	echo "$so is not installed (cdiplug dlopen()s it for DRA)" >&2
+	exit 1
+fi
+more=$(ldd "$path") || { echo "ldd $path failed" >&2; exit 1; }
+libs=$(printf '%s\n%s => %s (0x0)\n%s\n' "$libs" "$so" "$path" "$more")
 if printf '%s\n' "$libs" | grep -q 'not found'; then
 	printf '%s\n' "$libs" >&2
 	echo "missing shared libraries" >&2

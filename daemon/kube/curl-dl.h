@@ -19,32 +19,30 @@
 
 /* One pointer per libcurl function the client calls; NULL until
  * kube_curl_load() succeeded. */
-#define KUBE_CURL_SYM(f) extern __typeof__(f) *sym_##f
-KUBE_CURL_SYM(curl_easy_cleanup);
-KUBE_CURL_SYM(curl_easy_escape);
-KUBE_CURL_SYM(curl_easy_getinfo);
-KUBE_CURL_SYM(curl_easy_init);
-KUBE_CURL_SYM(curl_easy_setopt);
-KUBE_CURL_SYM(curl_easy_strerror);
-KUBE_CURL_SYM(curl_free);
-KUBE_CURL_SYM(curl_global_init);
-KUBE_CURL_SYM(curl_multi_add_handle);
-KUBE_CURL_SYM(curl_multi_cleanup);
-KUBE_CURL_SYM(curl_multi_info_read);
-KUBE_CURL_SYM(curl_multi_init);
-KUBE_CURL_SYM(curl_multi_perform);
-KUBE_CURL_SYM(curl_multi_poll);
-KUBE_CURL_SYM(curl_multi_remove_handle);
-KUBE_CURL_SYM(curl_multi_timeout);
-KUBE_CURL_SYM(curl_multi_wakeup);
-KUBE_CURL_SYM(curl_slist_append);
-KUBE_CURL_SYM(curl_slist_free_all);
-KUBE_CURL_SYM(curl_url);
-KUBE_CURL_SYM(curl_url_cleanup);
-KUBE_CURL_SYM(curl_url_get);
-KUBE_CURL_SYM(curl_url_set);
-KUBE_CURL_SYM(curl_version_info);
-#undef KUBE_CURL_SYM
+extern __typeof__(curl_easy_cleanup) *sym_curl_easy_cleanup;
+extern __typeof__(curl_easy_escape) *sym_curl_easy_escape;
+extern __typeof__(curl_easy_getinfo) *sym_curl_easy_getinfo;
+extern __typeof__(curl_easy_init) *sym_curl_easy_init;
+extern __typeof__(curl_easy_setopt) *sym_curl_easy_setopt;
+extern __typeof__(curl_easy_strerror) *sym_curl_easy_strerror;
+extern __typeof__(curl_free) *sym_curl_free;
+extern __typeof__(curl_global_init) *sym_curl_global_init;
+extern __typeof__(curl_multi_add_handle) *sym_curl_multi_add_handle;
+extern __typeof__(curl_multi_cleanup) *sym_curl_multi_cleanup;
+extern __typeof__(curl_multi_info_read) *sym_curl_multi_info_read;
+extern __typeof__(curl_multi_init) *sym_curl_multi_init;
+extern __typeof__(curl_multi_perform) *sym_curl_multi_perform;
+extern __typeof__(curl_multi_poll) *sym_curl_multi_poll;
+extern __typeof__(curl_multi_remove_handle) *sym_curl_multi_remove_handle;
+extern __typeof__(curl_multi_timeout) *sym_curl_multi_timeout;
+extern __typeof__(curl_multi_wakeup) *sym_curl_multi_wakeup;
+extern __typeof__(curl_slist_append) *sym_curl_slist_append;
+extern __typeof__(curl_slist_free_all) *sym_curl_slist_free_all;
+extern __typeof__(curl_url) *sym_curl_url;
+extern __typeof__(curl_url_cleanup) *sym_curl_url_cleanup;
+extern __typeof__(curl_url_get) *sym_curl_url_get;
+extern __typeof__(curl_url_set) *sym_curl_url_set;
+extern __typeof__(curl_version_info) *sym_curl_version_info;
 
 /* Loads KUBE_CURL_SONAME, resolves every pointer and starts libcurl's
  * global state, once per process; later calls return the first result.
