@@ -14,6 +14,18 @@ int cli_serve(const struct dp_options *o) {
 
         if (r != 0)
                 return r;
+        /* DRA pools are named after the node (<node>/<resource>): without
+         * its name nothing could be published or prepared. */
+        for (size_t i = 0; i < cfg->n_resources && !o->node_name; i++)
+                if (cfg->resources[i].api == CFG_API_DRA) {
+                        log_with(LOG_ERR,
+                                 &(struct log_fields){ .resource = cfg->resources[i].name },
+                                 "resource \"%s\" uses \"api\": \"dra\", which needs the node's "
+                                 "name: pass --node-name or set NODE_NAME",
+                                 cfg->resources[i].name);
+                        cfg_free(cfg);
+                        return CLI_EXIT_USAGE;
+                }
         /* Unconfined, it stays root: the user is not used. */
         r = o->no_sandbox ? 0 : cli_resolve_user(o, cfg);
         if (r != 0) {

@@ -78,6 +78,7 @@ struct view {
         size_t n;
         struct dp_metrics_res *v;
         uint64_t kubelet_restarts;
+        struct dp_metrics_dra dra;
 };
 
 /* One family per call: header, then a sample per resource. */
@@ -236,6 +237,71 @@ static void render_calls(struct dp_mbuf *b, const struct view *d) {
         }
 }
 
+static const char *const dra_method_names[DP_DRA_METHODS] = { "prepare", "unprepare" };
+static const char *const dra_version_names[DP_DRA_VERSIONS] = { "v1", "v1beta1" };
+static const char *const dra_outcome_names[DP_DRA_OUTCOMES] = { "ok", "claim_error", "failed" };
+
+static void single_u64(struct dp_mbuf *b, const char *name, const char *type, const char *help,
+                       uint64_t v) {
+        dp_metric_header(b, name, type, help);
+        dp_metric_start(b, name);
+        dp_metric_u64(b, v);
+}
+
+/* Only with a "dra" section: a device-plugin-only page stays as it was.
+ * Every label takes values from fixed tables (method, version, outcome,
+ * error class), never from a peer. */
+static void render_dra(struct dp_mbuf *b, const struct dp_metrics_dra *dra) {
+        if (!dra->on)
+                return;
+        single_u64(b, "cdiplug_dra_registered", "gauge",
+                   "1 when the kubelet's last NotifyRegistrationStatus accepted the DRA driver.",
+                   dra->accepted);
+        single_u64(b, "cdiplug_dra_prepared_claims", "gauge",
+                   "ResourceClaims prepared on this node now (the checkpoint's).", dra->prepared);
+        dp_metric_header(b, "cdiplug_dra_requests_total", "counter",
+                         "NodePrepareResources and NodeUnprepareResources calls answered, by "
+                         "method, API version and outcome (claim_error: a claim in the answer "
+                         "carries an error; failed: a gRPC error).");
+        for (int m = 0; m < DP_DRA_METHODS; m++)
+                for (int v = 0; v < DP_DRA_VERSIONS; v++)
+                        for (int o = 0; o < DP_DRA_OUTCOMES; o++) {
+                                dp_metric_start(b, "cdiplug_dra_requests_total");
+                                dp_metric_label(b, "method", dra_method_names[m]);
+                                dp_metric_label(b, "version", dra_version_names[v]);
+                                dp_metric_label(b, "outcome", dra_outcome_names[o]);
+                                dp_metric_u64(b, dra->calls[m][v][o]);
+                        }
+        if (!dra->api)
+                return;
+        dp_metric_header(b, "cdiplug_dra_api_errors_total", "counter",
+                         "Kubernetes API requests that failed, by class (connect: no answer; "
+                         "else the HTTP status class).");
+        for (int c = 0; c < DP_DRA_API_CLASSES; c++) {
+                if (!dra->api_error_class[c])
+                        continue;
+                dp_metric_start(b, "cdiplug_dra_api_errors_total");
+                dp_metric_label(b, "class", dra->api_error_class[c]);
+                dp_metric_u64(b, dra->api_errors[c]);
+        }
+        single_u64(b, "cdiplug_dra_pool_publishes_total", "counter",
+                   "Changes of a DRA resource's devices written to its ResourceSlices.",
+                   dra->publishes);
+        dp_metric_header(b, "cdiplug_dra_publish_duration_seconds", "summary",
+                         "Time from a change of a DRA resource's devices to its ResourceSlices "
+                         "written on the API server.");
+        dp_metric_start(b, "cdiplug_dra_publish_duration_seconds_sum");
+        dp_metric_double(b, dra->publish_seconds_sum);
+        dp_metric_start(b, "cdiplug_dra_publish_duration_seconds_count");
+        dp_metric_u64(b, dra->publish_count);
+        single_u64(b, "cdiplug_dra_resource_slices", "gauge",
+                   "This node's ResourceSlices of the driver the API server holds now.",
+                   dra->slices);
+        single_u64(b, "cdiplug_dra_claim_lookups_total", "counter",
+                   "ResourceClaim lookups answered by the API client, any outcome.",
+                   dra->claim_lookups);
+}
+
 double dp_boot_time(const char *stat_path) {
         _cleanup_free_ char *buf = NULL;
         size_t len;
@@ -335,6 +401,8 @@ static void render_resources(struct dp_mbuf *b, const struct dp_metrics_source *
         }
         for (size_t i = 0; i < d.n; i++)
                 src->res(src->ctx, i, &d.v[i]);
+        if (src->dra)
+                src->dra(src->ctx, &d.dra);
         /* One allocation of about the page's size rather than a dozen
          * doublings, each copying what was written so far; and not much
          * more, as all of it is populated (dp_mbuf_reserve). A device's
@@ -353,6 +421,7 @@ static void render_resources(struct dp_mbuf *b, const struct dp_metrics_source *
         render_devices(b, &d);
         render_allocations(b, &d, answer);
         render_calls(b, &d);
+        render_dra(b, &d.dra);
         src->unlock(src->ctx);
         free(d.v);
 }

@@ -96,6 +96,28 @@ struct dp_metrics_res {
         uint64_t streams; /* ListAndWatch streams open */
         bool registering; /* a Register is in flight */
 };
+/* The DRA driver's figures, copied under the source's lock. Label values
+ * are the runtime's (static strings), so metrics/ needs nothing of
+ * daemon/dra or daemon/kube. */
+#define DP_DRA_METHODS 2  /* prepare, unprepare */
+#define DP_DRA_VERSIONS 2 /* v1, v1beta1 */
+#define DP_DRA_OUTCOMES 3 /* ok, claim_error, failed */
+#define DP_DRA_API_CLASSES 8
+struct dp_metrics_dra {
+        bool on;       /* the config has a "dra" section */
+        bool accepted; /* the kubelet's last word on the registration */
+        uint64_t prepared;
+        uint64_t calls[DP_DRA_METHODS][DP_DRA_VERSIONS][DP_DRA_OUTCOMES];
+        bool api; /* an API client runs (a node name was given) */
+        uint64_t api_errors[DP_DRA_API_CLASSES];
+        const char *api_error_class[DP_DRA_API_CLASSES]; /* label values */
+        uint64_t publishes;                              /* pool changes published */
+        double publish_seconds_sum;                      /* kube_pool_set → slices written */
+        uint64_t publish_count;
+        uint64_t claim_lookups;
+        uint64_t slices; /* our slices the API server holds now */
+};
+
 struct dp_metrics_source {
         void *ctx;
         int (*lock)(void *ctx, const struct timespec *until);
@@ -104,6 +126,8 @@ struct dp_metrics_source {
         uint64_t (*kubelet_restarts)(void *ctx);
         size_t (*n_res)(void *ctx);
         void (*res)(void *ctx, size_t i, struct dp_metrics_res *ret);
+        /* NULL, or the DRA figures (under the lock, like the rest). */
+        void (*dra)(void *ctx, struct dp_metrics_dra *ret);
 };
 
 /* Readiness of one resource: 1 when it is registered with the kubelet and

@@ -6,6 +6,7 @@
 
 #include <grpc/grpc.h>
 #include <protobuf-c/protobuf-c.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -19,6 +20,16 @@
 #define DP_METHOD_ALLOCATE "/v1beta1.DevicePlugin/Allocate"
 #define DP_METHOD_PRESTART "/v1beta1.DevicePlugin/PreStartContainer"
 #define DP_METHOD_PODRES_LIST "/v1.PodResourcesLister/List"
+
+struct dp_daemon;
+
+/* Every tag on the daemon's completion queue is one of these, embedded in
+ * its owner: the serve runtime's calls and the DRA servers' (daemon/dra)
+ * share the queue, and the main thread runs fn with the daemon's lock
+ * held. */
+struct dp_tag {
+        void (*fn)(struct dp_daemon *d, struct dp_tag *tag, bool ok);
+};
 
 /* One unary client call sent as a single batch: grpc writes into these
  * until the batch's tag completes, so they live as long as the call. */

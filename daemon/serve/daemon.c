@@ -30,7 +30,8 @@
 #include "log.h"
 
 static int lockdown(const struct dp_daemon *d) {
-        struct sbx_options so = { 0 };
+        /* The API client's TCP sockets, only when DRA is configured. */
+        struct sbx_options so = { .api_access = d->cfg->dra_driver != NULL };
         struct sbx_error err = { 0 };
         const char *user = d->opts->user ? d->opts->user : d->cfg->user;
         int r;
@@ -68,6 +69,7 @@ static void stop_all(struct dp_daemon *d) {
                 dp_server_stop(res);
                 dp_register_cancel(res);
         }
+        dp_dra_stop(d);
         dp_retained_stop(d);
         dp_maybe_finish(d);
 }
@@ -97,6 +99,9 @@ static void drain(struct dp_daemon *d) {
                         continue;
                 pthread_mutex_lock(&d->lock);
                 ((struct dp_tag *)ev.tag)->fn(d, ev.tag, ev.success);
+                /* The DRA server's tags do not count in d->live. */
+                if (d->stopping)
+                        dp_maybe_finish(d);
                 /* Stopping shuts the servers down, which completes their
                  * waiting request slots: a completion always follows. */
                 if (d->stopping && !grace) {
@@ -108,14 +113,17 @@ static void drain(struct dp_daemon *d) {
         }
 }
 
-/* The poll set: signals, inotify, the retry timer, then one listening
- * socket per resource (-1, ignored by poll, while it has none). Only this
+/* The poll set: signals, inotify, the retry timer, the DRA server's two
+ * listening sockets (-1 without "dra"), then one listening socket per
+ * resource (-1, ignored by poll, while it has none). Only this
  * thread changes listening sockets and the resources once it runs, so the
  * set is rebuilt after each round of work. Returns the number of entries:
  * out of memory after a reload added resources, the new ones wait (the
  * signals, and so a restart, still work). */
+#define POLL_FIXED 5
+
 static size_t poll_set(struct dp_daemon *d, struct pollfd **fds, size_t *cap) {
-        size_t n = 3 + d->n_res;
+        size_t n = POLL_FIXED + d->n_res;
 
         if (n > *cap) {
                 struct pollfd *more = realloc(*fds, n * sizeof(**fds));
@@ -128,13 +136,17 @@ static size_t poll_set(struct dp_daemon *d, struct pollfd **fds, size_t *cap) {
                         n = *cap;
                 }
         }
-        if (n < 3)
+        if (n < POLL_FIXED)
                 return 0; /* the caller stops: not even the signals can be watched */
         (*fds)[0] = (struct pollfd){ .fd = d->watch.signal_fd, .events = POLLIN };
         (*fds)[1] = (struct pollfd){ .fd = d->watch.inotify_fd, .events = POLLIN };
         (*fds)[2] = (struct pollfd){ .fd = dp_loop_fd(&d->loop), .events = POLLIN };
-        for (size_t i = 0; i + 3 < n; i++)
-                (*fds)[3 + i] =
+        int dra[2];
+        dp_dra_poll_fds(d, dra);
+        (*fds)[3] = (struct pollfd){ .fd = dra[0], .events = POLLIN };
+        (*fds)[4] = (struct pollfd){ .fd = dra[1], .events = POLLIN };
+        for (size_t i = 0; i + POLL_FIXED < n; i++)
+                (*fds)[POLL_FIXED + i] =
                         (struct pollfd){ .fd = dp_server_poll_fd(d->res[i]), .events = POLLIN };
         return n;
 }
@@ -152,7 +164,7 @@ static void *watcher(void *arg) {
         for (;;) {
                 bool hup = false;
 
-                if (n_fds < 3) {
+                if (n_fds < POLL_FIXED) {
                         log_error("watcher: out of memory");
                         break;
                 }
@@ -174,10 +186,13 @@ static void *watcher(void *arg) {
                                 stop_all(d);
                         }
                 }
-                for (size_t i = 0; !d->stopping && i + 3 < n_fds && i < d->n_res; i++)
-                        if ((fds[3 + i].revents & POLLIN) &&
-                            d->res[i]->srv.listen_fd == fds[3 + i].fd)
+                for (size_t i = 0; !d->stopping && i + POLL_FIXED < n_fds && i < d->n_res; i++)
+                        if ((fds[POLL_FIXED + i].revents & POLLIN) &&
+                            d->res[i]->srv.listen_fd == fds[POLL_FIXED + i].fd)
                                 dp_server_accept(d->res[i]);
+                for (size_t i = 3; !d->stopping && i < POLL_FIXED; i++)
+                        if (fds[i].revents & POLLIN)
+                                dp_dra_accept(d, fds[i].fd);
                 if (!d->stopping && (fds[1].revents & POLLIN))
                         dp_watch_handle(d);
                 /* File changes before SIGHUP: a change written before the
@@ -207,6 +222,7 @@ static void add_timers(struct dp_daemon *d) {
         dp_timer_add(&d->loop, &d->accept_timer, dp_accept_due, d);
         dp_timer_add(&d->loop, &d->relisten_timer, dp_watch_due, d);
         dp_timer_add(&d->loop, &d->register_timer, dp_register_due, d);
+        dp_timer_add(&d->loop, &d->dra_timer, dp_dra_due, d);
 }
 
 static int setup_fds(struct dp_daemon *d) {
@@ -272,6 +288,7 @@ static void daemon_free(struct dp_daemon *d) {
                 dp_resource_free(d->res[i]);
         dp_retired_free_all(d);
         dp_retained_free(d);
+        dp_dra_free(d);
         free(d->res);
         free(d->kubelet.sock);
         free(d->watch.dev_wds);
@@ -297,6 +314,8 @@ static int setup(struct dp_daemon *d) {
                 r = setup_fds(d);
         if (r >= 0)
                 r = dp_watch_setup(d);
+        if (r >= 0)
+                r = dp_dra_setup(d);
         if (r >= 0)
                 r = dp_watch_config_setup(d);
         if (r >= 0)
@@ -333,7 +352,9 @@ static int start_serving(struct dp_daemon *d) {
                 if (kubelet && dp_server_listen(d->res[i]) >= 0)
                         dp_register(d->res[i]);
         }
-        return 0;
+        /* The DRA driver registers through plugins_registry, whether or
+         * not kubelet.sock is there. */
+        return dp_dra_start(d);
 }
 
 int dp_daemon_run(const struct dp_options *opts, struct cfg_config *cfg) {
@@ -350,6 +371,7 @@ int dp_daemon_run(const struct dp_options *opts, struct cfg_config *cfg) {
                         .config_wd = -1,
                         .config_real_wd = -1,
                 },
+                .dra = { .wd = -1 },
         };
         pthread_t thread;
         int r;

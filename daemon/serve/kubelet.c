@@ -41,7 +41,7 @@ bool dp_kubelet_present(const struct dp_daemon *d) {
 
 /* Once stopping and nothing is left in flight, end the main loop. */
 void dp_maybe_finish(struct dp_daemon *d) {
-        if (d->stopping && d->live == 0)
+        if (d->stopping && d->live == 0 && dp_dra_done(d))
                 grpc_completion_queue_shutdown(d->cq);
 }
 

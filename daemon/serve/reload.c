@@ -288,10 +288,37 @@ static void log_devices(const struct dp_plugin *p) {
                  healthy, p->n_ids);
 }
 
+static void serve_device_plugin(struct dp_daemon *d, struct dp_resource *res) {
+        if (dp_server_start(res) < 0) {
+                log_with(LOG_ERR, &(struct log_fields){ .resource = res->cfg->name },
+                         "resource \"%s\": cannot start its server", res->cfg->name);
+                return;
+        }
+        /* Like at start-up: the socket waits for kubelet.sock (watch.c). */
+        if (d->watch.kubelet_wd >= 0 && dp_kubelet_present(d) && dp_server_listen(res) >= 0)
+                dp_register(res);
+}
+
+/* "api" changed: the same plugin, another front end. To DRA, its socket
+ * goes and its streams end (the DRA list gets it, dra.c); to the device
+ * plugin API, it gets a socket and registers. */
+static void switch_api(struct dp_daemon *d, struct dp_resource *res, bool was_dra) {
+        log_with(LOG_INFO, &(struct log_fields){ .resource = res->cfg->name },
+                 "resource \"%s\": now served through %s", res->cfg->name,
+                 cfg_api_name(res->cfg->api));
+        if (was_dra) {
+                serve_device_plugin(d, res);
+                return;
+        }
+        dp_register_cancel(res);
+        dp_server_stop(res);
+}
+
 /* New devices: spec first, then the list on the streams already open. */
 static bool apply_devices(struct dp_daemon *d, struct step *s, const struct cfg_resource *cfg) {
         struct dp_resource *res = s->res;
         struct dp_plugin *old = res->plugin;
+        bool was_dra = dp_resource_is_dra(res);
 
         if (write_spec(res, s->plugin) < 0) {
                 /* The running list stays, so its settings must too: the
@@ -321,6 +348,8 @@ static bool apply_devices(struct dp_daemon *d, struct step *s, const struct cfg_
                          "offered any more; they stay in its CDI spec while a pod may hold one",
                          cfg->name, s->n_gone);
         log_devices(res->plugin);
+        if (was_dra != dp_resource_is_dra(res))
+                switch_api(d, res, was_dra);
         dp_server_push(res);
         return true;
 }
@@ -343,14 +372,7 @@ static bool apply_added(struct dp_daemon *d, struct step *s) {
                          res->cfg->name);
         log_devices(res->plugin);
         dp_watch_resource(d, res);
-        if (dp_server_start(res) < 0) {
-                log_with(LOG_ERR, &(struct log_fields){ .resource = res->cfg->name },
-                         "resource \"%s\": cannot start its server", res->cfg->name);
-                return true;
-        }
-        /* Like at start-up: the socket waits for kubelet.sock (watch.c). */
-        if (d->watch.kubelet_wd >= 0 && dp_kubelet_present(d) && dp_server_listen(res) >= 0)
-                dp_register(res);
+        serve_device_plugin(d, res);
         return true;
 }
 
@@ -376,14 +398,17 @@ static void keep_running(const char *key, bool on_command_line, char **running, 
 /* What start-up fixed cannot change while the daemon runs: the identity
  * (the sandbox sets it), the metrics endpoint's socket (bound before the
  * lock-down, which allows no new network socket) and the PodResources
- * socket it was given. The host root, kubelet dir and CDI dir are
- * command-line options, which a reload does not re-read. */
+ * socket it was given, and the DRA driver. The host root, kubelet dir and
+ * CDI dir are command-line options, which a reload does not re-read. */
 static void restart_only(struct dp_daemon *d, struct cfg_config *next) {
         keep_running("user", d->opts->user, &d->cfg->user, &next->user);
         keep_running("metrics.address", d->opts->metrics_address, &d->cfg->metrics_address,
                      &next->metrics_address);
         keep_running("metrics.pod_resources_socket", d->opts->pod_resources_socket,
                      &d->cfg->pod_resources_socket, &next->pod_resources_socket);
+        /* The DRA driver's sockets and name are made before the lock-down
+         * (dra.c). Resources move to and from DRA live. */
+        keep_running("dra.driver", false, &d->cfg->dra_driver, &next->dra_driver);
 }
 
 static void apply_log_format(const struct dp_daemon *d) {
@@ -517,6 +542,8 @@ void dp_reload(struct dp_daemon *d, const char *why) {
                 return;
         }
         commit(d, &p);
+        /* DRA resources added, removed or changed: the health list again. */
+        dp_dra_publish(d);
         if (p.failed)
                 log_error("reload: %zu added, %zu changed, %zu removed, %zu unchanged, %zu failed",
                           p.added, p.changed, p.removed, p.unchanged, p.failed);

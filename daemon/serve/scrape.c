@@ -5,9 +5,12 @@
  * d->lock, which the runtime's loops hold while they work. */
 #include <errno.h>
 #include <pthread.h>
+#include <string.h>
 #include <time.h>
 
 #include "config.h"
+#include "dra_node.h"
+#include "kube.h"
 #include "metrics.h"
 #include "serve-internal.h"
 
@@ -50,6 +53,41 @@ static void scrape_res(void *ctx, size_t i, struct dp_metrics_res *ret) {
         };
 }
 
+_Static_assert(DP_DRA_METHODS == DRA_CALL_METHODS && DP_DRA_VERSIONS == DRA_CALL_VERSIONS &&
+                       DP_DRA_OUTCOMES == DRA_CALL_OUTCOMES,
+               "metrics.h and dra_node.h count the DRA calls alike");
+_Static_assert(DP_DRA_API_CLASSES == KUBE_ERR_N, "metrics.h has room for every kube error class");
+
+static void scrape_dra(void *ctx, struct dp_metrics_dra *ret) {
+        const struct dp_daemon *d = ctx;
+        struct dra_node_stats ns;
+
+        *ret = (struct dp_metrics_dra){ 0 };
+        if (!d->dra.node)
+                return;
+        ret->on = true;
+        ret->accepted = dra_node_accepted(d->dra.node);
+        ret->prepared = dra_node_prepared(d->dra.node);
+        dra_node_stats(d->dra.node, &ns);
+        memcpy(ret->calls, ns.calls, sizeof(ret->calls));
+        if (!d->dra.kube)
+                return;
+        /* The API client's own lock, taken under d->lock: it is only ever
+         * held for a copy, never across the network. */
+        struct kube_stats ks;
+        kube_stats(d->dra.kube, &ks);
+        ret->api = true;
+        for (int c = 0; c < KUBE_ERR_N; c++) {
+                ret->api_errors[c] = ks.api_errors[c];
+                ret->api_error_class[c] = kube_error_class_name((enum kube_error_class)c);
+        }
+        ret->publishes = ks.publishes;
+        ret->publish_seconds_sum = ks.publish_seconds_sum;
+        ret->publish_count = ks.publish_count;
+        ret->claim_lookups = ks.claim_lookups;
+        ret->slices = ks.slices;
+}
+
 void dp_scrape_source(struct dp_daemon *d, struct dp_metrics_source *ret) {
         *ret = (struct dp_metrics_source){
                 .ctx = d,
@@ -59,5 +97,6 @@ void dp_scrape_source(struct dp_daemon *d, struct dp_metrics_source *ret) {
                 .kubelet_restarts = scrape_kubelet_restarts,
                 .n_res = scrape_n_res,
                 .res = scrape_res,
+                .dra = scrape_dra,
         };
 }

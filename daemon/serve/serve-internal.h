@@ -16,6 +16,7 @@
 #include "base.h"
 #include "metrics.h"
 #include "loop.h"
+#include "rpc.h" /* struct dp_tag */
 #include "serve.h"
 
 struct cfg_config;
@@ -23,11 +24,6 @@ struct cfg_resource;
 struct dp_daemon;
 struct dp_options;
 struct dp_plugin;
-
-/* Every completion-queue tag is one of these, embedded in its owner. */
-struct dp_tag {
-        void (*fn)(struct dp_daemon *d, struct dp_tag *tag, bool ok);
-};
 
 enum dp_server_state { SRV_DOWN, SRV_UP, SRV_STOPPING };
 
@@ -99,6 +95,7 @@ struct dp_resource {
         struct dp_res_accept accept;         /* server.c's */
         struct dp_res_relisten relisten;     /* watch.c's */
         struct dp_res_life life;             /* resource.c's */
+        uint64_t dra_gen; /* dra.c's: plugin generation its pool was published at, 0 none */
 
         struct dp_res_stats stats; /* for /metrics and /readyz */
 };
@@ -136,6 +133,17 @@ struct dp_watcher {
         bool reload_due; /* the config file changed on disk */
 };
 
+/* The DRA driver's node server and API client (dra.c). */
+struct dra_node;
+struct kube;
+struct dp_dra {
+        struct dra_node *node;        /* NULL: the config has no "dra" section */
+        struct kube *kube;            /* NULL: no "dra" section, or no node name */
+        struct base_strvec published; /* pools given to the API client, not yet dropped */
+        int wd;                       /* watch on plugins_registry, or -1 */
+        uint64_t due_ms;              /* dra_timer's: the earliest Prepare deadline, 0 none */
+};
+
 struct dp_daemon {
         const struct dp_options *opts;
         struct cfg_config *cfg;
@@ -149,12 +157,15 @@ struct dp_daemon {
 
         /* The timer list; each timer is its file's, set only there:
          * retained.c, publish.c (spec retries), server.c (accept pauses),
-         * watch.c (socket re-creation), kubelet.c (Register retries). */
+         * watch.c (socket re-creation), kubelet.c (Register retries),
+         * dra.c (Prepare's lookup deadlines). */
         struct dp_loop loop;
-        struct dp_timer retained_timer, spec_timer, accept_timer, relisten_timer, register_timer;
+        struct dp_timer retained_timer, spec_timer, accept_timer, relisten_timer, register_timer,
+                dra_timer;
 
         struct dp_kubelet kubelet;          /* kubelet.c's */
         struct dp_watcher watch;            /* watch.c's */
+        struct dp_dra dra;                  /* dra.c's */
         struct dp_http *http;               /* the metrics endpoint, or NULL */
         struct dp_retained *retained_specs; /* specs of resources gone from the config, or NULL */
 };
@@ -176,6 +187,23 @@ void dp_resource_retire(struct dp_resource *res);
 void dp_resource_maybe_free(struct dp_resource *res);
 void dp_retired_free_all(struct dp_daemon *d);
 void dp_resource_free(struct dp_resource *res);
+
+/* dra.c: the DRA driver's node server, when the config has "dra". setup
+ * before the lock-down, start after grpc_init; publish after any change
+ * of a DRA resource's list or of the resources. */
+struct inotify_event;
+int dp_dra_setup(struct dp_daemon *d);
+int dp_dra_start(struct dp_daemon *d);
+bool dp_resource_is_dra(const struct dp_resource *res);
+void dp_dra_publish(struct dp_daemon *d);
+void dp_dra_event(struct dp_daemon *d, const struct inotify_event *ev);
+void dp_dra_poll_fds(const struct dp_daemon *d, int ret[2]);
+void dp_dra_accept(struct dp_daemon *d, int fd);
+void dp_dra_stop(struct dp_daemon *d);
+bool dp_dra_done(const struct dp_daemon *d);
+void dp_dra_free(struct dp_daemon *d);
+/* A timer callback: ctx is the daemon. */
+void dp_dra_due(void *ctx);
 
 /* scrape.c: what the metrics endpoint renders, read from d under d->lock. */
 void dp_scrape_source(struct dp_daemon *d, struct dp_metrics_source *ret);

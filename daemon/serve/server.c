@@ -458,7 +458,9 @@ int dp_server_start(struct dp_resource *res) {
         };
         grpc_channel_args cargs = { .num_args = ELEMENTSOF(args), .args = args };
 
-        if (res->srv.state != SRV_DOWN)
+        /* A DRA resource is served by the DRA driver (dra.c): no socket
+         * of its own, no Register. */
+        if (res->srv.state != SRV_DOWN || dp_resource_is_dra(res))
                 return 0;
         res->srv.server = grpc_server_create(&cargs, NULL);
         grpc_server_register_completion_queue(res->srv.server, d->cq, NULL);
@@ -654,6 +656,10 @@ size_t dp_server_streams(const struct dp_resource *res) {
 }
 
 void dp_server_push(struct dp_resource *res) {
+        if (dp_resource_is_dra(res)) {
+                dp_dra_publish(res->d);
+                return;
+        }
         for (struct dp_call *c = res->srv.streams; c; c = c->next)
                 stream_send(c);
 }

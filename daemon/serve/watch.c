@@ -369,7 +369,8 @@ static int split_real(const char *path, char **ret_dir, char **ret_name) {
 /* Whether wd is also one of the daemon's other watches: inotify gives one
  * watch per inode, so removing it would end theirs too. */
 static bool wd_shared(const struct dp_daemon *d, int wd) {
-        if (wd == d->watch.config_wd || wd == d->watch.kubelet_wd || wd == d->watch.ancestor_wd)
+        if (wd == d->watch.config_wd || wd == d->watch.kubelet_wd || wd == d->watch.ancestor_wd ||
+            wd == d->dra.wd)
                 return true;
         for (size_t i = 0; i < d->watch.dev_wd_dirs.n; i++)
                 if (d->watch.dev_wds[i] == wd)
@@ -581,6 +582,7 @@ void dp_watch_handle(struct dp_daemon *d) {
                         }
                         if (ev->wd == d->watch.kubelet_wd)
                                 kubelet_event(d, ev);
+                        dp_dra_event(d, ev);
                         if (ev->wd == d->watch.config_wd || ev->wd == d->watch.config_real_wd)
                                 config_event(d, ev);
                         if (ev->wd == d->watch.ancestor_wd && watch_kubelet_dir(d) == 1)

@@ -22,10 +22,12 @@
  *   has its new list on the kubelet's stream; beside 1,000 idle HTTP
  *   connections, scrape and /healthz p50/p99; Allocate p99 beside a client
  *   scraping back to back, with 1,000 IDs listed and with a 4 MiB
- *   PodResources answer, and RssAnon and peak resident after it.
+ *   PodResources answer, and RssAnon and peak resident after it;
+ *   DRA with 64 resources against the fake API server: Prepare of one
+ *   claim p50/p99, hotplug → ResourceSlice updated p50/p99, RssAnon.
  *
  * Extra arguments are passed to `cdiplug serve` (e.g. --no-sandbox).
- * BENCH_ONLY=alloc,exec,restart,hotplug,reload,discovery,many,preferred,scrape,hostile
+ * BENCH_ONLY=alloc,exec,restart,hotplug,reload,dra,discovery,many,preferred,scrape,hostile
  * picks sections;
  * TMPDIR picks the file system the kubelet, CDI and fake /dev dirs go on;
  * BENCH_RESTARTS=N runs N kubelet restarts instead of 100; BENCH_TRACE=1
@@ -57,6 +59,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dra.h"
+#include "fakeapi.h"
 #include "kubelet.h"
 #include "resources.h"
 #include "rpc.h"
@@ -75,6 +79,10 @@
 #define PREF_SHARES 8
 #define PREF_CALLS 1000
 #define RELOADS 200
+#define DRA_PREPARES 1000
+#define DRA_HOTPLUGS 200
+#define DRA_DRIVER "bench.example.com"
+#define DRA_NODE "node1"
 
 extern char **environ;
 
@@ -187,8 +195,9 @@ static char *make_env(const char *name, int n) {
         return dir;
 }
 
-static pid_t spawn_daemon(const char *dir) {
-        char *argv[32], *cfg, *kdir, *cdir, *host;
+/* more: further arguments (NULL-terminated), or NULL. */
+static pid_t spawn_daemon_with(const char *dir, char *const *more) {
+        char *argv[40], *cfg, *kdir, *cdir, *host;
         posix_spawn_file_actions_t fa;
         pid_t pid;
         int argc = 0;
@@ -207,7 +216,9 @@ static pid_t spawn_daemon(const char *dir) {
         argv[argc++] = cdir;
         argv[argc++] = "--host-root";
         argv[argc++] = host;
-        for (int i = 0; i < n_extra && argc < 31; i++)
+        for (int i = 0; more && more[i] && argc < 31; i++)
+                argv[argc++] = more[i];
+        for (int i = 0; i < n_extra && argc < 39; i++)
                 argv[argc++] = extra_args[i];
         argv[argc] = NULL;
         posix_spawn_file_actions_init(&fa);
@@ -221,6 +232,10 @@ static pid_t spawn_daemon(const char *dir) {
         free(cdir);
         free(host);
         return pid;
+}
+
+static pid_t spawn_daemon(const char *dir) {
+        return spawn_daemon_with(dir, NULL);
 }
 
 static void stop_daemon(pid_t pid) {
@@ -342,6 +357,11 @@ static struct {
         double scrape_cpu_ms, scrape_user_ms, scrape_sys_ms;
         uint64_t rl50, rl99;
         unsigned rl_regs, rl_lists; /* Registers and lists of the 63 others across the reloads */
+        bool dra;
+        uint64_t dra_p50, dra_p99;     /* Prepare, one claim */
+        uint64_t dra_h50, dra_h99;     /* hotplug -> slice updated */
+        long dra_rss_anon, dra_vm_rss; /* 64 DRA resources, published */
+        long dra_rss_anon_after;       /* after the Prepares and hotplugs */
         bool hostile;
         uint64_t hi_sc50, hi_sc99, hi_hz50, hi_hz99; /* beside 1,000 idle connections */
         uint64_t hi_a50, hi_a99;                     /* Allocate alone */
@@ -1378,6 +1398,183 @@ static void bench_hostile(const char *dir) {
  * call List (the PodResources answer names IDs of other resources). Both
  * measured a second after the last registration, so that start-up's
  * heap trim is done. */
+/* DRA: 64 resources served as a DRA driver (one device each) against the
+ * fake API server over HTTPS (tests/helpers/fakeapi) and the test
+ * kubelet's DRA client. Prepare of one claim: the kubelet's call, the
+ * daemon's GET of the ResourceClaim, its checkpoint written (fsynced),
+ * the answer; each claim is new (a repeated uid is answered from the
+ * checkpoint without the API server) and unprepared after, untimed.
+ * Hotplug: a node of one resource appears or vanishes → the fake API
+ * server holds that pool's slice with or without it. */
+struct dra_pool_want {
+        const char *pool;
+        int devices; /* in the pool; -1: every pool of the 64 has one device */
+};
+
+static bool dra_pools_are(const cJSON *slices, void *ctx) {
+        const struct dra_pool_want *w = ctx;
+        int pools = 0, devices = 0;
+        const cJSON *sl;
+
+        cJSON_ArrayForEach(sl, slices) {
+                const cJSON *spec = cJSON_GetObjectItem(sl, "spec");
+                const cJSON *name = cJSON_GetObjectItem(cJSON_GetObjectItem(spec, "pool"), "name");
+                int n = cJSON_GetArraySize(cJSON_GetObjectItem(spec, "devices"));
+                if (!cJSON_IsString(name))
+                        continue;
+                if (w->devices < 0) {
+                        pools += n == 1;
+                        continue;
+                }
+                if (strcmp(name->valuestring, w->pool) == 0)
+                        devices += n;
+        }
+        return w->devices < 0 ? pools == MANY : devices == w->devices;
+}
+
+static char *dra_config(void) {
+        char *cfg = NULL;
+        size_t len = 0;
+        FILE *m = open_memstream(&cfg, &len);
+
+        fputs("{ \"dra\": { \"driver\": \"" DRA_DRIVER "\" }, \"resources\": [\n", m);
+        for (int i = 0; i < MANY; i++)
+                fprintf(m,
+                        "  { \"name\": \"%s\", \"api\": \"dra\", \"match\": [ { \"path\": "
+                        "\"/dev/d%02d*\" } ] }%s\n",
+                        name_of(i), i, i + 1 < MANY ? "," : "");
+        fputs("] }\n", m);
+        fclose(m);
+        return cfg;
+}
+
+static void dra_kubeconfig(const char *dir, struct fakeapi *api) {
+        char *text = NULL, *p = path_join(dir, "token");
+
+        write_file(p, "bench-token\n");
+        free(p);
+        if (asprintf(&text,
+                     "apiVersion: v1\nkind: Config\ncurrent-context: t\n"
+                     "contexts:\n- name: t\n  context: {cluster: c, user: u}\n"
+                     "clusters:\n- name: c\n  cluster:\n    server: %s\n"
+                     "    certificate-authority: %s\n"
+                     "users:\n- name: u\n  user:\n    tokenFile: token\n",
+                     fakeapi_url(api), fakeapi_ca_file(api)) < 0)
+                die("asprintf");
+        p = path_join(dir, "kubeconfig");
+        write_file(p, text);
+        free(p);
+        free(text);
+}
+
+static void dra_claims(struct fakeapi *api, char (*uids)[16]) {
+        char *dev = NULL, *pool = NULL;
+
+        if (dra_device_name("d00", &dev) < 0 || dra_pool_name(DRA_NODE, name_of(0), &pool) < 0)
+                die("DRA names");
+        for (int i = 0; i < DRA_PREPARES; i++) {
+                char *text = NULL;
+                snprintf(uids[i], 16, "uid-%d", i);
+                if (asprintf(&text,
+                             "{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"ResourceClaim\","
+                             "\"metadata\":{\"namespace\":\"ns\",\"name\":\"c%d\",\"uid\":\"%s\"},"
+                             "\"status\":{\"allocation\":{\"devices\":{\"results\":["
+                             "{\"request\":\"r\",\"driver\":\"" DRA_DRIVER "\",\"pool\":\"%s\","
+                             "\"device\":\"%s\"}]}}}}",
+                             i, uids[i], pool, dev) < 0)
+                        die("asprintf");
+                fakeapi_add_claim(api, cJSON_Parse(text));
+                free(text);
+        }
+        free(dev);
+        free(pool);
+}
+
+static void bench_dra(void) {
+        static uint64_t prep[DRA_PREPARES], hp[DRA_HOTPLUGS];
+        static char uids[DRA_PREPARES][16], names[DRA_PREPARES][16];
+        char *cfg = dra_config(), *dir = make_dir("dra", cfg);
+        /* Short: the registry socket's path must fit a sun_path under TMPDIR. */
+        char *kroot = path_join(dir, "k"), *kubeconfig = path_join(dir, "kubeconfig");
+        char *node = path_join(dir, "host/dev/d05x"), *pool = NULL;
+        struct fakeapi *api = fakeapi_new(true);
+        struct tk_dra *kd;
+
+        free(cfg);
+        mkdir(kroot, 0755);
+        for (int i = 0; i < MANY; i++) {
+                char n[32];
+                snprintf(n, sizeof(n), "host/dev/d%02d", i);
+                char *path = path_join(dir, n);
+                touch(path);
+                free(path);
+        }
+        fakeapi_add_node(api, DRA_NODE, "6d1b3a4e-0000-4000-8000-000000000001");
+        fakeapi_set_token(api, "bench-token");
+        dra_kubeconfig(dir, api);
+        dra_claims(api, uids);
+        if (tk_dra_start(kroot, &kd) < 0)
+                die("test kubelet's DRA side");
+        char *more[] = { "--kubelet-root", kroot,      "--node-name", DRA_NODE,
+                         "--kubeconfig",   kubeconfig, NULL };
+        pid_t d = spawn_daemon_with(dir, more);
+        if (tk_dra_wait_registered(kd, DRA_DRIVER, 1, 20000) < 0)
+                die("the DRA driver registering");
+        struct dra_pool_want all = { NULL, -1 };
+        if (!fakeapi_wait(api, dra_pools_are, &all, 20000))
+                die("64 pools published");
+        fig.dra_rss_anon = status_kb(d, "RssAnon");
+        fig.dra_vm_rss = status_kb(d, "VmRSS");
+        dump_anon(d, "DRA, 64 resources published");
+
+        for (int i = 0; i < DRA_PREPARES; i++) {
+                K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourcesResponse *r = NULL;
+                K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourcesResponse *u = NULL;
+                snprintf(names[i], 16, "c%d", i);
+                struct tk_dra_claim c = { "ns", names[i], uids[i] };
+                uint64_t t0 = now_ns();
+                if (tk_dra_prepare(kd, DRA_DRIVER, "v1", &c, 1, &r) != GRPC_STATUS_OK ||
+                    r->n_claims != 1 || r->claims[0]->value->error[0])
+                        die("Prepare");
+                prep[i] = now_ns() - t0;
+                k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_response__free_unpacked(
+                        r, NULL);
+                if (tk_dra_unprepare(kd, DRA_DRIVER, "v1", &c, 1, &u) != GRPC_STATUS_OK)
+                        die("Unprepare");
+                k8s__io__kubelet__pkg__apis__dra__v1__node_unprepare_resources_response__free_unpacked(
+                        u, NULL);
+        }
+
+        if (dra_pool_name(DRA_NODE, name_of(5), &pool) < 0)
+                die("pool name");
+        for (int i = 0; i < DRA_HOTPLUGS; i++) {
+                struct dra_pool_want w = { pool, i % 2 == 0 ? 2 : 1 };
+                uint64_t t0 = now_ns();
+                if (i % 2 == 0)
+                        touch(node);
+                else if (unlink(node) < 0)
+                        die("unlink");
+                if (!fakeapi_wait(api, dra_pools_are, &w, 10000))
+                        die("hotplug reaching the slice");
+                hp[i] = now_ns() - t0;
+        }
+        fig.dra_rss_anon_after = status_kb(d, "RssAnon");
+        dump_anon(d, "DRA, after the Prepares and hotplugs");
+        stop_daemon(d);
+        tk_dra_stop(kd);
+        fakeapi_free(api);
+        fig.dra_p50 = pct(prep, DRA_PREPARES, 0.5);
+        fig.dra_p99 = pct(prep, DRA_PREPARES, 0.99);
+        fig.dra_h50 = pct(hp, DRA_HOTPLUGS, 0.5);
+        fig.dra_h99 = pct(hp, DRA_HOTPLUGS, 0.99);
+        fig.dra = true;
+        free(pool);
+        free(node);
+        free(kroot);
+        free(kubeconfig);
+        free(dir);
+}
+
 static void bench_scrape_small(void) {
         char *dir = make_env("small", MANY), *kdir = path_join(dir, "kubelet");
         char *cfg_path = path_join(dir, "config.json"),
@@ -1594,6 +1791,18 @@ static void print_table(void) {
                 printf("%-46s %8ld %12s  %s\n", "idle wake-ups in 2 s, all threads",
                        fig.idle_wakeups, "", "(grpc core's timers; the endpoint adds none)");
         }
+        if (fig.dra) {
+                row_us("DRA Prepare, 1 claim (API GET, checkpoint)", fig.dra_p50, fig.dra_p99,
+                       "(v1; the claim looked up on the API server each time)");
+                snprintf(t, sizeof(t), "within 1 s: %s", verdict(fig.dra_h99 < 1000000000));
+                row_ms("DRA hotplug -> ResourceSlice updated", fig.dra_h50, fig.dra_h99, t);
+                snprintf(t, sizeof(t), "at most 5 MB: %s", verdict(fig.dra_rss_anon <= 5120));
+                row_kb("RssAnon, 64 DRA resources, published", fig.dra_rss_anon, t);
+                snprintf(t, sizeof(t), "at most 5 MB: %s (%d Prepares, %d hotplugs)",
+                         verdict(fig.dra_rss_anon_after <= 5120), DRA_PREPARES, DRA_HOTPLUGS);
+                row_kb("RssAnon, 64 DRA resources, after use", fig.dra_rss_anon_after, t);
+                row_kb("VmRSS, 64 DRA resources", fig.dra_vm_rss, "");
+        }
         if (fig.hostile) {
                 char t3[128];
                 row_ms("scrape beside 1,000 idle connections", fig.hi_sc50, fig.hi_sc99, "");
@@ -1636,6 +1845,8 @@ int main(int argc, char **argv) {
                 bench_preferred();
         if (section("reload"))
                 bench_reload();
+        if (section("dra"))
+                bench_dra();
         if (section("discovery") || section("many") || section("scrape") || section("hostile")) {
                 char *nodes = make_nodes();
                 if (section("discovery"))

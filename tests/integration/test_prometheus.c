@@ -15,9 +15,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "dra.h"
 #include "env.h"
+#include "fakeapi.h"
 #include "http.h"
 #include "kubelet.h"
+#include "logwait.h"
 
 extern char **environ;
 
@@ -25,8 +28,14 @@ static struct env e;
 static struct tk *tk;
 static struct tk_pr *pr;
 static pid_t prom = -1;
+static struct tk_dra *kd;
+static struct fakeapi *api;
 
 static void stop(void) {
+        tk_dra_stop(kd);
+        kd = NULL;
+        fakeapi_free(api);
+        api = NULL;
         if (prom > 0) {
                 kill(prom, SIGTERM);
                 waitpid(prom, NULL, 0);
@@ -133,6 +142,84 @@ Test(prometheus, promtool_accepts_a_live_scrape) {
         free(out);
         free(path);
         free(body);
+}
+
+/* With DRA on (a DRA resource beside a device-plugin one, the driver
+ * registered, its slices published through the fake API server, a claim
+ * prepared and one failed on an API error), the DRA series pass too. */
+Test(prometheus, promtool_accepts_a_live_scrape_with_dra) {
+        if (!have("promtool"))
+                cr_skip_test(
+                        "promtool is missing (Debian package prometheus; tests/deps.sh installs it)");
+        char addr[64], *text = NULL, *kroot, *kubeconfig, *body = NULL, *path, *out = NULL, *dev;
+        int port = http_free_port();
+        struct tk_dra_claim c[] = { { "ns", "ok", "uid-ok" }, { "ns", "gone", "uid-gone" } };
+        K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourcesResponse *r = NULL;
+
+        env_init(&e);
+        env_touch(&e, "dev/ttyS0");
+        env_touch(&e, "dev/fuse");
+        env_write(&e, "config.json",
+                  "{ \"dra\": { \"driver\": \"cdiplug.example.com\" }, \"resources\": ["
+                  " { \"name\": \"example.com/serial\", \"api\": \"dra\","
+                  " \"match\": [ { \"path\": \"/dev/ttyS*\" } ] },"
+                  " { \"name\": \"example.com/fuse\", \"match\": [ { \"path\": \"/dev/fuse\" } ] }"
+                  " ] }");
+        api = fakeapi_new(true);
+        fakeapi_add_node(api, "node1", "6d1b3a4e-0000-4000-8000-000000000001");
+        fakeapi_set_token(api, "token-one");
+        env_write(&e, "token", "token-one\n");
+        cr_assert_eq(dra_device_name("ttyS0", &dev), 0);
+        cr_assert(asprintf(&text,
+                           "{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"ResourceClaim\","
+                           "\"metadata\":{\"namespace\":\"ns\",\"name\":\"ok\",\"uid\":\"uid-ok\"},"
+                           "\"status\":{\"allocation\":{\"devices\":{\"results\":["
+                           "{\"request\":\"r\",\"driver\":\"cdiplug.example.com\","
+                           "\"pool\":\"node1/example.com/serial\",\"device\":\"%s\"}]}}}}",
+                           dev) > 0);
+        free(dev);
+        fakeapi_add_claim(api, cJSON_Parse(text));
+        free(text);
+        cr_assert(asprintf(&text,
+                           "apiVersion: v1\nkind: Config\ncurrent-context: t\n"
+                           "contexts:\n- name: t\n  context: {cluster: c, user: u}\n"
+                           "clusters:\n- name: c\n  cluster:\n    server: %s\n"
+                           "    certificate-authority: %s\n"
+                           "users:\n- name: u\n  user:\n    tokenFile: token\n",
+                           fakeapi_url(api), fakeapi_ca_file(api)) > 0);
+        env_write(&e, "kubeconfig", text);
+        free(text);
+        cr_assert(asprintf(&kubeconfig, "%s/kubeconfig", e.root) > 0);
+        cr_assert(asprintf(&kroot, "%s/kubelet-root", e.root) > 0);
+        cr_assert_eq(mkdir(kroot, 0755), 0);
+        cr_assert_eq(tk_start(e.kubelet_dir, &tk), 0);
+        cr_assert_eq(tk_dra_start(kroot, &kd), 0);
+        snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+        env_spawn(&e, "--metrics-address", addr, "--kubelet-root", kroot, "--node-name", "node1",
+                  "--kubeconfig", kubeconfig, NULL);
+        cr_assert_eq(tk_wait_registered(tk, "example.com/fuse", 1, 10000), 0);
+        cr_assert_eq(tk_dra_wait_registered(kd, "cdiplug.example.com", 1, 10000), 0);
+        cr_assert_eq(file_wait_for(e.log, "metrics: serving", 10000), 0);
+        /* "gone" is not a claim the fake knows: a 404, counted. */
+        cr_assert_eq(tk_dra_prepare(kd, "cdiplug.example.com", "v1", c, 2, &r), GRPC_STATUS_OK);
+        k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_response__free_unpacked(r,
+                                                                                             NULL);
+        cr_assert_eq(http_get(port, "/metrics", &body), 200);
+        cr_assert_not_null(strstr(body, "cdiplug_dra_prepared_claims 1\n"), "%s", body);
+        cr_assert_not_null(strstr(body, "cdiplug_dra_api_errors_total{class=\"not_found\"} 1\n"),
+                           "%s", body);
+        cr_assert_not_null(strstr(body, "cdiplug_dra_publish_duration_seconds_count"), "%s", body);
+        cr_assert(asprintf(&path, "%s/scrape.txt", e.root) > 0);
+        env_write(&e, "scrape.txt", body);
+        char *argv[] = { "/usr/bin/promtool", "check", "metrics", NULL };
+        int st = run(argv, path, &out);
+        cr_assert_eq(st, 0, "promtool check metrics: exit %d:\n%s", st, out);
+        cr_assert_str_eq(out, "", "promtool has complaints:\n%s", out);
+        free(out);
+        free(path);
+        free(body);
+        free(kroot);
+        free(kubeconfig);
 }
 
 /* Names that are not UTF-8 (a lone byte, a cut sequence, an overlong

@@ -85,3 +85,66 @@ void tk_pr_hold(struct tk_pr *pr, const char *ns, const char *pod, const char *r
 /* Date the socket back (its mtime), as a kubelet that started that many
  * seconds ago: cdiplug trusts the pod list of a settled kubelet only. */
 int tk_pr_age(struct tk_pr *pr, int seconds);
+
+/* tk_dra: the kubelet's plugin manager and DRA client (dra.c). Like the
+ * kubelet it watches <root>/plugins_registry with inotify: on each new
+ * socket (names starting with '.' are ignored) it calls GetInfo, dials the
+ * endpoint GetInfo names, and calls NotifyRegistrationStatus, accepting or
+ * refusing as the test chose. Tests then call the endpoint and open
+ * health streams. */
+#include "pluginregistration.pb-c.h"
+
+struct tk_dra;
+struct tk_dra_health;
+
+/* Watch root/plugins_registry (made if missing) and register what appears
+ * there, what is there already first. */
+int tk_dra_start(const char *root, struct tk_dra **ret);
+void tk_dra_stop(struct tk_dra *k);
+/* From now on, refuse registrations with reason (copied); NULL accepts. */
+void tk_dra_refuse(struct tk_dra *k, const char *reason);
+/* Wait until driver has been through NotifyRegistrationStatus at least
+ * count times (accepted or refused). */
+int tk_dra_wait_registered(struct tk_dra *k, const char *driver, unsigned count, int timeout_ms);
+unsigned tk_dra_registrations(struct tk_dra *k, const char *driver);
+/* A copy of the GetInfo answer of driver's latest registration. */
+int tk_dra_info(struct tk_dra *k, const char *driver, Pluginregistration__PluginInfo **ret);
+/* GetInfo again on the registry socket, as the kubelet's health probe:
+ * the gRPC status; the answer in *ret when OK and ret is non-NULL. */
+grpc_status_code tk_dra_probe(struct tk_dra *k, const char *driver,
+                              Pluginregistration__PluginInfo **ret);
+/* The channel to driver's endpoint (the fake kubelet's: do not destroy). */
+grpc_channel *tk_dra_channel(struct tk_dra *k, const char *driver);
+/* Like the kubelet's start: every socket in plugins_registry deleted. The
+ * registrations seen so far are kept; a socket made again registers
+ * again. */
+int tk_dra_restart(struct tk_dra *k);
+
+/* A NodeWatchResources stream of driver, version "v1alpha1" or "v1",
+ * recording every list it gets. */
+int tk_dra_health_open(struct tk_dra *k, const char *driver, const char *version,
+                       struct tk_dra_health **ret);
+/* Wait until the stream got at least n lists; *ret (malloc'd, when ret is
+ * non-NULL) is the newest as "pool/device=HEALTHY" entries joined by ','
+ * in the order sent. */
+int tk_dra_health_wait(struct tk_dra_health *h, unsigned n, int timeout_ms, char **ret);
+unsigned tk_dra_health_lists(struct tk_dra_health *h);
+/* Wait until the stream ended; its status. */
+int tk_dra_health_wait_end(struct tk_dra_health *h, int timeout_ms, grpc_status_code *ret);
+void tk_dra_health_close(struct tk_dra_health *h);
+
+/* NodePrepareResources / NodeUnprepareResources on driver's endpoint, as
+ * version "v1" or "v1beta1" (the answer is decoded with that version's
+ * types first, then handed back as v1's). The gRPC status; *ret when OK. */
+#include "dra_v1.pb-c.h"
+struct tk_dra_claim {
+        const char *ns, *name, *uid;
+};
+grpc_status_code tk_dra_prepare(
+        struct tk_dra *k, const char *driver, const char *version,
+        const struct tk_dra_claim *claims, size_t n,
+        K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourcesResponse **ret);
+grpc_status_code tk_dra_unprepare(
+        struct tk_dra *k, const char *driver, const char *version,
+        const struct tk_dra_claim *claims, size_t n,
+        K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourcesResponse **ret);

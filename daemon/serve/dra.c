@@ -1,0 +1,354 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The DRA driver in the running daemon: its node server (daemon/dra) on
+ * the daemon's completion queue and watcher, and the health list it
+ * streams, built from the DRA resources' plugins. A resource with
+ * "api": "dra" has the same plugin as any other (discovery, CDI spec,
+ * hotplug, health), but no device-plugin socket and no Register
+ * (server.c). The node server exists whenever the config has a "dra"
+ * section: the kubelet then knows the driver even while no resource uses
+ * it, and a reload that adds the first DRA resource needs nothing more. */
+#include <errno.h>
+#include <string.h>
+#include <sys/inotify.h>
+
+#include "config.h"
+#include "dra.h"
+#include "dra_node.h"
+#include "kube.h"
+#include "log.h"
+#include "loop.h"
+#include "plugin.h"
+#include "serve-internal.h"
+
+static bool is_dra(const struct dp_resource *res) {
+        return res->cfg->api == CFG_API_DRA;
+}
+
+/* A Prepare waits for lookups: its deadline on the loop's timer list. */
+static void deadline_set(void *ctx, uint64_t due_ms) {
+        struct dp_daemon *d = ctx;
+
+        d->dra.due_ms = dp_due_min(d->dra.due_ms, due_ms);
+        dp_timer_set(&d->dra_timer, d->dra.due_ms);
+}
+
+void dp_dra_due(void *ctx) {
+        struct dp_daemon *d = ctx;
+        uint64_t next = 0;
+
+        if (d->dra.node)
+                dra_node_expire(d->dra.node, dp_now_ms(), &next);
+        d->dra.due_ms = next;
+        dp_timer_set(&d->dra_timer, next);
+}
+
+/* /readyz and cdiplug_ready: a DRA resource is registered when its
+ * driver is. */
+static void set_registered(struct dp_daemon *d, bool accepted) {
+        for (size_t i = 0; i < d->n_res; i++)
+                if (is_dra(d->res[i]))
+                        d->res[i]->stats.registered = accepted;
+}
+
+static void registered(void *ctx, bool accepted) {
+        set_registered(ctx, accepted);
+}
+
+/* A claim's outcome, on cdiplug-kube: handed to the node server. */
+static void claim_got(void *ctx, struct kube_claim *claim) {
+        _cleanup_free_ struct dra_result *v = calloc(claim->n_results + 1, sizeof(*v));
+
+        if (!v && claim->err == 0)
+                dra_node_claim_done(ctx, -ENOMEM, NULL, NULL, 0);
+        else {
+                for (size_t i = 0; v && i < claim->n_results; i++)
+                        v[i] = (struct dra_result){ .request = claim->results[i].request,
+                                                    .pool = claim->results[i].pool,
+                                                    .device = claim->results[i].device };
+                dra_node_claim_done(ctx, claim->err, claim->msg, v, v ? claim->n_results : 0);
+        }
+        kube_claim_clear(claim);
+}
+
+static int lookup(void *ctx, const char *ns, const char *name, const char *uid,
+                  struct dra_lookup *l) {
+        return kube_claim_get(ctx, ns, name, uid, claim_got, l);
+}
+
+/* The API client reads its credentials now (before the lock-down); it is
+ * needed only with a node name, which every DRA resource requires (the
+ * command line checked that). */
+static int kube_setup(struct dp_daemon *d) {
+        struct kube_settings ks = { .kubeconfig = d->opts->kubeconfig,
+                                    .node_name = d->opts->node_name,
+                                    .driver = d->cfg->dra_driver };
+
+        if (!d->opts->node_name) {
+                log_warn("dra: no node name (--node-name, NODE_NAME): no ResourceSlices are "
+                         "published and no claim is prepared; a DRA resource needs a restart "
+                         "with one");
+                return 0;
+        }
+        return kube_new(&ks, &d->dra.kube);
+}
+
+int dp_dra_setup(struct dp_daemon *d) {
+        struct dra_node_settings s = {
+                .kubelet_root = d->opts->kubelet_root,
+                .driver = d->cfg->dra_driver,
+                .lock = &d->lock,
+                .deadline_set = deadline_set,
+                .deadline_ctx = d,
+                .registered = registered,
+        };
+        int r;
+
+        if (!d->cfg->dra_driver)
+                return 0;
+        r = kube_setup(d);
+        if (r < 0)
+                return r;
+        if (d->dra.kube) {
+                s.lookup = lookup;
+                s.lookup_ctx = d->dra.kube;
+        }
+        r = dra_node_new(&s, &d->dra.node);
+        if (r < 0)
+                return r;
+        /* The kubelet deletes every socket in plugins_registry when it
+         * starts: the registry socket is made again at once. */
+        d->dra.wd = inotify_add_watch(d->watch.inotify_fd, dra_node_registry_dir(d->dra.node),
+                                      IN_DELETE | IN_MOVED_FROM | IN_ONLYDIR);
+        if (d->dra.wd < 0) {
+                r = -errno;
+                log_with(LOG_ERR,
+                         &(struct log_fields){ .path = dra_node_registry_dir(d->dra.node),
+                                               .err = -r },
+                         "dra: cannot watch %s: %s", dra_node_registry_dir(d->dra.node),
+                         strerror(-r));
+                return r;
+        }
+        return 0;
+}
+
+/* Every pool first, then the API client: its first list deletes this
+ * node's slices of pools it was not given (resources removed while the
+ * daemon was down). */
+int dp_dra_start(struct dp_daemon *d) {
+        int r;
+
+        if (!d->dra.node)
+                return 0;
+        dp_dra_publish(d);
+        r = dra_node_start(d->dra.node, d->cq);
+        if (r >= 0 && d->dra.kube)
+                r = kube_start(d->dra.kube);
+        return r;
+}
+
+bool dp_resource_is_dra(const struct dp_resource *res) {
+        return is_dra(res);
+}
+
+/* The devices ListAndWatch lists (dp_plugin_list), with the same health:
+ * one the spec on disk lacks, or gone, is not offered at all. */
+static bool id_listed(const struct dp_plugin *p, size_t dev) {
+        const struct dp_device *v = &p->devs[dev];
+        return !((p->held && !v->in_spec) || v->gone);
+}
+
+static bool id_healthy(const struct dp_plugin *p, size_t dev) {
+        const struct dp_device *v = &p->devs[dev];
+        return v->healthy && !(p->held && v->spec_stale);
+}
+
+/* The pools Prepare maps claims to: every DRA resource's. */
+static int set_pools(struct dp_daemon *d) {
+        _cleanup_free_ struct dra_node_pool *pools = calloc(d->n_res + 1, sizeof(*pools));
+        _cleanup_strv_ char **names = calloc(d->n_res + 1, sizeof(*names));
+        size_t n = 0;
+        int r;
+
+        if (!pools || !names)
+                return -ENOMEM;
+        for (size_t i = 0; i < d->n_res; i++) {
+                if (!is_dra(d->res[i]))
+                        continue;
+                r = dra_pool_name(d->opts->node_name, d->res[i]->cfg->name, &names[n]);
+                if (r < 0)
+                        return r;
+                pools[n] = (struct dra_node_pool){ .name = names[n], .plugin = d->res[i]->plugin };
+                n++;
+        }
+        return dra_node_pools_set(d->dra.node, pools, n);
+}
+
+struct health_list {
+        struct dra_health_device *v;
+        char **names; /* owned pool and device names */
+        size_t n, cap, n_names;
+};
+
+static void health_list_clear(struct health_list *l) {
+        for (size_t i = 0; i < l->n_names; i++)
+                free(l->names[i]);
+        free(l->names);
+        free(l->v);
+}
+
+static int keep(struct health_list *l, char *s) {
+        char **more = reallocarray(l->names, l->n_names + 1, sizeof(*l->names));
+        if (!more) {
+                free(s);
+                return -ENOMEM;
+        }
+        l->names = more;
+        l->names[l->n_names++] = s;
+        return 0;
+}
+
+static int add_resource(struct health_list *l, const struct dp_daemon *d,
+                        const struct dp_resource *res) {
+        const struct dp_plugin *p = res->plugin;
+        char *pool = NULL;
+        int r = dra_pool_name(d->opts->node_name, res->cfg->name, &pool);
+
+        if (r < 0 || (r = keep(l, pool)) < 0)
+                return r;
+        if (p->n_ids > SIZE_MAX / 2 - l->n)
+                return -ENOMEM;
+        struct dra_health_device *more = reallocarray(l->v, l->n + p->n_ids + 1, sizeof(*l->v));
+        if (!more)
+                return -ENOMEM;
+        l->v = more;
+        for (size_t i = 0; i < p->n_ids; i++) {
+                size_t dev = dp_plugin_id_dev(p, i);
+                char *name = NULL;
+                if (!id_listed(p, dev))
+                        continue;
+                r = dra_device_name(dp_plugin_id(p, i), &name);
+                if (r < 0 || (r = keep(l, name)) < 0)
+                        return r;
+                l->v[l->n++] = (struct dra_health_device){ .pool = pool,
+                                                           .device = name,
+                                                           .healthy = id_healthy(p, dev) };
+        }
+        return 0;
+}
+
+/* The ResourceSlices: a DRA resource's devices whenever its list changed,
+ * and the pools of resources no longer served by DRA dropped (their slices
+ * are deleted). The API client copes with the network; this never
+ * blocks. */
+static void publish_slices(struct dp_daemon *d) {
+        _cleanup_strvec_ struct base_strvec now = { 0 };
+        int r;
+
+        for (size_t i = 0; i < d->n_res; i++) {
+                struct dp_resource *res = d->res[i];
+                cJSON *devices = NULL;
+                char *pool = NULL;
+
+                if (!is_dra(res)) {
+                        res->dra_gen = 0; /* its pool is dropped below */
+                        continue;
+                }
+                r = dra_pool_name(d->opts->node_name, res->cfg->name, &pool);
+                if (r >= 0)
+                        r = base_strvec_push(&now, pool);
+                if (r < 0 || res->dra_gen == res->plugin->generation)
+                        continue;
+                r = dra_devices_json(res->plugin, res->cfg->name, &devices);
+                if (r > 0)
+                        log_with(LOG_WARN, &(struct log_fields){ .resource = res->cfg->name },
+                                 "resource \"%s\": %d devices left out of its ResourceSlices: "
+                                 "their IDs give the same device name as another's",
+                                 res->cfg->name, r);
+                if (r >= 0)
+                        r = kube_pool_set(d->dra.kube, pool, devices);
+                if (r < 0)
+                        log_with(LOG_ERR,
+                                 &(struct log_fields){ .resource = res->cfg->name, .err = -r },
+                                 "resource \"%s\": cannot publish its devices: %s", res->cfg->name,
+                                 strerror(-r));
+                else
+                        res->dra_gen = res->plugin->generation;
+        }
+        for (size_t i = 0; i < d->dra.published.n; i++) {
+                bool kept = false;
+                for (size_t k = 0; k < now.n && !kept; k++)
+                        kept = strcmp(now.v[k], d->dra.published.v[i]) == 0;
+                if (!kept)
+                        (void)kube_pool_set(d->dra.kube, d->dra.published.v[i], NULL);
+        }
+        base_strvec_clear(&d->dra.published);
+        d->dra.published = now;
+        now = (struct base_strvec){ 0 };
+}
+
+/* Every DRA resource's devices, for the health streams. Called at start
+ * and after each change of a DRA resource's list or of the resources. */
+void dp_dra_publish(struct dp_daemon *d) {
+        struct health_list l = { 0 };
+        int r = 0;
+
+        if (!d->dra.node || !d->opts->node_name)
+                return;
+        set_registered(d, dra_node_accepted(d->dra.node));
+        if (d->dra.kube)
+                publish_slices(d);
+        for (size_t i = 0; r >= 0 && i < d->n_res; i++)
+                if (is_dra(d->res[i]))
+                        r = add_resource(&l, d, d->res[i]);
+        if (r >= 0)
+                r = dra_node_health_set(d->dra.node, l.v, l.n);
+        /* Plugins are replaced by a reload: Prepare must not keep the old
+         * ones, even when the new list cannot be made. */
+        if (r >= 0)
+                r = set_pools(d);
+        if (r < 0)
+                dra_node_pools_set(d->dra.node, NULL, 0);
+        if (r < 0)
+                log_with(LOG_ERR, &(struct log_fields){ .err = -r },
+                         "dra: cannot update the device health list and pools: %s; the previous "
+                         "ones stay",
+                         strerror(-r));
+        health_list_clear(&l);
+}
+
+void dp_dra_event(struct dp_daemon *d, const struct inotify_event *ev) {
+        if (!d->dra.node || ev->wd != d->dra.wd || d->stopping)
+                return;
+        if (ev->len && strcmp(ev->name, dra_node_registry_name(d->dra.node)) == 0)
+                dra_node_relisten(d->dra.node);
+}
+
+void dp_dra_poll_fds(const struct dp_daemon *d, int ret[2]) {
+        ret[0] = ret[1] = -1;
+        if (d->dra.node)
+                dra_node_poll_fds(d->dra.node, ret);
+}
+
+void dp_dra_accept(struct dp_daemon *d, int fd) {
+        if (d->dra.node && fd >= 0)
+                dra_node_accept(d->dra.node, fd);
+}
+
+void dp_dra_stop(struct dp_daemon *d) {
+        if (d->dra.node)
+                dra_node_stop(d->dra.node);
+}
+
+bool dp_dra_done(const struct dp_daemon *d) {
+        return !d->dra.node || dra_node_done(d->dra.node);
+}
+
+/* The API client first: it answers the lookups still waiting (cancelled)
+ * into the node server. */
+void dp_dra_free(struct dp_daemon *d) {
+        kube_free(d->dra.kube);
+        d->dra.kube = NULL;
+        base_strvec_clear(&d->dra.published);
+        dra_node_free(d->dra.node);
+        d->dra.node = NULL;
+}

@@ -1,0 +1,245 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The DRA driver's node side in the real daemon, sandboxed: registration
+ * through the plugin registry, the health streams following hotplug, a
+ * device-plugin resource beside a DRA one, the API switched by a reload,
+ * and the registry socket made again when the kubelet deletes it. */
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base.h"
+#include "dra.h"
+#include "env.h"
+#include "fakeapi.h"
+#include "http.h"
+#include "kubelet.h"
+#include "logwait.h"
+
+#define DRIVER "cdiplug.example.com"
+#define WAIT_MS 10000
+
+static struct env e;
+static struct tk_dra *kd;
+static struct tk *tk;
+static char *kroot;
+/* The daemon's API client needs an API server even where a test looks at
+ * the kubelet's side only. */
+static struct fakeapi *api;
+static char *kubeconfig;
+
+static void stop(void) {
+        tk_dra_stop(kd);
+        tk_stop(tk);
+        env_cleanup(&e);
+        fakeapi_free(api);
+        free(kroot);
+        free(kubeconfig);
+}
+
+static void write_kubeconfig(void) {
+        char *text = NULL;
+
+        api = fakeapi_new(true);
+        fakeapi_add_node(api, "node1", "6d1b3a4e-0000-4000-8000-000000000001");
+        cr_assert_eq(asprintf(&text,
+                              "apiVersion: v1\nkind: Config\ncurrent-context: t\n"
+                              "contexts:\n- name: t\n  context: {cluster: c, user: u}\n"
+                              "clusters:\n- name: c\n  cluster:\n    server: %s\n"
+                              "    certificate-authority: %s\n"
+                              "users:\n- name: u\n  user: {}\n",
+                              fakeapi_url(api), fakeapi_ca_file(api)) > 0,
+                     true);
+        env_write(&e, "kubeconfig", text);
+        free(text);
+        free(kubeconfig);
+        cr_assert_eq(asprintf(&kubeconfig, "%s/kubeconfig", e.root) > 0, true);
+}
+
+TestSuite(dra, .fini = stop, .timeout = 60);
+
+#define CONFIG(serial_api)                                                                         \
+        "{ \"dra\": { \"driver\": \"" DRIVER "\" }, \"resources\": ["                              \
+        " { \"name\": \"example.com/serial\", \"api\": \"" serial_api "\","                        \
+        " \"match\": [ { \"path\": \"/dev/ttyS*\" } ] },"                                          \
+        " { \"name\": \"example.com/usb\", \"match\": [ { \"path\": \"/dev/bus/usb/*/*\" } ] }"    \
+        " ] }"
+
+static int port; /* the metrics endpoint's, 0: none */
+
+static void start(const char *config) {
+        env_init(&e);
+        env_touch(&e, "dev/ttyS0");
+        env_touch(&e, "dev/ttyS1");
+        env_touch(&e, "dev/bus/usb/001/001");
+        cr_assert_eq(asprintf(&kroot, "%s/kubelet-root", e.root) > 0, true);
+        cr_assert_eq(mkdir(kroot, 0755), 0);
+        env_write(&e, "config.json", config);
+        write_kubeconfig();
+        cr_assert_eq(tk_start(e.kubelet_dir, &tk), 0);
+        cr_assert_eq(tk_dra_start(kroot, &kd), 0);
+        if (port) {
+                char addr[32];
+                snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+                env_spawn(&e, "--kubelet-root", kroot, "--node-name", "node1", "--kubeconfig",
+                          kubeconfig, "--metrics-address", addr, NULL);
+        } else
+                env_spawn(&e, "--kubelet-root", kroot, "--node-name", "node1", "--kubeconfig",
+                          kubeconfig, NULL);
+        cr_assert_eq(tk_dra_wait_registered(kd, DRIVER, 1, WAIT_MS), 0, "never registered");
+}
+
+/* "pool/device=HEALTH" of the serial IDs given, as the streams report. */
+static char *expect(const char *const *ids, size_t n) {
+        char *out = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&out, &len);
+
+        for (size_t i = 0; i < n; i++) {
+                char *name = NULL;
+                cr_assert_eq(dra_device_name(ids[i], &name), 0);
+                fprintf(f, "%snode1/example.com/serial/%s=HEALTHY", i ? "," : "", name);
+                free(name);
+        }
+        fclose(f);
+        return out;
+}
+
+Test(dra, registers_with_the_exact_info_and_keeps_the_device_plugin_beside) {
+        Pluginregistration__PluginInfo *info = NULL;
+        _cleanup_free_ char *endpoint = NULL;
+
+        start(CONFIG("dra"));
+        cr_assert_eq(tk_dra_info(kd, DRIVER, &info), 0);
+        cr_assert_str_eq(info->type, "DRAPlugin");
+        cr_assert_str_eq(info->name, DRIVER);
+        cr_assert_eq(asprintf(&endpoint, "%s/plugins/%s/dra.sock", kroot, DRIVER) > 0, true);
+        cr_assert_str_eq(info->endpoint, endpoint);
+        cr_assert_eq(info->n_supported_versions, 2);
+        cr_assert_str_eq(info->supported_versions[0], "v1.DRAPlugin");
+        cr_assert_str_eq(info->supported_versions[1], "v1beta1.DRAPlugin");
+        pluginregistration__plugin_info__free_unpacked(info, NULL);
+        cr_assert_eq(log_wait(e.log, "the kubelet registered driver", WAIT_MS), 0);
+        /* Still sandboxed. */
+        cr_assert_eq(log_count(e.log, "seccomp filter loaded"), 1);
+        /* The device-plugin resource registers; the DRA one has no socket. */
+        cr_assert_eq(tk_wait_registered(tk, "example.com/usb", 1, WAIT_MS), 0);
+        cr_assert_eq(tk_registrations(tk, "example.com/serial"), 0);
+        cr_assert_eq(tk_dra_probe(kd, DRIVER, NULL), GRPC_STATUS_OK);
+}
+
+Test(dra, refusal_is_logged_with_the_reason) {
+        start(CONFIG("dra"));
+        tk_dra_refuse(kd, "another plugin has that name");
+        cr_assert_eq(tk_dra_restart(kd), 0);
+        cr_assert_eq(tk_dra_wait_registered(kd, DRIVER, 2, WAIT_MS), 0);
+        cr_assert_eq(log_wait(e.log,
+                              "the kubelet refused driver \"" DRIVER
+                              "\": another plugin has that name",
+                              WAIT_MS),
+                     0);
+}
+
+Test(dra, registry_socket_deleted_is_made_again) {
+        start(CONFIG("dra"));
+        cr_assert_eq(tk_dra_restart(kd), 0);
+        cr_assert_eq(tk_dra_wait_registered(kd, DRIVER, 2, WAIT_MS), 0,
+                     "the registry socket was not made again");
+        cr_assert_eq(tk_dra_probe(kd, DRIVER, NULL), GRPC_STATUS_OK);
+}
+
+Test(dra, health_streams_of_both_versions_follow_hotplug) {
+        static const char *const two[] = { "ttyS0", "ttyS1" };
+        static const char *const three[] = { "ttyS0", "ttyS1", "ttyS2" };
+        _cleanup_free_ char *want2 = NULL, *want3 = NULL;
+        struct tk_dra_health *alpha, *v1;
+        char *got = NULL;
+
+        start(CONFIG("dra"));
+        want2 = expect(two, 2);
+        want3 = expect(three, 3);
+        cr_assert_eq(tk_dra_health_open(kd, DRIVER, "v1alpha1", &alpha), 0);
+        cr_assert_eq(tk_dra_health_open(kd, DRIVER, "v1", &v1), 0);
+        cr_assert_eq(tk_dra_health_wait(alpha, 1, WAIT_MS, &got), 0);
+        cr_assert_str_eq(got, want2);
+        free(got);
+        cr_assert_eq(tk_dra_health_wait(v1, 1, WAIT_MS, &got), 0);
+        cr_assert_str_eq(got, want2);
+        free(got);
+        env_touch(&e, "dev/ttyS2");
+        cr_assert_eq(tk_dra_health_wait(alpha, 2, WAIT_MS, &got), 0);
+        cr_assert_str_eq(got, want3);
+        free(got);
+        cr_assert_eq(tk_dra_health_wait(v1, 2, WAIT_MS, &got), 0);
+        cr_assert_str_eq(got, want3);
+        free(got);
+        tk_dra_health_close(alpha);
+        tk_dra_health_close(v1);
+}
+
+Test(dra, reload_moves_a_resource_between_the_apis) {
+        static const char *const two[] = { "ttyS0", "ttyS1" };
+        _cleanup_free_ char *want2 = NULL;
+        struct tk_dra_health *h;
+        char *got = NULL;
+
+        start(CONFIG("dra"));
+        want2 = expect(two, 2);
+        cr_assert_eq(tk_dra_health_open(kd, DRIVER, "v1", &h), 0);
+        cr_assert_eq(tk_dra_health_wait(h, 1, WAIT_MS, &got), 0);
+        cr_assert_str_eq(got, want2);
+        free(got);
+        /* To the device-plugin API: a socket and a Register, and the DRA
+         * list empty. */
+        env_write(&e, "config.json", CONFIG("device-plugin"));
+        cr_assert_eq(tk_wait_registered(tk, "example.com/serial", 1, WAIT_MS), 0, "%s",
+                     env_read(e.log));
+        cr_assert_eq(tk_dra_health_wait(h, 2, WAIT_MS, &got), 0);
+        cr_assert_str_eq(got, "");
+        free(got);
+        /* And back: its socket goes, the DRA list has it again. */
+        env_write(&e, "config.json", CONFIG("dra"));
+        cr_assert_eq(tk_dra_health_wait(h, 3, WAIT_MS, &got), 0);
+        cr_assert_str_eq(got, want2);
+        free(got);
+        cr_assert_eq(log_wait_count(e.log, "reload:", 2, WAIT_MS), 2);
+        tk_dra_health_close(h);
+}
+
+Test(dra, no_node_name_is_a_usage_error) {
+        _cleanup_free_ char *out = NULL;
+
+        env_init(&e);
+        cr_assert_eq(asprintf(&kroot, "%s/kubelet-root", e.root) > 0, true);
+        env_write(&e, "config.json", CONFIG("dra"));
+        unsetenv("NODE_NAME");
+        cr_assert_eq(env_run(&e, &out, "serve", "--config", e.config, "--kubelet-root", kroot,
+                             "--kubelet-dir", e.kubelet_dir, "--cdi-dir", e.cdi_dir, "--host-root",
+                             e.host, NULL),
+                     2, "%s", out);
+        cr_assert(strstr(out, "--node-name"), "%s", out);
+        cr_assert(strstr(out, "NODE_NAME"), "%s", out);
+        cr_assert(strstr(out, "example.com/serial"), "%s", out);
+}
+
+/* /readyz: a DRA resource is ready once the kubelet accepted its driver. */
+Test(dra, readyz_follows_the_drivers_registration) {
+        _cleanup_free_ char *body = NULL;
+
+        port = http_free_port();
+        start(CONFIG("dra"));
+        cr_assert_eq(log_wait(e.log, "the kubelet registered driver", WAIT_MS), 0);
+        cr_assert_eq(tk_wait_registered(tk, "example.com/usb", 1, WAIT_MS), 0);
+        cr_assert_eq(http_get(port, "/readyz", &body), 200, "%s", body);
+        free(body);
+        body = NULL;
+        tk_dra_refuse(kd, "no");
+        cr_assert_eq(tk_dra_restart(kd), 0);
+        cr_assert_eq(tk_dra_wait_registered(kd, DRIVER, 2, WAIT_MS), 0);
+        cr_assert_eq(log_wait(e.log, "refused driver", WAIT_MS), 0);
+        cr_assert_neq(http_get(port, "/readyz", &body), 200);
+        cr_assert(strstr(body, "example.com/serial"), "%s", body);
+}

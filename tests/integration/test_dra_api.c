@@ -1,0 +1,306 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The DRA driver with the API server (the fake one, over HTTPS with a CA
+ * made at test time), in the real, sandboxed daemon: its ResourceSlices
+ * follow hotplug and the config, Prepare answers the CDI IDs of the spec
+ * files the daemon wrote, each claim's problem is its error, and
+ * Unprepare works after a SIGKILL and a restart. */
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base.h"
+#include "dra.h"
+#include "env.h"
+#include "fakeapi.h"
+#include "kubelet.h"
+#include "logwait.h"
+
+#define DRIVER "cdiplug.example.com"
+#define NODE "node1"
+#define POOL NODE "/example.com/serial"
+#define WAIT_MS 10000
+
+static struct env e;
+static struct tk_dra *kd;
+static struct fakeapi *api;
+static char *kroot, *kubeconfig;
+
+static void stop(void) {
+        tk_dra_stop(kd);
+        env_cleanup(&e);
+        fakeapi_free(api);
+        free(kroot);
+        free(kubeconfig);
+}
+
+TestSuite(dra_api, .fini = stop, .timeout = 90);
+
+#define CONFIG(serial) "{ \"dra\": { \"driver\": \"" DRIVER "\" }, \"resources\": [" serial " ] }"
+#define SERIAL                                                                                     \
+        " { \"name\": \"example.com/serial\", \"api\": \"dra\","                                   \
+        " \"match\": [ { \"path\": \"/dev/ttyS*\" } ] }"
+
+static void write_kubeconfig(void) {
+        char *text = NULL;
+
+        cr_assert_eq(asprintf(&kubeconfig, "%s/kubeconfig", e.root) > 0, true);
+        env_write(&e, "token", "token-one\n");
+        cr_assert_eq(asprintf(&text,
+                              "apiVersion: v1\nkind: Config\ncurrent-context: t\n"
+                              "contexts:\n- name: t\n  context: {cluster: c, user: u}\n"
+                              "clusters:\n- name: c\n  cluster:\n    server: %s\n"
+                              "    certificate-authority: %s\n"
+                              "users:\n- name: u\n  user:\n    tokenFile: token\n",
+                              fakeapi_url(api), fakeapi_ca_file(api)) > 0,
+                     true);
+        env_write(&e, "kubeconfig", text);
+        free(text);
+}
+
+static void spawn(void) {
+        env_spawn(&e, "--kubelet-root", kroot, "--node-name", NODE, "--kubeconfig", kubeconfig,
+                  NULL);
+}
+
+static void start(const char *config) {
+        env_init(&e);
+        env_touch(&e, "dev/ttyS0");
+        env_touch(&e, "dev/ttyS1");
+        api = fakeapi_new(true);
+        fakeapi_add_node(api, NODE, "6d1b3a4e-0000-4000-8000-000000000001");
+        fakeapi_set_token(api, "token-one");
+        write_kubeconfig();
+        cr_assert_eq(asprintf(&kroot, "%s/kubelet-root", e.root) > 0, true);
+        cr_assert_eq(mkdir(kroot, 0755), 0);
+        env_write(&e, "config.json", config);
+        cr_assert_eq(tk_dra_start(kroot, &kd), 0);
+        spawn();
+        cr_assert_eq(tk_dra_wait_registered(kd, DRIVER, 1, WAIT_MS), 0, "never registered");
+}
+
+/* The devices of pool in the slices, their names sorted and joined. */
+struct want {
+        const char *pool;
+        const char *names;
+};
+
+static int by_name(const void *a, const void *b) {
+        return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static bool pool_is(const cJSON *slices, void *ctx) {
+        const struct want *w = ctx;
+        char *names[64];
+        size_t n = 0;
+        char joined[1024] = "";
+        const cJSON *s;
+
+        cJSON_ArrayForEach(s, slices) {
+                const cJSON *spec = cJSON_GetObjectItem(s, "spec");
+                const cJSON *pool = cJSON_GetObjectItem(cJSON_GetObjectItem(spec, "pool"), "name");
+                const cJSON *d;
+                if (!cJSON_IsString(pool) || strcmp(pool->valuestring, w->pool) != 0)
+                        continue;
+                cJSON_ArrayForEach(d, cJSON_GetObjectItem(spec, "devices")) {
+                        const cJSON *name = cJSON_GetObjectItem(d, "name");
+                        if (n < 64 && cJSON_IsString(name))
+                                names[n++] = name->valuestring;
+                }
+        }
+        qsort(names, n, sizeof(*names), by_name);
+        for (size_t i = 0; i < n; i++) {
+                if (i)
+                        strncat(joined, ",", sizeof(joined) - strlen(joined) - 1);
+                strncat(joined, names[i], sizeof(joined) - strlen(joined) - 1);
+        }
+        return strcmp(joined, w->names) == 0;
+}
+
+static char *dev(const char *id) {
+        char *n = NULL;
+        cr_assert_eq(dra_device_name(id, &n), 0);
+        return n;
+}
+
+static void add_claim(const char *name, const char *uid, const char *status) {
+        char *text = NULL;
+
+        cr_assert_eq(
+                asprintf(&text,
+                         "{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"ResourceClaim\","
+                         "\"metadata\":{\"namespace\":\"ns\",\"name\":\"%s\",\"uid\":\"%s\"}%s%s}",
+                         name, uid, status ? ",\"status\":" : "", status ? status : "") > 0,
+                true);
+        fakeapi_add_claim(api, cJSON_Parse(text));
+        free(text);
+}
+
+/* status.allocation with one device of ours in pool. */
+static char *allocated(const char *pool, const char *device) {
+        char *s = NULL;
+        cr_assert_eq(asprintf(&s,
+                              "{\"allocation\":{\"devices\":{\"results\":["
+                              "{\"request\":\"r\",\"driver\":\"" DRIVER "\",\"pool\":\"%s\","
+                              "\"device\":\"%s\"}]}}}",
+                              pool, device) > 0,
+                     true);
+        return s;
+}
+
+typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourcesResponse PrepResp;
+typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourceResponse PrepClaim;
+
+static const PrepClaim *claim_of(const PrepResp *r, const char *uid) {
+        for (size_t i = 0; i < r->n_claims; i++)
+                if (strcmp(r->claims[i]->key, uid) == 0)
+                        return r->claims[i]->value;
+        cr_assert_fail("no answer for claim %s", uid);
+        return NULL;
+}
+
+Test(dra_api, slices_follow_hotplug_and_the_config) {
+        _cleanup_free_ char *d0 = dev("ttyS0"), *d1 = dev("ttyS1"), *d2 = dev("ttyS2");
+        char two[256], three[256];
+
+        start(CONFIG(SERIAL));
+        snprintf(two, sizeof(two), "%s,%s", d0, d1);
+        snprintf(three, sizeof(three), "%s,%s,%s", d0, d1, d2);
+        struct want w = { POOL, two };
+        cr_assert(fakeapi_wait(api, pool_is, &w, WAIT_MS), "the pool never had %s", two);
+        env_touch(&e, "dev/ttyS2");
+        w.names = three;
+        cr_assert(fakeapi_wait(api, pool_is, &w, WAIT_MS), "hotplug never reached the slices");
+        /* The resource leaves DRA: its slices go. */
+        env_write(&e, "config.json", CONFIG(""));
+        w.names = "";
+        cr_assert(fakeapi_wait(api, pool_is, &w, WAIT_MS), "the pool's slices stayed");
+}
+
+/* The CDI ID the spec file the daemon wrote defines for it. */
+static void assert_in_spec(const char *cdi_id) {
+        const char *name = strchr(cdi_id, '=');
+        _cleanup_free_ char *path = NULL, *spec = NULL, *quoted = NULL;
+
+        cr_assert(name, "%s is no CDI ID", cdi_id);
+        cr_assert_eq(asprintf(&path, "%s/cdiplug-example.com-serial.json", e.cdi_dir) > 0, true);
+        spec = env_read(path);
+        if (!spec) { /* the file name follows the kind */
+                free(path);
+                cr_assert_eq(asprintf(&path, "%s/example.com-serial.json", e.cdi_dir) > 0, true);
+                spec = env_read(path);
+        }
+        cr_assert(spec, "no spec file %s", path);
+        cr_assert_eq(asprintf(&quoted, "\"name\":\"%s\"", name + 1) > 0, true);
+        cr_assert(strstr(spec, quoted) || strstr(spec, name + 1), "%s not in %s", name + 1, path);
+        cr_assert(strncmp(cdi_id, "example.com/serial=", 19) == 0, "%s", cdi_id);
+}
+
+Test(dra_api, prepare_answers_cdi_ids_of_the_spec_and_each_claims_error) {
+        _cleanup_free_ char *d0 = dev("ttyS0"), *ok = allocated(POOL, d0),
+                            *foreign = allocated(NODE "/example.com/other", d0),
+                            *gone = allocated(POOL, "ttys7");
+        struct tk_dra_claim c[] = {
+                { "ns", "ok", "uid-ok" },           { "ns", "missing", "uid-missing" },
+                { "ns", "pending", "uid-pending" }, { "ns", "ok", "uid-replaced" },
+                { "ns", "foreign", "uid-foreign" }, { "ns", "gone", "uid-gone" },
+        };
+        PrepResp *r = NULL;
+
+        start(CONFIG(SERIAL));
+        add_claim("ok", "uid-ok", ok);
+        add_claim("pending", "uid-pending", "{}");
+        add_claim("foreign", "uid-foreign", foreign);
+        add_claim("gone", "uid-gone", gone);
+        cr_assert_eq(tk_dra_prepare(kd, DRIVER, "v1", c, 6, &r), GRPC_STATUS_OK);
+        cr_assert_eq(r->n_claims, 6);
+        const PrepClaim *a = claim_of(r, "uid-ok");
+        cr_assert_str_eq(a->error, "");
+        cr_assert_eq(a->n_devices, 1);
+        cr_assert_str_eq(a->devices[0]->pool_name, POOL);
+        cr_assert_str_eq(a->devices[0]->device_name, d0);
+        cr_assert_eq(a->devices[0]->n_cdi_device_ids, 1);
+        assert_in_spec(a->devices[0]->cdi_device_ids[0]);
+        const char *errs[] = { "uid-missing", "uid-pending", "uid-replaced", "uid-foreign",
+                               "uid-gone" };
+        for (size_t i = 0; i < ELEMENTSOF(errs); i++) {
+                const PrepClaim *x = claim_of(r, errs[i]);
+                cr_assert_neq(strlen(x->error), 0, "claim %s has no error", errs[i]);
+                cr_assert_eq(x->n_devices, 0);
+        }
+        k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_response__free_unpacked(r,
+                                                                                             NULL);
+}
+
+Test(dra_api, unprepare_works_after_sigkill_and_restart) {
+        _cleanup_free_ char *d1 = dev("ttyS1"), *ok = allocated(POOL, d1), *cp_path = NULL,
+                            *cp = NULL;
+        struct tk_dra_claim c[] = { { "ns", "ok", "uid-ok" } };
+        K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourcesResponse *u = NULL;
+        PrepResp *r = NULL;
+
+        start(CONFIG(SERIAL));
+        add_claim("ok", "uid-ok", ok);
+        cr_assert_eq(tk_dra_prepare(kd, DRIVER, "v1beta1", c, 1, &r), GRPC_STATUS_OK);
+        cr_assert_str_eq(claim_of(r, "uid-ok")->error, "");
+        k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_response__free_unpacked(r,
+                                                                                             NULL);
+        cr_assert_eq(env_stop(&e, SIGKILL, WAIT_MS) >= 0, true);
+        spawn();
+        cr_assert_eq(tk_dra_wait_registered(kd, DRIVER, 2, WAIT_MS), 0);
+        cr_assert_eq(log_wait(e.log, "1 prepared claims from", WAIT_MS), 0);
+#define CLAIMS_PATH "/apis/resource.k8s.io/v1/namespaces/ns/resourceclaims"
+        uint64_t claim_get = fakeapi_last_request_ns(api, "GET", CLAIMS_PATH);
+        cr_assert_eq(tk_dra_unprepare(kd, DRIVER, "v1", c, 1, &u), GRPC_STATUS_OK);
+        cr_assert_eq(u->n_claims, 1);
+        cr_assert_str_eq(u->claims[0]->value->error, "");
+        k8s__io__kubelet__pkg__apis__dra__v1__node_unprepare_resources_response__free_unpacked(
+                u, NULL);
+        cr_assert_eq(asprintf(&cp_path, "%s/plugins/%s/checkpoint.json", kroot, DRIVER) > 0, true);
+        cp = env_read(cp_path);
+        cr_assert(cp && !strstr(cp, "uid-ok"), "%s", cp ? cp : "(none)");
+        /* Unprepare asked the API server for no claim. */
+        cr_assert_eq(fakeapi_last_request_ns(api, "GET", CLAIMS_PATH), claim_get);
+}
+
+Test(dra_api, a_thousand_claims_are_answered) {
+        _cleanup_free_ char *d0 = dev("ttyS0"), *ok = allocated(POOL, d0);
+        struct tk_dra_claim *c = calloc(1000, sizeof(*c));
+        char(*uids)[16] = calloc(1000, 16);
+        PrepResp *r = NULL;
+
+        start(CONFIG(SERIAL));
+        add_claim("ok", "uid-0", ok);
+        for (size_t i = 0; i < 1000; i++) {
+                snprintf(uids[i], 16, "uid-%zu", i);
+                c[i] = (struct tk_dra_claim){ "ns", "ok", uids[i] };
+        }
+        cr_assert_eq(tk_dra_prepare(kd, DRIVER, "v1", c, 1000, &r), GRPC_STATUS_OK);
+        cr_assert_eq(r->n_claims, 1000);
+        cr_assert_str_eq(claim_of(r, "uid-0")->error, "");
+        for (size_t i = 1; i < 1000; i++)
+                cr_assert_neq(strlen(claim_of(r, uids[i])->error), 0);
+        k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_response__free_unpacked(r,
+                                                                                             NULL);
+        free(c);
+        free(uids);
+}
+
+/* The kubelet's start: it deletes the sockets in plugins_registry and
+ * every slice of its node. Both come back. */
+Test(dra_api, a_kubelet_restart_is_repaired) {
+        _cleanup_free_ char *d0 = dev("ttyS0"), *d1 = dev("ttyS1");
+        char two[256];
+
+        start(CONFIG(SERIAL));
+        snprintf(two, sizeof(two), "%s,%s", d0, d1);
+        struct want w = { POOL, two };
+        cr_assert(fakeapi_wait(api, pool_is, &w, WAIT_MS), "the pool never had %s", two);
+        cr_assert_eq(tk_dra_restart(kd), 0);
+        fakeapi_wipe(api, NODE);
+        cr_assert_eq(tk_dra_wait_registered(kd, DRIVER, 2, WAIT_MS), 0);
+        cr_assert(fakeapi_wait(api, pool_is, &w, 30000), "the wiped slices never came back");
+}
