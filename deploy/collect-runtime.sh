@@ -3,7 +3,8 @@
 # collect-runtime.sh BINARY ROOTFS [CONFIG]
 #
 # Build a minimal root file system for a FROM-scratch image: BINARY as
-# /usr/bin/cdiplug, every shared library ldd says it loads, the dynamic
+# /usr/bin/cdiplug, every shared library ldd says it loads (and libcurl,
+# which it dlopen()s), the dynamic
 # loader, an ld.so.cache for exactly those libraries, and CONFIG (if given)
 # as /etc/cdiplug/config.json. Used by deploy/Containerfile's build stage;
 # packaging/ci-check.sh runs the result with chroot to prove it complete.
@@ -38,6 +39,16 @@ install -m 0755 "$bin" "$root/usr/bin/cdiplug"
 # ldd lines: "libfoo.so.1 => /lib/.../libfoo.so.1 (0x...)" and, for the
 # loader, "/lib64/ld-linux-x86-64.so.2 (0x...)". A "not found" is fatal.
 libs=$(ldd "$bin") || { echo "ldd $bin failed" >&2; exit 1; }
+# Libraries the binary dlopen()s, which ldd cannot see: libcurl.so.4, loaded
+# by the DRA API client (daemon/kube/curl-dl.c), and what it needs.
+so=libcurl.so.4
+path=$(ldconfig -p | awk -v so="$so" '$1 == so { print $NF; exit }')
+if [ -z "$path" ]; then
+	echo "$so is not installed (cdiplug dlopen()s it for DRA)" >&2
+	exit 1
+fi
+more=$(ldd "$path") || { echo "ldd $path failed" >&2; exit 1; }
+libs=$(printf '%s\n%s => %s (0x0)\n%s\n' "$libs" "$so" "$path" "$more")
 if printf '%s\n' "$libs" | grep -q 'not found'; then
 	printf '%s\n' "$libs" >&2
 	echo "missing shared libraries" >&2

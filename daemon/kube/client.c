@@ -19,15 +19,6 @@
 #include "log.h"
 #include "loop.h"
 
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static CURLcode curl_init_rc;
-
-/* libcurl's global state (and OpenSSL's, reading its config file) must
- * come up once, before any thread and before the lock-down. */
-static void curl_init_once(void) {
-        curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
 const char *kube_error_class_name(enum kube_error_class c) {
         static const char *const names[KUBE_ERR_N] = {
                 [KUBE_ERR_CONNECT] = "connect",     [KUBE_ERR_UNAUTHORIZED] = "unauthorized",
@@ -83,7 +74,7 @@ static int pin_address(struct kube *k) {
         freeaddrinfo(res);
         if (n == 0)
                 return -EHOSTUNREACH;
-        l = curl_slist_append(NULL, entry);
+        l = sym_curl_slist_append(NULL, entry);
         if (!l)
                 return -ENOMEM;
         k->resolve = l;
@@ -100,12 +91,11 @@ int kube_new_at(const struct kube_settings *s, const char *root, struct kube **r
 
         if (!s || !s->node_name || !*s->node_name || !s->driver || !*s->driver)
                 return -EINVAL;
-        pthread_once(&curl_once, curl_init_once);
-        if (curl_init_rc != CURLE_OK) {
-                log_error("kube: libcurl initialisation failed: %s",
-                          curl_easy_strerror(curl_init_rc));
-                return -ENOMEM;
-        }
+        /* Loaded here, not linked: a daemon without "dra" never maps
+         * libcurl and the libraries it pulls (curl-dl.h). */
+        r = kube_curl_load();
+        if (r < 0)
+                return r;
         k = calloc(1, sizeof(*k));
         if (!k)
                 return -ENOMEM;
@@ -134,7 +124,7 @@ int kube_new_at(const struct kube_settings *s, const char *root, struct kube **r
         }
         /* Made now, before the lock-down: the multi handle's wake-up pair
          * is a socketpair(), which the filter does not allow. */
-        k->multi = curl_multi_init();
+        k->multi = sym_curl_multi_init();
         if (!k->multi) {
                 kube_free(k);
                 return -ENOMEM;
@@ -206,8 +196,8 @@ static void claim_fail(struct kube *k, struct kube_claim_req *q, int err, const 
 }
 
 static void claim_start(struct kube *k, struct kube_claim_req *q) {
-        _cleanup_free_ char *ns = curl_easy_escape(NULL, q->ns, 0);
-        _cleanup_free_ char *name = curl_easy_escape(NULL, q->name, 0);
+        _cleanup_free_ char *ns = sym_curl_easy_escape(NULL, q->ns, 0);
+        _cleanup_free_ char *name = sym_curl_easy_escape(NULL, q->name, 0);
         _cleanup_free_ char *path = NULL;
         struct kube_xfer *x;
         int r = -ENOMEM;
@@ -295,7 +285,7 @@ static void claim_done(struct kube *k, struct kube_xfer *x, CURLcode rc) {
 static void on_done(struct kube *k, CURL *h, CURLcode rc) {
         struct kube_xfer *x = NULL;
 
-        curl_easy_getinfo(h, CURLINFO_PRIVATE, (char **)&x);
+        sym_curl_easy_getinfo(h, CURLINFO_PRIVATE, (char **)&x);
         if (!x)
                 return;
         if (x->kind == KX_CLAIM)
@@ -310,7 +300,7 @@ static int poll_timeout(struct kube *k, uint64_t now) {
         long curl_ms = -1;
         uint64_t due = 0;
 
-        curl_multi_timeout(k->multi, &curl_ms);
+        sym_curl_multi_timeout(k->multi, &curl_ms);
         if (!k->ctl && k->ctl_due_ms > now)
                 due = k->ctl_due_ms;
         if (!k->watch && k->state == KS_SYNCED && k->watch_due_ms > now)
@@ -335,14 +325,14 @@ static void *kube_main(void *arg) {
                  * then the decisions on what they brought; a transfer
                  * started here makes libcurl's timeout 0, so poll returns
                  * at once to drive it. */
-                curl_multi_perform(k->multi, &running);
-                while ((m = curl_multi_info_read(k->multi, &left)))
+                sym_curl_multi_perform(k->multi, &running);
+                while ((m = sym_curl_multi_info_read(k->multi, &left)))
                         if (m->msg == CURLMSG_DONE)
                                 on_done(k, m->easy_handle, m->data.result);
                 drain_inbox(k);
                 start_claims(k);
                 kube_reconcile_step(k, dp_now_ms());
-                curl_multi_poll(k->multi, NULL, 0, poll_timeout(k, dp_now_ms()), NULL);
+                sym_curl_multi_poll(k->multi, NULL, 0, poll_timeout(k, dp_now_ms()), NULL);
         }
         return NULL;
 }
@@ -395,7 +385,7 @@ void kube_free(struct kube *k) {
                 pthread_mutex_lock(&k->mu);
                 k->stop = true;
                 pthread_mutex_unlock(&k->mu);
-                curl_multi_wakeup(k->multi);
+                sym_curl_multi_wakeup(k->multi);
                 pthread_join(k->thread, NULL);
         }
         cancel_all(k);
@@ -408,8 +398,8 @@ void kube_free(struct kube *k) {
         }
         kube_pools_free(k);
         if (k->multi)
-                curl_multi_cleanup(k->multi);
-        curl_slist_free_all(k->resolve);
+                sym_curl_multi_cleanup(k->multi);
+        sym_curl_slist_free_all(k->resolve);
         kube_creds_clear(&k->creds);
         cJSON_Delete(k->seen);
         cJSON_Delete(k->gone);
@@ -455,7 +445,7 @@ int kube_pool_set(struct kube *k, const char *pool, cJSON *devices) {
         k->inbox = in;
         pthread_mutex_unlock(&k->mu);
         if (k->multi)
-                curl_multi_wakeup(k->multi);
+                sym_curl_multi_wakeup(k->multi);
         return 0;
 }
 
@@ -509,7 +499,7 @@ int kube_claim_get(struct kube *k, const char *ns, const char *name, const char 
                 free(q);
                 return r;
         }
-        curl_multi_wakeup(k->multi);
+        sym_curl_multi_wakeup(k->multi);
         return 0;
 }
 

@@ -110,7 +110,7 @@ int kube_claim_parse(const char *body, const char *driver, const char *uid, stru
 
 /* ---- the client: xfer.c, client.c, reconcile.c ---- */
 
-#include <curl/curl.h>
+#include "curl-dl.h"
 #include <pthread.h>
 
 /* Answers we read at most (the rest is refused: bounded memory per peer). */

@@ -173,18 +173,25 @@ static bool truthy(const char *s) {
 
 static int parse_server(struct kc *kc, const char *where, const char *server,
                         struct kube_creds *c) {
-        CURLU *u = curl_url();
         char *scheme = NULL, *host = NULL, *port = NULL, *path = NULL;
-        int r = 0;
+        CURLU *u;
+        int r;
 
+        /* libcurl's URL parser: loaded here too, as doctor and the tests
+         * read a kubeconfig without kube_new (logged by the loader). */
+        r = kube_curl_load();
+        if (r < 0)
+                return fail(kc, r, "%s.server: libcurl (%s) cannot be loaded", where,
+                            KUBE_CURL_SONAME);
+        u = sym_curl_url();
         if (!u)
                 return fail(kc, -ENOMEM, "out of memory");
-        if (curl_url_set(u, CURLUPART_URL, server, 0) != CURLUE_OK ||
-            curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
-            curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
-            curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK ||
-            curl_url_get(u, CURLUPART_PATH, &path, 0) != CURLUE_OK || !scheme || !host || !port ||
-            !path)
+        if (sym_curl_url_set(u, CURLUPART_URL, server, 0) != CURLUE_OK ||
+            sym_curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
+            sym_curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
+            sym_curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK ||
+            sym_curl_url_get(u, CURLUPART_PATH, &path, 0) != CURLUE_OK || !scheme || !host ||
+            !port || !path)
                 r = fail(kc, -EINVAL, "%s.server \"%s\": not a URL", where, server);
         else if (strcmp(scheme, "https") != 0)
                 r = fail(kc, -EINVAL, "%s.server \"%s\": must be https:// (TLS is always used)",
@@ -206,11 +213,11 @@ static int parse_server(struct kc *kc, const char *where, const char *server,
                               c->port, path) < 0)
                         r = fail(kc, -ENOMEM, "out of memory");
         }
-        curl_free(scheme);
-        curl_free(host);
-        curl_free(port);
-        curl_free(path);
-        curl_url_cleanup(u);
+        sym_curl_free(scheme);
+        sym_curl_free(host);
+        sym_curl_free(port);
+        sym_curl_free(path);
+        sym_curl_url_cleanup(u);
         return r;
 }
 

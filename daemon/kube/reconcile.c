@@ -352,12 +352,12 @@ static char *selector_query(struct kube *k) {
 
         if (xasprintf(&sel, "spec.nodeName=%s,spec.driver=%s", k->node, k->driver) < 0)
                 return NULL;
-        esc = curl_easy_escape(NULL, sel, 0);
+        esc = sym_curl_easy_escape(NULL, sel, 0);
         if (!esc)
                 return NULL;
         if (xasprintf(&q, "fieldSelector=%s", esc) < 0)
                 q = NULL;
-        curl_free(esc);
+        sym_curl_free(esc);
         return q;
 }
 
@@ -366,7 +366,7 @@ static void start_ctl(struct kube *k, uint64_t now) {
         int r = -ENOMEM;
 
         if (k->state == KS_NODE) {
-                esc = curl_easy_escape(NULL, k->node, 0);
+                esc = sym_curl_easy_escape(NULL, k->node, 0);
                 if (esc && xasprintf(&path, "/api/v1/nodes/%s", esc) == 0)
                         r = kube_xfer_new(k, KX_NODE, "GET", path, NULL, KUBE_OBJECT_MAX, &k->ctl);
         } else {
@@ -382,7 +382,7 @@ static void start_ctl(struct kube *k, uint64_t now) {
 
 static void start_write(struct kube *k, struct op *op, uint64_t now) {
         _cleanup_free_ char *path = NULL;
-        char *esc = curl_easy_escape(NULL, op->name, 0);
+        char *esc = sym_curl_easy_escape(NULL, op->name, 0);
         char *body = NULL;
         const char *method = op->kind == KW_CREATE   ? "POST"
                              : op->kind == KW_UPDATE ? "PUT"
@@ -394,7 +394,7 @@ static void start_write(struct kube *k, struct op *op, uint64_t now) {
                                    : xasprintf(&path, SLICES_PATH "/%s", esc)) == 0 &&
             (!op->body || (body = cJSON_PrintUnformatted(op->body))))
                 r = kube_xfer_new(k, KX_WRITE, method, path, body, KUBE_OBJECT_MAX, &k->ctl);
-        curl_free(esc);
+        sym_curl_free(esc);
         if (r == 0) {
                 k->ctl->op = op->kind;
                 k->ctl->slice = TAKE_PTR(op->name);
@@ -408,7 +408,7 @@ static void start_watch(struct kube *k) {
         _cleanup_free_ char *q = selector_query(k), *path = NULL, *esc = NULL;
         int r = -ENOMEM;
 
-        esc = k->rv ? curl_easy_escape(NULL, k->rv, 0) : NULL;
+        esc = k->rv ? sym_curl_easy_escape(NULL, k->rv, 0) : NULL;
         if (q && esc &&
             xasprintf(
                     &path,

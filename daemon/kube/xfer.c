@@ -45,7 +45,7 @@ static size_t on_data(char *p, size_t size, size_t nmemb, void *ud) {
 }
 
 static int add_header(struct curl_slist **l, const char *h) {
-        struct curl_slist *n = curl_slist_append(*l, h);
+        struct curl_slist *n = sym_curl_slist_append(*l, h);
 
         if (!n)
                 return -ENOMEM;
@@ -61,28 +61,28 @@ static int set_tls(struct kube *k, CURL *h) {
                 struct curl_blob b = { .data = c->ca.data,
                                        .len = c->ca.len,
                                        .flags = CURL_BLOB_COPY };
-                rc = curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &b);
+                rc = sym_curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &b);
         } else if (c->ca_file)
-                rc = curl_easy_setopt(h, CURLOPT_CAINFO, c->ca_file);
+                rc = sym_curl_easy_setopt(h, CURLOPT_CAINFO, c->ca_file);
         if (rc == CURLE_OK && c->cert.data) {
                 struct curl_blob b = { .data = c->cert.data,
                                        .len = c->cert.len,
                                        .flags = CURL_BLOB_COPY };
-                rc = curl_easy_setopt(h, CURLOPT_SSLCERT_BLOB, &b);
+                rc = sym_curl_easy_setopt(h, CURLOPT_SSLCERT_BLOB, &b);
         } else if (rc == CURLE_OK && c->cert_file)
-                rc = curl_easy_setopt(h, CURLOPT_SSLCERT, c->cert_file);
+                rc = sym_curl_easy_setopt(h, CURLOPT_SSLCERT, c->cert_file);
         if (rc == CURLE_OK && c->key.data) {
                 struct curl_blob b = { .data = c->key.data,
                                        .len = c->key.len,
                                        .flags = CURL_BLOB_COPY };
-                rc = curl_easy_setopt(h, CURLOPT_SSLKEY_BLOB, &b);
+                rc = sym_curl_easy_setopt(h, CURLOPT_SSLKEY_BLOB, &b);
         } else if (rc == CURLE_OK && c->key_file)
-                rc = curl_easy_setopt(h, CURLOPT_SSLKEY, c->key_file);
+                rc = sym_curl_easy_setopt(h, CURLOPT_SSLKEY, c->key_file);
         /* Explicit, though they are libcurl's defaults: TLS is verified. */
         if (rc == CURLE_OK)
-                rc = curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
+                rc = sym_curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
         if (rc == CURLE_OK)
-                rc = curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
+                rc = sym_curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
         return rc == CURLE_OK ? 0 : -EINVAL;
 }
 
@@ -115,13 +115,13 @@ static int set_method(CURL *h, const char *method, const char *body) {
         CURLcode rc = CURLE_OK;
 
         if (body) {
-                rc = curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+                rc = sym_curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
                 if (rc == CURLE_OK)
-                        rc = curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE,
-                                              (curl_off_t)strlen(body));
+                        rc = sym_curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE,
+                                                  (curl_off_t)strlen(body));
         }
         if (rc == CURLE_OK && strcmp(method, "GET") != 0 && strcmp(method, "POST") != 0)
-                rc = curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+                rc = sym_curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
         return rc == CURLE_OK ? 0 : -EINVAL;
 }
 
@@ -130,23 +130,23 @@ static int set_method(CURL *h, const char *method, const char *body) {
  * past the timeoutSeconds it asked the server for, plus TCP keep-alive to
  * notice a peer that vanished. */
 static int set_time_bounds(CURL *h, enum kube_xkind kind) {
-        CURLcode rc = curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+        CURLcode rc = sym_curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
 
         if (rc == CURLE_OK && kind == KX_WATCH)
-                rc = curl_easy_setopt(h, CURLOPT_TIMEOUT, (long)KUBE_WATCH_SECONDS + 30L);
+                rc = sym_curl_easy_setopt(h, CURLOPT_TIMEOUT, (long)KUBE_WATCH_SECONDS + 30L);
         else if (rc == CURLE_OK) {
-                rc = curl_easy_setopt(h, CURLOPT_TIMEOUT, 60L);
+                rc = sym_curl_easy_setopt(h, CURLOPT_TIMEOUT, 60L);
                 if (rc == CURLE_OK)
-                        rc = curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+                        rc = sym_curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
                 if (rc == CURLE_OK)
-                        rc = curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, 30L);
+                        rc = sym_curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, 30L);
         }
         if (rc == CURLE_OK)
-                rc = curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+                rc = sym_curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
         if (rc == CURLE_OK)
-                rc = curl_easy_setopt(h, CURLOPT_TCP_KEEPIDLE, 30L);
+                rc = sym_curl_easy_setopt(h, CURLOPT_TCP_KEEPIDLE, 30L);
         if (rc == CURLE_OK)
-                rc = curl_easy_setopt(h, CURLOPT_TCP_KEEPINTVL, 10L);
+                rc = sym_curl_easy_setopt(h, CURLOPT_TCP_KEEPINTVL, 10L);
         return rc == CURLE_OK ? 0 : -EINVAL;
 }
 
@@ -164,7 +164,7 @@ int kube_xfer_new(struct kube *k, enum kube_xkind kind, const char *method, cons
         x->kind = kind;
         x->limit = limit;
         x->body_out = body;
-        x->h = curl_easy_init();
+        x->h = sym_curl_easy_init();
         if (!x->h || xasprintf(&url, "%s%s", k->creds.server, path) < 0) {
                 kube_xfer_free(x);
                 return -ENOMEM;
@@ -184,18 +184,19 @@ int kube_xfer_new(struct kube *k, enum kube_xkind kind, const char *method, cons
         if (r == 0)
                 r = set_time_bounds(x->h, kind);
         if (r == 0 &&
-            (curl_easy_setopt(x->h, CURLOPT_URL, url) != CURLE_OK ||
-             curl_easy_setopt(x->h, CURLOPT_PROTOCOLS_STR, "https") != CURLE_OK ||
-             curl_easy_setopt(x->h, CURLOPT_NOSIGNAL, 1L) != CURLE_OK ||
-             curl_easy_setopt(x->h, CURLOPT_USERAGENT, "cdiplug/" CDIPLUG_VERSION) != CURLE_OK ||
-             curl_easy_setopt(x->h, CURLOPT_HTTPHEADER, x->headers) != CURLE_OK ||
-             curl_easy_setopt(x->h, CURLOPT_WRITEFUNCTION, on_data) != CURLE_OK ||
-             curl_easy_setopt(x->h, CURLOPT_WRITEDATA, x) != CURLE_OK ||
-             curl_easy_setopt(x->h, CURLOPT_PRIVATE, x) != CURLE_OK ||
-             curl_easy_setopt(x->h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)limit) != CURLE_OK ||
-             (k->resolve && curl_easy_setopt(x->h, CURLOPT_RESOLVE, k->resolve) != CURLE_OK)))
+            (sym_curl_easy_setopt(x->h, CURLOPT_URL, url) != CURLE_OK ||
+             sym_curl_easy_setopt(x->h, CURLOPT_PROTOCOLS_STR, "https") != CURLE_OK ||
+             sym_curl_easy_setopt(x->h, CURLOPT_NOSIGNAL, 1L) != CURLE_OK ||
+             sym_curl_easy_setopt(x->h, CURLOPT_USERAGENT, "cdiplug/" CDIPLUG_VERSION) !=
+                     CURLE_OK ||
+             sym_curl_easy_setopt(x->h, CURLOPT_HTTPHEADER, x->headers) != CURLE_OK ||
+             sym_curl_easy_setopt(x->h, CURLOPT_WRITEFUNCTION, on_data) != CURLE_OK ||
+             sym_curl_easy_setopt(x->h, CURLOPT_WRITEDATA, x) != CURLE_OK ||
+             sym_curl_easy_setopt(x->h, CURLOPT_PRIVATE, x) != CURLE_OK ||
+             sym_curl_easy_setopt(x->h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)limit) != CURLE_OK ||
+             (k->resolve && sym_curl_easy_setopt(x->h, CURLOPT_RESOLVE, k->resolve) != CURLE_OK)))
                 r = -EINVAL;
-        if (r == 0 && curl_multi_add_handle(k->multi, x->h) != CURLM_OK)
+        if (r == 0 && sym_curl_multi_add_handle(k->multi, x->h) != CURLM_OK)
                 r = -ENOMEM;
         if (r < 0) {
                 kube_xfer_free(x);
@@ -209,14 +210,14 @@ void kube_xfer_free(struct kube_xfer *x) {
         if (!x)
                 return;
         if (x->h) {
-                curl_multi_remove_handle(x->k->multi, x->h);
-                curl_easy_cleanup(x->h);
+                sym_curl_multi_remove_handle(x->k->multi, x->h);
+                sym_curl_easy_cleanup(x->h);
         }
         if (x->headers) {
                 /* The Authorization line holds the token. */
                 for (struct curl_slist *l = x->headers; l; l = l->next)
                         explicit_bzero(l->data, strlen(l->data));
-                curl_slist_free_all(x->headers);
+                sym_curl_slist_free_all(x->headers);
         }
         free(x->body_out);
         free(x->buf);
@@ -228,7 +229,7 @@ void kube_xfer_free(struct kube_xfer *x) {
 long kube_xfer_code(const struct kube_xfer *x) {
         long code = 0;
 
-        curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &code);
+        sym_curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &code);
         return code;
 }
 
@@ -261,7 +262,7 @@ int kube_xfer_class(const struct kube_xfer *x, CURLcode rc) {
 uint64_t kube_xfer_retry_after_ms(const struct kube_xfer *x) {
         curl_off_t s = 0;
 
-        if (curl_easy_getinfo(x->h, CURLINFO_RETRY_AFTER, &s) != CURLE_OK || s <= 0)
+        if (sym_curl_easy_getinfo(x->h, CURLINFO_RETRY_AFTER, &s) != CURLE_OK || s <= 0)
                 return 0;
         if (s > KUBE_RETRY_AFTER_MAX_S)
                 s = KUBE_RETRY_AFTER_MAX_S;
@@ -293,7 +294,7 @@ void kube_xfer_describe(const struct kube_xfer *x, CURLcode rc, char *buf, size_
         if (x->too_big || rc == CURLE_FILESIZE_EXCEEDED)
                 snprintf(buf, size, "answer larger than %zu bytes", x->limit);
         else if (code == 0)
-                snprintf(buf, size, "%s", curl_easy_strerror(rc));
+                snprintf(buf, size, "%s", sym_curl_easy_strerror(rc));
         else {
                 status_message(x, msg, sizeof(msg));
                 snprintf(buf, size, "HTTP %ld%s%s", code, msg[0] ? ": " : "", msg);
