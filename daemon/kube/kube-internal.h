@@ -153,6 +153,10 @@ struct kube_xfer {
         char *pool;                   /* KX_WRITE: its pool */
         struct kube_claim_req *claim; /* KX_CLAIM */
         int watch_end;                /* KX_WATCH: 0, or why the stream must be given up */
+        /* A streamed answer (the watch): each piece goes here as it comes,
+         * instead of into buf; set by whoever made the transfer, so this
+         * file never calls up into the one that reads the stream. */
+        size_t (*stream)(struct kube_xfer *x, const char *p, size_t n);
 };
 
 /* One pool as the thread sees it. */
@@ -222,6 +226,5 @@ void kube_xfer_describe(const struct kube_xfer *x, CURLcode rc, char *buf, size_
 /* reconcile.c: on cdiplug-kube. */
 void kube_reconcile_step(struct kube *k, uint64_t now_ms);
 void kube_reconcile_done(struct kube *k, struct kube_xfer *x, CURLcode rc, uint64_t now_ms);
-size_t kube_watch_write(struct kube_xfer *x, const char *p, size_t n);
 void kube_pool_apply(struct kube *k, struct kube_inbox *in);
 void kube_pools_free(struct kube *k);

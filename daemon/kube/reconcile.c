@@ -31,6 +31,8 @@ struct op {
         cJSON *body; /* create, update */
 };
 
+static size_t watch_write(struct kube_xfer *x, const char *p, size_t n);
+
 static uint64_t now_ns(void) {
         return (uint64_t)(dp_mono_seconds() * 1e9);
 }
@@ -416,6 +418,10 @@ static void start_watch(struct kube *k) {
                     "?watch=true&allowWatchBookmarks=true&resourceVersion=%s&timeoutSeconds=%d&%s",
                     esc, KUBE_WATCH_SECONDS, q) == 0)
                 r = kube_xfer_new(k, KX_WATCH, "GET", path, NULL, KUBE_EVENT_MAX, &k->watch);
+        if (r >= 0)
+                /* Before any data: it comes only from curl_multi_perform,
+                 * on this same thread, after this returns. */
+                k->watch->stream = watch_write;
         if (r < 0) {
                 k->watch = NULL;
                 backoff(NULL, &k->watch_failures, &k->watch_due_ms, dp_now_ms());
@@ -591,7 +597,7 @@ static void watch_event(struct kube_xfer *x, const char *line) {
         set_rv(k, rv);
 }
 
-size_t kube_watch_write(struct kube_xfer *x, const char *p, size_t n) {
+static size_t watch_write(struct kube_xfer *x, const char *p, size_t n) {
         size_t used = 0, all = n;
 
         /* Not a stream of events (an error answer): keep it, bounded, for

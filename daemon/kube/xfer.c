@@ -17,8 +17,8 @@ static size_t on_data(char *p, size_t size, size_t nmemb, void *ud) {
         struct kube_xfer *x = ud;
         size_t n = size * nmemb;
 
-        if (x->kind == KX_WATCH)
-                return kube_watch_write(x, p, n);
+        if (x->stream)
+                return x->stream(x, p, n);
         if (n > x->limit - x->len) {
                 /* Returning short makes libcurl fail the transfer. */
                 x->too_big = true;
