@@ -298,20 +298,6 @@ int res_discover_usb(int rootfd, const struct res_selector *sel, size_t idx, str
         return scan_bus(rootfd, "/sys/bus/usb/devices", usb_one, &s);
 }
 
-bool res_is_pci_addr(const char *s) {
-        size_t len = strlen(s);
-        if (len < 12 || len > 16)
-                return false;
-        const char *tail = s + len - 8; /* ":bb:dd.f" */
-        for (const char *p = s; p < tail; p++)
-                if (!strchr("0123456789abcdef", *p))
-                        return false;
-        return tail[0] == ':' && tail[3] == ':' && tail[6] == '.' &&
-               strchr("0123456789abcdef", tail[1]) && strchr("0123456789abcdef", tail[2]) &&
-               strchr("0123456789abcdef", tail[4]) && strchr("0123456789abcdef", tail[5]) &&
-               tail[7] >= '0' && tail[7] <= '7';
-}
-
 static bool all_digits(const char *s) {
         if (!*s)
                 return false;

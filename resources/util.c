@@ -336,3 +336,19 @@ void res_misses_clear(struct res_misses *misses) {
                 res_miss_clear(&misses->v[i]);
         *misses = (struct res_misses){ 0 };
 }
+
+/* A pure string check, here beside the hex parser: sysfs discovery and a
+ * device's identity (devpath.c) both use it. */
+bool res_is_pci_addr(const char *s) {
+        size_t len = strlen(s);
+        if (len < 12 || len > 16)
+                return false;
+        const char *tail = s + len - 8; /* ":bb:dd.f" */
+        for (const char *p = s; p < tail; p++)
+                if (!strchr("0123456789abcdef", *p))
+                        return false;
+        return tail[0] == ':' && tail[3] == ':' && tail[6] == '.' &&
+               strchr("0123456789abcdef", tail[1]) && strchr("0123456789abcdef", tail[2]) &&
+               strchr("0123456789abcdef", tail[4]) && strchr("0123456789abcdef", tail[5]) &&
+               tail[7] >= '0' && tail[7] <= '7';
+}
