@@ -15,7 +15,7 @@
  *   devices, so an ID keeps its device while the daemon runs (a newcomer
  *   that would take it is refused; one the new selectors no longer find
  *   while the old ones still do leaves the list, and its spec, once no
- *   pod holds it (gone.c); one neither finds, unplugged, stays listed
+ *   pod holds it (retained.c); one neither finds, unplugged, stays listed
  *   Unhealthy, as on a hotplug);
  * - removed: streams end, socket goes, its spec stays while a pod holds
  *   one of its devices (retained.c); the struct lives on until grpc is

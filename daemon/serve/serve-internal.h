@@ -287,7 +287,7 @@ void dp_retained_free(struct dp_daemon *d);
  * about retained specs, now and on the same timer. */
 void dp_retained_devices(struct dp_daemon *d);
 
-/* gone.c: whether any resource has gone devices; and, on a List answer
+/* retained.c, too: whether any resource has gone devices; and, on a List answer
  * (its wire bytes, read in place), forget those no pod holds (their spec
  * is rewritten). Returns whether one is still held. */
 bool dp_gone_any(const struct dp_daemon *d);
