@@ -29,6 +29,31 @@ const char *kube_error_class_name(enum kube_error_class c) {
         return (unsigned)c < KUBE_ERR_N ? names[c] : "unknown";
 }
 
+static const struct {
+        long code;
+        const char *name;
+} code_slots[KUBE_CODE_N] = {
+        { 0, "connect" }, { 400, "400" }, { 401, "401" }, { 403, "403" },
+        { 404, "404" },   { 409, "409" }, { 410, "410" }, { 422, "422" },
+        { 429, "429" },   { 500, "500" }, { 502, "502" }, { 503, "503" },
+        { 504, "504" },   { -4, "4xx" },  { -5, "5xx" },  { -1, "other" },
+};
+
+int kube_code_slot(long code) {
+        for (int i = 0; i < KUBE_CODE_N; i++)
+                if (code_slots[i].code == code)
+                        return i;
+        if (code >= 400 && code < 500)
+                return kube_code_slot(-4);
+        if (code >= 500 && code < 600)
+                return kube_code_slot(-5);
+        return KUBE_CODE_N - 1; /* "other": an answer we could not use */
+}
+
+const char *kube_code_name(int slot) {
+        return slot >= 0 && slot < KUBE_CODE_N ? code_slots[slot].name : "other";
+}
+
 /* The sandbox allows no DNS (no UDP sockets, no netlink): resolve the API
  * server's name now and pin its addresses for libcurl (it tries them in
  * turn). An address literal needs nothing. API server addresses are
@@ -262,7 +287,7 @@ static void claim_done(struct kube *k, struct kube_xfer *x, CURLcode rc) {
                 claim_answer(k, q, &c);
                 return;
         }
-        kube_count_error(k, cls);
+        kube_count_error(k, cls, x);
         if (cls == KUBE_ERR_UNAUTHORIZED && code == 401 && !q->retried) {
                 /* The token rotated under us: re-read it and ask again. */
                 k->token_stale = true;

@@ -219,7 +219,9 @@ long kube_xfer_code(const struct kube_xfer *x);
 int kube_xfer_class(const struct kube_xfer *x, CURLcode rc);
 /* Retry-After of the answer in ms (capped), 0 if none. */
 uint64_t kube_xfer_retry_after_ms(const struct kube_xfer *x);
-void kube_count_error(struct kube *k, int cls);
+/* One failed request, by class and by HTTP code: x's answer (NULL: none
+ * to read, a watch's ERROR event or a 410 it sent). */
+void kube_count_error(struct kube *k, int cls, const struct kube_xfer *x);
 /* A short description of a failure for the log (no secrets). */
 void kube_xfer_describe(const struct kube_xfer *x, CURLcode rc, char *buf, size_t size);
 

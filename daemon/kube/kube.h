@@ -83,9 +83,22 @@ enum kube_error_class {
 /* "connect", "unauthorized", ...: a Prometheus label value. */
 const char *kube_error_class_name(enum kube_error_class c);
 
+/* The same errors by HTTP status code, for /metrics: the codes the API
+ * server answers our requests with each have a slot, any other code goes
+ * to its class's "4xx" or "5xx", no answer at all to "connect", and an
+ * answer we could not use (too big, a watch's ERROR event) to "other". A
+ * fixed set, so the label stays bounded whatever a server sends. */
+#define KUBE_CODE_N 16
+/* The slot of code (0: no answer; -1: an unusable answer), always one of
+ * the KUBE_CODE_N. */
+int kube_code_slot(long code);
+/* "connect", "400", ..., "5xx", "other": a Prometheus label value. */
+const char *kube_code_name(int slot);
+
 /* For /metrics: counters under the kube's own lock. */
 struct kube_stats {
         uint64_t api_errors[KUBE_ERR_N]; /* by enum kube_error_class */
+        uint64_t api_codes[KUBE_CODE_N]; /* the same, by kube_code_slot */
         uint64_t publishes;              /* pool changes published */
         double publish_seconds_sum;      /* kube_pool_set → slices written */
         uint64_t publish_count;          /* the summary's count (== publishes) */

@@ -458,7 +458,7 @@ static void ctl_failed(struct kube *k, struct kube_xfer *x, CURLcode rc, int cls
                        const char *what) {
         char why[320];
 
-        kube_count_error(k, cls);
+        kube_count_error(k, cls, x);
         if (cls == KUBE_ERR_UNAUTHORIZED && kube_xfer_code(x) == 401)
                 k->token_stale = true;
         backoff(x, &k->ctl_failures, &k->ctl_due_ms, now);
@@ -654,7 +654,7 @@ static void watch_done(struct kube *k, struct kube_xfer *x, CURLcode rc, uint64_
 
         if (x->watch_end == -ESTALE || code == 410) {
                 /* Our resourceVersion is compacted away: list again. */
-                kube_count_error(k, KUBE_ERR_GONE);
+                kube_count_error(k, KUBE_ERR_GONE, NULL);
                 log_with(LOG_INFO, &(struct log_fields){ 0 },
                          "kube: the watch's resourceVersion expired (410 Gone); listing again");
                 k->watch_failures = 0;
@@ -662,7 +662,7 @@ static void watch_done(struct kube *k, struct kube_xfer *x, CURLcode rc, uint64_
                 return;
         }
         if (x->watch_end) {
-                kube_count_error(k, KUBE_ERR_CLIENT);
+                kube_count_error(k, KUBE_ERR_CLIENT, NULL);
                 backoff(NULL, &k->watch_failures, &k->watch_due_ms, now);
                 log_with(LOG_WARN, &(struct log_fields){ .err = -x->watch_end },
                          "kube: the watch sent %s; listing again",
@@ -681,7 +681,7 @@ static void watch_done(struct kube *k, struct kube_xfer *x, CURLcode rc, uint64_
         }
         if (cls < 0)
                 cls = KUBE_ERR_CONNECT;
-        kube_count_error(k, cls);
+        kube_count_error(k, cls, x);
         if (code == 401)
                 k->token_stale = true;
         backoff(x, &k->watch_failures, &k->watch_due_ms, now);

@@ -269,11 +269,21 @@ uint64_t kube_xfer_retry_after_ms(const struct kube_xfer *x) {
         return (uint64_t)s * 1000u;
 }
 
-void kube_count_error(struct kube *k, int cls) {
+void kube_count_error(struct kube *k, int cls, const struct kube_xfer *x) {
+        /* The code the class was read from: no answer (also one cut off
+         * mid-way) is "connect", a 2xx we could not use is "other". */
+        long code = cls == KUBE_ERR_CONNECT ? 0
+                    : cls == KUBE_ERR_GONE  ? 410
+                    : x                     ? kube_xfer_code(x)
+                                            : -1;
+
+        if (cls == KUBE_ERR_CLIENT && code < 400)
+                code = -1;
         if (cls < 0 || cls >= KUBE_ERR_N)
                 return;
         pthread_mutex_lock(&k->mu);
         k->stats.api_errors[cls]++;
+        k->stats.api_codes[kube_code_slot(code)]++;
         pthread_mutex_unlock(&k->mu);
 }
 

@@ -284,6 +284,17 @@ static void render_dra(struct dp_mbuf *b, const struct dp_metrics_dra *dra) {
                 dp_metric_label(b, "class", dra->api_error_class[c]);
                 dp_metric_u64(b, dra->api_errors[c]);
         }
+        dp_metric_header(b, "cdiplug_dra_api_error_codes_total", "counter",
+                         "The same failed Kubernetes API requests by HTTP status code (connect: "
+                         "no answer; 4xx, 5xx: a code not listed on its own; other: an answer "
+                         "that could not be used).");
+        for (int c = 0; c < DP_DRA_API_CODES; c++) {
+                if (!dra->api_code[c])
+                        continue;
+                dp_metric_start(b, "cdiplug_dra_api_error_codes_total");
+                dp_metric_label(b, "code", dra->api_code[c]);
+                dp_metric_u64(b, dra->api_codes[c]);
+        }
         single_u64(b, "cdiplug_dra_pool_publishes_total", "counter",
                    "Changes of a DRA resource's devices written to its ResourceSlices.",
                    dra->publishes);

@@ -103,6 +103,7 @@ struct dp_metrics_res {
 #define DP_DRA_VERSIONS 2 /* v1, v1beta1 */
 #define DP_DRA_OUTCOMES 3 /* ok, claim_error, failed */
 #define DP_DRA_API_CLASSES 8
+#define DP_DRA_API_CODES 16
 struct dp_metrics_dra {
         bool on;       /* the config has a "dra" section */
         bool accepted; /* the kubelet's last word on the registration */
@@ -111,6 +112,8 @@ struct dp_metrics_dra {
         bool api; /* an API client runs (a node name was given) */
         uint64_t api_errors[DP_DRA_API_CLASSES];
         const char *api_error_class[DP_DRA_API_CLASSES]; /* label values */
+        uint64_t api_codes[DP_DRA_API_CODES];            /* the same errors by HTTP code */
+        const char *api_code[DP_DRA_API_CODES];          /* label values */
         uint64_t publishes;                              /* pool changes published */
         double publish_seconds_sum;                      /* kube_pool_set → slices written */
         uint64_t publish_count;

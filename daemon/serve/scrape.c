@@ -57,6 +57,7 @@ _Static_assert(DP_DRA_METHODS == DRA_CALL_METHODS && DP_DRA_VERSIONS == DRA_CALL
                        DP_DRA_OUTCOMES == DRA_CALL_OUTCOMES,
                "metrics.h and dra_node.h count the DRA calls alike");
 _Static_assert(DP_DRA_API_CLASSES == KUBE_ERR_N, "metrics.h has room for every kube error class");
+_Static_assert(DP_DRA_API_CODES == KUBE_CODE_N, "metrics.h has room for every kube error code");
 
 static void scrape_dra(void *ctx, struct dp_metrics_dra *ret) {
         const struct dp_daemon *d = ctx;
@@ -80,6 +81,10 @@ static void scrape_dra(void *ctx, struct dp_metrics_dra *ret) {
         for (int c = 0; c < KUBE_ERR_N; c++) {
                 ret->api_errors[c] = ks.api_errors[c];
                 ret->api_error_class[c] = kube_error_class_name((enum kube_error_class)c);
+        }
+        for (int c = 0; c < KUBE_CODE_N; c++) {
+                ret->api_codes[c] = ks.api_codes[c];
+                ret->api_code[c] = kube_code_name(c);
         }
         ret->publishes = ks.publishes;
         ret->publish_seconds_sum = ks.publish_seconds_sum;

@@ -174,6 +174,8 @@ Test(dra_metrics, figures_move_with_registration_prepare_errors_and_slices) {
         cr_assert_eq(sample(page, "cdiplug_dra_prepared_claims"), 0, "%s", page);
         cr_assert_eq(sample(page, REQ("prepare", "v1", "ok")), 0, "%s", page);
         cr_assert_eq(sample(page, "cdiplug_dra_api_errors_total{class=\"server\"}"), 0, "%s", page);
+        cr_assert_eq(sample(page, "cdiplug_dra_api_error_codes_total{code=\"503\"}"), 0, "%s",
+                     page);
         double lookups = sample(page, "cdiplug_dra_claim_lookups_total");
         free(page);
 
@@ -193,6 +195,13 @@ Test(dra_metrics, figures_move_with_registration_prepare_errors_and_slices) {
         cr_assert_neq(strlen(prepare("v1beta1", "other", "uid-other")), 0);
         page = scrape();
         cr_assert_eq(sample(page, "cdiplug_dra_api_errors_total{class=\"server\"}"), 1, "%s", page);
+        /* ... and by its code, the other 5xx codes untouched. */
+        cr_assert_eq(sample(page, "cdiplug_dra_api_error_codes_total{code=\"503\"}"), 1, "%s",
+                     page);
+        cr_assert_eq(sample(page, "cdiplug_dra_api_error_codes_total{code=\"500\"}"), 0, "%s",
+                     page);
+        cr_assert_eq(sample(page, "cdiplug_dra_api_error_codes_total{code=\"5xx\"}"), 0, "%s",
+                     page);
         cr_assert_eq(sample(page, REQ("prepare", "v1beta1", "claim_error")), 1, "%s", page);
         cr_assert_eq(sample(page, "cdiplug_dra_prepared_claims"), 1, "%s", page);
         free(page);

@@ -254,6 +254,10 @@ Test(kube, server_errors_and_resets_are_retried) {
         wait_pool(KT_POOL_A, 2, "d");
         kube_stats(t.k, &st);
         cr_assert_eq(st.api_errors[KUBE_ERR_SERVER], 3);
+        /* By code: two 500s and one 503, none under "5xx". */
+        cr_assert_eq(st.api_codes[kube_code_slot(500)], 2);
+        cr_assert_eq(st.api_codes[kube_code_slot(503)], 1);
+        cr_assert_eq(st.api_codes[kube_code_slot(599)], 0);
         /* libcurl itself retries a request whose reused connection closed
          * without an answer; either way the create went through. */
         cr_assert_eq(fakeapi_count(t.f, "POST"), 3);
@@ -361,4 +365,17 @@ Test(kube, the_token_is_never_logged) {
         cr_assert_null(strstr(text, "token-two"), "%s", text);
         free(text);
         free(logfile);
+}
+
+Test(kube, error_codes_have_fixed_slots) {
+        cr_assert_str_eq(kube_code_name(kube_code_slot(0)), "connect");
+        cr_assert_str_eq(kube_code_name(kube_code_slot(409)), "409");
+        cr_assert_str_eq(kube_code_name(kube_code_slot(418)), "4xx");
+        cr_assert_str_eq(kube_code_name(kube_code_slot(599)), "5xx");
+        cr_assert_str_eq(kube_code_name(kube_code_slot(-1)), "other");
+        cr_assert_str_eq(kube_code_name(kube_code_slot(200)), "other");
+        /* Every slot has its own name: a label value never repeats. */
+        for (int i = 0; i < KUBE_CODE_N; i++)
+                for (int j = i + 1; j < KUBE_CODE_N; j++)
+                        cr_assert_str_neq(kube_code_name(i), kube_code_name(j));
 }
