@@ -288,17 +288,6 @@ static void log_devices(const struct dp_plugin *p) {
                  healthy, p->n_ids);
 }
 
-static void serve_device_plugin(struct dp_daemon *d, struct dp_resource *res) {
-        if (dp_server_start(res) < 0) {
-                log_with(LOG_ERR, &(struct log_fields){ .resource = res->cfg->name },
-                         "resource \"%s\": cannot start its server", res->cfg->name);
-                return;
-        }
-        /* Like at start-up: the socket waits for kubelet.sock (watch.c). */
-        if (d->watch.kubelet_wd >= 0 && dp_kubelet_present(d) && dp_server_listen(res) >= 0)
-                dp_register(res);
-}
-
 /* "api" changed: the same plugin, another front end. To DRA, its socket
  * goes and its streams end (the DRA list gets it, dra.c); to the device
  * plugin API, it gets a socket and registers. */
@@ -307,7 +296,7 @@ static void switch_api(struct dp_daemon *d, struct dp_resource *res, bool was_dr
                  "resource \"%s\": now served through %s", res->cfg->name,
                  cfg_api_name(res->cfg->api));
         if (was_dra) {
-                serve_device_plugin(d, res);
+                dp_server_serve(res);
                 return;
         }
         dp_register_cancel(res);
@@ -372,7 +361,7 @@ static bool apply_added(struct dp_daemon *d, struct step *s) {
                          res->cfg->name);
         log_devices(res->plugin);
         dp_watch_resource(d, res);
-        serve_device_plugin(d, res);
+        dp_server_serve(res);
         return true;
 }
 

@@ -300,6 +300,9 @@ struct dp_daemon;
 struct dp_resource;
 
 int dp_server_start(struct dp_resource *res);
+/* Start its server and, when the kubelet is there, its socket and
+ * Register: a resource (again) on the device plugin API. */
+void dp_server_serve(struct dp_resource *res);
 int dp_server_listen(struct dp_resource *res);
 void dp_server_unlisten(struct dp_resource *res, bool unlink_path);
 void dp_server_accept(struct dp_resource *res);

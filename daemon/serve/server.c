@@ -376,6 +376,11 @@ static void on_shutdown(struct dp_daemon *d, struct dp_tag *tag, bool ok) {
         res->srv.server = NULL;
         res->srv.state = SRV_DOWN;
         d->live--;
+        /* A reload moved it to DRA and back while this server was still
+         * stopping (a stream held it): serve it again now the old one is
+         * gone, or it would have no socket until the next reload. */
+        if (!res->life.retired && !d->stopping && !dp_resource_is_dra(res))
+                dp_server_serve(res);
         dp_maybe_finish(d);
         dp_resource_maybe_free(res);
 }
@@ -417,6 +422,19 @@ int dp_server_start(struct dp_resource *res) {
                 return -EIO;
         }
         return 0;
+}
+
+void dp_server_serve(struct dp_resource *res) {
+        struct dp_daemon *d = res->d;
+
+        if (dp_server_start(res) < 0) {
+                log_with(LOG_ERR, &(struct log_fields){ .resource = res->cfg->name },
+                         "resource \"%s\": cannot start its server", res->cfg->name);
+                return;
+        }
+        /* Like at start-up: the socket waits for kubelet.sock (watch.c). */
+        if (d->watch.kubelet_wd >= 0 && dp_kubelet_present(d) && dp_server_listen(res) >= 0)
+                dp_register(res);
 }
 
 int dp_server_listen(struct dp_resource *res) {

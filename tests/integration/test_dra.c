@@ -18,6 +18,8 @@
 #include "http.h"
 #include "kubelet.h"
 #include "logwait.h"
+#include "rpc.h"
+#include "stuck.h"
 
 #define DRIVER "cdiplug.example.com"
 #define WAIT_MS 10000
@@ -207,6 +209,33 @@ Test(dra, reload_moves_a_resource_between_the_apis) {
         free(got);
         cr_assert_eq(log_wait_count(e.log, "reload:", 2, WAIT_MS), 2);
         tk_dra_health_close(h);
+}
+
+/* Moved to DRA while a ListAndWatch stream holds its server stopping (a
+ * peer that never reads), and back before that server is gone: once it is,
+ * the resource gets its socket and registers again, without another
+ * reload. */
+Test(dra, back_to_the_device_plugin_while_its_server_stops) {
+        _cleanup_free_ char *sock = NULL;
+
+        start(CONFIG("device-plugin"));
+        cr_assert_eq(tk_wait_registered(tk, "example.com/serial", 1, WAIT_MS), 0, "%s",
+                     env_read(e.log));
+        cr_assert(asprintf(&sock, "%s/cdiplug-example.com-serial.sock", e.kubelet_dir) > 0);
+        int fd = stuck_stream(sock, DP_METHOD_LIST_AND_WATCH);
+        /* The test kubelet's stream and this one. */
+        cr_assert_geq(log_wait_count(e.log, "\"example.com/serial\": ListAndWatch stream opened", 2,
+                                     WAIT_MS),
+                      0);
+        env_write(&e, "config.json", CONFIG("dra"));
+        cr_assert_geq(log_wait_count(e.log, "now served through dra", 1, WAIT_MS), 0);
+        env_write(&e, "config.json", CONFIG("device-plugin"));
+        cr_assert_geq(log_wait_count(e.log, "now served through device-plugin", 1, WAIT_MS), 0);
+        cr_assert_eq(tk_registrations(tk, "example.com/serial"), 1,
+                     "registered while the old server still stops");
+        close(fd);
+        cr_assert_eq(tk_wait_registered(tk, "example.com/serial", 2, WAIT_MS), 0,
+                     "no socket and no Register once the old server was gone: %s", env_read(e.log));
 }
 
 Test(dra, no_node_name_is_a_usage_error) {

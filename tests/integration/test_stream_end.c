@@ -19,6 +19,7 @@
 #include "env.h"
 #include "kubelet.h"
 #include "logwait.h"
+#include "stuck.h"
 #include "rpc.h"
 
 #define A "example.com/sa"
@@ -119,66 +120,6 @@ Test(stream_end, sigterm_ends_every_stream_with_unavailable) {
         grpc_channel_destroy(chb);
 }
 
-/* One HTTP/2 frame: 9-byte header, then the payload. */
-static size_t frame(uint8_t *out, uint8_t type, uint8_t flags, uint32_t stream, const void *payload,
-                    size_t len) {
-        out[0] = (uint8_t)(len >> 16);
-        out[1] = (uint8_t)(len >> 8);
-        out[2] = (uint8_t)len;
-        out[3] = type;
-        out[4] = flags;
-        out[5] = (uint8_t)(stream >> 24);
-        out[6] = (uint8_t)(stream >> 16);
-        out[7] = (uint8_t)(stream >> 8);
-        out[8] = (uint8_t)stream;
-        memcpy(out + 9, payload, len);
-        return 9 + len;
-}
-
-/* HPACK "literal header field without indexing, new name", short strings. */
-static size_t header(uint8_t *out, const char *name, const char *value) {
-        size_t n = 0, nl = strlen(name), vl = strlen(value);
-        out[n++] = 0;
-        out[n++] = (uint8_t)nl;
-        memcpy(out + n, name, nl);
-        n += nl;
-        out[n++] = (uint8_t)vl;
-        memcpy(out + n, value, vl);
-        return n + vl;
-}
-
-/* A peer that opens ListAndWatch with a flow-control window of 0 and never
- * reads: no list, and so no status after it, can ever reach it. Returns
- * the connected socket. */
-static int stuck_stream(const char *socket_path) {
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        uint8_t buf[1024], hpack[256], settings[6] = { 0, 4, 0, 0, 0, 0 }, msg[5] = { 0 };
-        size_t n = 0, h = 0;
-        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-        cr_assert_geq(fd, 0);
-        cr_assert_lt(strlen(socket_path), sizeof(sa.sun_path));
-        strcpy(sa.sun_path, socket_path);
-        cr_assert_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0, "%s: %m", socket_path);
-        static const char preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
-        /* The HTTP/2 connection preface is 24 bytes on the wire, no NUL. */
-        memcpy(buf, preface, sizeof(preface) - 1);
-        n = sizeof(preface) - 1;
-        /* SETTINGS_INITIAL_WINDOW_SIZE = 0 */
-        n += frame(buf + n, 4, 0, 0, settings, sizeof(settings));
-        h += header(hpack + h, ":method", "POST");
-        h += header(hpack + h, ":scheme", "http");
-        h += header(hpack + h, ":path", DP_METHOD_LIST_AND_WATCH);
-        h += header(hpack + h, ":authority", "localhost");
-        h += header(hpack + h, "content-type", "application/grpc");
-        h += header(hpack + h, "te", "trailers");
-        n += frame(buf + n, 1, 4 /* END_HEADERS */, 1, hpack, h);
-        /* The request, an empty message, and the end of the client's side. */
-        n += frame(buf + n, 0, 1 /* END_STREAM */, 1, msg, sizeof(msg));
-        cr_assert_eq(write(fd, buf, n), (ssize_t)n);
-        return fd;
-}
-
 /* A stream that can take neither its list nor its status holds the
  * daemon's stop a bounded time only: then every call is cancelled. */
 Test(stream_end, a_peer_that_never_reads_does_not_hold_up_sigterm) {
@@ -187,7 +128,7 @@ Test(stream_end, a_peer_that_never_reads_does_not_hold_up_sigterm) {
         serve(&a, &b, &cha, &chb);
         char *sock;
         cr_assert(asprintf(&sock, "%s/cdiplug-example.com-sa.sock", e.kubelet_dir) > 0);
-        int fd = stuck_stream(sock);
+        int fd = stuck_stream(sock, DP_METHOD_LIST_AND_WATCH);
         /* The test kubelet's stream, ours above, and this one. */
         cr_assert_geq(log_wait_count(e.log, "\"" A "\": ListAndWatch stream opened", 3, 10000), 0);
 
