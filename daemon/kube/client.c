@@ -39,15 +39,19 @@ static const struct {
         { 504, "504" },   { -4, "4xx" },  { -5, "5xx" },  { -1, "other" },
 };
 
-int kube_code_slot(long code) {
+static int slot_of(long code) {
         for (int i = 0; i < KUBE_CODE_N; i++)
                 if (code_slots[i].code == code)
                         return i;
-        if (code >= 400 && code < 500)
-                return kube_code_slot(-4);
-        if (code >= 500 && code < 600)
-                return kube_code_slot(-5);
-        return KUBE_CODE_N - 1; /* "other": an answer we could not use */
+        return -1;
+}
+
+int kube_code_slot(long code) {
+        int slot = slot_of(code);
+
+        if (slot < 0 && code >= 400 && code < 600)
+                slot = slot_of(code < 500 ? -4 : -5);
+        return slot >= 0 ? slot : KUBE_CODE_N - 1; /* "other": an answer we could not use */
 }
 
 const char *kube_code_name(int slot) {
