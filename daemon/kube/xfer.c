@@ -269,6 +269,47 @@ uint64_t kube_xfer_retry_after_ms(const struct kube_xfer *x) {
         return (uint64_t)s * 1000u;
 }
 
+/* The names /metrics gives the error classes and codes, beside the
+ * classification itself. */
+const char *kube_error_class_name(enum kube_error_class c) {
+        static const char *const names[KUBE_ERR_N] = {
+                [KUBE_ERR_CONNECT] = "connect",     [KUBE_ERR_UNAUTHORIZED] = "unauthorized",
+                [KUBE_ERR_NOT_FOUND] = "not_found", [KUBE_ERR_CONFLICT] = "conflict",
+                [KUBE_ERR_GONE] = "gone",           [KUBE_ERR_THROTTLED] = "throttled",
+                [KUBE_ERR_CLIENT] = "client",       [KUBE_ERR_SERVER] = "server",
+        };
+        return (unsigned)c < KUBE_ERR_N ? names[c] : "unknown";
+}
+
+static const struct {
+        long code;
+        const char *name;
+} code_slots[KUBE_CODE_N] = {
+        { 0, "connect" }, { 400, "400" }, { 401, "401" }, { 403, "403" },
+        { 404, "404" },   { 409, "409" }, { 410, "410" }, { 422, "422" },
+        { 429, "429" },   { 500, "500" }, { 502, "502" }, { 503, "503" },
+        { 504, "504" },   { -4, "4xx" },  { -5, "5xx" },  { -1, "other" },
+};
+
+static int slot_of(long code) {
+        for (int i = 0; i < KUBE_CODE_N; i++)
+                if (code_slots[i].code == code)
+                        return i;
+        return -1;
+}
+
+int kube_code_slot(long code) {
+        int slot = slot_of(code);
+
+        if (slot < 0 && code >= 400 && code < 600)
+                slot = slot_of(code < 500 ? -4 : -5);
+        return slot >= 0 ? slot : KUBE_CODE_N - 1; /* "other": an answer we could not use */
+}
+
+const char *kube_code_name(int slot) {
+        return slot >= 0 && slot < KUBE_CODE_N ? code_slots[slot].name : "other";
+}
+
 void kube_count_error(struct kube *k, int cls, const struct kube_xfer *x) {
         /* The code the class was read from: no answer (also one cut off
          * mid-way) is "connect", a 2xx we could not use is "other". */
