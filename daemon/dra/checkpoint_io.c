@@ -40,37 +40,6 @@ int dra_checkpoint_save(struct dra_node *n) {
         return r;
 }
 
-static int read_all(int fd, char **ret, size_t *ret_len) {
-        struct stat st;
-        char *buf;
-        size_t len = 0;
-
-        if (fstat(fd, &st) < 0)
-                return -errno;
-        if (!S_ISREG(st.st_mode))
-                return -EINVAL;
-        if (st.st_size > DRA_CHECKPOINT_MAX_BYTES)
-                return -EFBIG;
-        buf = malloc((size_t)st.st_size + 1);
-        if (!buf)
-                return -ENOMEM;
-        while (len < (size_t)st.st_size) {
-                ssize_t got = read(fd, buf + len, (size_t)st.st_size - len);
-                if (got < 0 && errno == EINTR)
-                        continue;
-                if (got <= 0) {
-                        int r = got < 0 ? -errno : -EIO;
-                        free(buf);
-                        return r;
-                }
-                len += (size_t)got;
-        }
-        buf[len] = '\0';
-        *ret = buf;
-        *ret_len = len;
-        return 0;
-}
-
 /* A checkpoint that cannot be read back is moved aside, kept for a human,
  * and the daemon starts with none: Unprepare of a claim it does not know
  * succeeds, and Prepare asks the API server again. Nothing on the host
@@ -80,7 +49,7 @@ int dra_checkpoint_load(struct dra_node *n) {
         _cleanup_free_ char *text = NULL, *msg = NULL;
         struct dra_claim *claims = NULL;
         size_t len = 0, count = 0;
-        int fd, r;
+        int r;
 
         /* A temp a crash left behind, never renamed: not a checkpoint. */
         r = base_remove_temps_at(n->dir_fd, CHECKPOINT_TMP);
@@ -88,15 +57,10 @@ int dra_checkpoint_load(struct dra_node *n) {
                 log_with(LOG_WARN, &(struct log_fields){ .path = n->plugin_dir, .err = -r },
                          "dra: cannot remove leftover temps %s/%s*: %s; continuing", n->plugin_dir,
                          CHECKPOINT_TMP, strerror(-r));
-        fd = openat(n->dir_fd, CHECKPOINT, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-        if (fd < 0 && errno == ENOENT)
+        r = base_read_file_at(n->dir_fd, CHECKPOINT, O_NOFOLLOW, DRA_CHECKPOINT_MAX_BYTES, &text,
+                              &len);
+        if (r == -ENOENT)
                 return 0;
-        if (fd < 0)
-                r = -errno;
-        else {
-                r = read_all(fd, &text, &len);
-                close(fd);
-        }
         if (r >= 0)
                 r = dra_checkpoint_decode(text, len, &claims, &count, &msg);
         if (r == -ENOMEM)

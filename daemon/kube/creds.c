@@ -43,39 +43,15 @@ void kube_creds_clear(struct kube_creds *c) {
 }
 
 int kube_read_file(const char *path, size_t max, struct kube_blob *ret) {
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        _cleanup_free_ char *buf = NULL;
-        struct stat st;
-        size_t len = 0;
+        char *buf;
+        size_t len;
+        /* A token being rotated may change size under us: the reader
+         * judges by what came, not by the size it saw first. */
+        int r = base_read_file_at(AT_FDCWD, path, 0, max, &buf, &len);
 
-        if (fd < 0)
-                return -errno;
-        if (fstat(fd, &st) < 0)
-                return -errno;
-        if (!S_ISREG(st.st_mode))
-                return -EINVAL;
-        if ((uint64_t)st.st_size > max)
-                return -EFBIG;
-        /* The size may change under us (a token being rotated): read up
-         * to max + 1 and judge by what came. */
-        buf = malloc(max + 1);
-        if (!buf)
-                return -ENOMEM;
-        for (;;) {
-                ssize_t n = read(fd, buf + len, max + 1 - len);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                if (n == 0)
-                        break;
-                len += (size_t)n;
-                if (len > max)
-                        return -EFBIG;
-        }
-        buf[len] = '\0';
-        ret->data = TAKE_PTR(buf);
+        if (r < 0)
+                return r;
+        ret->data = buf;
         ret->len = len;
         return 0;
 }
