@@ -70,6 +70,9 @@ struct dp_res_server {
         unsigned listen_gen; /* kubelet.gen when listen_fd was made */
         struct dp_tag shutdown_tag;
         struct dp_call *streams; /* open ListAndWatch streams */
+        /* Asked to serve while the old server still stops (a reload moved
+         * the resource to DRA and back): serve once that one is gone. */
+        bool serve_again;
 };
 
 /* Removed by a reload: freed once its server, calls and Register are done

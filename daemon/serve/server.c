@@ -376,11 +376,11 @@ static void on_shutdown(struct dp_daemon *d, struct dp_tag *tag, bool ok) {
         res->srv.server = NULL;
         res->srv.state = SRV_DOWN;
         d->live--;
-        /* A reload moved it to DRA and back while this server was still
-         * stopping (a stream held it): serve it again now the old one is
-         * gone, or it would have no socket until the next reload. */
-        if (!res->life.retired && !d->stopping && !dp_resource_is_dra(res))
+        /* Without this, a resource moved to DRA and back while this
+         * server still stopped would have no socket until the next reload. */
+        if (res->srv.serve_again && !res->life.retired && !d->stopping && !dp_resource_is_dra(res))
                 dp_server_serve(res);
+        res->srv.serve_again = false;
         dp_maybe_finish(d);
         dp_resource_maybe_free(res);
 }
@@ -427,6 +427,10 @@ int dp_server_start(struct dp_resource *res) {
 void dp_server_serve(struct dp_resource *res) {
         struct dp_daemon *d = res->d;
 
+        if (res->srv.state == SRV_STOPPING) {
+                res->srv.serve_again = true; /* on_shutdown serves it */
+                return;
+        }
         if (dp_server_start(res) < 0) {
                 log_with(LOG_ERR, &(struct log_fields){ .resource = res->cfg->name },
                          "resource \"%s\": cannot start its server", res->cfg->name);
