@@ -54,3 +54,20 @@ CC=clang-14 cmake -S . -B build-ubsan -DCDIPLUG_WERROR=ON \
         -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=undefined" >/dev/null
 cmake --build build-ubsan -j "$jobs" >/dev/null
 (cd build-ubsan && ctest --output-on-failure -j "$jobs" -L unit)
+# Real Kubernetes as the peer (tests/k8s: the kubelet's device manager and
+# DRA manager, the API server's validation, the CDI library, at the oldest
+# and newest supported releases), against the release build. It needs Go and
+# the Go module proxy; without them it is skipped and says why, except where
+# CDIPLUG_REQUIRE_K8S=1 (.ci/run), where a skip fails.
+echo "== real Kubernetes (tests/k8s/run.sh)"
+k8s_rc=0
+tests/k8s/run.sh build || k8s_rc=$?
+if [ "$k8s_rc" -eq 77 ]; then
+        if [ "${CDIPLUG_REQUIRE_K8S:-0}" = 1 ]; then
+                echo "the real-Kubernetes tests are required here (CDIPLUG_REQUIRE_K8S=1)" >&2
+                exit 1
+        fi
+        echo "NOTE: the real-Kubernetes tests (tests/k8s) were skipped: see the reason above"
+elif [ "$k8s_rc" -ne 0 ]; then
+        exit "$k8s_rc"
+fi
