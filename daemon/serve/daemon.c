@@ -342,6 +342,8 @@ static int start_serving(struct dp_daemon *d) {
          * sockets wait for kubelet.sock (watch.c), like after a restart. */
         bool kubelet = d->watch.kubelet_wd >= 0 && dp_kubelet_present(d);
         d->kubelet.seen = kubelet;
+        if (kubelet)
+                dp_kubelet_sock_note(d);
         if (d->watch.kubelet_wd >= 0 && !kubelet)
                 log_with(LOG_INFO, &(struct log_fields){ .path = d->kubelet.sock },
                          "waiting for %s before serving", d->kubelet.sock);

@@ -39,6 +39,22 @@ bool dp_kubelet_present(const struct dp_daemon *d) {
         return stat(d->kubelet.sock, &st) == 0 && S_ISSOCK(st.st_mode);
 }
 
+void dp_kubelet_sock_note(struct dp_daemon *d) {
+        struct stat st;
+        if (stat(d->kubelet.sock, &st) == 0 && S_ISSOCK(st.st_mode)) {
+                d->kubelet.noted_dev = st.st_dev;
+                d->kubelet.noted_ino = st.st_ino;
+        }
+}
+
+bool dp_kubelet_sock_is_noted(struct dp_daemon *d) {
+        struct stat st;
+        bool same = d->kubelet.noted_ino != 0 && stat(d->kubelet.sock, &st) == 0 &&
+                    st.st_dev == d->kubelet.noted_dev && st.st_ino == d->kubelet.noted_ino;
+        d->kubelet.noted_ino = 0;
+        return same;
+}
+
 /* Once stopping and nothing is left in flight, end the main loop. */
 void dp_maybe_finish(struct dp_daemon *d) {
         if (d->stopping && d->live == 0 && dp_dra_done(d))

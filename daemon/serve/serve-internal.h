@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "base.h"
 #include "metrics.h"
@@ -124,6 +125,12 @@ struct dp_kubelet {
         unsigned ch_gen;   /* bumped each time ch is replaced */
         uint64_t restarts; /* new kubelet.sock seen after a first one */
         bool seen;         /* a kubelet.sock was there once */
+        /* The kubelet.sock we found by looking (at start-up, or when its
+         * dir appeared) and registered with, 0 when none: its IN_CREATE
+         * may still be queued on the watch made just before, and is no
+         * new kubelet. Cleared when any kubelet.sock goes or comes. */
+        dev_t noted_dev;
+        ino_t noted_ino;
 };
 
 /* What wakes the watcher thread: signals and inotify watches (watch.c). */
@@ -233,6 +240,10 @@ void dp_register_due(void *ctx);
 void dp_register_cancel(struct dp_resource *res);
 void dp_register_relistened(struct dp_resource *res);
 bool dp_kubelet_present(const struct dp_daemon *d);
+/* Note the kubelet.sock found by looking; then, on an IN_CREATE of
+ * kubelet.sock, whether it is still that one (asked once). */
+void dp_kubelet_sock_note(struct dp_daemon *d);
+bool dp_kubelet_sock_is_noted(struct dp_daemon *d);
 void dp_kubelet_channel_close(struct dp_daemon *d);
 /* kubelet.sock appeared (again): bump the generation and drop the channel. */
 void dp_kubelet_new_gen(struct dp_daemon *d);

@@ -258,7 +258,9 @@ static void kubelet_dir_appeared(struct dp_daemon *d) {
         }
         log_with(LOG_INFO, &(struct log_fields){ .path = d->opts->kubelet_dir },
                  "kubelet dir %s is there with kubelet.sock, serving", d->opts->kubelet_dir);
+        dp_kubelet_sock_created(d);
         kubelet_appeared(d);
+        dp_kubelet_sock_note(d);
 }
 
 static void kubelet_dir_gone(struct dp_daemon *d) {
@@ -516,11 +518,21 @@ static void kubelet_event(struct dp_daemon *d, const struct inotify_event *ev) {
         if (!ev->len)
                 return;
         if (strcmp(ev->name, "kubelet.sock") == 0 && (ev->mask & (IN_CREATE | IN_MOVED_TO))) {
+                /* Made between our watch and our look (at start-up, or
+                 * as its dir appeared): we registered with it already. Registering again would
+                 * re-create every socket under the kubelet's dial-back
+                 * and count a restart that never was. */
+                if (dp_kubelet_sock_is_noted(d)) {
+                        log_debug("kubelet.sock appeared as we looked: registered already");
+                        return;
+                }
                 log_info("kubelet.sock appeared: registering %zu resources", d->n_res);
                 dp_kubelet_sock_created(d);
                 kubelet_appeared(d);
                 return;
         }
+        if (strcmp(ev->name, "kubelet.sock") == 0 && (ev->mask & (IN_DELETE | IN_MOVED_FROM)))
+                d->kubelet.noted_ino = 0; /* whatever comes next is new */
         if (ev->mask & (IN_DELETE | IN_MOVED_FROM))
                 for (size_t i = 0; i < d->n_res; i++)
                         if (strcmp(ev->name, d->res[i]->cfg->socket_name) == 0)
