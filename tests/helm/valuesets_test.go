@@ -8,6 +8,9 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/scheme"
 )
 
 // draConfig holds what YAML would misread if quoted by hand (a quote, a
@@ -148,7 +151,9 @@ func TestValueSets(t *testing.T) {
 			}
 			dra := vs.config != ""
 			validate(t, manifest, dra)
-			got := byKey(t, parseStream(t, manifest))
+			objs := parseStream(t, manifest)
+			typed(t, objs)
+			got := byKey(t, objs)
 
 			var refObjs []object
 			if dra {
@@ -231,4 +236,28 @@ func aheadOfManifests(t *testing.T, ref, got map[string]object) {
 			}
 		}
 	}
+}
+
+// typed decodes every object into its API type (client-go's scheme, the
+// release Helm pins), refusing unknown fields; only the Prometheus
+// operator's ServiceMonitor has no type there.
+func typed(t *testing.T, objs []object) {
+	t.Helper()
+	for _, o := range objs {
+		gvk := schema.FromAPIVersionAndKind(str(o["apiVersion"]), str(o["kind"]))
+		into, err := scheme.Scheme.New(gvk)
+		if err != nil {
+			if gvk.Group == "monitoring.coreos.com" {
+				continue
+			}
+			t.Errorf("%s: %s is no API type: %v", key(o), gvk, err)
+			continue
+		}
+		strictDecode(t, o, into)
+	}
+}
+
+func str(v any) string {
+	s, _ := v.(string)
+	return s
 }
