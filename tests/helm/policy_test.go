@@ -1,7 +1,10 @@
-// The chart's ValidatingAdmissionPolicy, compiled and evaluated by the API
-// server's own admission library (k8s.io/apiserver, at the release Helm
-// pins), the way its validating-policy plugin assembles a policy, for the
-// requests a node's cdiplug pod, or anyone else, could make.
+// The chart's ValidatingAdmissionPolicy, compiled and evaluated in the API
+// server's own CEL environment for admission (k8s.io/apiserver, at the
+// release Helm pins), for the requests a node's cdiplug pod, or anyone
+// else, could make. The validating-policy plugin itself (its dispatcher and
+// informers) is left out: it would double this module's build for the
+// decision "every match condition true, then every validation true",
+// written out in admits().
 package helm
 
 import (
@@ -11,14 +14,16 @@ import (
 	"strings"
 	"testing"
 
+	celgo "github.com/google/cel-go/cel"
+	celtypes "github.com/google/cel-go/common/types"
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
 	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
-	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
-	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/cel/environment"
 )
@@ -45,52 +50,100 @@ func strictDecode(t *testing.T, o object, into any) {
 	}
 }
 
-// compilePolicy builds the policy's validator from the library's parts:
-// its variables, match conditions, validations and message expressions,
-// each compiled in the API server's base CEL environment. A compile error
-// fails the test.
-func compilePolicy(t *testing.T, p *admissionregv1.ValidatingAdmissionPolicy) validating.Validator {
+// expr is one CEL expression of the policy, named when it is a variable,
+// with the type the API server wants it to return.
+type expr struct {
+	name, text string
+	returns    *celgo.Type
+}
+
+func (e *expr) GetName() string            { return e.name }
+func (e *expr) GetExpression() string      { return e.text }
+func (e *expr) ReturnTypes() []*celgo.Type { return []*celgo.Type{e.returns} }
+
+// policy: the compiled match conditions and validations of a
+// ValidatingAdmissionPolicy, its variables stored in the compiler as the
+// API server's validating-policy plugin stores them.
+type policy struct {
+	match, checks plugincel.ConditionEvaluator
+}
+
+// compilePolicy compiles every expression in the API server's base CEL
+// environment; a compile error, or an expression of the wrong type, fails
+// the test.
+func compilePolicy(t *testing.T, p *admissionregv1.ValidatingAdmissionPolicy) policy {
 	t.Helper()
 	comp, err := plugincel.NewCompositedCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	withAuthz := plugincel.OptionalVariableDeclarations{HasAuthorizer: true}
+	decls := plugincel.OptionalVariableDeclarations{HasAuthorizer: true}
 	for _, v := range p.Spec.Variables {
-		res := comp.CompileAndStoreVariable(&validating.Variable{Name: v.Name, Expression: v.Expression},
-			withAuthz, environment.StoredExpressions)
+		res := comp.CompileAndStoreVariable(&expr{name: v.Name, text: v.Expression, returns: celgo.AnyType},
+			decls, environment.StoredExpressions)
 		if res.Error != nil {
 			t.Fatalf("variable %s does not compile: %v", v.Name, res.Error)
 		}
 	}
-	var match, checks, messages []plugincel.ExpressionAccessor
-	for i := range p.Spec.MatchConditions {
-		mc := matchconditions.MatchCondition(p.Spec.MatchConditions[i])
-		match = append(match, &mc)
+	var match, checks []plugincel.ExpressionAccessor
+	for _, m := range p.Spec.MatchConditions {
+		match = append(match, &expr{text: m.Expression, returns: celgo.BoolType})
 	}
 	for _, v := range p.Spec.Validations {
-		checks = append(checks, &validating.ValidationCondition{Expression: v.Expression, Message: v.Message})
-		var m plugincel.ExpressionAccessor
+		checks = append(checks, &expr{text: v.Expression, returns: celgo.BoolType})
 		if v.MessageExpression != "" {
-			m = &validating.MessageExpressionCondition{MessageExpression: v.MessageExpression}
+			checks = append(checks, &expr{text: v.MessageExpression, returns: celgo.StringType})
 		}
-		messages = append(messages, m)
 	}
-	// Every expression alone as well, so a compile error is reported
-	// as one rather than as a denial.
 	for _, e := range append(append([]plugincel.ExpressionAccessor{}, match...), checks...) {
-		res := comp.CompileCELExpression(e, withAuthz, environment.StoredExpressions)
+		res := comp.CompileCELExpression(e, decls, environment.StoredExpressions)
 		if res.Error != nil {
 			t.Fatalf("%q does not compile: %v", e.GetExpression(), res.Error)
 		}
 	}
-	matcher := matchconditions.NewMatcher(comp.CompileCondition(match, withAuthz, environment.StoredExpressions),
-		p.Spec.FailurePolicy, "policy", "validate", p.Name)
-	return validating.NewValidator(
-		comp.CompileCondition(checks, withAuthz, environment.StoredExpressions), matcher,
-		comp.CompileCondition(nil, withAuthz, environment.StoredExpressions),
-		comp.CompileCondition(messages, plugincel.OptionalVariableDeclarations{}, environment.StoredExpressions),
-		p.Spec.FailurePolicy, nil)
+	return policy{
+		match:  comp.CompileCondition(match, decls, environment.StoredExpressions),
+		checks: comp.CompileCondition(checks, decls, environment.StoredExpressions),
+	}
+}
+
+// admits evaluates the policy on a request: false, with why, when a
+// validation is not true; an evaluation error fails the test (the policy
+// fails closed, but an error is no answer).
+func (p policy) admits(t *testing.T, attr *admission.VersionedAttributes) (bool, string) {
+	t.Helper()
+	req := plugincel.CreateAdmissionRequest(attr.Attributes, metav1.GroupVersionResource(sliceGVR),
+		metav1.GroupVersionKind(sliceGVK))
+	eval := func(c plugincel.ConditionEvaluator) []plugincel.EvaluationResult {
+		res, _, err := c.ForInput(context.Background(), attr, req, plugincel.OptionalVariableBindings{},
+			nil, celconfig.RuntimeCELCostBudget)
+		if err != nil {
+			t.Fatalf("evaluation: %v", err)
+		}
+		for _, r := range res {
+			if r.Error != nil {
+				t.Errorf("%q: %v", r.ExpressionAccessor.GetExpression(), r.Error)
+			}
+		}
+		return res
+	}
+	for _, r := range eval(p.match) {
+		if r.EvalResult != celtypes.True {
+			return true, "" // not a request the policy is about
+		}
+	}
+	for _, r := range eval(p.checks) {
+		if r.EvalResult == nil {
+			return false, r.ExpressionAccessor.GetExpression() // an error, reported above
+		}
+		if r.EvalResult.Type() == celtypes.StringType {
+			continue // a messageExpression: it only has to evaluate
+		}
+		if r.EvalResult != celtypes.True {
+			return false, r.ExpressionAccessor.GetExpression()
+		}
+	}
+	return true, ""
 }
 
 func slice(node, driver string) *unstructured.Unstructured {
@@ -163,22 +216,13 @@ func TestAdmissionPolicy(t *testing.T) {
 			}
 			u := &user.DefaultInfo{Name: tc.user, Extra: tc.extra}
 			attr := admission.NewAttributesRecord(obj, old, sliceGVK, "", name, sliceGVR, "", tc.op, nil, false, u)
-			res := v.Validate(context.Background(), sliceGVR,
-				&admission.VersionedAttributes{Attributes: attr, VersionedKind: sliceGVK,
-					VersionedObject: admission.NewLazyObject(obj), VersionedOldObject: admission.NewLazyObject(old)},
-				nil, nil, 1_000_000, nil)
-			admitted := true
-			for _, d := range res.Decisions {
-				if d.Evaluation == validating.EvalError {
-					t.Errorf("evaluation error: %s", d.Message)
-				}
-				if d.Action != validating.ActionAdmit {
-					admitted = false
-					t.Logf("denied: %s", d.Message)
-				}
+			admitted, why := v.admits(t, &admission.VersionedAttributes{Attributes: attr, VersionedKind: sliceGVK,
+				VersionedObject: admission.NewLazyObject(obj), VersionedOldObject: admission.NewLazyObject(old)})
+			if !admitted {
+				t.Logf("denied by %s", why)
 			}
 			if admitted != tc.admit {
-				t.Errorf("admitted %v, want %v (%+v)", admitted, tc.admit, res.Decisions)
+				t.Errorf("admitted %v, want %v", admitted, tc.admit)
 			}
 		})
 	}
