@@ -95,6 +95,12 @@ func TestRefusals(t *testing.T) {
 			want: []string{"image", "space"}, config: draConfig,
 			manifests: []string{"--image", "cdiplug x:0.1.0"}},
 		{name: "metrics port", values: "metrics: {port: 70000}", want: []string{"metrics.port"}},
+		// values.schema.json (whose messages name a value by its JSON
+		// pointer): a misspelt key and a wrong type.
+		{name: "misspelt value", values: "nodeselector: {a: b}", want: []string{"nodeselector"}},
+		{name: "a string for a switch", values: "nfd: {enabled: \"yes\"}",
+			want: []string{"/nfd/enabled", "boolean"}},
+		{name: "a config that is no object", values: "config: \"{}\"", want: []string{"config"}},
 		{name: "dra resource without a dra section",
 			config: `{"resources": [{"name": "example.com/fuse", "match": [{"path": "/dev/fuse"}]},
 				{"name": "example.com/kvm", "match": [{"path": "/dev/kvm"}], "api": "dra"}]}`,

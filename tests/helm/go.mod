@@ -1,6 +1,8 @@
 // The real Helm that tests/helm checks deploy/helm/cdiplug with, pinned at
 // one release. A module of its own, apart from tests/k8s: Helm pins its own
-// k8s.io versions, which must not move the kubelet's.
+// k8s.io versions, which must not move the kubelet's. The k8s.io lines
+// below are Helm's own (the tests use its API types and the API server's
+// admission CEL); move them only with Helm.
 module cdiplug.test/helm
 
 go 1.26.0
