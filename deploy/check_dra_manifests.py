@@ -17,6 +17,10 @@ Three layers:
     and container securityContext, no host namespaces, small limits), and
     mounts only what DRA adds, at the host paths the kubelet dials.
 
+The Helm chart's DRA renderings (tests/helm) pass the same checks; what
+only they make so far (the ResourceSlice admission policy, a Service and
+ServiceMonitor, NFD's features.d) is checked when present.
+
 Usage: deploy/check_dra_manifests.py FILE|-
 Exit status 0 when every check passes.
 """
