@@ -170,8 +170,8 @@ func TestAdmissionPolicy(t *testing.T) {
 	objs := byKey(t, parseStream(t, manifest))
 	var policy admissionregv1.ValidatingAdmissionPolicy
 	var binding admissionregv1.ValidatingAdmissionPolicyBinding
-	strictDecode(t, objs["ValidatingAdmissionPolicy/cdiplug-dra-devices"], &policy)
-	strictDecode(t, objs["ValidatingAdmissionPolicyBinding/cdiplug-dra-devices"], &binding)
+	strictDecode(t, objs["ValidatingAdmissionPolicy/cdiplug-dra-node-devices"], &policy)
+	strictDecode(t, objs["ValidatingAdmissionPolicyBinding/cdiplug-dra-node-devices"], &binding)
 	if binding.Spec.PolicyName != policy.Name ||
 		len(binding.Spec.ValidationActions) != 1 || binding.Spec.ValidationActions[0] != admissionregv1.Deny {
 		t.Errorf("the binding does not apply the policy with Deny: %+v", binding.Spec)
@@ -195,8 +195,8 @@ func TestAdmissionPolicy(t *testing.T) {
 		{"create another node's slice", me, onNode, admission.Create, slice("node-b", "cdiplug.example.com"), nil, false},
 		{"create another driver's slice", me, onNode, admission.Create, slice("node-a", "gpu.example.com"), nil, false},
 		{"create a slice for all nodes", me, onNode, admission.Create, slice("", "cdiplug.example.com"), nil, false},
-		{"move another node's slice to its own", me, onNode, admission.Update,
-			slice("node-a", "cdiplug.example.com"), slice("node-b", "cdiplug.example.com"), false},
+		// No case moves a slice between nodes or drivers: the API
+		// server's validation, before admission, keeps both fields.
 		{"delete another node's slice", me, onNode, admission.Delete, nil, slice("node-b", "cdiplug.example.com"), false},
 		{"a token that names no node", me, nil, admission.Create, slice("node-a", "cdiplug.example.com"), nil, false},
 		{"another install's account: not this policy's", "system:serviceaccount:other:cdiplug", onNode,
