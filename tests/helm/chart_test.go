@@ -143,3 +143,32 @@ func TestRefusals(t *testing.T) {
 		})
 	}
 }
+
+// The notes `helm install` prints say where the pods are and, for the
+// shipped config, that nothing is advertised yet.
+func TestNotes(t *testing.T) {
+	for _, tc := range []struct {
+		name, config string
+		want         []string
+	}{
+		{"default", "", []string{"namespace cdiplug", "0 resources", "nothing is advertised",
+			"kubectl -n cdiplug get pods -l app.kubernetes.io/name=cdiplug"}},
+		{"dra", draConfig, []string{"4 resources (DRA driver cdiplug.example.com)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			vals := values(t, "")
+			if tc.config != "" {
+				vals["config"] = jsonValue(t, tc.config)
+			}
+			rel, err := install(t, vals, "default")
+			if err != nil {
+				t.Fatalf("helm install --dry-run: %v", err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(rel.Info.Notes, w) {
+					t.Errorf("the notes do not say %q:\n%s", w, rel.Info.Notes)
+				}
+			}
+		})
+	}
+}

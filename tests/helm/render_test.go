@@ -16,6 +16,7 @@ import (
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/lint/support"
+	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/releaseutil"
 	"sigs.k8s.io/yaml"
 )
@@ -86,6 +87,16 @@ func lint(t *testing.T, vals map[string]any, namespace string) {
 // values: the manifest text, or Helm's error.
 func render(t *testing.T, vals map[string]any, namespace string) (string, error) {
 	t.Helper()
+	rel, err := install(t, vals, namespace)
+	if err != nil {
+		return "", err
+	}
+	return rel.Manifest, nil
+}
+
+// install: the release a client-only dry-run install makes, notes and all.
+func install(t *testing.T, vals map[string]any, namespace string) (*release.Release, error) {
+	t.Helper()
 	cfg := &action.Configuration{Log: func(f string, a ...any) { t.Logf("helm: "+f, a...) }}
 	in := action.NewInstall(cfg)
 	in.DryRun = true
@@ -98,11 +109,7 @@ func render(t *testing.T, vals map[string]any, namespace string) (string, error)
 		t.Fatal(err)
 	}
 	in.KubeVersion = kv
-	rel, err := in.Run(loadChart(t), vals)
-	if err != nil {
-		return "", err
-	}
-	return rel.Manifest, nil
+	return in.Run(loadChart(t), vals)
 }
 
 // parseStream reads a YAML stream into objects, in Helm's install order
