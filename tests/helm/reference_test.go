@@ -56,7 +56,7 @@ func manifests(t *testing.T, config string, opts ...string) ([]object, string, i
 // renderer its checks use, itself cross-checked with kubectl kustomize).
 func base(t *testing.T) []object {
 	t.Helper()
-	out, errOut, rc := run(t, "python3", filepath.Join(top(t), "deploy", "check_manifests.py"),
+	out, errOut, rc := run(t, "python3", "-B", filepath.Join(top(t), "deploy", "check_manifests.py"),
 		"--render", filepath.Join(top(t), "deploy", "base"))
 	if rc != 0 {
 		t.Fatalf("deploy/check_manifests.py --render: exit %d\n%s%s", rc, out, errOut)
@@ -77,7 +77,7 @@ func validate(t *testing.T, manifest string, dra bool) {
 	if dra {
 		args = []string{filepath.Join(top(t), "deploy", "check_dra_manifests.py"), path}
 	}
-	out, errOut, rc := run(t, "python3", args...)
+	out, errOut, rc := run(t, "python3", append([]string{"-B"}, args...)...)
 	if rc != 0 {
 		t.Errorf("%s: exit %d\n%s%s\nthe rendering:\n%s", filepath.Base(args[0]), rc, out, errOut, manifest)
 	}
