@@ -17,6 +17,10 @@ Three layers:
     and container securityContext, no host namespaces, small limits), and
     mounts only what DRA adds, at the host paths the kubelet dials.
 
+The Helm chart's DRA renderings (tests/helm) pass the same checks; what
+only they make so far (the ResourceSlice admission policy, a Service and
+ServiceMonitor, NFD's features.d) is checked when present.
+
 Usage: deploy/check_dra_manifests.py FILE|-
 Exit status 0 when every check passes.
 """
@@ -134,8 +138,46 @@ DAEMON_SET = obj(
     metadata=req(OBJECT_META),
     spec=req(obj(selector=req(obj(matchLabels=opt(smap(S)))),
                  updateStrategy=opt(obj(type=opt(S), rollingUpdate=opt(obj(
-                     maxUnavailable=opt(("int-or-string",)))))),
+                     maxUnavailable=opt(("int-or-string",)),
+                     maxSurge=opt(("int-or-string",)))))),
                  template=req(obj(metadata=opt(OBJECT_META), spec=opt(POD_SPEC))))),
+    **TYPE_META)
+
+# k8s.io/api/admissionregistration/v1 types.go: ValidatingAdmissionPolicy
+# (MatchResources, NamedRuleWithOperations, MatchCondition and Variable:
+# name and expression required; Validation: expression required) and its
+# binding (policyName, validationActions).
+NAMED_EXPRESSION = obj(name=req(S), expression=req(S))
+VALIDATING_ADMISSION_POLICY = obj(
+    metadata=req(OBJECT_META),
+    spec=req(obj(failurePolicy=opt(S),
+                 matchConstraints=opt(obj(resourceRules=opt(arr(obj(
+                     apiGroups=opt(arr(S)), apiVersions=opt(arr(S)), operations=opt(arr(S)),
+                     resources=opt(arr(S))))))),
+                 matchConditions=opt(arr(NAMED_EXPRESSION)),
+                 variables=opt(arr(NAMED_EXPRESSION)),
+                 validations=opt(arr(obj(expression=req(S), message=opt(S),
+                                         messageExpression=opt(S), reason=opt(S)))))),
+    **TYPE_META)
+VALIDATING_ADMISSION_POLICY_BINDING = obj(
+    metadata=req(OBJECT_META),
+    spec=req(obj(policyName=req(S), validationActions=opt(arr(S)))), **TYPE_META)
+
+# k8s.io/api/core/v1 types.go: Service (ServicePort: port required), and
+# the Prometheus operator's monitoring.coreos.com/v1 ServiceMonitor
+# (selector required; Endpoint), which the chart makes when asked.
+SERVICE = obj(
+    metadata=req(OBJECT_META),
+    spec=req(obj(clusterIP=opt(S), selector=opt(smap(S)),
+                 ports=opt(arr(obj(port=req(I), name=opt(S), protocol=opt(S),
+                                   targetPort=opt(("int-or-string",))))))),
+    **TYPE_META)
+SERVICE_MONITOR = obj(
+    metadata=req(OBJECT_META),
+    spec=req(obj(selector=req(obj(matchLabels=opt(smap(S)))),
+                 namespaceSelector=opt(obj(matchNames=opt(arr(S)))),
+                 endpoints=opt(arr(obj(port=opt(S), path=opt(S), interval=opt(S),
+                                       scrapeTimeout=opt(S)))))),
     **TYPE_META)
 
 KINDS = {
@@ -146,7 +188,14 @@ KINDS = {
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): CLUSTER_ROLE_BINDING,
     ("resource.k8s.io/v1", "DeviceClass"): DEVICE_CLASS,
     ("apps/v1", "DaemonSet"): DAEMON_SET,
+    ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy"): VALIDATING_ADMISSION_POLICY,
+    ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding"):
+        VALIDATING_ADMISSION_POLICY_BINDING,
+    ("v1", "Service"): SERVICE,
+    ("monitoring.coreos.com/v1", "ServiceMonitor"): SERVICE_MONITOR,
 }
+CLUSTER_SCOPED = ("Namespace", "ClusterRole", "ClusterRoleBinding", "DeviceClass",
+                  "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
 
 
 def schema_errors(value, schema, path):
@@ -245,7 +294,7 @@ def check_names(kinds, c):
     for kind, docs in kinds.items():
         for d in docs:
             meta = d["metadata"]
-            if kind in ("Namespace", "ClusterRole", "ClusterRoleBinding", "DeviceClass"):
+            if kind in CLUSTER_SCOPED:
                 c.check("namespace" not in meta, "%s %s is cluster-scoped: no namespace"
                         % (kind, meta["name"]))
             else:
@@ -406,6 +455,11 @@ def check_daemonset(kinds, c):
                 base.CDI_DIR}
     read_only = {prefix + "/pod-resources": prefix + "/pod-resources",
                  "/dev": base.HOST_ROOT + "/dev", "/sys": base.HOST_ROOT + "/sys"}
+    nfd = base.arg_value(args, "--nfd-features-dir")
+    if nfd is not None:
+        # NFD's features.d, where cdiplug keeps its feature file.
+        c.check(nfd.startswith("/"), "--nfd-features-dir %r is absolute" % nfd)
+        writable.add(nfd)
     c.check(set(host_paths) == writable | set(read_only),
             "hostPath volumes are exactly %s (got %s)"
             % (sorted(writable | set(read_only)), sorted(host_paths)))
@@ -430,6 +484,71 @@ def check_daemonset(kinds, c):
     sock = base.arg_value(args, "--pod-resources-socket")
     c.check(sock is None or os.path.dirname(sock) == prefix + "/pod-resources",
             "--pod-resources-socket is in the mounted directory")
+
+
+def check_admission_policy(kinds, namespace, driver, c):
+    """The policy that keeps each node's driver to its own node's
+    ResourceSlices, when the manifests make one."""
+    policies = kinds.get("ValidatingAdmissionPolicy", [])
+    bindings = kinds.get("ValidatingAdmissionPolicyBinding", [])
+    if not policies and not bindings:
+        return
+    c.check(len(policies) == 1 and len(bindings) == 1,
+            "one ValidatingAdmissionPolicy and one binding")
+    if len(policies) != 1 or len(bindings) != 1:
+        return
+    spec, bspec = policies[0]["spec"], bindings[0]["spec"]
+    c.check(bspec.get("policyName") == policies[0]["metadata"]["name"]
+            and bspec.get("validationActions") == ["Deny"],
+            "the binding applies the policy with Deny")
+    c.check(spec.get("failurePolicy") == "Fail", "the policy fails closed (failurePolicy Fail)")
+    rules = (spec.get("matchConstraints") or {}).get("resourceRules") or []
+    c.check(any("resource.k8s.io" in r.get("apiGroups", []) and "resourceslices" in
+                r.get("resources", []) and {"CREATE", "UPDATE", "DELETE"} <= set(r.get("operations", []))
+                for r in rules),
+            "the policy matches creating, updating and deleting ResourceSlices")
+    ds = (kinds.get("DaemonSet") or [None])[0]
+    sa = ds["spec"]["template"].get("spec", {}).get("serviceAccountName") if ds else None
+    user = "system:serviceaccount:%s:%s" % (namespace, sa)
+    c.check(any(user in m.get("expression", "") for m in spec.get("matchConditions") or []),
+            "the policy applies to the DaemonSet's service account %s" % user)
+    text = " ".join(e.get("expression", "") for e in
+                    (spec.get("variables") or []) + (spec.get("validations") or []))
+    c.check("authentication.kubernetes.io/node-name" in text and "spec.nodeName" in text,
+            "the policy compares spec.nodeName with the node the token names")
+    c.check("'%s'" % driver in text or '"%s"' % driver in text,
+            "the policy names the config's driver %r" % driver)
+
+
+def check_monitoring(kinds, c):
+    """A Service and ServiceMonitor, when the manifests make them, reach the
+    DaemonSet's metrics port."""
+    services = kinds.get("Service", [])
+    monitors = kinds.get("ServiceMonitor", [])
+    if not services and not monitors:
+        return
+    ds = (kinds.get("DaemonSet") or [None])[0]
+    tlabels = ((ds["spec"]["template"].get("metadata") or {}).get("labels") or {}) if ds else {}
+    c.check(len(services) == 1 and len(monitors) == 1, "one Service and one ServiceMonitor")
+    if len(services) != 1 or len(monitors) != 1:
+        return
+    svc, mon = services[0], monitors[0]
+    sel = svc["spec"].get("selector") or {}
+    c.check(sel and all(tlabels.get(k) == v for k, v in sel.items()),
+            "the Service selects the DaemonSet's pods")
+    ports = {p.get("name"): p for p in svc["spec"].get("ports") or []}
+    c.check((ports.get("metrics") or {}).get("targetPort") == "metrics",
+            "the Service's port 'metrics' targets the container port 'metrics'")
+    msel = (mon["spec"].get("selector") or {}).get("matchLabels") or {}
+    slabels = svc["metadata"].get("labels") or {}
+    c.check(msel and all(slabels.get(k) == v for k, v in msel.items()),
+            "the ServiceMonitor selects the Service")
+    names = (mon["spec"].get("namespaceSelector") or {}).get("matchNames")
+    c.check(names in (None, [svc["metadata"].get("namespace")]),
+            "the ServiceMonitor looks in the Service's namespace")
+    eps = mon["spec"].get("endpoints") or []
+    c.check(eps and all(e.get("port") in ports and e.get("path", "/metrics") == "/metrics"
+                        for e in eps), "the ServiceMonitor scrapes /metrics on the Service's port")
 
 
 def main(argv):
@@ -459,6 +578,8 @@ def main(argv):
     check_device_classes(kinds, driver, resources, c)
     check_rbac(kinds, namespace, c)
     check_daemonset(kinds, c)
+    check_admission_policy(kinds, namespace, driver, c)
+    check_monitoring(kinds, c)
     print("dra manifests: %d passed, %d failed" % (c.passed, c.failed))
     return 1 if c.failed else 0
 

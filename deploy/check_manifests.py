@@ -9,6 +9,7 @@ on PATH and can render the base, its output must equal ours.
 
 Usage: deploy/check_manifests.py [BASE_DIR]   (default: deploy/base)
        deploy/check_manifests.py --render [BASE_DIR]   (print the YAML)
+       deploy/check_manifests.py --rendered FILE   (check a rendered YAML stream)
 Exit status 0 when every check passes.
 """
 import json
@@ -200,14 +201,22 @@ def check_docs(docs, c):
     volumes = {v["name"]: v for v in pod.get("volumes", [])}
     mounts = {m["mountPath"]: m for m in ctr.get("volumeMounts", [])}
     host_paths = {v["hostPath"]["path"]: n for n, v in volumes.items() if "hostPath" in v}
-    c.check(set(host_paths) == {KUBELET_DIR, CDI_DIR, POD_RESOURCES_DIR, "/dev", "/sys"},
-            "hostPath volumes are exactly %s, %s, %s, /dev, /sys (got %s)"
-            % (KUBELET_DIR, CDI_DIR, POD_RESOURCES_DIR, sorted(host_paths)))
+    want_paths = {KUBELET_DIR, CDI_DIR, POD_RESOURCES_DIR, "/dev", "/sys"}
+    nfd = arg_value(args, "--nfd-features-dir")
+    if nfd is not None:
+        want_paths.add(nfd)
+    c.check(set(host_paths) == want_paths, "hostPath volumes are exactly %s (got %s)"
+            % (sorted(want_paths), sorted(host_paths)))
 
     def mount_of(host_path):
         name = host_paths.get(host_path)
         return next((m for m in mounts.values() if m["name"] == name), None)
 
+    if nfd is not None:
+        m = mount_of(nfd)
+        c.check(nfd.startswith("/") and m is not None and m["mountPath"] == nfd
+                and not m.get("readOnly"),
+                "--nfd-features-dir %s is mounted writable at the same path" % nfd)
     for host, flag in ((KUBELET_DIR, "--kubelet-dir"), (CDI_DIR, "--cdi-dir")):
         m = mount_of(host)
         want = arg_value(args, flag) or host
@@ -258,7 +267,26 @@ def check_docs(docs, c):
         c.check(cfg == example, "the ConfigMap's %s equals packaging/config.json" % cfg_file)
 
 
+def check_rendered(path):
+    """Check a YAML stream rendered by another tool (the Helm chart's
+    device-plugin objects), without the kustomize cross-check."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            docs = [d for d in yaml.safe_load_all(f) if d is not None]
+    except (OSError, yaml.YAMLError) as e:
+        print("manifests: cannot read %s: %s" % (path, e))
+        print("manifests: 0 passed, 1 failed")
+        return 1
+    c = Checker()
+    print("read %s: %d objects" % (path, len(docs)))
+    check_docs(docs, c)
+    print("manifests: %d passed, %d failed" % (c.passed, c.failed))
+    return 1 if c.failed else 0
+
+
 def main(argv):
+    if argv[:1] == ["--rendered"] and len(argv) == 2:
+        return check_rendered(argv[1])
     render_only = "--render" in argv
     argv = [a for a in argv if a != "--render"]
     base = argv[0] if argv else os.path.join(HERE, "base")

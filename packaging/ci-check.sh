@@ -8,7 +8,8 @@
 # then a real dpkg install / remove / purge with a stray-file check), the
 # .rpm (rpmlint), checks the systemd unit (systemd-analyze verify and
 # security), the container image's root file system (run with chroot), and
-# the Kubernetes manifests (yamllint, deploy/check_manifests.py).
+# the Kubernetes manifests (yamllint, deploy/check_manifests.py) and the
+# Helm chart's version (its rendering is tests/helm's, which needs Go).
 # Ends with "packaging: N passed, M failed"; exits non-zero on any failure.
 #
 # Environment:
@@ -117,16 +118,19 @@ version=$(sed -n 's/^project(cdiplug VERSION \([0-9.]*\).*/\1/p' "$src/CMakeList
 echo "cdiplug version $version (from $src/CMakeLists.txt)"
 
 versions_agree() {
-	local deb_v spec_v
+	local deb_v spec_v chart=$repo/deploy/helm/cdiplug/Chart.yaml chart_v app_v
 	deb_v=$(dpkg-parsechangelog -l "$here/debian/changelog" -S Version)
 	spec_v=$(sed -n 's/^Version:[[:space:]]*//p' "$here/cdiplug.spec")
-	echo "CMake $version, debian/changelog $deb_v, cdiplug.spec $spec_v"
-	if [ -z "$version" ] || [ "${deb_v%%-*}" != "$version" ] || [ "$spec_v" != "$version" ]; then
-		echo "bump packaging/debian/changelog and packaging/cdiplug.spec to $version"
+	chart_v=$(sed -n 's/^version:[[:space:]]*//p' "$chart")
+	app_v=$(sed -n 's/^appVersion:[[:space:]]*"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$chart")
+	echo "CMake $version, debian/changelog $deb_v, cdiplug.spec $spec_v, Helm chart $chart_v (app $app_v)"
+	if [ -z "$version" ] || [ "${deb_v%%-*}" != "$version" ] || [ "$spec_v" != "$version" ] ||
+		[ "$chart_v" != "$version" ] || [ "$app_v" != "$version" ]; then
+		echo "bump packaging/debian/changelog, packaging/cdiplug.spec and deploy/helm/cdiplug/Chart.yaml (version, appVersion) to $version"
 		return 1
 	fi
 }
-check "package versions match CMake's project version" versions_agree
+check "package and chart versions match CMake's project version" versions_agree
 
 # A copy of the source tree as it would be committed: git's view when there
 # is one (tracked plus untracked-but-not-ignored files), else everything but

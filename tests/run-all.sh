@@ -71,3 +71,19 @@ if [ "$k8s_rc" -eq 77 ]; then
 elif [ "$k8s_rc" -ne 0 ]; then
         exit "$k8s_rc"
 fi
+# The Helm chart (deploy/helm/cdiplug) with real Helm, built from its Go
+# module: lint, the renderings through the manifests' offline checks, and
+# agreement with `cdiplug manifests` and deploy/base. Skipped, and required,
+# exactly as the real-Kubernetes tests are.
+echo "== Helm chart (tests/helm/run.sh)"
+helm_rc=0
+tests/helm/run.sh build || helm_rc=$?
+if [ "$helm_rc" -eq 77 ]; then
+        if [ "${CDIPLUG_REQUIRE_K8S:-0}" = 1 ]; then
+                echo "the Helm chart's tests are required here (CDIPLUG_REQUIRE_K8S=1)" >&2
+                exit 1
+        fi
+        echo "NOTE: the Helm chart's tests (tests/helm) were skipped: see the reason above"
+elif [ "$helm_rc" -ne 0 ]; then
+        exit "$helm_rc"
+fi
