@@ -10,7 +10,7 @@
 
 int cli_serve(const struct dp_options *o) {
         struct cfg_config *cfg = NULL;
-        int r = cli_load_prepared(o, true, &cfg);
+        int r = cli_load_selected(o, true, NULL, NULL, &cfg);
 
         if (r != 0)
                 return r;
