@@ -1,0 +1,297 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* One config for many nodes, in the real, sandboxed daemon against the
+ * test kubelet: a resource whose "nodes" this node does not match never
+ * registers; one selected by label follows the node's labels on the (fake)
+ * API server, appearing and going as they change; without credentials it
+ * is not served and the log says why. And the Node Feature Discovery
+ * feature file: its content, rewritten on hotplug and reload, removed on
+ * SIGTERM. */
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "env.h"
+#include "fakeapi.h"
+#include "kubelet.h"
+#include "logwait.h"
+
+#define NODE "edge-1"
+#define A "example.com/ra"
+#define B "example.com/rb"
+#define WAIT_MS 10000
+
+static struct env e;
+static struct tk *tk;
+static struct fakeapi *api;
+static char *kubeconfig;
+
+static void stop(void) {
+        tk_stop(tk);
+        tk = NULL;
+        env_cleanup(&e);
+        fakeapi_free(api);
+        api = NULL;
+        free(kubeconfig);
+        kubeconfig = NULL;
+}
+
+TestSuite(nodes, .fini = stop, .timeout = 90);
+
+/* example.com/rX matches /dev/rX*, with nodes (JSON, or NULL). */
+static char *resource(const char *name, const char *nodes) {
+        char *s;
+        cr_assert(asprintf(&s,
+                           "{ \"name\": \"%s\", \"match\": [ { \"path\": \"/dev/%s*\" } ]%s%s }",
+                           name, name + strlen("example.com/"), nodes ? ", \"nodes\": " : "",
+                           nodes ? nodes : "") > 0);
+        return s;
+}
+
+static void write_config(const char *a_nodes) {
+        char *a = resource(A, a_nodes), *b = resource(B, NULL), *cfg;
+        cr_assert(asprintf(&cfg, "{ \"resources\": [ %s, %s ] }", a, b) > 0);
+        env_write(&e, "config.json", cfg);
+        free(a);
+        free(b);
+        free(cfg);
+}
+
+static void start_api(cJSON *labels) {
+        char *text = NULL;
+
+        api = fakeapi_new(true);
+        fakeapi_add_node(api, NODE, "6d1b3a4e-0000-4000-8000-000000000002");
+        fakeapi_set_node_labels(api, NODE, labels);
+        fakeapi_set_token(api, "token-one");
+        cr_assert(asprintf(&kubeconfig, "%s/kubeconfig", e.root) > 0);
+        env_write(&e, "token", "token-one\n");
+        cr_assert(asprintf(&text,
+                           "apiVersion: v1\nkind: Config\ncurrent-context: t\n"
+                           "contexts:\n- name: t\n  context: {cluster: c, user: u}\n"
+                           "clusters:\n- name: c\n  cluster:\n    server: %s\n"
+                           "    certificate-authority: %s\n"
+                           "users:\n- name: u\n  user:\n    tokenFile: token\n",
+                           fakeapi_url(api), fakeapi_ca_file(api)) > 0);
+        env_write(&e, "kubeconfig", text);
+        free(text);
+}
+
+static void devices(void) {
+        env_touch(&e, "dev/ra0");
+        env_touch(&e, "dev/rb0");
+}
+
+static bool exists(const char *dir, const char *name) {
+        char *p;
+        struct stat st;
+        cr_assert(asprintf(&p, "%s/%s", dir, name) > 0);
+        bool r = stat(p, &st) == 0;
+        free(p);
+        return r;
+}
+
+Test(nodes, a_resource_for_other_nodes_never_registers) {
+        env_init(&e);
+        devices();
+        write_config("{ \"names\": [ \"core-*\", \"gpu-?\" ] }");
+        cr_assert_eq(tk_start(e.kubelet_dir, &tk), 0);
+        env_spawn(&e, "--node-name", NODE, NULL);
+        cr_assert_eq(tk_wait_registered(tk, B, 1, WAIT_MS), 0,
+                     "the resource for every node never "
+                     "registered");
+        cr_assert_eq(log_wait(e.log,
+                              "node \"" NODE "\" does not serve resource \"" A
+                              "\" (resources[0]): node \"" NODE
+                              "\" matches none of nodes.names (\"core-*\", \"gpu-?\")",
+                              WAIT_MS),
+                     0, "no reason in the log");
+        cr_assert_eq(tk_registrations(tk, A), 0, A " registered on a node it does not select");
+        cr_assert(!exists(e.kubelet_dir, "cdiplug-example.com-ra.sock"));
+        cr_assert(!exists(e.cdi_dir, "example.com-ra.json"), "a spec for a resource not served");
+
+        /* A reload that names this node: added like any other resource. */
+        write_config("{ \"names\": [ \"edge-*\" ] }");
+        cr_assert_eq(tk_wait_registered(tk, A, 1, WAIT_MS), 0, "never added by the reload");
+        cr_assert_eq(log_wait(e.log, "reload: 1 added, 0 changed, 0 removed, 1 unchanged", WAIT_MS),
+                     0);
+}
+
+static cJSON *labels(const char *zone) {
+        cJSON *l = cJSON_CreateObject();
+        cJSON_AddStringToObject(l, "kubernetes.io/hostname", NODE);
+        if (zone)
+                cJSON_AddStringToObject(l, "example.com/zone", zone);
+        return l;
+}
+
+Test(nodes, a_resource_selected_by_label_follows_the_node_labels) {
+        env_init(&e);
+        devices();
+        start_api(labels("b"));
+        write_config("{ \"labels\": { \"example.com/zone\": \"a\" } }");
+        cr_assert_eq(tk_start(e.kubelet_dir, &tk), 0);
+        env_spawn(&e, "--node-name", NODE, "--kubeconfig", kubeconfig, NULL);
+        cr_assert_eq(tk_wait_registered(tk, B, 1, WAIT_MS), 0);
+        cr_assert_eq(log_wait(e.log,
+                              "does not serve resource \"" A
+                              "\" (resources[0]): the node's label \"example.com/zone\" is "
+                              "\"b\", not \"a\"",
+                              WAIT_MS),
+                     0, "the labels were never read");
+        cr_assert_eq(tk_registrations(tk, A), 0);
+
+        /* The label changes: the resource comes, as on a config edit. */
+        fakeapi_set_node_labels(api, NODE, labels("a"));
+        cr_assert_eq(tk_wait_registered(tk, A, 1, WAIT_MS), 0, "the label change never served it");
+        cr_assert(exists(e.kubelet_dir, "cdiplug-example.com-ra.sock"));
+        cr_assert_eq(log_count(e.log, "(the node's labels were read)"), 1);
+        cr_assert_eq(log_count(e.log, "(the node's labels changed)"), 1);
+
+        /* And goes when the label does. */
+        fakeapi_set_node_labels(api, NODE, labels(NULL));
+        cr_assert_eq(log_wait(e.log, "resource \"" A "\": removed from the config", WAIT_MS), 0,
+                     "the label's removal never removed it");
+        cr_assert_eq(log_wait(e.log, "the node has no label \"example.com/zone\"", WAIT_MS), 0);
+        cr_assert(!exists(e.kubelet_dir, "cdiplug-example.com-ra.sock"));
+        cr_assert_eq(tk_registrations(tk, B), 1, "the other resource registered again");
+        cr_assert_geq(fakeapi_count(api, "WATCH"), 1);
+        int status = env_stop(&e, SIGTERM, WAIT_MS);
+        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "no clean stop: %d", status);
+}
+
+Test(nodes, without_credentials_a_label_selector_is_not_served_and_says_so) {
+        env_init(&e);
+        devices();
+        /* No in-cluster credentials either. */
+        unsetenv("KUBERNETES_SERVICE_HOST");
+        write_config("{ \"labels\": { \"example.com/zone\": \"a\" } }");
+        cr_assert_eq(tk_start(e.kubelet_dir, &tk), 0);
+        env_spawn(&e, "--node-name", NODE, NULL);
+        cr_assert_eq(tk_wait_registered(tk, B, 1, WAIT_MS), 0);
+        cr_assert_eq(log_wait(e.log,
+                              "resource \"" A "\" (resources[0]) is not served: nodes.labels needs "
+                              "the node's labels, which are not known: there are no API server "
+                              "credentials to read them with",
+                              WAIT_MS),
+                     0, "no warning naming the resource and the missing credentials");
+        cr_assert_eq(tk_registrations(tk, A), 0);
+}
+
+static char *nfd_file(void) {
+        char *p;
+        cr_assert(asprintf(&p, "%s/features.d/cdiplug", e.root) > 0);
+        return p;
+}
+
+Test(nodes, the_nfd_feature_file_follows_hotplug_and_reload_and_goes_on_sigterm) {
+        env_init(&e);
+        devices();
+        char *dir, *file = nfd_file();
+        cr_assert(asprintf(&dir, "%s/features.d", e.root) > 0);
+        cr_assert_eq(mkdir(dir, 0755), 0);
+        /* rb is for other nodes: not in the file. */
+        write_config(NULL);
+        char *a = resource(A, NULL), *b = resource(B, "{ \"names\": [ \"core-*\" ] }"), *c, *cfg;
+        c = resource("example.com/rc", NULL);
+        cr_assert(asprintf(&cfg, "{ \"resources\": [ %s, %s, %s ] }", a, b, c) > 0);
+        env_write(&e, "config.json", cfg);
+        cr_assert_eq(tk_start(e.kubelet_dir, &tk), 0);
+        env_spawn(&e, "--node-name", NODE, "--nfd-features-dir", dir, NULL);
+        cr_assert_eq(tk_wait_registered(tk, A, 1, WAIT_MS), 0);
+        cr_assert_eq(log_wait(file, "example.com/rc.count=0", WAIT_MS), 0, "no feature file");
+        char *text = env_read(file);
+        cr_assert_not_null(text);
+        cr_assert_not_null(strstr(text, "\nexample.com/ra.present=true\nexample.com/ra.count=1\n"
+                                        "example.com/rc.present=false\nexample.com/rc.count=0\n"),
+                           "%s", text);
+        cr_assert_null(strstr(text, "example.com/rb"), "a resource this node does not serve");
+        free(text);
+        cr_assert_eq(env_dir_entries(dir), 1, "a temp file was left");
+
+        /* Hotplug: a second ra, the first rc. */
+        env_touch(&e, "dev/ra1");
+        env_touch(&e, "dev/rc0");
+        cr_assert_eq(log_wait(file, "example.com/ra.count=2", WAIT_MS), 0, "hotplug not written");
+        cr_assert_eq(log_wait(file, "example.com/rc.present=true", WAIT_MS), 0);
+        env_rm(&e, "dev/ra0");
+        env_rm(&e, "dev/ra1");
+        cr_assert_eq(log_wait(file, "example.com/ra.present=false", WAIT_MS), 0,
+                     "unplug not written");
+
+        /* Reload: rc goes. */
+        cr_assert(asprintf(&cfg, "{ \"resources\": [ %s ] }", a) > 0);
+        env_write(&e, "config.json", cfg);
+        cr_assert_eq(log_wait(e.log, "reload: 0 added, 0 changed, 1 removed", WAIT_MS), 0);
+        text = env_read(file);
+        cr_assert_null(strstr(text, "example.com/rc"), "%s", text);
+        free(text);
+
+        int status = env_stop(&e, SIGTERM, WAIT_MS);
+        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "no clean stop: %d", status);
+        cr_assert_eq(env_dir_entries(dir), 0, "the feature file outlived a clean stop");
+        free(a);
+        free(b);
+        free(c);
+        free(cfg);
+        free(dir);
+        free(file);
+}
+
+Test(nodes, check_says_which_resources_a_node_serves_and_why_not_the_others) {
+        env_init(&e);
+        char *a = resource(A, "{ \"names\": [ \"edge-*\" ], \"labels\": { \"gpu\": \"yes\" } }");
+        char *b = resource(B, "{ \"names\": [ \"core-*\" ] }"), *cfg, *out = NULL;
+        cr_assert(asprintf(&cfg, "{ \"resources\": [ %s, %s ] }", a, b) > 0);
+        env_write(&e, "config.json", cfg);
+        int r = env_run(&e, &out, "check", "--config", e.config, "--host-root", e.host,
+                        "--kubelet-dir", e.kubelet_dir, "--node-name", NODE, "--node-labels",
+                        "gpu=yes,zone=a", NULL);
+        cr_assert_eq(r, 0, "%s", out);
+        cr_assert_not_null(strstr(out,
+                                  "node \"" NODE "\": serves \"" A "\" (resources[0]): node \"" NODE
+                                  "\" matches nodes.names and nodes.labels\n"),
+                           "%s", out);
+        cr_assert_not_null(strstr(out, "node \"" NODE "\": does not serve \"" B
+                                       "\" (resources[1]): node \"" NODE
+                                       "\" matches none of nodes.names (\"core-*\")\n"),
+                           "%s", out);
+        cr_assert_not_null(strstr(out, "valid, 1 resources on node \"" NODE "\""), "%s", out);
+        free(out);
+        out = NULL;
+
+        /* Without the labels check cannot tell, and says so. */
+        r = env_run(&e, &out, "check", "--config", e.config, "--host-root", e.host, "--kubelet-dir",
+                    e.kubelet_dir, "--node-name", NODE, NULL);
+        cr_assert_eq(r, 0, "%s", out);
+        cr_assert_not_null(strstr(out, "cannot tell whether it serves \"" A "\""), "%s", out);
+        cr_assert_not_null(strstr(out, "(give them with --node-labels)"), "%s", out);
+        free(out);
+        out = NULL;
+
+        /* A bad label: named, exit 2. */
+        r = env_run(&e, &out, "check", "--config", e.config, "--host-root", e.host, "--kubelet-dir",
+                    e.kubelet_dir, "--node-labels", "gpu=-yes", NULL);
+        cr_assert_eq(r, 2, "%s", out);
+        cr_assert_not_null(strstr(out, "--node-labels"), "%s", out);
+        free(out);
+        out = NULL;
+
+        /* doctor, the same verdicts as findings. */
+        r = env_run(&e, &out, "doctor", "--config", e.config, "--host-root", e.host,
+                    "--kubelet-dir", e.kubelet_dir, "--cdi-dir", e.cdi_dir, "--node-name", NODE,
+                    "--node-labels", "gpu=no", NULL);
+        cr_assert_not_null(strstr(out, "node \"" NODE "\" does not serve \"" A
+                                       "\" (resources[0]): the node's label \"gpu\" is \"no\", "
+                                       "not \"yes\""),
+                           "%s", out);
+        cr_assert_not_null(strstr(out, "node \"" NODE "\" does not serve \"" B "\""), "%s", out);
+        free(out);
+        free(a);
+        free(b);
+        free(cfg);
+}
