@@ -7,7 +7,9 @@
  * feature file: its content, rewritten on hotplug and reload, removed on
  * SIGTERM. */
 #include <criterion/criterion.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -294,4 +296,98 @@ Test(nodes, check_says_which_resources_a_node_serves_and_why_not_the_others) {
         free(a);
         free(b);
         free(cfg);
+}
+
+/* python3 CHECKER path: its exit status, its output in *out. */
+static int check_offline(const char *path, char **out) {
+        char *log, *argv[] = { "python3", CDIPLUG_SRC_DIR "/deploy/check_dra_manifests.py",
+                               (char *)path, NULL };
+        posix_spawn_file_actions_t fa;
+        pid_t pid;
+        int status;
+
+        cr_assert(asprintf(&log, "%s/checker.out", e.root) > 0);
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        posix_spawn_file_actions_adddup2(&fa, 1, 2);
+        cr_assert_eq(posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ), 0);
+        posix_spawn_file_actions_destroy(&fa);
+        cr_assert_eq(waitpid(pid, &status, 0), pid);
+        *out = env_read(log);
+        free(log);
+        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* The "---"-separated JSON documents, each printed compact, joined. */
+static char *compact(const char *stream) {
+        char *copy = strdup(stream), *p, *all = strdup("");
+        cr_assert_not_null(copy);
+        cr_assert_eq(strncmp(copy, "---\n", 4), 0, "%s", stream);
+        for (p = copy + 4; *p;) {
+                char *next = strstr(p, "\n---\n"), *one, *more;
+                if (next)
+                        *next = '\0';
+                cJSON *doc = cJSON_Parse(p);
+                cr_assert_not_null(doc, "not JSON: %.200s", p);
+                one = cJSON_PrintUnformatted(doc);
+                cr_assert(asprintf(&more, "%s%s\n", all, one) > 0);
+                free(all);
+                free(one);
+                cJSON_Delete(doc);
+                all = more;
+                p = next ? next + 5 : p + strlen(p);
+        }
+        free(copy);
+        return all;
+}
+
+Test(nodes, manifests_grant_the_node_watch_and_mount_nfd_features_when_asked) {
+        env_init(&e);
+        env_write(&e, "config.json",
+                  "{ \"dra\": { \"driver\": \"cdiplug.example.com\" }, \"resources\": [ "
+                  "{ \"name\": \"example.com/serial\", \"api\": \"dra\", \"match\": [ { \"path\": "
+                  "\"/dev/ttyS*\" } ], \"nodes\": { \"labels\": { \"example.com/serial\": "
+                  "\"yes\" } } } ] }");
+        char *out = NULL, *path, *checked = NULL;
+        int r = env_run(&e, &out, "manifests", "--config", e.config, "--nfd", NULL);
+        cr_assert_eq(r, 0, "%s", out);
+        env_write(&e, "manifests.yaml", out);
+        char *docs = compact(out);
+        free(out);
+        out = docs;
+        /* The role's nodes rule, the mount, the option. */
+        cr_assert_not_null(strstr(out, "\"resources\":[\"nodes\"],\"verbs\":[\"get\",\"list\","
+                                       "\"watch\"]"),
+                           "%s", out);
+        cr_assert_not_null(strstr(out, "{\"name\":\"nfd-features\",\"hostPath\":{\"path\":"
+                                       "\"/etc/kubernetes/node-feature-discovery/features.d\","
+                                       "\"type\":\"DirectoryOrCreate\"}}"),
+                           "%s", out);
+        cr_assert_not_null(strstr(out, "{\"name\":\"nfd-features\",\"mountPath\":"
+                                       "\"/etc/kubernetes/node-feature-discovery/features.d\"}"),
+                           "%s", out);
+        cr_assert_not_null(strstr(out, "\"--nfd-features-dir=/etc/kubernetes/"
+                                       "node-feature-discovery/features.d\""),
+                           "%s", out);
+        cr_assert(asprintf(&path, "%s/manifests.yaml", e.root) > 0);
+        cr_assert_eq(check_offline(path, &checked), 0, "%s", checked);
+        cr_assert_not_null(strstr(checked, ", 0 failed"), "%s", checked);
+        free(out);
+        free(checked);
+        out = NULL;
+
+        /* Without label selectors or --nfd: neither. */
+        env_write(&e, "config.json",
+                  "{ \"dra\": { \"driver\": \"cdiplug.example.com\" }, \"resources\": [ "
+                  "{ \"name\": \"example.com/serial\", \"api\": \"dra\", \"match\": [ { \"path\": "
+                  "\"/dev/ttyS*\" } ] } ] }");
+        r = env_run(&e, &out, "manifests", "--config", e.config, NULL);
+        cr_assert_eq(r, 0, "%s", out);
+        docs = compact(out);
+        free(out);
+        out = docs;
+        cr_assert_not_null(strstr(out, "\"resources\":[\"nodes\"],\"verbs\":[\"get\"]"), "%s", out);
+        cr_assert_null(strstr(out, "nfd"), "%s", out);
+        free(out);
+        free(path);
 }
