@@ -77,8 +77,9 @@ struct fakeapi {
 
         char *token;
         cJSON *slices, *claims, *nodes;
-        cJSON *node_labels; /* node name → its labels object */
-        uint64_t node_gen;  /* bumped on every label change */
+        cJSON *node_labels;  /* node name → its labels object */
+        uint64_t node_gen;   /* bumped on every label change */
+        uint64_t node_drops; /* bumped to end every node watch */
         uint64_t rv, min_rv;
         bool expire_http;
         struct event hist[MAX_HISTORY];
@@ -504,7 +505,7 @@ static bool handle_node_watch(struct fakeapi *f, SSL *s, int fd, const struct re
                 now_ns() + (uint64_t)(tos ? strtoul(tos, NULL, 10) : 1800) * 1000000000u;
         const char *name = sel && strncmp(sel, "metadata.name=", 14) == 0 ? sel + 14 : NULL;
         const char *type = "ADDED";
-        uint64_t gen;
+        uint64_t gen, drops;
         bool ok;
 
         free(tos);
@@ -515,7 +516,8 @@ static bool handle_node_watch(struct fakeapi *f, SSL *s, int fd, const struct re
         ok = fa_send_all(s, head, sizeof(head) - 1);
         pthread_mutex_lock(&f->mu);
         gen = f->node_gen;
-        while (ok) {
+        drops = f->node_drops;
+        while (ok && drops == f->node_drops) {
                 cJSON *node = node_object(f, name);
                 if (node) {
                         pthread_mutex_unlock(&f->mu);
@@ -524,8 +526,8 @@ static bool handle_node_watch(struct fakeapi *f, SSL *s, int fd, const struct re
                         pthread_mutex_lock(&f->mu);
                 }
                 type = "MODIFIED";
-                while (ok && f->node_gen == gen && !f->stopping && now_ns() < deadline &&
-                       !peer_gone(fd)) {
+                while (ok && f->node_gen == gen && drops == f->node_drops && !f->stopping &&
+                       now_ns() < deadline && !peer_gone(fd)) {
                         struct timespec ts;
                         clock_gettime(CLOCK_MONOTONIC, &ts);
                         ts.tv_nsec += 100000000;
@@ -542,6 +544,13 @@ static bool handle_node_watch(struct fakeapi *f, SSL *s, int fd, const struct re
         pthread_mutex_unlock(&f->mu);
         free(sel);
         return ok && fa_send_all(s, "0\r\n\r\n", 5);
+}
+
+void fakeapi_end_node_watches(struct fakeapi *f) {
+        pthread_mutex_lock(&f->mu);
+        f->node_drops++;
+        pthread_cond_broadcast(&f->cond);
+        pthread_mutex_unlock(&f->mu);
 }
 
 void fakeapi_set_node_labels(struct fakeapi *f, const char *name, cJSON *labels) {

@@ -275,6 +275,16 @@ Test(nodes, check_says_which_resources_a_node_serves_and_why_not_the_others) {
         free(out);
         out = NULL;
 
+        /* generate writes what the node serves, only. */
+        devices();
+        r = env_run(&e, &out, "generate", "--config", e.config, "--host-root", e.host, "--stdout",
+                    "--node-name", "core-1", NULL);
+        cr_assert_eq(r, 0, "%s", out);
+        cr_assert_not_null(strstr(out, "\"kind\":\t\"" B "\""), "%s", out);
+        cr_assert_null(strstr(out, "\"kind\":\t\"" A "\""), "%s", out);
+        free(out);
+        out = NULL;
+
         /* A bad label: named, exit 2. */
         r = env_run(&e, &out, "check", "--config", e.config, "--host-root", e.host, "--kubelet-dir",
                     e.kubelet_dir, "--node-labels", "gpu=-yes", NULL);
