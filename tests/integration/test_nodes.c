@@ -401,3 +401,57 @@ Test(nodes, manifests_grant_the_node_watch_and_mount_nfd_features_when_asked) {
         free(out);
         free(path);
 }
+
+/* Devices in pool's slices. */
+static bool pool_devices(const cJSON *slices, void *ctx) {
+        const size_t *want = ctx;
+        size_t n = 0;
+        const cJSON *s;
+
+        cJSON_ArrayForEach(s, slices) {
+                const cJSON *spec = cJSON_GetObjectItem(s, "spec");
+                const cJSON *pool = cJSON_GetObjectItem(cJSON_GetObjectItem(spec, "pool"), "name");
+                if (cJSON_IsString(pool) && strcmp(pool->valuestring, NODE "/" A) == 0)
+                        n += (size_t)cJSON_GetArraySize(cJSON_GetObjectItem(spec, "devices"));
+        }
+        return n == *want;
+}
+
+/* With DRA the one API client does both: the pool of a resource selected
+ * by label is published once the node carries the label, and goes with it. */
+Test(nodes, a_dra_resource_selected_by_label_publishes_its_pool_with_the_label) {
+        struct tk_dra *kd = NULL;
+        char *kroot, *cfg;
+        size_t want = 1;
+
+        env_init(&e);
+        devices();
+        start_api(labels("b"));
+        cr_assert(asprintf(&kroot, "%s/kubelet-root", e.root) > 0);
+        cr_assert_eq(mkdir(kroot, 0755), 0);
+        cr_assert(asprintf(&cfg,
+                           "{ \"dra\": { \"driver\": \"cdiplug.example.com\" }, \"resources\": [ "
+                           "{ \"name\": \"" A "\", \"api\": \"dra\", \"match\": [ { \"path\": "
+                           "\"/dev/ra*\" } ], \"nodes\": { \"labels\": { \"example.com/zone\": "
+                           "\"a\" } } } ] }") > 0);
+        env_write(&e, "config.json", cfg);
+        cr_assert_eq(tk_dra_start(kroot, &kd), 0);
+        env_spawn(&e, "--kubelet-root", kroot, "--node-name", NODE, "--kubeconfig", kubeconfig,
+                  NULL);
+        cr_assert_eq(tk_dra_wait_registered(kd, "cdiplug.example.com", 1, WAIT_MS), 0);
+        cr_assert_eq(log_wait(e.log, "(the node's labels were read)", WAIT_MS), 0);
+        want = 0;
+        cr_assert(fakeapi_wait(api, pool_devices, &want, WAIT_MS), "a pool for another zone");
+
+        fakeapi_set_node_labels(api, NODE, labels("a"));
+        want = 1;
+        cr_assert(fakeapi_wait(api, pool_devices, &want, WAIT_MS), "the pool never came");
+        fakeapi_set_node_labels(api, NODE, labels("b"));
+        want = 0;
+        cr_assert(fakeapi_wait(api, pool_devices, &want, WAIT_MS), "the pool stayed");
+        cr_assert_eq(log_count(e.log, "nodes: following the labels"), 1);
+        env_stop(&e, SIGTERM, WAIT_MS);
+        tk_dra_stop(kd);
+        free(kroot);
+        free(cfg);
+}
