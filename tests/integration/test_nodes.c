@@ -455,3 +455,27 @@ Test(nodes, a_dra_resource_selected_by_label_publishes_its_pool_with_the_label) 
         free(kroot);
         free(cfg);
 }
+
+Test(nodes, doctor_checks_the_nfd_features_dir) {
+        char *cfg, *out = NULL;
+
+        env_init(&e);
+        cr_assert(asprintf(&cfg,
+                           "{ \"nfd\": { \"features_dir\": \"%s/features.d\" }, "
+                           "\"resources\": [] }",
+                           e.root) > 0);
+        env_write(&e, "config.json", cfg);
+        env_run(&e, &out, "doctor", "--config", e.config, "--host-root", e.host, "--kubelet-dir",
+                e.kubelet_dir, "--cdi-dir", e.cdi_dir, NULL);
+        cr_assert_not_null(strstr(out, "/features.d: No such file or directory"), "%s", out);
+        free(out);
+        out = NULL;
+        env_write(&e, "features.d/.keep", "");
+        env_run(&e, &out, "doctor", "--config", e.config, "--host-root", e.host, "--kubelet-dir",
+                e.kubelet_dir, "--cdi-dir", e.cdi_dir, NULL);
+        cr_assert_not_null(
+                strstr(out, "/features.d: serve keeps its feature file \"cdiplug\" there"), "%s",
+                out);
+        free(out);
+        free(cfg);
+}
