@@ -42,8 +42,8 @@ void cli_check_warnings(const struct cfg_config *cfg) {
                                 res_selector_warning(cfg->resources[i].selectors[j], &field);
                         if (w)
                                 fprintf(stderr,
-                                        "cdiplug: warning: resources[%zu].match[%zu].%s: %s\n", i,
-                                        j, field, w);
+                                        "cdiplug: warning: resources[%zu].match[%zu].%s: %s\n",
+                                        cfg->resources[i].index, j, field, w);
                 }
 }
 

@@ -448,6 +448,7 @@ static int parse_resources(const cJSON *resources, unsigned default_modes, struc
         cJSON_ArrayForEach(it, resources) {
                 struct cfg_resource *res = &cfg->resources[i];
                 cfg->n_resources = i + 1;
+                res->index = i;
                 r = parse_resource(it, i, default_modes, res, err);
                 if (r < 0)
                         return r;

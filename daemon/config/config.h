@@ -57,6 +57,7 @@ struct cfg_resource {
          * leaves alone. */
         char *settings_json;
         struct cfg_nodes *nodes; /* "nodes": who serves it; NULL: every node */
+        size_t index;            /* its place in the file's "resources", for messages */
 };
 
 enum cfg_log_format { CFG_LOG_UNSET, CFG_LOG_TEXT, CFG_LOG_JSON };
