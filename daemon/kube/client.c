@@ -81,7 +81,7 @@ int kube_new_at(const struct kube_settings *s, const char *root, struct kube **r
 
         if (!s || !s->node_name || !*s->node_name || (s->driver && !*s->driver))
                 return -EINVAL;
-        /* Loaded here, not linked: a daemon without "dra" never maps
+        /* Loaded here, not linked: a daemon without an API client never maps
          * libcurl and the libraries it pulls (curl-dl.h). */
         r = kube_curl_load();
         if (r < 0)

@@ -30,7 +30,8 @@
 #include "log.h"
 
 static int lockdown(const struct dp_daemon *d) {
-        /* The API client's TCP sockets, only when DRA is configured. */
+        /* The API client's TCP sockets, only when DRA is configured or node
+         * labels are followed. */
         struct sbx_options so = { .api_access = d->cfg->dra_driver != NULL || dp_nodes_api(d) };
         struct sbx_error err = { 0 };
         const char *user = d->opts->user ? d->opts->user : d->cfg->user;
