@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* kube: the daemon's Kubernetes API client, for DRA. One thread of its own,
+/* kube: the daemon's Kubernetes API client, for DRA and for the node
+ * labels the resources' "nodes" select on (labels.c). One thread of its own,
  * cdiplug-kube, started after the lock-down, drives every HTTPS transfer
  * through one libcurl multi handle (curl_multi_poll + curl_multi_wakeup:
  * idle means blocked in poll). It publishes this node's ResourceSlices
