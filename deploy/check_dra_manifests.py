@@ -269,7 +269,8 @@ def dra_config(kinds, c):
         c.check(False, "the ConfigMap's config.json is JSON (%s)" % e)
         return None, []
     driver = (cfg.get("dra") or {}).get("driver")
-    names = [r["name"] for r in cfg.get("resources", []) if r.get("api") == "dra"]
+    # One name may stand for one resource per group of nodes ("nodes").
+    names = sorted({r["name"] for r in cfg.get("resources", []) if r.get("api") == "dra"})
     c.check(isinstance(driver, str) and len(driver) <= 63 and is_dns_subdomain(driver.lower()),
             "the config names a DRA driver, a DNS subdomain of at most 63 (%r)" % driver)
     c.check(bool(names), "the config has DRA resources (%s)" % names)

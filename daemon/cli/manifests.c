@@ -337,6 +337,16 @@ static int print_doc(FILE *out, const cJSON *obj) {
         return 0;
 }
 
+/* One resource per group of nodes ("nodes") under one name is one DRA
+ * resource to the cluster: the first one's DeviceClass serves them all. */
+static bool dra_named_before(const struct cfg_config *cfg, size_t i) {
+        for (size_t j = 0; j < i; j++)
+                if (cfg->resources[j].api == CFG_API_DRA &&
+                    strcmp(cfg->resources[j].name, cfg->resources[i].name) == 0)
+                        return true;
+        return false;
+}
+
 /* The DeviceClasses, checked for two resources that would share a name:
  * 0, or the exit status, having said why. */
 static int device_classes(const char *config_path, const struct cfg_config *cfg, cJSON *docs) {
@@ -349,7 +359,7 @@ static int device_classes(const char *config_path, const struct cfg_config *cfg,
                 const struct cfg_resource *rc = &cfg->resources[i];
                 cJSON *dc = NULL;
 
-                if (rc->api != CFG_API_DRA)
+                if (rc->api != CFG_API_DRA || dra_named_before(cfg, i))
                         continue;
                 if (device_class_name(rc->name, &names[n]) < 0 ||
                     device_class(cfg->dra_driver, rc->name, names[n], &dc) < 0)

@@ -386,6 +386,28 @@ Test(nodes, manifests_grant_the_node_watch_and_mount_nfd_features_when_asked) {
         free(checked);
         out = NULL;
 
+        /* One name per group of nodes is one resource to the cluster: one
+         * DeviceClass, and the manifests pass the checker. */
+        env_write(&e, "config.json",
+                  "{ \"dra\": { \"driver\": \"cdiplug.example.com\" }, \"resources\": [ "
+                  "{ \"name\": \"example.com/serial\", \"api\": \"dra\", \"match\": [ { \"path\": "
+                  "\"/dev/ttyUSB*\" } ], \"nodes\": { \"names\": [ \"edge-*\" ] } }, "
+                  "{ \"name\": \"example.com/serial\", \"api\": \"dra\", \"match\": [ { \"path\": "
+                  "\"/dev/ttyACM*\" } ], \"nodes\": { \"names\": [ \"core-*\" ] } } ] }");
+        r = env_run(&e, &out, "manifests", "--config", e.config, NULL);
+        cr_assert_eq(r, 0, "%s", out);
+        env_write(&e, "manifests.yaml", out);
+        docs = compact(out);
+        free(out);
+        out = docs;
+        const char *first = strstr(out, "\"kind\":\"DeviceClass\"");
+        cr_assert_not_null(first, "%s", out);
+        cr_assert_null(strstr(first + 1, "\"kind\":\"DeviceClass\""), "two DeviceClasses: %s", out);
+        cr_assert_eq(check_offline(path, &checked), 0, "%s", checked);
+        free(checked);
+        free(out);
+        out = NULL;
+
         /* Without label selectors or --nfd: neither. */
         env_write(&e, "config.json",
                   "{ \"dra\": { \"driver\": \"cdiplug.example.com\" }, \"resources\": [ "
