@@ -104,8 +104,7 @@ Test(nodes, a_resource_for_other_nodes_never_registers) {
         cr_assert_eq(tk_start(e.kubelet_dir, &tk), 0);
         env_spawn(&e, "--node-name", NODE, NULL);
         cr_assert_eq(tk_wait_registered(tk, B, 1, WAIT_MS), 0,
-                     "the resource for every node never "
-                     "registered");
+                     "the resource for every node never registered");
         cr_assert_eq(log_wait(e.log,
                               "node \"" NODE "\" does not serve resource \"" A
                               "\" (resources[0]): node \"" NODE
