@@ -318,7 +318,8 @@ def dra_config(kinds, c):
         c.check(False, "the ConfigMap's config.json is JSON (%s)" % e)
         return None, []
     driver = (cfg.get("dra") or {}).get("driver")
-    names = [r["name"] for r in cfg.get("resources", []) if r.get("api") == "dra"]
+    # One name may stand for one resource per group of nodes ("nodes").
+    names = sorted({r["name"] for r in cfg.get("resources", []) if r.get("api") == "dra"})
     c.check(isinstance(driver, str) and len(driver) <= 63 and is_dns_subdomain(driver.lower()),
             "the config names a DRA driver, a DNS subdomain of at most 63 (%r)" % driver)
     c.check(bool(names), "the config has DRA resources (%s)" % names)
@@ -349,6 +350,16 @@ def check_device_classes(kinds, driver, resources, c):
                 "DeviceClass %s: CEL expressions within 10 Ki" % name)
 
 
+def selects_by_label(kinds):
+    """Whether a resource of the ConfigMap's config selects nodes by label:
+    serve then watches its Node, which takes list and watch on nodes."""
+    try:
+        cfg = json.loads(kinds["ConfigMap"][0]["data"]["config.json"])
+        return any((r.get("nodes") or {}).get("labels") for r in cfg.get("resources", []))
+    except (KeyError, IndexError, ValueError, AttributeError):
+        return False
+
+
 def check_rbac(kinds, namespace, c):
     roles = {d["metadata"]["name"]: d for d in kinds.get("ClusterRole", [])}
     bindings = kinds.get("ClusterRoleBinding", [])
@@ -377,12 +388,15 @@ def check_rbac(kinds, namespace, c):
         ("resource.k8s.io", "resourceslices"):
             {"get", "list", "watch", "create", "update", "patch", "delete"},
         ("resource.k8s.io", "resourceclaims"): {"get"},
-        ("", "nodes"): {"get"},
+        ("", "nodes"): {"get", "list", "watch"} if selects_by_label(kinds) else {"get"},
     }
     c.check(rules == want, "the ClusterRole grants exactly what a DRA driver needs (%s)"
             % {"%s/%s" % k: sorted(v) for k, v in rules.items()})
     c.check(all("*" not in r.get("verbs", []) + r.get("resources", []) + r.get("apiGroups", [])
                 for r in (role or {}).get("rules", [])), "no wildcard in the ClusterRole")
+
+
+NFD_FEATURES_DIR = "/etc/kubernetes/node-feature-discovery/features.d"
 
 
 def base_daemonset():
@@ -453,6 +467,11 @@ def check_daemonset(kinds, c):
     host_paths = {v["hostPath"]["path"]: n for n, v in volumes.items() if "hostPath" in v}
     writable = {prefix + "/device-plugins", prefix + "/plugins_registry", prefix + "/plugins",
                 base.CDI_DIR}
+    # cdiplug manifests --nfd: NFD's local feature dir, where serve keeps its feature file.
+    nfd = base.arg_value(args, "--nfd-features-dir")
+    c.check(nfd in (None, NFD_FEATURES_DIR), "--nfd-features-dir is NFD's %s" % NFD_FEATURES_DIR)
+    if nfd:
+        writable.add(nfd)
     read_only = {prefix + "/pod-resources": prefix + "/pod-resources",
                  "/dev": base.HOST_ROOT + "/dev", "/sys": base.HOST_ROOT + "/sys"}
     nfd = base.arg_value(args, "--nfd-features-dir")

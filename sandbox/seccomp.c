@@ -98,8 +98,8 @@ static const struct sbx_syscall_group groups[] = {
          * else libcurl and OpenSSL do on those sockets (connect, poll,
          * getsockopt/setsockopt, send/recv, getrandom, reading the CA file)
          * is in the groups above. */
-        { "api-sockets", "the Kubernetes API client (DRA): TCP to the API server", "socket",
-          SBX_ALLOW, SBX_ARG_INET_STREAM },
+        { "api-sockets", "the Kubernetes API client (DRA, node labels): TCP to the API server",
+          "socket", SBX_ALLOW, SBX_ARG_INET_STREAM },
         /* Harmless reads of our own state by glibc, grpc core and ASan. */
         { "process-info", "glibc, grpc core (ids, entropy), ASan",
           "getpid getppid getuid geteuid getgid getegid getresuid getresgid "

@@ -7,6 +7,8 @@
 
 #include <stdbool.h>
 
+#include "config.h"
+
 struct cfg_config;
 struct dp_options;
 
@@ -28,6 +30,19 @@ int cli_version(const struct dp_options *o);
  * 0, or the exit status (2: the config is wrong, 1: something else
  * failed), having said why. */
 int cli_load_prepared(const struct dp_options *o, bool sockets, struct cfg_config **ret);
+/* The same, with fn (NULL: logged) hearing whether this node (--node-name,
+ * --node-labels) serves each resource that has "nodes"; those it does not
+ * serve are left out of *ret. */
+int cli_load_selected(const struct dp_options *o, bool sockets, cfg_select_fn *fn, void *ctx,
+                      struct cfg_config **ret);
+/* --node-labels as a JSON object (*ret NULL when not given): 0 or the exit
+ * status, having said why. */
+struct cJSON;
+int cli_node_labels(const struct dp_options *o, struct cJSON **ret);
+/* Keep the resources this node serves (cfg_nodes_select): 0 or the exit
+ * status, having said why. */
+int cli_select(const struct dp_options *o, struct cfg_config *cfg, const struct cJSON *labels,
+               cfg_select_fn *fn, void *ctx);
 /* The identity serve switches to (--user over the config's "user"),
  * resolved now: 0 or the exit status, having said why. */
 int cli_resolve_user(const struct dp_options *o, const struct cfg_config *cfg);

@@ -80,7 +80,7 @@ static int generate(const struct dp_options *o, const struct cfg_config *cfg) {
 
 int cli_generate(const struct dp_options *o) {
         struct cfg_config *cfg = NULL;
-        int r = cli_load_prepared(o, false, &cfg);
+        int r = cli_load_selected(o, false, NULL, NULL, &cfg);
 
         if (r != 0)
                 return r;

@@ -38,6 +38,9 @@ enum opt_id {
         OPT_KUBELET_ROOT,
         OPT_KUBECONFIG,
         OPT_NODE_NAME,
+        OPT_NODE_LABELS,
+        OPT_NFD_DIR,
+        OPT_NFD,
         OPT_CDI_DIR,
         OPT_HOST_ROOT,
         OPT_USER,
@@ -73,7 +76,15 @@ static const struct cli_option options[N_OPTS] = {
                              "API server credentials for DRA (default: the\n"
                              "pod's service account)" },
         [OPT_NODE_NAME] = { "node-name", "NAME",
-                            "this node's name, for DRA (default: $NODE_NAME)" },
+                            "this node's name, for DRA and the resources'\n"
+                            "\"nodes\" (default: $NODE_NAME)" },
+        [OPT_NODE_LABELS] = { "node-labels", "KEY=VALUE,...",
+                              "the node's labels, for the resources' \"nodes\"\n"
+                              "(serve reads them from the API server)" },
+        [OPT_NFD_DIR] = { "nfd-features-dir", "DIR",
+                          "keep a Node Feature Discovery feature file, DIR/cdiplug\n"
+                          "(default: the config's nfd.features_dir, else none)" },
+        [OPT_NFD] = { "nfd", NULL, "mount NFD's features.d and keep the feature file there" },
         [OPT_CDI_DIR] = { "cdi-dir", "DIR", "where CDI specs go (default " DEFAULT_CDI_DIR ")" },
         [OPT_HOST_ROOT] = { "host-root", "DIR", "read /dev and /sys under DIR (default /)" },
         [OPT_USER] = { "user", "NAME|UID[:GID]",
@@ -109,24 +120,26 @@ static const struct cli_command commands[] = {
           OPT(OPT_CONFIG) | OPT(OPT_KUBELET_DIR) | OPT(OPT_KUBELET_ROOT) | OPT(OPT_KUBECONFIG) |
                   OPT(OPT_NODE_NAME) | OPT(OPT_CDI_DIR) | OPT(OPT_HOST_ROOT) | OPT(OPT_USER) |
                   OPT(OPT_METRICS_ADDRESS) | OPT(OPT_PODRES_SOCKET) | OPT(OPT_LOG_FORMAT) |
-                  OPT(OPT_NO_SANDBOX) | OPT(OPT_VERBOSE),
+                  OPT(OPT_NFD_DIR) | OPT(OPT_NO_SANDBOX) | OPT(OPT_VERBOSE),
           cli_serve },
         { "check", "validate the configuration (and the devices it finds) and exit",
           OPT(OPT_CONFIG) | OPT(OPT_KUBELET_DIR) | OPT(OPT_KUBELET_ROOT) | OPT(OPT_HOST_ROOT) |
-                  OPT(OPT_USER) | OPT(OPT_LOG_FORMAT) | OPT(OPT_VERBOSE),
+                  OPT(OPT_USER) | OPT(OPT_NODE_NAME) | OPT(OPT_NODE_LABELS) | OPT(OPT_LOG_FORMAT) |
+                  OPT(OPT_VERBOSE),
           cli_check },
         { "generate", "discover devices once, write the CDI specs and exit",
           OPT(OPT_CONFIG) | OPT(OPT_CDI_DIR) | OPT(OPT_HOST_ROOT) | OPT(OPT_STDOUT) |
-                  OPT(OPT_LOG_FORMAT) | OPT(OPT_VERBOSE),
+                  OPT(OPT_NODE_NAME) | OPT(OPT_NODE_LABELS) | OPT(OPT_LOG_FORMAT) |
+                  OPT(OPT_VERBOSE),
           cli_generate },
         { "doctor", "check this node and explain what stands in the way (read-only)",
           OPT(OPT_CONFIG) | OPT(OPT_KUBELET_DIR) | OPT(OPT_KUBELET_ROOT) | OPT(OPT_KUBECONFIG) |
                   OPT(OPT_CDI_DIR) | OPT(OPT_HOST_ROOT) | OPT(OPT_METRICS_ADDRESS) | OPT(OPT_JSON) |
-                  OPT(OPT_VERBOSE),
+                  OPT(OPT_NODE_NAME) | OPT(OPT_NODE_LABELS) | OPT(OPT_VERBOSE),
           cli_doctor },
         { "manifests", "print the Kubernetes objects that serve the DRA resources",
           OPT(OPT_CONFIG) | OPT(OPT_KUBELET_ROOT) | OPT(OPT_NAMESPACE) | OPT(OPT_IMAGE) |
-                  OPT(OPT_VERBOSE),
+                  OPT(OPT_NFD) | OPT(OPT_VERBOSE),
           cli_manifests },
         { "version", "print the version", 0, cli_version },
 };
@@ -244,6 +257,15 @@ static int set_option(struct dp_options *o, enum opt_id id, const char *arg) {
                 break;
         case OPT_NODE_NAME:
                 o->node_name = arg;
+                break;
+        case OPT_NODE_LABELS:
+                o->node_labels = arg;
+                break;
+        case OPT_NFD_DIR:
+                o->nfd_features_dir = arg;
+                break;
+        case OPT_NFD:
+                o->nfd = true;
                 break;
         case OPT_CDI_DIR:
                 o->cdi_dir = arg;
@@ -378,7 +400,13 @@ static int check_host_root(const char *host_root) {
 /* What every command checks the same way once its options are read. */
 static int check_options(const struct cli_command *cmd, const struct dp_options *o) {
         if (!*o->config_path || !*o->kubelet_dir || !*o->kubelet_root || !*o->cdi_dir ||
-            !*o->host_root || (o->kubeconfig && !*o->kubeconfig)) {
+            !*o->host_root || (o->kubeconfig && !*o->kubeconfig) ||
+            (o->nfd_features_dir && *o->nfd_features_dir != '/')) {
+                if (o->nfd_features_dir && *o->nfd_features_dir != '/') {
+                        fprintf(stderr, "cdiplug: error: --nfd-features-dir must be an absolute "
+                                        "path\n");
+                        return CLI_EXIT_USAGE;
+                }
                 fprintf(stderr, "cdiplug: error: --config, --kubelet-dir, --kubelet-root, "
                                 "--kubeconfig, --cdi-dir and --host-root must not be empty\n");
                 return CLI_EXIT_USAGE;

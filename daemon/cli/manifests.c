@@ -337,6 +337,16 @@ static int print_doc(FILE *out, const cJSON *obj) {
         return 0;
 }
 
+/* One resource per group of nodes ("nodes") under one name is one DRA
+ * resource to the cluster: the first one's DeviceClass serves them all. */
+static bool dra_named_before(const struct cfg_config *cfg, size_t i) {
+        for (size_t j = 0; j < i; j++)
+                if (cfg->resources[j].api == CFG_API_DRA &&
+                    strcmp(cfg->resources[j].name, cfg->resources[i].name) == 0)
+                        return true;
+        return false;
+}
+
 /* The DeviceClasses, checked for two resources that would share a name:
  * 0, or the exit status, having said why. */
 static int device_classes(const char *config_path, const struct cfg_config *cfg, cJSON *docs) {
@@ -349,7 +359,7 @@ static int device_classes(const char *config_path, const struct cfg_config *cfg,
                 const struct cfg_resource *rc = &cfg->resources[i];
                 cJSON *dc = NULL;
 
-                if (rc->api != CFG_API_DRA)
+                if (rc->api != CFG_API_DRA || dra_named_before(cfg, i))
                         continue;
                 if (device_class_name(rc->name, &names[n]) < 0 ||
                     device_class(cfg->dra_driver, rc->name, names[n], &dc) < 0)
@@ -410,6 +420,75 @@ static int check_manifest_options(const struct dp_options *o, const char *kubele
         return 0;
 }
 
+/* Resources selected by node label: serve follows its Node's labels with
+ * a watch (fieldSelector metadata.name), which needs list and watch on
+ * nodes beside the get DRA's owner references need. Only then: the role
+ * stays what the config needs. */
+static int nodes_rbac(const struct cfg_config *cfg, cJSON *docs) {
+        const cJSON *doc, *rule;
+
+        if (!cfg->node_labels)
+                return 0;
+        cJSON_ArrayForEach(doc, docs) {
+                const cJSON *kind = cJSON_GetObjectItemCaseSensitive(doc, "kind");
+                if (!cJSON_IsString(kind) || strcmp(kind->valuestring, "ClusterRole") != 0)
+                        continue;
+                cJSON_ArrayForEach(rule, cJSON_GetObjectItemCaseSensitive(doc, "rules")) {
+                        const cJSON *res = cJSON_GetArrayItem(
+                                cJSON_GetObjectItemCaseSensitive(rule, "resources"), 0);
+                        cJSON *verbs = cJSON_GetObjectItemCaseSensitive(rule, "verbs");
+                        if (!cJSON_IsString(res) || strcmp(res->valuestring, "nodes") != 0)
+                                continue;
+                        if (!cJSON_AddItemToArray(verbs, cJSON_CreateString("list")) ||
+                            !cJSON_AddItemToArray(verbs, cJSON_CreateString("watch")))
+                                return CLI_EXIT_FAILURE;
+                        return 0;
+                }
+        }
+        return CLI_EXIT_FAILURE;
+}
+
+#define NFD_FEATURES_DIR "/etc/kubernetes/node-feature-discovery/features.d"
+
+/* --nfd: NFD's local feature dir from the host, at its host path, and serve
+ * told to keep its feature file there (nfd-worker reads the dir). */
+static int nfd_mount(const struct dp_options *o, cJSON *ds) {
+        cJSON *spec, *c, *v, *m;
+
+        if (!o->nfd)
+                return 0;
+        spec = cJSON_GetObjectItemCaseSensitive(
+                cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(ds, "spec"),
+                                                 "template"),
+                "spec");
+        c = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(spec, "containers"), 0);
+        v = cJSON_CreateObject();
+        m = cJSON_CreateObject();
+        if (!v || !m || !cJSON_AddStringToObject(v, "name", "nfd-features") ||
+            !cJSON_AddStringToObject(m, "name", "nfd-features") ||
+            !cJSON_AddStringToObject(m, "mountPath", NFD_FEATURES_DIR)) {
+                cJSON_Delete(v);
+                cJSON_Delete(m);
+                return CLI_EXIT_FAILURE;
+        }
+        cJSON *hp = cJSON_AddObjectToObject(v, "hostPath");
+        if (!hp || !cJSON_AddStringToObject(hp, "path", NFD_FEATURES_DIR) ||
+            !cJSON_AddStringToObject(hp, "type", "DirectoryOrCreate") ||
+            !cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(spec, "volumes"), v)) {
+                cJSON_Delete(v);
+                cJSON_Delete(m);
+                return CLI_EXIT_FAILURE;
+        }
+        if (!cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(c, "volumeMounts"), m)) {
+                cJSON_Delete(m);
+                return CLI_EXIT_FAILURE;
+        }
+        return cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(c, "args"),
+                                    cJSON_CreateString("--nfd-features-dir=" NFD_FEATURES_DIR))
+                       ? 0
+                       : CLI_EXIT_FAILURE;
+}
+
 static int build(const struct dp_options *o, const struct cfg_config *cfg, const char *config_text,
                  cJSON *docs) {
         /* "/var/lib/kubelet/" and "/var/lib/kubelet" alike: the prefix
@@ -434,6 +513,9 @@ static int build(const struct dp_options *o, const struct cfg_config *cfg, const
                         return CLI_EXIT_FAILURE;
                 cJSON_AddItemToArray(docs, obj);
         }
+        r = nodes_rbac(cfg, docs);
+        if (r != 0)
+                return r;
         r = device_classes(o->config_path, cfg, docs);
         if (r != 0)
                 return r;
@@ -441,7 +523,7 @@ static int build(const struct dp_options *o, const struct cfg_config *cfg, const
         if (from_template(daemonset, ph, ELEMENTSOF(ph), &ds) < 0)
                 return CLI_EXIT_FAILURE;
         cJSON_AddItemToArray(docs, ds);
-        return 0;
+        return nfd_mount(o, ds);
 }
 
 int cli_manifests(const struct dp_options *o) {

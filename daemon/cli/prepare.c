@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The config as the commands load it: parsed, its names worked out, the
  * serving identity resolved; what fails is printed here. */
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -11,6 +12,10 @@
 #include "sandbox.h"
 
 #include "cli-internal.h"
+
+static void cJSON_Delete_p(cJSON **p) {
+        cJSON_Delete(*p);
+}
 
 static int load_config(const struct dp_options *o, struct cfg_config **ret) {
         struct base_field_error err = { 0 };
@@ -37,21 +42,112 @@ void cli_check_warnings(const struct cfg_config *cfg) {
                                 res_selector_warning(cfg->resources[i].selectors[j], &field);
                         if (w)
                                 fprintf(stderr,
-                                        "cdiplug: warning: resources[%zu].match[%zu].%s: %s\n", i,
-                                        j, field, w);
+                                        "cdiplug: warning: resources[%zu].match[%zu].%s: %s\n",
+                                        cfg->resources[i].index, j, field, w);
                 }
+}
+
+int cli_node_labels(const struct dp_options *o, cJSON **ret) {
+        _cleanup_free_ char *copy = NULL;
+        cJSON *obj;
+        char *save = NULL;
+
+        *ret = NULL;
+        if (!o->node_labels)
+                return 0;
+        copy = strdup(o->node_labels);
+        obj = cJSON_CreateObject();
+        if (!copy || !obj) {
+                cJSON_Delete(obj);
+                fprintf(stderr, "cdiplug: error: out of memory\n");
+                return CLI_EXIT_FAILURE;
+        }
+        for (char *kv = strtok_r(copy, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+                char *eq = strchr(kv, '=');
+                const char *problem;
+                if (eq)
+                        *eq = '\0';
+                problem = !eq ? "must be KEY=VALUE" : cfg_label_key_problem(kv);
+                if (!problem)
+                        problem = cfg_label_value_problem(eq + 1);
+                if (!problem && cJSON_GetObjectItemCaseSensitive(obj, kv))
+                        problem = "the key is given twice";
+                if (problem) {
+                        fprintf(stderr, "cdiplug: error: --node-labels: \"%s\": %s\n", kv, problem);
+                        cJSON_Delete(obj);
+                        return CLI_EXIT_USAGE;
+                }
+                if (!cJSON_AddStringToObject(obj, kv, eq + 1)) {
+                        cJSON_Delete(obj);
+                        fprintf(stderr, "cdiplug: error: out of memory\n");
+                        return CLI_EXIT_FAILURE;
+                }
+        }
+        *ret = obj;
+        return 0;
+}
+
+static void say_verdict(void *ctx, const struct cfg_resource *res, size_t idx,
+                        enum cfg_node_verdict v, const char *why) {
+        const struct dp_options *o = ctx;
+        const char *node = o->node_name ? o->node_name : "(no name)";
+
+        if (v == CFG_NODE_SERVES)
+                log_with(LOG_INFO, &(struct log_fields){ .resource = res->name },
+                         "node \"%s\" serves resource \"%s\" (resources[%zu]): %s", node, res->name,
+                         idx, why);
+        else
+                log_with(v == CFG_NODE_SKIPS ? LOG_INFO : LOG_WARN,
+                         &(struct log_fields){ .resource = res->name },
+                         "node \"%s\" does not serve resource \"%s\" (resources[%zu]): %s%s", node,
+                         res->name, idx, why,
+                         v == CFG_NODE_UNDECIDED && o->node_labels == NULL && res->nodes->labels
+                                 ? " (give them with --node-labels; serve reads them from the "
+                                   "API server)"
+                                 : "");
+}
+
+int cli_select(const struct dp_options *o, struct cfg_config *cfg, const cJSON *labels,
+               cfg_select_fn *fn, void *ctx) {
+        struct base_field_error err = { 0 };
+        int r = cfg_nodes_select(cfg, o->node_name, labels, fn ? fn : say_verdict,
+                                 fn ? ctx : (void *)o, &err);
+
+        if (r == -EINVAL)
+                fprintf(stderr, "cdiplug: error: %s: %s: %s\n", o->config_path,
+                        err.field ? err.field : "", err.msg ? err.msg : "invalid");
+        else if (r < 0)
+                fprintf(stderr, "cdiplug: error: %s: %s\n", o->config_path, strerror(-r));
+        base_field_error_clear(&err);
+        return r == -EINVAL ? CLI_EXIT_USAGE : r < 0 ? CLI_EXIT_FAILURE : 0;
 }
 
 /* The config, loaded and its names worked out as serve would: 0, or the
  * exit status (2: the config is wrong, 1: something else failed). */
-int cli_load_prepared(const struct dp_options *o, bool sockets, struct cfg_config **ret) {
+
+static void drop_same_names(struct cfg_config *cfg);
+
+static int load_prepared(const struct dp_options *o, bool sockets, bool select, cfg_select_fn *fn,
+                         void *ctx, struct cfg_config **ret) {
+        _cleanup_(cJSON_Delete_p) cJSON *labels = NULL;
         struct cfg_config *cfg = NULL;
         int r;
 
+        r = select ? cli_node_labels(o, &labels) : 0;
+        if (r != 0)
+                return r;
         if (load_config(o, &cfg) < 0)
                 return CLI_EXIT_USAGE;
         if (o->log_format == CFG_LOG_UNSET)
                 log_set_json(cfg->log_format == CFG_LOG_JSON);
+        if (select)
+                r = cli_select(o, cfg, labels, fn, ctx);
+        else
+                drop_same_names(cfg);
+        if (r != 0) {
+                cfg_free(cfg);
+                return r;
+        }
         r = dp_names_prepare(cfg, o->kubelet_dir, sockets);
         if (r < 0) {
                 if (r != -EINVAL)
@@ -85,4 +181,35 @@ int cli_resolve_user(const struct dp_options *o, const struct cfg_config *cfg) {
                         problem ? problem : strerror(-r));
         /* A failed lookup (NSS unreachable) is no mistake in the config. */
         return problem ? CLI_EXIT_USAGE : CLI_EXIT_FAILURE;
+}
+int cli_load_prepared(const struct dp_options *o, bool sockets, struct cfg_config **ret) {
+        return load_prepared(o, sockets, false, NULL, NULL, ret);
+}
+
+int cli_load_selected(const struct dp_options *o, bool sockets, cfg_select_fn *fn, void *ctx,
+                      struct cfg_config **ret) {
+        return load_prepared(o, sockets, true, fn, ctx, ret);
+}
+
+/* The cluster's view (manifests): a name that one resource per node group
+ * carries is one resource; the first stands for it. */
+static void drop_same_names(struct cfg_config *cfg) {
+        size_t kept = 0;
+
+        for (size_t i = 0; i < cfg->n_resources; i++) {
+                struct cfg_resource *res = &cfg->resources[i];
+                bool seen = false;
+                for (size_t j = 0; j < kept && !seen; j++)
+                        seen = strcmp(cfg->resources[j].name, res->name) == 0;
+                if (seen) {
+                        cfg_resource_clear(res);
+                        continue;
+                }
+                if (kept != i) {
+                        cfg->resources[kept] = *res;
+                        *res = (struct cfg_resource){ 0 };
+                }
+                kept++;
+        }
+        cfg->n_resources = kept;
 }

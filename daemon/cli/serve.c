@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* cdiplug serve: the daemon. */
 #include <errno.h>
+#include <stdlib.h>
 
 #include "config.h"
 #include "log.h"
@@ -8,9 +9,33 @@
 
 #include "cli-internal.h"
 
+/* At start the labels are not known yet: the daemon reads them from the
+ * API server, when it can, and serves such a resource once they match. */
+static void start_verdict(void *ctx, const struct cfg_resource *res, size_t idx,
+                          enum cfg_node_verdict v, const char *why) {
+        const struct dp_options *o = ctx;
+        const char *host = getenv("KUBERNETES_SERVICE_HOST");
+        bool creds = o->kubeconfig || (host && *host);
+
+        if (v != CFG_NODE_UNDECIDED) {
+                log_with(LOG_INFO, &(struct log_fields){ .resource = res->name },
+                         "node \"%s\" %s resource \"%s\" (resources[%zu]): %s", o->node_name,
+                         v == CFG_NODE_SERVES ? "serves" : "does not serve", res->name, idx, why);
+                return;
+        }
+        log_with(creds && o->node_name ? LOG_INFO : LOG_WARN,
+                 &(struct log_fields){ .resource = res->name },
+                 "resource \"%s\" (resources[%zu]) is not served%s: %s%s", res->name, idx,
+                 creds && o->node_name ? " yet" : "", why,
+                 !o->node_name ? ""
+                 : creds       ? "; reading them from the API server"
+                               : ": there are no API server credentials to read them with "
+                                 "(--kubeconfig, or the in-cluster service account)");
+}
+
 int cli_serve(const struct dp_options *o) {
         struct cfg_config *cfg = NULL;
-        int r = cli_load_prepared(o, true, &cfg);
+        int r = cli_load_selected(o, true, start_verdict, (void *)o, &cfg);
 
         if (r != 0)
                 return r;

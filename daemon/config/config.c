@@ -179,6 +179,8 @@ static int settings_json(const cJSON *obj, enum cfg_api api, char **ret) {
         cJSON_DeleteItemFromObjectCaseSensitive(copy, "allocate");
         cJSON_DeleteItemFromObjectCaseSensitive(copy, "policy");
         cJSON_DeleteItemFromObjectCaseSensitive(copy, "api");
+        /* Which nodes serve it decides whether it is served, not its devices. */
+        cJSON_DeleteItemFromObjectCaseSensitive(copy, "nodes");
         if (api != CFG_API_DEVICE_PLUGIN &&
             !cJSON_AddStringToObject(copy, "api", cfg_api_name(api))) {
                 cJSON_Delete(copy);
@@ -209,16 +211,31 @@ static int parse_policy(const cJSON *policy, const char *f, enum cfg_policy *ret
 
 /* The keys of each object of the config: key tables, indexed by the
  * slot split_keys puts the member in. */
-enum { DOC_RESOURCES, DOC_ALLOCATE, DOC_USER, DOC_METRICS, DOC_LOG_FORMAT, DOC_DRA, DOC_KEYS };
+enum {
+        DOC_RESOURCES,
+        DOC_ALLOCATE,
+        DOC_USER,
+        DOC_METRICS,
+        DOC_LOG_FORMAT,
+        DOC_DRA,
+        DOC_NFD,
+        DOC_KEYS
+};
 static const char *const doc_keys[DOC_KEYS] = {
-        [DOC_RESOURCES] = "resources", [DOC_ALLOCATE] = "allocate",     [DOC_USER] = "user",
-        [DOC_METRICS] = "metrics",     [DOC_LOG_FORMAT] = "log_format", [DOC_DRA] = "dra",
+        [DOC_RESOURCES] = "resources",
+        [DOC_ALLOCATE] = "allocate",
+        [DOC_USER] = "user",
+        [DOC_METRICS] = "metrics",
+        [DOC_LOG_FORMAT] = "log_format",
+        [DOC_DRA] = "dra",
+        [DOC_NFD] = "nfd",
 };
 
-enum { RES_NAME, RES_MATCH, RES_SHARES, RES_ALLOCATE, RES_POLICY, RES_API, RES_KEYS };
+enum { RES_NAME, RES_MATCH, RES_SHARES, RES_ALLOCATE, RES_POLICY, RES_API, RES_NODES, RES_KEYS };
 static const char *const resource_keys[RES_KEYS] = {
         [RES_NAME] = "name",         [RES_MATCH] = "match",   [RES_SHARES] = "shares",
         [RES_ALLOCATE] = "allocate", [RES_POLICY] = "policy", [RES_API] = "api",
+        [RES_NODES] = "nodes",
 };
 
 enum { METRICS_ADDRESS, METRICS_POD_RESOURCES_SOCKET, METRICS_KEYS };
@@ -335,6 +352,12 @@ static int parse_resource(const cJSON *obj, size_t idx, unsigned default_modes,
                          strcmp(k[RES_API]->valuestring, "device-plugin") != 0)
                         return fail(err, f, "must be \"device-plugin\" or \"dra\"");
         }
+        if (k[RES_NODES]) {
+                snprintf(f, sizeof(f), "%s.nodes", base);
+                r = cfg_nodes_parse(k[RES_NODES], f, &res->nodes, err);
+                if (r < 0)
+                        return r;
+        }
         res->alloc_modes = default_modes;
         if (modes) {
                 snprintf(f, sizeof(f), "%s.allocate", base);
@@ -425,6 +448,7 @@ static int parse_resources(const cJSON *resources, unsigned default_modes, struc
         cJSON_ArrayForEach(it, resources) {
                 struct cfg_resource *res = &cfg->resources[i];
                 cfg->n_resources = i + 1;
+                res->index = i;
                 r = parse_resource(it, i, default_modes, res, err);
                 if (r < 0)
                         return r;
@@ -432,10 +456,16 @@ static int parse_resources(const cJSON *resources, unsigned default_modes, struc
                         return fail(err, "dra.driver",
                                     "is required: resources[%zu] (\"%s\") has \"api\": \"dra\"", i,
                                     res->name);
+                if (res->nodes && res->nodes->labels)
+                        cfg->node_labels = true;
                 for (size_t j = 0; j < i; j++) {
                         const char *other = cfg->resources[j].name;
                         /* parse_resource() refuses a resource without one. */
                         if (!other || !res->name)
+                                continue;
+                        /* One per node group: cfg_nodes_select refuses a
+                         * node that would serve both. */
+                        if (res->nodes && cfg->resources[j].nodes)
                                 continue;
                         if (strcmp(other, res->name) == 0 ||
                             strcmp(cfg->resources[j].socket_name, res->socket_name) == 0) {
@@ -489,6 +519,11 @@ static int parse_doc(const cJSON *doc, struct cfg_config *cfg, struct base_field
         }
         if (k[DOC_DRA]) {
                 r = parse_dra(k[DOC_DRA], cfg, err);
+                if (r < 0)
+                        return r;
+        }
+        if (k[DOC_NFD]) {
+                r = cfg_nfd_parse(k[DOC_NFD], &cfg->nfd_features_dir, err);
                 if (r < 0)
                         return r;
         }
@@ -693,6 +728,7 @@ void cfg_resource_clear(struct cfg_resource *res) {
                 res_selector_free(res->selectors[j]);
         free(res->selectors);
         free(res->settings_json);
+        cfg_nodes_free(res->nodes);
         *res = (struct cfg_resource){ 0 };
 }
 
@@ -706,5 +742,6 @@ void cfg_free(struct cfg_config *cfg) {
         free(cfg->metrics_address);
         free(cfg->pod_resources_socket);
         free(cfg->dra_driver);
+        free(cfg->nfd_features_dir);
         free(cfg);
 }

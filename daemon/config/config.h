@@ -11,6 +11,7 @@
 #include "base.h"
 
 struct res_selector;
+struct cJSON;
 
 /* Allocate answer modes, combinable per resource. */
 enum {
@@ -55,6 +56,8 @@ struct cfg_resource {
          * reload compares it to tell a resource to re-discover from one it
          * leaves alone. */
         char *settings_json;
+        struct cfg_nodes *nodes; /* "nodes": who serves it; NULL: every node */
+        size_t index;            /* its place in the file's "resources", for messages */
 };
 
 enum cfg_log_format { CFG_LOG_UNSET, CFG_LOG_TEXT, CFG_LOG_JSON };
@@ -69,6 +72,8 @@ struct cfg_config {
         char *pod_resources_socket;     /* "metrics.pod_resources_socket", or NULL */
         enum cfg_log_format log_format; /* "log_format" */
         char *dra_driver;               /* "dra": {"driver"}; NULL: no "dra" section */
+        char *nfd_features_dir;         /* "nfd": {"features_dir"}, or NULL */
+        bool node_labels; /* a resource selects nodes by label (set before cfg_nodes_select) */
 };
 
 #define CFG_MAX_BYTES (1024 * 1024)
@@ -95,6 +100,44 @@ const char *cfg_driver_name_problem(const char *name);
 /* A Node's name is a DNS-1123 subdomain (ValidateNodeName): NULL when
  * valid, else a static message. */
 const char *cfg_node_name_problem(const char *name);
+
+/* A resource's "nodes" (nodes.c): which nodes serve it. names: fnmatch
+ * globs, one of which the node's name must match; labels: "KEY", "VALUE"
+ * pairs, each of which the node must carry. Either NULL: any node. */
+struct cfg_nodes {
+        char **names;
+        char **labels;
+};
+int cfg_nodes_parse(const struct cJSON *obj, const char *field, struct cfg_nodes **ret,
+                    struct base_field_error *err);
+void cfg_nodes_free(struct cfg_nodes *n); /* NULL ok */
+/* The Kubernetes label rules: NULL when valid, else a static message. */
+const char *cfg_label_key_problem(const char *key);
+const char *cfg_label_value_problem(const char *value);
+
+enum cfg_node_verdict {
+        CFG_NODE_SERVES,    /* the node matches */
+        CFG_NODE_SKIPS,     /* the node does not match */
+        CFG_NODE_UNDECIDED, /* its name or labels, which the selector needs, are not known */
+};
+/* Does node (NULL: not known), with labels (a JSON object of the node's
+ * labels; NULL: not known), serve a resource of these "nodes" (NULL:
+ * every node)? The verdict, with *ret_why (malloc'd) saying why; or
+ * -ENOMEM. */
+int cfg_nodes_match(const struct cfg_nodes *n, const char *node, const struct cJSON *labels,
+                    char **ret_why);
+/* Keep only the resources this node serves: fn (NULL: none) hears the
+ * verdict on each resource that has "nodes" (idx: its place in the file);
+ * the others are removed from cfg. -EINVAL with err when the node would
+ * serve two resources of one name. */
+typedef void cfg_select_fn(void *ctx, const struct cfg_resource *res, size_t idx,
+                           enum cfg_node_verdict v, const char *why);
+int cfg_nodes_select(struct cfg_config *cfg, const char *node, const struct cJSON *labels,
+                     cfg_select_fn *fn, void *ctx, struct base_field_error *err);
+
+/* "nfd": {"features_dir": "/ABS/DIR"} (nodes.c): where the Node Feature
+ * Discovery feature file goes. */
+int cfg_nfd_parse(const struct cJSON *obj, char **ret_dir, struct base_field_error *err);
 
 /* "device-plugin" or "dra". */
 const char *cfg_api_name(enum cfg_api api);
@@ -154,8 +197,11 @@ struct dp_options {
         const char *namespace_name;       /* manifests --namespace */
         const char *image;                /* manifests --image */
         bool no_sandbox;
-        bool to_stdout; /* generate --stdout */
-        bool json;      /* doctor --json */
+        bool to_stdout;               /* generate --stdout */
+        bool json;                    /* doctor --json */
+        const char *node_labels;      /* check, generate, doctor --node-labels K=V,... */
+        const char *nfd_features_dir; /* serve --nfd-features-dir, overrides "nfd" */
+        bool nfd;                     /* manifests --nfd */
 };
 
 /* "HOST:PORT" or "[V6]:PORT", numeric host (address.c), for the

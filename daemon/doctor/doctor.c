@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "resources.h"
@@ -46,6 +47,61 @@ int doc_read_small(const char *path, char *buf, size_t max) {
 
 /* --- config --- */
 
+static void node_finding(void *ctx, const struct cfg_resource *res, size_t idx,
+                         enum cfg_node_verdict v, const char *why) {
+        struct doc_ctx *c = ctx;
+        const char *node = c->o->node_name ? c->o->node_name : "(no --node-name)";
+
+        if (v == CFG_NODE_UNDECIDED)
+                doc_add(c, "nodes", DOC_WARN,
+                        res->nodes->names && !c->o->node_name
+                                ? "pass --node-name (serve takes it from NODE_NAME)"
+                                : "pass the node's labels with --node-labels KEY=VALUE,...",
+                        "node \"%s\" cannot tell whether it serves \"%s\" (resources[%zu]): %s",
+                        node, res->name, idx, why);
+        else
+                doc_add(c, "nodes", v == CFG_NODE_SERVES ? DOC_OK : DOC_INFO, NULL,
+                        "node \"%s\" %s \"%s\" (resources[%zu]): %s", node,
+                        v == CFG_NODE_SERVES ? "serves" : "does not serve", res->name, idx, why);
+}
+
+/* serve opens the NFD features dir before the lock-down and writes its
+ * feature file there: a missing or read-only dir stops it at start. */
+static void check_nfd(struct doc_ctx *c) {
+        const char *dir = c->cfg->nfd_features_dir;
+        struct stat st;
+        int r;
+
+        if (!dir)
+                return;
+        r = stat(dir, &st) < 0 ? -errno : S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+        if (r < 0)
+                doc_add(c, "nfd", DOC_PROBLEM,
+                        "create it, or install Node Feature Discovery (its nfd-worker reads it)",
+                        "nfd.features_dir %s: %s", dir, strerror(-r));
+        else if (access(dir, W_OK) < 0)
+                doc_add(c, "nfd", DOC_PROBLEM, "let the serving identity write it",
+                        "nfd.features_dir %s: not writable: %s", dir, strerror(errno));
+        else
+                doc_add(c, "nfd", DOC_OK, NULL,
+                        "nfd.features_dir %s: serve keeps its feature file \"cdiplug\" there", dir);
+}
+
+/* For the node doctor is asked about: what it serves, and why not the
+ * rest; the rest of doctor's checks then see only what it serves. */
+static void check_nodes(struct doc_ctx *c) {
+        struct base_field_error err = { 0 };
+        int r = cfg_nodes_select(c->cfg, c->o->node_name, c->o->node_labels, node_finding, c, &err);
+
+        if (r == -EINVAL)
+                doc_add(c, "nodes", DOC_PROBLEM, "make the resources' \"nodes\" exclusive",
+                        "%s: %s: %s", c->o->config_path, err.field ? err.field : "",
+                        err.msg ? err.msg : "invalid");
+        else if (r < 0)
+                c->oom = true;
+        base_field_error_clear(&err);
+}
+
 static void check_config(struct doc_ctx *c) {
         const char *path = c->o->config_path;
         struct base_field_error err = { 0 };
@@ -61,6 +117,8 @@ static void check_config(struct doc_ctx *c) {
         base_field_error_clear(&err);
         if (r < 0)
                 return;
+        check_nodes(c);
+        check_nfd(c);
         /* As check does: kinds, spec files and sockets under the kubelet
          * dir; what it finds wrong it logs on stderr. */
         r = dp_names_prepare(c->cfg, c->o->kubelet_dir, true);

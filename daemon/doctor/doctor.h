@@ -5,6 +5,8 @@
 
 #include <stdbool.h>
 
+struct cJSON;
+
 struct doc_options {
         const char *config_path;
         const char *host_root;
@@ -12,7 +14,9 @@ struct doc_options {
         const char *kubelet_root; /* DRA's plugins_registry and plugins are below it */
         const char *kubeconfig;   /* NULL: the in-cluster credentials */
         const char *cdi_dir;
-        const char *metrics_address; /* NULL: the config's */
+        const char *metrics_address;     /* NULL: the config's */
+        const char *node_name;           /* --node-name, for the resources' "nodes"; or NULL */
+        const struct cJSON *node_labels; /* --node-labels as an object, or NULL: not known */
         bool json;
 };
 

@@ -79,9 +79,9 @@ int kube_new_at(const struct kube_settings *s, const char *root, struct kube **r
         struct kube *k;
         int r;
 
-        if (!s || !s->node_name || !*s->node_name || !s->driver || !*s->driver)
+        if (!s || !s->node_name || !*s->node_name || (s->driver && !*s->driver))
                 return -EINVAL;
-        /* Loaded here, not linked: a daemon without "dra" never maps
+        /* Loaded here, not linked: a daemon without an API client never maps
          * libcurl and the libraries it pulls (curl-dl.h). */
         r = kube_curl_load();
         if (r < 0)
@@ -92,10 +92,10 @@ int kube_new_at(const struct kube_settings *s, const char *root, struct kube **r
         pthread_mutex_init(&k->mu, NULL);
         k->queue_tail = &k->queue;
         k->node = strdup(s->node_name);
-        k->driver = strdup(s->driver);
+        k->driver = s->driver ? strdup(s->driver) : NULL;
         k->seen = cJSON_CreateObject();
         k->gone = cJSON_CreateObject();
-        if (!k->node || !k->driver || !k->seen || !k->gone) {
+        if (!k->node || (s->driver && !k->driver) || !k->seen || !k->gone) {
                 kube_free(k);
                 return -ENOMEM;
         }
@@ -280,6 +280,8 @@ static void on_done(struct kube *k, CURL *h, CURLcode rc) {
                 return;
         if (x->kind == KX_CLAIM)
                 claim_done(k, x, rc);
+        else if (x == k->labels_x)
+                kube_labels_done(k, x, rc, dp_now_ms());
         else
                 kube_reconcile_done(k, x, rc, dp_now_ms());
         kube_xfer_free(x);
@@ -295,6 +297,7 @@ static int poll_timeout(struct kube *k, uint64_t now) {
                 due = k->ctl_due_ms;
         if (!k->watch && k->state == KS_SYNCED && k->watch_due_ms > now)
                 due = dp_due_min(due, k->watch_due_ms);
+        due = dp_due_min(due, kube_labels_due(k, now));
         if (due) {
                 uint64_t ms = due - now;
                 if (curl_ms < 0 || (uint64_t)curl_ms > ms)
@@ -321,7 +324,10 @@ static void *kube_main(void *arg) {
                                 on_done(k, m->easy_handle, m->data.result);
                 drain_inbox(k);
                 start_claims(k);
-                kube_reconcile_step(k, dp_now_ms());
+                kube_labels_step(k, dp_now_ms());
+                /* Without a driver the client only follows the labels. */
+                if (k->driver)
+                        kube_reconcile_step(k, dp_now_ms());
                 sym_curl_multi_poll(k->multi, NULL, 0, poll_timeout(k, dp_now_ms()), NULL);
         }
         return NULL;
@@ -359,7 +365,8 @@ static void cancel_all(struct kube *k) {
         }
         kube_xfer_free(k->ctl);
         kube_xfer_free(k->watch);
-        k->ctl = k->watch = NULL;
+        kube_xfer_free(k->labels_x);
+        k->ctl = k->watch = k->labels_x = NULL;
         while ((q = k->queue)) {
                 k->queue = q->next;
                 claim_fail(k, q, -ECANCELED, "the API client is stopping");
@@ -393,6 +400,7 @@ void kube_free(struct kube *k) {
         kube_creds_clear(&k->creds);
         cJSON_Delete(k->seen);
         cJSON_Delete(k->gone);
+        cJSON_Delete(k->labels);
         free(k->rv);
         free(k->node_uid);
         free(k->node);

@@ -207,6 +207,13 @@ struct kube {
         unsigned ctl_failures, watch_failures;
         uint64_t ctl_due_ms, watch_due_ms; /* not before (back-off), 0: now */
         bool token_stale;                  /* re-read before the next request */
+        /* labels.c's: the node's labels, followed when labels_fn is set. */
+        kube_labels_fn *labels_fn;
+        void *labels_ctx;
+        cJSON *labels;              /* as last told to labels_fn, or NULL */
+        struct kube_xfer *labels_x; /* the watch in flight */
+        unsigned labels_failures;
+        uint64_t labels_due_ms;
         bool token_warned;
 };
 
@@ -224,6 +231,12 @@ uint64_t kube_xfer_retry_after_ms(const struct kube_xfer *x);
 void kube_count_error(struct kube *k, int cls, const struct kube_xfer *x);
 /* A short description of a failure for the log (no secrets). */
 void kube_xfer_describe(const struct kube_xfer *x, CURLcode rc, char *buf, size_t size);
+
+/* labels.c: on cdiplug-kube. due: when the next watch may start (0:
+ * now, or one is running). */
+void kube_labels_step(struct kube *k, uint64_t now_ms);
+uint64_t kube_labels_due(const struct kube *k, uint64_t now_ms);
+void kube_labels_done(struct kube *k, struct kube_xfer *x, CURLcode rc, uint64_t now_ms);
 
 /* reconcile.c: on cdiplug-kube. */
 void kube_reconcile_step(struct kube *k, uint64_t now_ms);

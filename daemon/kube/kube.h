@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* kube: the daemon's Kubernetes API client, for DRA. One thread of its own,
+/* kube: the daemon's Kubernetes API client, for DRA and for the node
+ * labels the resources' "nodes" select on (labels.c). One thread of its own,
  * cdiplug-kube, started after the lock-down, drives every HTTPS transfer
  * through one libcurl multi handle (curl_multi_poll + curl_multi_wakeup:
  * idle means blocked in poll). It publishes this node's ResourceSlices
@@ -18,7 +19,7 @@ struct kube;
 struct kube_settings {
         const char *kubeconfig; /* NULL: in-cluster env + /var/run/secrets/... */
         const char *node_name;
-        const char *driver;
+        const char *driver; /* NULL: no DRA, only the node's labels */
 };
 
 /* Reads the credentials (files stay re-readable for token rotation),
@@ -34,6 +35,14 @@ int kube_new(const struct kube_settings *s, struct kube **ret);
  * down). */
 int kube_start(struct kube *k);
 void kube_free(struct kube *k); /* stops the thread first; NULL ok */
+
+/* Follow this node's labels (labels.c), for the resources' "nodes":
+ * fn(ctx, labels) runs on cdiplug-kube with the Node's metadata.labels (a
+ * JSON object, borrowed for the call) first when they are read, then each
+ * time they change. Call before kube_start(); with s->driver NULL, this is
+ * all the client does. */
+typedef void kube_labels_fn(void *ctx, const cJSON *labels);
+int kube_labels_follow(struct kube *k, kube_labels_fn *fn, void *ctx);
 
 /* Desired devices of one pool: devices is a cJSON array of ResourceSlice
  * `spec.devices[]` entries (taken, also on error). NULL: the pool is

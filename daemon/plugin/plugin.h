@@ -209,3 +209,11 @@ int dp_warn_list_size(const struct dp_plugin *p);
  * above. 0, or a negative errno when discovery failed (logged as a
  * warning: check's verdict is about the config). */
 int dp_check_devices(const char *host_root, const struct cfg_config *cfg);
+
+/* Node Feature Discovery (nfd.c). The devices a node counts as having:
+ * healthy and not gone. */
+size_t dp_nfd_count(const struct dp_plugin *p);
+/* The feature file for these plugins (in order): "<resource>.present=true
+ * or false" and "<resource>.count=N" lines, malloc'd in *ret; a resource
+ * whose name would make too long a label gets a comment instead. */
+int dp_nfd_render(const struct dp_plugin *const *plugins, size_t n, char **ret);

@@ -30,8 +30,9 @@
 #include "log.h"
 
 static int lockdown(const struct dp_daemon *d) {
-        /* The API client's TCP sockets, only when DRA is configured. */
-        struct sbx_options so = { .api_access = d->cfg->dra_driver != NULL };
+        /* The API client's TCP sockets, only when DRA is configured or node
+         * labels are followed. */
+        struct sbx_options so = { .api_access = d->cfg->dra_driver != NULL || dp_nodes_api(d) };
         struct sbx_error err = { 0 };
         const char *user = d->opts->user ? d->opts->user : d->cfg->user;
         int r;
@@ -223,6 +224,7 @@ static void add_timers(struct dp_daemon *d) {
         dp_timer_add(&d->loop, &d->relisten_timer, dp_watch_due, d);
         dp_timer_add(&d->loop, &d->register_timer, dp_register_due, d);
         dp_timer_add(&d->loop, &d->dra_timer, dp_dra_due, d);
+        dp_timer_add(&d->loop, &d->nodes_timer, dp_nodes_due, d);
 }
 
 static int setup_fds(struct dp_daemon *d) {
@@ -289,6 +291,8 @@ static void daemon_free(struct dp_daemon *d) {
         dp_retired_free_all(d);
         dp_retained_free(d);
         dp_dra_free(d);
+        dp_nodes_free(d);
+        dp_nfd_free(d);
         free(d->res);
         free(d->kubelet.sock);
         free(d->watch.dev_wds);
@@ -316,6 +320,10 @@ static int setup(struct dp_daemon *d) {
                 r = dp_watch_setup(d);
         if (r >= 0)
                 r = dp_dra_setup(d);
+        if (r >= 0)
+                r = dp_nodes_setup(d);
+        if (r >= 0)
+                r = dp_nfd_setup(d);
         if (r >= 0)
                 r = dp_watch_config_setup(d);
         if (r >= 0)
@@ -354,9 +362,11 @@ static int start_serving(struct dp_daemon *d) {
                 if (kubelet && dp_server_listen(d->res[i]) >= 0)
                         dp_register(d->res[i]);
         }
+        dp_nfd_update(d);
         /* The DRA driver registers through plugins_registry, whether or
          * not kubelet.sock is there. */
-        return dp_dra_start(d);
+        r = dp_dra_start(d);
+        return r < 0 ? r : dp_nodes_start(d);
 }
 
 int dp_daemon_run(const struct dp_options *opts, struct cfg_config *cfg) {
@@ -374,6 +384,7 @@ int dp_daemon_run(const struct dp_options *opts, struct cfg_config *cfg) {
                         .config_real_wd = -1,
                 },
                 .dra = { .wd = -1 },
+                .nfd = { .dfd = -1 },
         };
         pthread_t thread;
         int r;
@@ -409,6 +420,7 @@ int dp_daemon_run(const struct dp_options *opts, struct cfg_config *cfg) {
         }
         drain(&d);
         pthread_join(thread, NULL);
+        dp_nfd_stop(&d);
         log_with(LOG_INFO, &(struct log_fields){ .path = opts->cdi_dir },
                  "stopped; sockets removed, CDI specs left in %s for pods that still use them",
                  opts->cdi_dir);

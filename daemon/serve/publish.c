@@ -6,7 +6,10 @@
  * defines, and the write is retried on the daemon's timerfd with backoff
  * until it succeeds; then the full list goes out. Nothing polls: a failing
  * disk costs one attempt per back-off period. */
+#include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cdi.h"
 #include "config.h"
@@ -96,4 +99,89 @@ int dp_spec_publish(struct dp_resource *res) {
         res->spec_retry.at_ms = 0;
         dp_plugin_spec_written(res->plugin);
         return 0;
+}
+
+/* ---- the Node Feature Discovery feature file ----
+ * One file, NFD_FILE in the features dir, written atomically with a
+ * dot-prefixed temp name: nfd-worker skips files whose names start with
+ * '.', so it never reads half of one. The dir is opened before the
+ * lock-down and only *at() calls reach it after. */
+
+#define NFD_FILE "cdiplug"
+#define NFD_TMP ".cdiplug.tmp."
+
+static const struct dp_plugin *const *plugins_of(const struct dp_daemon *d,
+                                                 const struct dp_plugin **v) {
+        for (size_t i = 0; i < d->n_res; i++)
+                v[i] = d->res[i]->plugin;
+        return v;
+}
+
+int dp_nfd_setup(struct dp_daemon *d) {
+        const char *dir =
+                d->opts->nfd_features_dir ? d->opts->nfd_features_dir : d->cfg->nfd_features_dir;
+
+        if (!dir)
+                return 0;
+        d->nfd.dir = strdup(dir);
+        if (!d->nfd.dir)
+                return -ENOMEM;
+        d->nfd.dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (d->nfd.dfd < 0) {
+                int r = -errno;
+                log_with(LOG_ERR, &(struct log_fields){ .path = dir, .err = r },
+                         "nfd: cannot open the features dir %s: %s", dir, strerror(-r));
+                return r;
+        }
+        base_remove_temps_at(d->nfd.dfd, NFD_TMP);
+        log_with(LOG_INFO, &(struct log_fields){ .path = dir, .file = NFD_FILE },
+                 "nfd: keeping the feature file %s/%s", dir, NFD_FILE);
+        return 0;
+}
+
+void dp_nfd_update(struct dp_daemon *d) {
+        _cleanup_free_ const struct dp_plugin **plugins = NULL;
+        _cleanup_free_ char *text = NULL;
+        int r;
+
+        if (d->nfd.dfd < 0)
+                return;
+        plugins = calloc(d->n_res + 1, sizeof(*plugins));
+        if (!plugins || dp_nfd_render(plugins_of(d, plugins), d->n_res, &text) < 0) {
+                log_error("nfd: out of memory; the feature file stays as it was");
+                return;
+        }
+        if (d->nfd.last && strcmp(d->nfd.last, text) == 0)
+                return;
+        r = base_write_atomic_at(d->nfd.dfd, NFD_FILE, NFD_TMP, text, strlen(text), 0644);
+        if (r < 0) {
+                /* The next change tries again; the old file, if any, stays whole. */
+                log_with(LOG_ERR,
+                         &(struct log_fields){ .path = d->nfd.dir, .file = NFD_FILE, .err = r },
+                         "nfd: cannot write %s/%s: %s", d->nfd.dir, NFD_FILE, strerror(-r));
+                return;
+        }
+        free(d->nfd.last);
+        d->nfd.last = TAKE_PTR(text);
+}
+
+void dp_nfd_stop(struct dp_daemon *d) {
+        if (d->nfd.dfd < 0 || !d->nfd.last)
+                return;
+        /* Stopped, the node serves nothing: its labels go with the file. */
+        if (unlinkat(d->nfd.dfd, NFD_FILE, 0) < 0 && errno != ENOENT)
+                log_with(LOG_WARN,
+                         &(struct log_fields){ .path = d->nfd.dir, .file = NFD_FILE, .err = errno },
+                         "nfd: cannot remove %s/%s: %m", d->nfd.dir, NFD_FILE);
+        free(d->nfd.last);
+        d->nfd.last = NULL;
+}
+
+void dp_nfd_free(struct dp_daemon *d) {
+        if (d->nfd.dfd >= 0)
+                close(d->nfd.dfd);
+        d->nfd.dfd = -1;
+        free(d->nfd.dir);
+        free(d->nfd.last);
+        d->nfd.dir = d->nfd.last = NULL;
 }

@@ -26,8 +26,10 @@
  * kind ("ab-cd/ef" and "ab/cd-ef" are both ab-cd-ef.json) is refused as a
  * whole: writing it would replace the spec a pod holding the old
  * resource's devices resolves its CDI names through. */
+#include <cjson/cJSON.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdlib.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <string.h>
@@ -36,6 +38,7 @@
 
 #include "cdi.h"
 #include "config.h"
+#include "kube.h"
 #include "serve-internal.h"
 #include "plugin.h"
 #include "resources.h"
@@ -398,6 +401,11 @@ static void restart_only(struct dp_daemon *d, struct cfg_config *next) {
         /* The DRA driver's sockets and name are made before the lock-down
          * (dra.c). Resources move to and from DRA live. */
         keep_running("dra.driver", false, &d->cfg->dra_driver, &next->dra_driver);
+        /* Its dir is opened before the lock-down (publish.c). */
+        keep_running("nfd.features_dir", d->opts->nfd_features_dir, &d->cfg->nfd_features_dir,
+                     &next->nfd_features_dir);
+        /* Whether a client follows the labels was decided at start. */
+        next->node_labels = d->cfg->node_labels;
 }
 
 static void apply_log_format(const struct dp_daemon *d) {
@@ -479,6 +487,136 @@ static void commit(struct dp_daemon *d, struct plan *p) {
                 dp_retained_check(d);
 }
 
+/* ---- this node's labels, for the resources' "nodes" ----
+ * The labels come from the API server, on cdiplug-kube; a change is
+ * applied as a reload of the config file (the same plan, the same logs),
+ * run on the watcher thread through the timer list. */
+
+static bool have_credentials(const struct dp_daemon *d);
+
+/* Why the labels are not known, for a resource that needs them. */
+static const char *labels_missing(const struct dp_daemon *d) {
+        if (!d->opts->node_name)
+                return "no node name (--node-name, NODE_NAME) to read them by";
+        if (!d->nodes.followed && !have_credentials(d))
+                return "no API server credentials to read them with (--kubeconfig, or the "
+                       "in-cluster service account)";
+        if (!d->nodes.followed)
+                return "the labels are followed only when the config selects by label at "
+                       "start: restart cdiplug";
+        return "waiting for them from the API server";
+}
+
+static void log_verdict(void *ctx, const struct cfg_resource *res, size_t idx,
+                        enum cfg_node_verdict v, const char *why) {
+        const struct dp_daemon *d = ctx;
+        const char *node = d->opts->node_name ? d->opts->node_name : "(no name)";
+
+        if (v == CFG_NODE_UNDECIDED)
+                log_with(LOG_WARN, &(struct log_fields){ .resource = res->name },
+                         "resource \"%s\" (resources[%zu]) is not served: %s: %s", res->name, idx,
+                         why, labels_missing(d));
+        else
+                log_with(LOG_INFO, &(struct log_fields){ .resource = res->name },
+                         "node \"%s\" %s resource \"%s\" (resources[%zu]): %s", node,
+                         v == CFG_NODE_SERVES ? "serves" : "does not serve", res->name, idx, why);
+}
+
+/* Keep the resources this node serves: -EINVAL (logged) when it would
+ * serve two of one name. */
+static int select_node(struct dp_daemon *d, struct cfg_config *next) {
+        struct base_field_error err = { 0 };
+        int r = cfg_nodes_select(next, d->opts->node_name, d->nodes.labels, log_verdict, d, &err);
+
+        if (r < 0)
+                log_with(LOG_ERR,
+                         &(struct log_fields){ .path = d->opts->config_path,
+                                               .err = r == -EINVAL ? 0 : r },
+                         "config: %s: %s%s%s; keeping the running configuration",
+                         d->opts->config_path, err.field ? err.field : "", err.field ? ": " : "",
+                         err.msg ? err.msg : strerror(-r));
+        base_field_error_clear(&err);
+        return r;
+}
+
+/* On cdiplug-kube: the labels are kept for the next reload, which the
+ * watcher runs at once. */
+static void labels_heard(void *ctx, const cJSON *labels) {
+        struct dp_daemon *d = ctx;
+        cJSON *copy = cJSON_Duplicate(labels, true);
+
+        if (!copy) {
+                log_error("nodes: out of memory keeping the node's labels; the last stay");
+                return;
+        }
+        pthread_mutex_lock(&d->lock);
+        cJSON_Delete(d->nodes.labels);
+        d->nodes.labels = copy;
+        dp_timer_set(&d->nodes_timer, dp_now_ms());
+        pthread_mutex_unlock(&d->lock);
+}
+
+void dp_nodes_due(void *ctx) {
+        struct dp_daemon *d = ctx;
+
+        log_with(LOG_INFO, &(struct log_fields){ 0 }, "nodes: node \"%s\": %d labels read",
+                 d->opts->node_name, cJSON_GetArraySize(d->nodes.labels));
+        dp_reload(d,
+                  d->nodes.reloads++ ? "the node's labels changed" : "the node's labels were read");
+}
+
+/* Credentials are there when given (--kubeconfig) or when the pod's
+ * environment names the API server; a broken set is an error, as for DRA. */
+static bool have_credentials(const struct dp_daemon *d) {
+        const char *host = getenv("KUBERNETES_SERVICE_HOST");
+        return d->opts->kubeconfig || (host && *host);
+}
+
+int dp_nodes_setup(struct dp_daemon *d) {
+        struct kube_settings ks = { .kubeconfig = d->opts->kubeconfig,
+                                    .node_name = d->opts->node_name };
+        int r;
+
+        if (!d->cfg->node_labels || !d->opts->node_name)
+                return 0;
+        if (!have_credentials(d)) {
+                log_warn("nodes: resources select nodes by label, but there are no API server "
+                         "credentials (--kubeconfig, or the in-cluster service account): those "
+                         "resources are not served");
+                return 0;
+        }
+        if (!d->dra.kube) {
+                r = kube_new(&ks, &d->nodes.kube);
+                if (r < 0)
+                        return r;
+        }
+        r = kube_labels_follow(d->dra.kube ? d->dra.kube : d->nodes.kube, labels_heard, d);
+        if (r < 0)
+                return r;
+        d->nodes.followed = true;
+        log_with(LOG_INFO, &(struct log_fields){ 0 },
+                 "nodes: following the labels of node \"%s\" for the resources that select "
+                 "nodes by label",
+                 d->opts->node_name);
+        return 0;
+}
+
+int dp_nodes_start(struct dp_daemon *d) {
+        return d->nodes.kube ? kube_start(d->nodes.kube) : 0;
+}
+
+bool dp_nodes_api(const struct dp_daemon *d) {
+        return d->nodes.kube != NULL;
+}
+
+void dp_nodes_free(struct dp_daemon *d) {
+        /* Joins cdiplug-kube, whose callback takes d->lock: not held here. */
+        kube_free(d->nodes.kube);
+        d->nodes.kube = NULL;
+        cJSON_Delete(d->nodes.labels);
+        d->nodes.labels = NULL;
+}
+
 void dp_reload(struct dp_daemon *d, const char *why) {
         const char *path = d->opts->config_path;
         struct base_field_error err = { 0 };
@@ -506,6 +644,10 @@ void dp_reload(struct dp_daemon *d, const char *why) {
         base_field_error_clear(&err);
         if (r < 0)
                 return;
+        if (select_node(d, p.next) < 0) {
+                cfg_free(p.next);
+                return;
+        }
         /* The rest of what `check` and start-up refuse: names with no
          * valid CDI form, resources that would share a kind, a spec file or
          * a socket. It also sets each socket name as start-up did. */
@@ -533,6 +675,7 @@ void dp_reload(struct dp_daemon *d, const char *why) {
         commit(d, &p);
         /* DRA resources added, removed or changed: the health list again. */
         dp_dra_publish(d);
+        dp_nfd_update(d);
         if (p.failed)
                 log_error("reload: %zu added, %zu changed, %zu removed, %zu unchanged, %zu failed",
                           p.added, p.changed, p.removed, p.unchanged, p.failed);

@@ -164,6 +164,22 @@ struct dp_dra {
         uint64_t due_ms;              /* dra_timer's: the earliest Prepare deadline, 0 none */
 };
 
+/* This node's labels, for the resources' "nodes" (reload.c). */
+struct cJSON;
+struct dp_nodes {
+        struct kube *kube;    /* a client of its own, or NULL: none, or DRA's follows them */
+        bool followed;        /* some client follows them (started with the daemon) */
+        struct cJSON *labels; /* as last heard from the API server; NULL: not yet */
+        unsigned reloads;     /* reloads the labels brought */
+};
+
+/* The Node Feature Discovery feature file (publish.c). */
+struct dp_nfd {
+        int dfd;    /* the features dir, opened before the lock-down, or -1: none */
+        char *dir;  /* its path, for messages */
+        char *last; /* what was last written, or NULL */
+};
+
 struct dp_daemon {
         const struct dp_options *opts;
         struct cfg_config *cfg;
@@ -181,11 +197,13 @@ struct dp_daemon {
          * dra.c (Prepare's lookup deadlines). */
         struct dp_loop loop;
         struct dp_timer retained_timer, spec_timer, accept_timer, relisten_timer, register_timer,
-                dra_timer;
+                dra_timer, nodes_timer;
 
         struct dp_kubelet kubelet;          /* kubelet.c's */
         struct dp_watcher watch;            /* watch.c's */
         struct dp_dra dra;                  /* dra.c's */
+        struct dp_nodes nodes;              /* reload.c's */
+        struct dp_nfd nfd;                  /* publish.c's */
         struct dp_http *http;               /* the metrics endpoint, or NULL */
         struct dp_retained *retained_specs; /* specs of resources gone from the config, or NULL */
 };
@@ -271,6 +289,14 @@ void dp_spec_timer_set(struct dp_daemon *d);
 /* specs.c */
 void dp_specs_startup(struct dp_daemon *d);
 
+/* publish.c, too: the NFD feature file. setup opens its dir (before the
+ * lock-down); update writes it when what it says changed (start-up,
+ * hotplug, reload); stop removes it (a clean stop). */
+int dp_nfd_setup(struct dp_daemon *d);
+void dp_nfd_update(struct dp_daemon *d);
+void dp_nfd_stop(struct dp_daemon *d);
+void dp_nfd_free(struct dp_daemon *d);
+
 /* Live reload (reload.c): the config file's changes applied per resource,
  * and resources a reload removed, freed once nothing uses them. */
 
@@ -279,6 +305,18 @@ struct dp_resource;
 struct inotify_event;
 
 void dp_reload(struct dp_daemon *d, const char *why);
+
+/* reload.c, too: this node's labels for the resources' "nodes". setup
+ * (before the lock-down, after dp_dra_setup) makes or borrows the API
+ * client that follows them when the config selects by label; start
+ * starts its own; a change reloads (due, on the timer). */
+int dp_nodes_setup(struct dp_daemon *d);
+int dp_nodes_start(struct dp_daemon *d);
+/* A timer callback: ctx is the daemon. */
+void dp_nodes_due(void *ctx);
+void dp_nodes_free(struct dp_daemon *d);
+/* Whether the sandbox must allow the API client's TCP sockets for them. */
+bool dp_nodes_api(const struct dp_daemon *d);
 
 /* CDI specs of resources no longer configured (retained.c), kept while
  * PodResources shows a pod holding one of their devices. add records one

@@ -561,8 +561,10 @@ static void refresh(struct dp_resource *res) {
                 if (dp_resource_refresh(res, &more) >= 0)
                         changed |= more;
         }
-        if (changed)
+        if (changed) {
                 dp_server_push(res);
+                dp_nfd_update(d);
+        }
 }
 
 /* After a lost event nothing can be trusted: check everything. */

@@ -77,6 +77,9 @@ struct fakeapi {
 
         char *token;
         cJSON *slices, *claims, *nodes;
+        cJSON *node_labels;  /* node name → its labels object */
+        uint64_t node_gen;   /* bumped on every label change */
+        uint64_t node_drops; /* bumped to end every node watch */
         uint64_t rv, min_rv;
         bool expire_http;
         struct event hist[MAX_HISTORY];
@@ -465,6 +468,101 @@ static bool handle_claim(struct fakeapi *f, SSL *s, const char *rest) {
         return ok;
 }
 
+/* ---- nodes' labels: GET and a watch on one node (metadata.name) ---- */
+
+static void node_add_labels(struct fakeapi *f, cJSON *md, const char *name) {
+        const cJSON *l = cJSON_GetObjectItemCaseSensitive(f->node_labels, name);
+
+        if (l)
+                cJSON_AddItemToObject(md, "labels", cJSON_Duplicate(l, true));
+}
+
+/* The Node object as a watch sends it (f->mu held); NULL when unknown. */
+static cJSON *node_object(struct fakeapi *f, const char *name) {
+        const char *uid = fa_jstr(f->nodes, name, NULL);
+        cJSON *node, *md;
+
+        if (!uid)
+                return NULL;
+        node = cJSON_CreateObject();
+        cJSON_AddStringToObject(node, "kind", "Node");
+        cJSON_AddStringToObject(node, "apiVersion", "v1");
+        md = cJSON_AddObjectToObject(node, "metadata");
+        cJSON_AddStringToObject(md, "name", name);
+        cJSON_AddStringToObject(md, "uid", uid);
+        node_add_labels(f, md, name);
+        return node;
+}
+
+/* watch=true&fieldSelector=metadata.name=NAME, no resourceVersion: the
+ * node as it is (ADDED), then a MODIFIED per label change. */
+static bool handle_node_watch(struct fakeapi *f, SSL *s, int fd, const struct request *r) {
+        static const char head[] = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                                   "Transfer-Encoding: chunked\r\n\r\n";
+        char *sel = fa_query_get(r->query, "fieldSelector");
+        char *tos = fa_query_get(r->query, "timeoutSeconds");
+        uint64_t deadline =
+                now_ns() + (uint64_t)(tos ? strtoul(tos, NULL, 10) : 1800) * 1000000000u;
+        const char *name = sel && strncmp(sel, "metadata.name=", 14) == 0 ? sel + 14 : NULL;
+        const char *type = "ADDED";
+        uint64_t gen, drops;
+        bool ok;
+
+        free(tos);
+        if (!name) {
+                free(sel);
+                return fa_send_status(s, 400, "BadRequest", "only metadata.name is supported", 0);
+        }
+        ok = fa_send_all(s, head, sizeof(head) - 1);
+        pthread_mutex_lock(&f->mu);
+        gen = f->node_gen;
+        drops = f->node_drops;
+        while (ok && drops == f->node_drops) {
+                cJSON *node = node_object(f, name);
+                if (node) {
+                        pthread_mutex_unlock(&f->mu);
+                        ok = send_event(s, type, node);
+                        cJSON_Delete(node);
+                        pthread_mutex_lock(&f->mu);
+                }
+                type = "MODIFIED";
+                while (ok && f->node_gen == gen && drops == f->node_drops && !f->stopping &&
+                       now_ns() < deadline && !peer_gone(fd)) {
+                        struct timespec ts;
+                        clock_gettime(CLOCK_MONOTONIC, &ts);
+                        ts.tv_nsec += 100000000;
+                        if (ts.tv_nsec >= 1000000000) {
+                                ts.tv_sec++;
+                                ts.tv_nsec -= 1000000000;
+                        }
+                        pthread_cond_timedwait(&f->cond, &f->mu, &ts);
+                }
+                if (f->node_gen == gen)
+                        break;
+                gen = f->node_gen;
+        }
+        pthread_mutex_unlock(&f->mu);
+        free(sel);
+        return ok && fa_send_all(s, "0\r\n\r\n", 5);
+}
+
+void fakeapi_end_node_watches(struct fakeapi *f) {
+        pthread_mutex_lock(&f->mu);
+        f->node_drops++;
+        pthread_cond_broadcast(&f->cond);
+        pthread_mutex_unlock(&f->mu);
+}
+
+void fakeapi_set_node_labels(struct fakeapi *f, const char *name, cJSON *labels) {
+        pthread_mutex_lock(&f->mu);
+        cJSON_DeleteItemFromObjectCaseSensitive(f->node_labels, name);
+        if (labels)
+                cJSON_AddItemToObject(f->node_labels, name, labels);
+        f->node_gen++;
+        pthread_cond_broadcast(&f->cond);
+        pthread_mutex_unlock(&f->mu);
+}
+
 static bool handle_node(struct fakeapi *f, SSL *s, const char *name) {
         cJSON *node = NULL, *md;
         const char *uid;
@@ -479,6 +577,7 @@ static bool handle_node(struct fakeapi *f, SSL *s, const char *name) {
                 md = cJSON_AddObjectToObject(node, "metadata");
                 cJSON_AddStringToObject(md, "name", name);
                 cJSON_AddStringToObject(md, "uid", uid);
+                node_add_labels(f, md, name);
         }
         pthread_mutex_unlock(&f->mu);
         if (!node)
@@ -562,6 +661,9 @@ static bool handle(struct fakeapi *f, SSL *s, int fd, const struct request *r) {
         } else if (strncmp(r->path, CLAIMS_NS, strlen(CLAIMS_NS)) == 0) {
                 if (strcmp(r->method, "GET") == 0)
                         return handle_claim(f, s, r->path + strlen(CLAIMS_NS));
+        } else if (strcmp(r->path, "/api/v1/nodes") == 0 && watch) {
+                if (strcmp(r->method, "GET") == 0)
+                        return handle_node_watch(f, s, fd, r);
         } else if (strncmp(r->path, NODES, strlen(NODES)) == 0) {
                 if (strcmp(r->method, "GET") == 0)
                         return handle_node(f, s, r->path + strlen(NODES));
@@ -688,6 +790,7 @@ struct fakeapi *fakeapi_new(bool listening) {
         f->slices = cJSON_CreateArray();
         f->claims = cJSON_CreateArray();
         f->nodes = cJSON_CreateObject();
+        f->node_labels = cJSON_CreateObject();
         f->rv = 1000;
         f->min_rv = 0;
 
@@ -747,6 +850,7 @@ void fakeapi_free(struct fakeapi *f) {
         cJSON_Delete(f->slices);
         cJSON_Delete(f->claims);
         cJSON_Delete(f->nodes);
+        cJSON_Delete(f->node_labels);
         free(f->token);
         rm_dir(f->dir);
         pthread_cond_destroy(&f->cond);

@@ -38,6 +38,11 @@ void fakeapi_set_token(struct fakeapi *f, const char *token);
 /* Fixtures: a Node with its uid, and a ResourceClaim object (taken). */
 void fakeapi_add_node(struct fakeapi *f, const char *name, const char *uid);
 void fakeapi_add_claim(struct fakeapi *f, cJSON *claim);
+/* A Node's labels (taken; NULL: none), in its GET and, as a MODIFIED
+ * event, on every watch of it (watch=true, fieldSelector=metadata.name=). */
+void fakeapi_set_node_labels(struct fakeapi *f, const char *name, cJSON *labels);
+/* End every open node watch (the stream just ends, as at its timeout). */
+void fakeapi_end_node_watches(struct fakeapi *f);
 
 /* The next n requests whose method (NULL: any) and path (prefix, NULL:
  * any) match are answered with status (0: the connection is closed

@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* This node's labels, followed on cdiplug-kube for the resources' "nodes"
+ * selectors. One watch on the Node, fieldSelector metadata.name=NODE and
+ * no resourceVersion: the API server then sends the Node as it is now (an
+ * ADDED event) before its changes, so every (re)start of the watch doubles
+ * as the read, and nothing needs a list or a resourceVersion kept. The
+ * callback hears the labels only when they differ from the last it heard.
+ * A failed watch is retried with the client's back-off; the labels heard
+ * last stay in force meanwhile (an API server outage moves no resource).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "kube-internal.h"
+#include "log.h"
+#include "loop.h"
+
+int kube_labels_follow(struct kube *k, kube_labels_fn *fn, void *ctx) {
+        if (!k || !fn || k->started)
+                return -EINVAL;
+        k->labels_fn = fn;
+        k->labels_ctx = ctx;
+        return 0;
+}
+
+/* Deleted, the Node has no labels: its resources selected by label go,
+ * as they would on a node without them. */
+static void labels_event(struct kube_xfer *x, const char *line) {
+        struct kube *k = x->k;
+        _cleanup_(kube_cjson_deletep) cJSON *ev = cJSON_Parse(line);
+        const cJSON *type = cJSON_GetObjectItemCaseSensitive(ev, "type");
+        cJSON *obj = cJSON_GetObjectItemCaseSensitive(ev, "object"), *md, *labels;
+        _cleanup_(kube_cjson_deletep) cJSON *now = NULL;
+
+        if (!cJSON_IsString(type) || !cJSON_IsObject(obj)) {
+                x->watch_end = -EBADMSG;
+                return;
+        }
+        if (strcmp(type->valuestring, "ERROR") == 0) {
+                x->watch_end = -EPROTO;
+                return;
+        }
+        if (strcmp(type->valuestring, "BOOKMARK") == 0)
+                return;
+        md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+        labels = cJSON_GetObjectItemCaseSensitive(md, "labels");
+        if (strcmp(type->valuestring, "DELETED") != 0 && cJSON_IsObject(labels))
+                now = cJSON_DetachItemViaPointer(md, labels);
+        else
+                now = cJSON_CreateObject();
+        if (!now) {
+                x->watch_end = -ENOMEM;
+                return;
+        }
+        if (k->labels && cJSON_Compare(k->labels, now, true))
+                return;
+        cJSON_Delete(k->labels);
+        k->labels = TAKE_PTR(now);
+        k->labels_fn(k->labels_ctx, k->labels);
+}
+
+/* The answer's bytes: lines of events, or (not a 200) an error body kept
+ * for the log, both bounded by the transfer's limit. */
+static size_t labels_write(struct kube_xfer *x, const char *p, size_t n) {
+        bool events = kube_xfer_code(x) == 200;
+        size_t used = 0;
+
+        while (used < n) {
+                const char *nl = events ? memchr(p + used, '\n', n - used) : NULL;
+                size_t take = nl ? (size_t)(nl - (p + used)) : n - used;
+                char *nb;
+
+                if (x->len + take > x->limit) {
+                        x->too_big = true;
+                        x->watch_end = -EMSGSIZE;
+                        return 0;
+                }
+                nb = realloc(x->buf, x->len + take + 1);
+                if (!nb)
+                        return 0;
+                x->buf = nb;
+                memcpy(x->buf + x->len, p + used, take);
+                x->len += take;
+                x->buf[x->len] = '\0';
+                used += take;
+                if (!nl)
+                        break;
+                used++;
+                if (x->len > 0)
+                        labels_event(x, x->buf);
+                x->len = 0;
+                if (x->watch_end)
+                        return 0; /* ends the transfer */
+        }
+        return n;
+}
+
+static void labels_start(struct kube *k, uint64_t now) {
+        _cleanup_free_ char *sel = NULL, *path = NULL;
+        char *esc = NULL;
+        int r = -ENOMEM;
+
+        if (xasprintf(&sel, "metadata.name=%s", k->node) == 0)
+                esc = sym_curl_easy_escape(NULL, sel, 0);
+        if (esc && xasprintf(&path, "/api/v1/nodes?watch=true&timeoutSeconds=%d&fieldSelector=%s",
+                             KUBE_WATCH_SECONDS, esc) == 0)
+                r = kube_xfer_new(k, KX_WATCH, "GET", path, NULL, KUBE_EVENT_MAX, &k->labels_x);
+        sym_curl_free(esc);
+        if (r < 0) {
+                k->labels_x = NULL;
+                k->labels_failures++;
+                k->labels_due_ms = now + dp_backoff_ms(KUBE_BACKOFF_MIN_MS, KUBE_BACKOFF_MAX_MS,
+                                                       k->labels_failures - 1);
+                return;
+        }
+        /* Before any data: it comes only from curl_multi_perform, on this
+         * same thread, after this returns. */
+        k->labels_x->stream = labels_write;
+}
+
+void kube_labels_step(struct kube *k, uint64_t now) {
+        if (k->labels_fn && !k->labels_x && now >= k->labels_due_ms)
+                labels_start(k, now);
+}
+
+uint64_t kube_labels_due(const struct kube *k, uint64_t now) {
+        return k->labels_fn && !k->labels_x && k->labels_due_ms > now ? k->labels_due_ms : 0;
+}
+
+void kube_labels_done(struct kube *k, struct kube_xfer *x, CURLcode rc, uint64_t now) {
+        long code = kube_xfer_code(x);
+        int cls = kube_xfer_class(x, rc);
+        uint64_t wait;
+        char why[320];
+
+        k->labels_x = NULL;
+        if (!x->watch_end && code == 200 && rc == CURLE_OK) {
+                /* timeoutSeconds ran out: watch again (it re-reads the Node). */
+                if (k->labels_failures)
+                        log_with(LOG_INFO, &(struct log_fields){ 0 },
+                                 "kube: node \"%s\": its labels are followed again", k->node);
+                k->labels_failures = 0;
+                k->labels_due_ms = 0;
+                return;
+        }
+        if (x->watch_end)
+                cls = KUBE_ERR_CLIENT;
+        else if (cls < 0)
+                cls = KUBE_ERR_CONNECT;
+        kube_count_error(k, cls, x->watch_end ? NULL : x);
+        if (code == 401)
+                k->token_stale = true;
+        k->labels_failures++;
+        wait = dp_backoff_ms(KUBE_BACKOFF_MIN_MS, KUBE_BACKOFF_MAX_MS, k->labels_failures - 1);
+        if (kube_xfer_retry_after_ms(x) > wait)
+                wait = kube_xfer_retry_after_ms(x);
+        k->labels_due_ms = now + wait;
+        if (x->watch_end)
+                snprintf(why, sizeof(why), "%s",
+                         x->watch_end == -EMSGSIZE ? "an event larger than 1 MiB"
+                         : x->watch_end == -EPROTO ? "an ERROR event"
+                                                   : "something that is not a Node event");
+        else
+                kube_xfer_describe(x, rc, why, sizeof(why));
+        log_with(k->labels_failures == 1 || k->labels_failures % 16 == 0 ? LOG_WARN : LOG_DEBUG,
+                 &(struct log_fields){ .err = -x->watch_end },
+                 "kube: node \"%s\": cannot follow its labels: %s; the last known stay in force, "
+                 "again in %llu ms",
+                 k->node, why, (unsigned long long)wait);
+}
