@@ -52,7 +52,7 @@ int cli_load_prepared(const struct dp_options *o, bool sockets, struct cfg_confi
                 return CLI_EXIT_USAGE;
         if (o->log_format == CFG_LOG_UNSET)
                 log_set_json(cfg->log_format == CFG_LOG_JSON);
-        r = dp_names_prepare(cfg, o->kubelet_dir, sockets);
+        r = dp_names_prepare_instance(cfg, o->kubelet_dir, o->instance, sockets);
         if (r < 0) {
                 if (r != -EINVAL)
                         log_with(LOG_ERR, &(struct log_fields){ .path = o->config_path, .err = r },

@@ -16,18 +16,20 @@ struct dra_prep;
 struct dra_node {
         char *driver;
         char *registry_dir;  /* <root>/plugins_registry */
-        char *registry_name; /* <driver>-reg.sock */
+        char *registry_name; /* <driver>-reg.sock, <driver>-<instance>-reg.sock */
         char *registry_path;
         char *plugin_dir; /* <root>/plugins/<driver> */
-        char *endpoint;   /* <plugin_dir>/dra.sock: what GetInfo answers */
+        char *endpoint;   /* <plugin_dir>/dra[-<instance>].sock: what GetInfo answers */
 
         grpc_completion_queue *cq;
         grpc_server *server;
         bool up;       /* offering call slots */
         bool stopping; /* shutdown asked, its tag not back yet */
         struct dp_tag shutdown_tag;
-        int reg_fd;    /* listening on registry_path, or -1 */
-        int dra_fd;    /* listening on endpoint, or -1 */
+        int reg_fd; /* listening on registry_path, or -1 */
+        int dra_fd; /* listening on endpoint, or -1 */
+        /* What reg_fd and dra_fd were bound as: only those are removed. */
+        struct base_owned reg_id, dra_id;
         unsigned live; /* call slots and calls, and the server until its shutdown tag */
         bool accepted; /* the kubelet's last NotifyRegistrationStatus */
 

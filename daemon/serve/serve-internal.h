@@ -68,6 +68,9 @@ struct dp_res_server {
         enum dp_server_state state;
         int listen_fd;       /* our socket in the kubelet dir, or -1 */
         unsigned listen_gen; /* kubelet.gen when listen_fd was made */
+        /* What listen_fd was bound as: only that is ever removed (another
+         * instance may have bound the name since). */
+        struct base_owned listen_id;
         struct dp_tag shutdown_tag;
         struct dp_call *streams; /* open ListAndWatch streams */
         /* Asked to serve while the old server still stops (a reload moved

@@ -449,8 +449,10 @@ int dp_server_listen(struct dp_resource *res) {
                 return 0;
         /* Checked against sun_path at start-up. */
         memcpy(sa.sun_path, res->socket_path, strlen(res->socket_path) + 1);
-        /* A socket left by an earlier run would make bind fail; the name is
-         * ours alone. */
+        /* A socket left by an earlier run would make bind fail. With
+         * POD_UID the name is this pod's alone (a restarted container's
+         * leftover); without, a second instance takes the name over, and
+         * the first, when it stops, leaves it (unlisten_path). */
         if (unlink(res->socket_path) < 0 && errno != ENOENT)
                 log_with(LOG_WARN,
                          &(struct log_fields){ .resource = res->cfg->name,
@@ -459,7 +461,8 @@ int dp_server_listen(struct dp_resource *res) {
                          "resource \"%s\": cannot remove stale socket %s: %m", res->cfg->name,
                          res->socket_path);
         fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-        if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 64) < 0) {
+        if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 64) < 0 ||
+            base_owned_id(res->socket_path, &res->srv.listen_id) < 0) {
                 int r = -errno;
                 log_with(LOG_ERR,
                          &(struct log_fields){
@@ -478,17 +481,35 @@ int dp_server_listen(struct dp_resource *res) {
         return 0;
 }
 
+/* The socket this process bound, removed; one bound by another instance
+ * since (the same name without POD_UID) is left to it. */
+static void unlisten_path(struct dp_resource *res) {
+        int r = base_owned_unlink(res->socket_path, &res->srv.listen_id);
+
+        if (r == -ESTALE)
+                log_with(LOG_INFO,
+                         &(struct log_fields){ .resource = res->cfg->name,
+                                               .path = res->socket_path },
+                         "resource \"%s\": %s is another instance's socket now; left in place",
+                         res->cfg->name, res->socket_path);
+        else if (r < 0 && r != -ENOENT)
+                log_with(LOG_WARN,
+                         &(struct log_fields){
+                                 .resource = res->cfg->name, .path = res->socket_path, .err = -r },
+                         "resource \"%s\": cannot remove %s: %s", res->cfg->name, res->socket_path,
+                         strerror(-r));
+}
+
 void dp_server_unlisten(struct dp_resource *res, bool unlink_path) {
         if (res->srv.listen_fd < 0)
                 return;
         close(res->srv.listen_fd);
         res->srv.listen_fd = -1;
-        if (unlink_path && unlink(res->socket_path) < 0 && errno != ENOENT)
-                log_with(LOG_WARN,
-                         &(struct log_fields){ .resource = res->cfg->name,
-                                               .path = res->socket_path,
-                                               .err = errno },
-                         "resource \"%s\": cannot remove %s: %m", res->cfg->name, res->socket_path);
+        if (!unlink_path) {
+                res->srv.listen_id = (struct base_owned){ 0 };
+                return;
+        }
+        unlisten_path(res);
 }
 
 /* Out of fds (EMFILE, ENFILE) or kernel memory, accept fails while the
