@@ -40,7 +40,10 @@ struct dp_res_register {
         unsigned gen;        /* kubelet_gen when the last Register started */
         bool again;          /* a new kubelet appeared meanwhile */
         unsigned failures;
-        uint64_t retry_at_ms; /* CLOCK_MONOTONIC, 0 = none */
+        uint64_t retry_at_ms;   /* CLOCK_MONOTONIC, 0 = none */
+        unsigned starts;        /* Register calls started so far */
+        unsigned drops;         /* streams the kubelet ended, in a row */
+        uint64_t dropped_at_ms; /* the last of them */
 };
 
 /* Retrying a CDI spec write that failed (publish.c). */
@@ -235,6 +238,10 @@ void dp_register(struct dp_resource *res);
 void dp_register_due(void *ctx);
 void dp_register_cancel(struct dp_resource *res);
 void dp_register_relistened(struct dp_resource *res);
+/* The kubelet ended a ListAndWatch stream of res opened when the
+ * Register count was reg_starts, and no other stream of res is open:
+ * register again when that kubelet still is ours (kubelet.c). */
+void dp_register_after_drop(struct dp_resource *res, unsigned reg_starts);
 bool dp_kubelet_present(const struct dp_daemon *d);
 void dp_kubelet_channel_close(struct dp_daemon *d);
 /* kubelet.sock appeared (again): bump the generation and drop the channel. */

@@ -40,6 +40,7 @@ struct dp_call {
         bool ending; /* the resource is going: end with a status once the send in flight is done */
         bool status_in_flight; /* the stream's status is on its way (send_tag) */
         uint64_t sent_gen;
+        unsigned reg_starts; /* res->registration.starts when it opened */
         struct dp_call *next;
 };
 
@@ -291,8 +292,14 @@ static void on_stream_send(struct dp_daemon *d, struct dp_tag *tag, bool ok) {
 
 static void on_stream_close(struct dp_daemon *d, struct dp_tag *tag, bool ok) {
         struct dp_call *c = CALL_OF(tag, close_tag);
+        bool others = false;
 
         c->closed = true;
+        for (const struct dp_call *o = c->res->srv.streams; o; o = o->next)
+                others |= o != c && !o->closed;
+        /* Cancelled: the kubelet went away from it, not a status of ours. */
+        if (c->sc.cancelled && !others)
+                dp_register_after_drop(c->res, c->reg_starts);
         stream_unref(c);
 }
 
@@ -307,6 +314,7 @@ static void stream_open(struct dp_call *c) {
                 return;
         }
         c->refs = 1;
+        c->reg_starts = c->res->registration.starts;
         c->next = c->res->srv.streams;
         c->res->srv.streams = c;
         log_with(LOG_DEBUG, &(struct log_fields){ .resource = c->res->cfg->name },

@@ -261,3 +261,27 @@ Test(rollover, a_bad_pod_uid_is_a_usage_error) {
         cr_expect_not_null(strstr(out, "POD_UID \"../x\""), "%s", out);
         free(out);
 }
+
+/* A kubelet before 1.36, when the old instance's stream ends, cancels the
+ * new instance's stream too and forgets it: the new one registers again
+ * and its devices are listed again; a stream the daemon ends itself, or
+ * one the kubelet replaces after a Register of ours, brings no Register. */
+Test(rollover, a_stream_the_kubelet_drops_is_answered_with_a_register) {
+        V1beta1__ListAndWatchResponse *list = NULL;
+
+        start_a(UID_A);
+        unsigned lists = tk_lists(tk, USB);
+        cr_assert_eq(tk_drop(tk, USB), 1);
+        cr_assert_eq(tk_wait_registered(tk, USB, 2, WAIT_MS), 0, "never registered again");
+        cr_assert_eq(tk_wait_lists(tk, USB, lists + 1, WAIT_MS, &list), 0);
+        cr_expect_eq(list->n_devices, 1);
+        v1beta1__list_and_watch_response__free_unpacked(list, NULL);
+        cr_expect_eq(log_wait(log_a, "the kubelet ended its ListAndWatch stream", WAIT_MS), 0);
+        /* Dropped again at once: again, and no more than that. */
+        cr_assert_eq(tk_wait_streams(tk, USB, 1, WAIT_MS), 0);
+        cr_assert_eq(tk_drop(tk, USB), 1);
+        cr_assert_eq(tk_wait_registered(tk, USB, 3, WAIT_MS), 0);
+        cr_assert_eq(tk_wait_streams(tk, USB, 1, WAIT_MS), 0);
+        usleep(300 * 1000); /* a Register more would come within 20 ms */
+        cr_expect_eq(tk_registrations(tk, USB), 3);
+}
