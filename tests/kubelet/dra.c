@@ -570,7 +570,14 @@ static grpc_status_code dra_call(struct tk_dra *k, const char *driver, const cha
                 K8S__IO__KUBELET__PKG__APIS__DRA__V1__NODE_PREPARE_RESOURCES_REQUEST__INIT;
         K8s__Io__Kubelet__Pkg__Apis__Dra__V1__Claim *v = calloc(n + 1, sizeof(*v));
         K8s__Io__Kubelet__Pkg__Apis__Dra__V1__Claim **ptrs = calloc(n + 1, sizeof(*ptrs));
-        _cleanup_free_ char *method = NULL;
+        /* Static: grpc keeps a method name it sent in the channel's
+         * header table (HPACK) and compares later ones against it. */
+        static const char *const methods[2][2] = {
+                { "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodeUnprepareResources",
+                  "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodePrepareResources" },
+                { "/k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin/NodeUnprepareResources",
+                  "/k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin/NodePrepareResources" },
+        };
         grpc_byte_buffer *recv = NULL;
         grpc_channel *ch = tk_dra_channel(k, driver);
         grpc_status_code st;
@@ -590,11 +597,8 @@ static grpc_status_code dra_call(struct tk_dra *k, const char *driver, const cha
         }
         req.claims = ptrs;
         req.n_claims = n;
-        if (xasprintf(&method, "/k8s.io.kubelet.pkg.apis.dra.%s.DRAPlugin/%s", version,
-                      prepare ? "NodePrepareResources" : "NodeUnprepareResources") < 0)
-                abort();
         /* The unprepare request is the same message, field for field. */
-        st = dp_call_unary_raw(ch, method, &req.base, 60000, &recv, NULL);
+        st = dp_call_unary_raw(ch, methods[beta][prepare], &req.base, 60000, &recv, NULL);
         free(v);
         free(ptrs);
         if (st == GRPC_STATUS_OK) {
