@@ -13,6 +13,9 @@ struct doc_options {
         const char *kubeconfig;   /* NULL: the in-cluster credentials */
         const char *cdi_dir;
         const char *metrics_address; /* NULL: the config's */
+        /* The instance tag of $POD_UID (doctor in the pod), or NULL: any
+         * instance's socket will do (doctor on the host). */
+        const char *instance;
         bool json;
 };
 

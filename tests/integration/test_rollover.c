@@ -285,3 +285,25 @@ Test(rollover, a_stream_the_kubelet_drops_is_answered_with_a_register) {
         usleep(300 * 1000); /* a Register more would come within 20 ms */
         cr_expect_eq(tk_registrations(tk, USB), 3);
 }
+
+/* doctor on the host (no POD_UID) finds a pod's sockets under their
+ * instance names; in the pod (its POD_UID) it checks that pod's own. */
+Test(rollover, doctor_finds_the_sockets_of_an_instance) {
+        char *out = NULL;
+
+        start_a(UID_A);
+        unsetenv("POD_UID");
+        int rc = env_run(&e, &out, "doctor", "--config", e.config, "--kubelet-dir", e.kubelet_dir,
+                         "--host-root", e.host, NULL);
+        cr_expect_not_null(strstr(out, "the daemon serves all 1 resources"), "exit %d:\n%s", rc,
+                           out);
+        cr_expect_null(strstr(out, "is missing: cdiplug is not serving it"), "%s", out);
+        free(out);
+        cr_assert_eq(setenv("POD_UID", UID_B, 1), 0);
+        rc = env_run(&e, &out, "doctor", "--config", e.config, "--kubelet-dir", e.kubelet_dir,
+                     "--host-root", e.host, NULL);
+        cr_expect_not_null(strstr(out, "is missing: cdiplug is not serving it"),
+                           "another pod's doctor finds its own socket missing: exit %d:\n%s", rc,
+                           out);
+        free(out);
+}
