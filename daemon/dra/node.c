@@ -465,6 +465,7 @@ void dra_node_free(struct dra_node *n) {
                 close(n->dir_fd);
         dra_health_free(n);
         dra_prepare_free(n);
+        dra_checkpoint_sync_free(n);
         free(n->driver);
         free(n->registry_dir);
         free(n->registry_name);

@@ -23,6 +23,7 @@
 #include "fakeapi.h"
 #include "kubelet.h"
 #include "logwait.h"
+#include "rpc.h"
 
 #define DRIVER "cdiplug.example.com"
 #define NODE "node1"
@@ -306,4 +307,92 @@ Test(rollover, doctor_finds_the_sockets_of_an_instance) {
                            "another pod's doctor finds its own socket missing: exit %d:\n%s", rc,
                            out);
         free(out);
+}
+
+/* A Prepare or Unprepare of one claim on the DRA socket at path, whoever
+ * the kubelet calls: the old instance still answers the calls it got. */
+static void call_on(const char *path, const char *name, const char *uid, bool prepare) {
+        static const char *const methods[2] = {
+                "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodeUnprepareResources",
+                "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodePrepareResources",
+        };
+        K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourcesRequest req =
+                K8S__IO__KUBELET__PKG__APIS__DRA__V1__NODE_PREPARE_RESOURCES_REQUEST__INIT;
+        K8s__Io__Kubelet__Pkg__Apis__Dra__V1__Claim c =
+                K8S__IO__KUBELET__PKG__APIS__DRA__V1__CLAIM__INIT;
+        K8s__Io__Kubelet__Pkg__Apis__Dra__V1__Claim *cp = &c;
+        grpc_byte_buffer *recv = NULL;
+        grpc_channel *ch = dp_channel_unix(path);
+
+        if (prepare)
+                add_claim(name, uid);
+        c.namespace_ = "ns";
+        c.name = (char *)name;
+        c.uid = (char *)uid;
+        req.claims = &cp;
+        req.n_claims = 1;
+        cr_assert_not_null(ch);
+        cr_assert_eq(dp_call_unary_raw(ch, methods[prepare], &req.base, WAIT_MS, &recv, NULL),
+                     GRPC_STATUS_OK, "%s of %s on %s", prepare ? "Prepare" : "Unprepare", uid,
+                     path);
+        grpc_byte_buffer_destroy(recv);
+        grpc_channel_destroy(ch);
+}
+
+/* The uids in the checkpoint, sorted and joined by ','. */
+static char *checkpoint_uids(void) {
+        _cleanup_free_ char *path = NULL, *text = NULL;
+        struct dra_claim *claims = NULL;
+        char *msg = NULL, *out = NULL, *names[16];
+        size_t n = 0, len = 0;
+        FILE *f;
+
+        cr_assert(asprintf(&path, "%s/plugins/" DRIVER "/checkpoint.json", kroot) > 0);
+        text = env_read(path);
+        cr_assert_not_null(text);
+        cr_assert_eq(dra_checkpoint_decode(text, strlen(text), &claims, &n, &msg), 0, "%s", msg);
+        cr_assert_leq(n, 16);
+        for (size_t i = 0; i < n; i++)
+                names[i] = claims[i].uid;
+        for (size_t i = 1; i < n; i++)
+                for (size_t j = i; j > 0 && strcmp(names[j - 1], names[j]) > 0; j--) {
+                        char *t = names[j];
+                        names[j] = names[j - 1];
+                        names[j - 1] = t;
+                }
+        f = open_memstream(&out, &len);
+        for (size_t i = 0; i < n; i++)
+                fprintf(f, "%s%s", i ? "," : "", names[i]);
+        fclose(f);
+        dra_claims_free(claims, n);
+        return out;
+}
+
+/* Both instances write the one checkpoint: whatever order their writes
+ * come in, it ends up holding what was prepared and not unprepared on
+ * either of them. */
+Test(rollover, the_two_instances_merge_the_checkpoint) {
+        char tag_a[9], tag_b[9];
+        _cleanup_free_ char *got = NULL;
+
+        cfg_instance_tag(UID_A, tag_a);
+        cfg_instance_tag(UID_B, tag_b);
+        start_a(UID_A);
+        struct socks a = socks_of(tag_a), b = socks_of(tag_b);
+        call_on(a.dra, "c1", "uid-1", true);
+        spawn(UID_B); /* loads uid-1 */
+        cr_assert_eq(tk_dra_wait_registered(kd, DRIVER, 2, WAIT_MS), 0, "B never registered");
+        call_on(a.dra, "c2", "uid-2", true);  /* a late call to A */
+        call_on(b.dra, "c3", "uid-3", true);  /* B adopts uid-2 */
+        call_on(b.dra, "c1", "uid-1", false); /* B unprepares uid-1 */
+        call_on(a.dra, "c4", "uid-4", true);  /* A drops uid-1, adopts uid-3 */
+        stop_a();
+        got = checkpoint_uids();
+        cr_expect_str_eq(got, "uid-2,uid-3,uid-4");
+        cr_expect_eq(log_wait(e.log, "1 of its claims adopted, 0 it unprepared dropped", WAIT_MS),
+                     0);
+        cr_expect_eq(log_wait(log_a, "1 of its claims adopted, 1 it unprepared dropped", WAIT_MS),
+                     0);
+        socks_free(&a);
+        socks_free(&b);
 }
