@@ -157,6 +157,21 @@ int base_field_error_setv(struct base_field_error *e, const char *field, const c
                           va_list ap) __attribute__((format(printf, 3, 0)));
 void base_field_error_clear(struct base_field_error *e); /* frees, leaves it empty */
 
+/* What this process bound at a path (owned.c): its device and inode. */
+struct base_owned {
+        dev_t dev;
+        ino_t ino;
+        bool set;
+};
+/* The id of what is at path now (lstat); 0 or a negative errno. */
+int base_owned_id(const char *path, struct base_owned *ret);
+/* Whether path still holds what id names. */
+bool base_owned_is(const char *path, const struct base_owned *id);
+/* Unlink path only when it still holds what id names: 0 when removed,
+ * -ESTALE when it holds something else (another instance's socket) or
+ * id was never set, -ENOENT when gone. id is cleared either way. */
+int base_owned_unlink(const char *path, struct base_owned *id);
+
 /* FNV-1a of a string (hash.c): fixed forever, names are made from it. */
 uint32_t base_fnv1a32(const char *s);
 uint64_t base_fnv1a64(const char *s);

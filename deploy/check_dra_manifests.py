@@ -12,7 +12,9 @@ Three layers:
  2. Consistency: one DeviceClass per DRA resource of the configuration the
     ConfigMap carries, with the CEL selector on the driver and the
     resource attribute and extendedResourceName; RBAC bound to the
-    DaemonSet's service account; every name by the API's rules.
+    DaemonSet's service account; the admission policy fencing that account's
+    ResourceSlice writes to its node and driver; every name by the API's
+    rules.
  3. Security: the DaemonSet is as locked down as deploy/base's (the same pod
     and container securityContext, no host namespaces, small limits), and
     mounts only what DRA adds, at the host paths the kubelet dials.
@@ -144,24 +146,22 @@ DAEMON_SET = obj(
     **TYPE_META)
 
 # k8s.io/api/admissionregistration/v1 types.go: ValidatingAdmissionPolicy
-# (MatchResources, NamedRuleWithOperations, MatchCondition and Variable:
-# name and expression required; Validation: expression required) and its
-# binding (policyName, validationActions).
+# (spec required), its spec (validations, matchConstraints, matchConditions,
+# variables, failurePolicy), MatchResources, NamedRuleWithOperations (the
+# Rule fields inlined), MatchCondition and Variable (name and expression
+# required), Validation (expression required); the binding (spec required,
+# policyName, validationActions).
+RULE_WITH_OPERATIONS = obj(apiGroups=opt(arr(S)), apiVersions=opt(arr(S)),
+                           operations=opt(arr(S)), resources=opt(arr(S)), scope=opt(S))
 NAMED_EXPRESSION = obj(name=req(S), expression=req(S))
-VALIDATING_ADMISSION_POLICY = obj(
-    metadata=req(OBJECT_META),
-    spec=req(obj(failurePolicy=opt(S),
-                 matchConstraints=opt(obj(resourceRules=opt(arr(obj(
-                     apiGroups=opt(arr(S)), apiVersions=opt(arr(S)), operations=opt(arr(S)),
-                     resources=opt(arr(S))))))),
-                 matchConditions=opt(arr(NAMED_EXPRESSION)),
-                 variables=opt(arr(NAMED_EXPRESSION)),
-                 validations=opt(arr(obj(expression=req(S), message=opt(S),
-                                         messageExpression=opt(S), reason=opt(S)))))),
-    **TYPE_META)
-VALIDATING_ADMISSION_POLICY_BINDING = obj(
-    metadata=req(OBJECT_META),
-    spec=req(obj(policyName=req(S), validationActions=opt(arr(S)))), **TYPE_META)
+VALIDATION = obj(expression=req(S), message=opt(S), messageExpression=opt(S), reason=opt(S))
+VAP = obj(metadata=req(OBJECT_META), spec=req(obj(
+    failurePolicy=opt(S),
+    matchConstraints=opt(obj(resourceRules=opt(arr(RULE_WITH_OPERATIONS)))),
+    matchConditions=opt(arr(NAMED_EXPRESSION)), variables=opt(arr(NAMED_EXPRESSION)),
+    validations=opt(arr(VALIDATION)))), **TYPE_META)
+VAP_BINDING = obj(metadata=req(OBJECT_META), spec=req(obj(
+    policyName=opt(S), validationActions=opt(arr(S)))), **TYPE_META)
 
 # k8s.io/api/core/v1 types.go: Service (ServicePort: port required), and
 # the Prometheus operator's monitoring.coreos.com/v1 ServiceMonitor
@@ -188,9 +188,8 @@ KINDS = {
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): CLUSTER_ROLE_BINDING,
     ("resource.k8s.io/v1", "DeviceClass"): DEVICE_CLASS,
     ("apps/v1", "DaemonSet"): DAEMON_SET,
-    ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy"): VALIDATING_ADMISSION_POLICY,
-    ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding"):
-        VALIDATING_ADMISSION_POLICY_BINDING,
+    ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy"): VAP,
+    ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding"): VAP_BINDING,
     ("v1", "Service"): SERVICE,
     ("monitoring.coreos.com/v1", "ServiceMonitor"): SERVICE_MONITOR,
 }
@@ -397,6 +396,56 @@ def check_rbac(kinds, namespace, c):
 
 
 NFD_FEATURES_DIR = "/etc/kubernetes/node-feature-discovery/features.d"
+NODE_NAME_EXTRA = "authentication.kubernetes.io/node-name"
+
+
+def check_node_fence(kinds, namespace, driver, c):
+    """The ValidatingAdmissionPolicy that fences the driver's ResourceSlice
+    writes to its own node and driver, and its binding: bound with Deny,
+    failing closed, matching every ResourceSlice write of exactly the
+    DaemonSet's service account, taking the node from the token's extra,
+    the slice from oldObject on DELETE, and refusing another node, a slice
+    without a node, another driver and a token without a node."""
+    policies = kinds.get("ValidatingAdmissionPolicy", [])
+    bindings = kinds.get("ValidatingAdmissionPolicyBinding", [])
+    c.check(len(policies) == 1 and len(bindings) == 1,
+            "one ValidatingAdmissionPolicy and one binding")
+    if len(policies) != 1 or len(bindings) != 1:
+        return
+    p, b = policies[0], bindings[0]
+    spec, name = p["spec"], p["metadata"]["name"]
+    c.check(b["spec"].get("policyName") == name and b["spec"].get("validationActions") == ["Deny"],
+            "the binding enforces policy %s with Deny" % name)
+    c.check(spec.get("failurePolicy") == "Fail", "the policy fails closed (failurePolicy Fail)")
+    rules = (spec.get("matchConstraints") or {}).get("resourceRules") or []
+    covered = set()
+    for r in rules:
+        if "resource.k8s.io" in r.get("apiGroups", []) and "resourceslices" in r.get("resources", []) \
+                and "*" in r.get("apiVersions", []):
+            covered.update(r.get("operations", []))
+    c.check({"CREATE", "UPDATE", "DELETE"} <= covered,
+            "it matches CREATE, UPDATE and DELETE of resourceslices in every version (got %s)"
+            % sorted(covered))
+    ds = (kinds.get("DaemonSet") or [None])[0]
+    sa = ((ds or {}).get("spec", {}).get("template", {}).get("spec") or {}).get("serviceAccountName")
+    user = 'request.userInfo.username == "system:serviceaccount:%s:%s"' % (namespace, sa)
+    conds = [m.get("expression") for m in spec.get("matchConditions", [])]
+    c.check(conds == [user], "it applies to the DaemonSet's service account only (%s)" % conds)
+    variables = {v["name"]: v["expression"] for v in spec.get("variables", [])}
+    node = variables.get("nodeName", "")
+    c.check(node.count('"%s"' % NODE_NAME_EXTRA) >= 2 and "request.userInfo.extra" in node,
+            "variables.nodeName is the node name in the token's extra (%s)" % NODE_NAME_EXTRA)
+    c.check(variables.get("slice") == 'request.operation == "DELETE" ? oldObject : object',
+            "variables.slice is the old object on DELETE, the new one otherwise")
+    checks = [v.get("expression") for v in spec.get("validations", [])]
+    want = ['variables.nodeName != ""',
+            'has(variables.slice.spec.nodeName) && variables.slice.spec.nodeName == '
+            'variables.nodeName',
+            'variables.slice.spec.driver == "%s"' % driver]
+    c.check(checks == want, "it refuses a token without a node, another node's or a nodeless "
+            "slice, and another driver's (got %s)" % checks)
+    c.check(all(v.get("message") or v.get("messageExpression")
+                for v in spec.get("validations", [])), "every refusal says why")
 
 
 def base_daemonset():
@@ -458,6 +507,7 @@ def check_daemonset(kinds, c):
     env = {e["name"]: e for e in ctr.get("env", [])}
     field = ((env.get("NODE_NAME") or {}).get("valueFrom") or {}).get("fieldRef", {}).get("fieldPath")
     c.check(field == "spec.nodeName", "NODE_NAME comes from the downward API's spec.nodeName")
+    base.check_rollout(ds, c)
     root = base.arg_value(args, "--kubelet-root") or "/var/lib/kubelet"
     prefix = root.rstrip("/")
     c.check(root.startswith("/"), "--kubelet-root %r is absolute" % root)
@@ -503,40 +553,6 @@ def check_daemonset(kinds, c):
     sock = base.arg_value(args, "--pod-resources-socket")
     c.check(sock is None or os.path.dirname(sock) == prefix + "/pod-resources",
             "--pod-resources-socket is in the mounted directory")
-
-
-def check_admission_policy(kinds, namespace, driver, c):
-    """The policy that keeps each node's driver to its own node's
-    ResourceSlices, when the manifests make one."""
-    policies = kinds.get("ValidatingAdmissionPolicy", [])
-    bindings = kinds.get("ValidatingAdmissionPolicyBinding", [])
-    if not policies and not bindings:
-        return
-    c.check(len(policies) == 1 and len(bindings) == 1,
-            "one ValidatingAdmissionPolicy and one binding")
-    if len(policies) != 1 or len(bindings) != 1:
-        return
-    spec, bspec = policies[0]["spec"], bindings[0]["spec"]
-    c.check(bspec.get("policyName") == policies[0]["metadata"]["name"]
-            and bspec.get("validationActions") == ["Deny"],
-            "the binding applies the policy with Deny")
-    c.check(spec.get("failurePolicy") == "Fail", "the policy fails closed (failurePolicy Fail)")
-    rules = (spec.get("matchConstraints") or {}).get("resourceRules") or []
-    c.check(any("resource.k8s.io" in r.get("apiGroups", []) and "resourceslices" in
-                r.get("resources", []) and {"CREATE", "UPDATE", "DELETE"} <= set(r.get("operations", []))
-                for r in rules),
-            "the policy matches creating, updating and deleting ResourceSlices")
-    ds = (kinds.get("DaemonSet") or [None])[0]
-    sa = ds["spec"]["template"].get("spec", {}).get("serviceAccountName") if ds else None
-    user = "system:serviceaccount:%s:%s" % (namespace, sa)
-    c.check(any(user in m.get("expression", "") for m in spec.get("matchConditions") or []),
-            "the policy applies to the DaemonSet's service account %s" % user)
-    text = " ".join(e.get("expression", "") for e in
-                    (spec.get("variables") or []) + (spec.get("validations") or []))
-    c.check("authentication.kubernetes.io/node-name" in text and "spec.nodeName" in text,
-            "the policy compares spec.nodeName with the node the token names")
-    c.check("'%s'" % driver in text or '"%s"' % driver in text,
-            "the policy names the config's driver %r" % driver)
 
 
 def check_monitoring(kinds, c):
@@ -596,8 +612,8 @@ def main(argv):
     driver, resources = dra_config(kinds, c)
     check_device_classes(kinds, driver, resources, c)
     check_rbac(kinds, namespace, c)
+    check_node_fence(kinds, namespace, driver, c)
     check_daemonset(kinds, c)
-    check_admission_policy(kinds, namespace, driver, c)
     check_monitoring(kinds, c)
     print("dra manifests: %d passed, %d failed" % (c.passed, c.failed))
     return 1 if c.failed else 0

@@ -131,6 +131,26 @@ class Checker:
             print("  FAIL  %s" % what)
 
 
+def check_rollout(ds, c):
+    """A rolling update without an outage (issue 29): the new pod starts
+    beside the old one (maxSurge 1, maxUnavailable 0), and each names its
+    sockets after its own pod UID (POD_UID from the downward API), so the
+    old one's stop removes nothing the new one serves."""
+    spec = ds["spec"]
+    strategy = spec.get("updateStrategy") or {}
+    rolling = strategy.get("rollingUpdate") or {}
+    c.check(strategy.get("type", "RollingUpdate") == "RollingUpdate"
+            and rolling.get("maxSurge") == 1 and rolling.get("maxUnavailable") == 0,
+            "rolls with maxSurge 1, maxUnavailable 0 (got %r)" % strategy)
+    ctrs = (spec["template"].get("spec") or {}).get("containers") or [{}]
+    env = {e.get("name"): e for e in ctrs[0].get("env", [])}
+    field = ((env.get("POD_UID") or {}).get("valueFrom") or {}).get("fieldRef", {}).get("fieldPath")
+    c.check(field == "metadata.uid",
+            "POD_UID comes from the downward API's metadata.uid (per-pod socket names)")
+    c.check(not any(p.get("hostPort") for p in ctrs[0].get("ports", [])),
+            "no hostPort (two pods of one node could not both bind it during a surge)")
+
+
 def check_docs(docs, c):
     by_kind = {}
     for d in docs:
@@ -146,6 +166,7 @@ def check_docs(docs, c):
             "every namespaced object is in namespace %r" % ns)
 
     ds = by_kind["DaemonSet"][0]
+    check_rollout(ds, c)
     spec = ds["spec"]
     pod = spec["template"]["spec"]
     tlabels = spec["template"]["metadata"].get("labels", {})

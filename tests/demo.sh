@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# The demo: cdiplug serving three resources to the test kubelet, no cluster.
+# The demo: cdiplug serving three resources to the test kubelet, then one
+# as a DRA driver to the test kubelet and the test API server; no cluster.
 # Devices come from a fake host tree (--host-root), so it runs anywhere.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tests/deps.sh
 cmake -S . -B build >/dev/null
-cmake --build build -j "$(nproc)" --target cdiplug test-kubelet >/dev/null
+cmake --build build -j "$(nproc)" --target cdiplug test-kubelet test-dra-demo >/dev/null
 
 demo=$(mktemp -d /tmp/cdiplug-demo-XXXXXX)
 trap 'kill "$pid" 2>/dev/null || true; rm -rf "$demo"' EXIT
@@ -81,3 +82,22 @@ wait "$pid" || status=$?
 echo
 echo "== cdiplug stopped with status $status; its sockets are gone:"
 ls -A "$demo/kubelet"
+
+echo
+echo "== DRA: example.com/serial served as a DRA driver instead, to the test"
+echo "   kubelet's DRA side and the test API server (HTTPS, a CA made now)"
+mkdir -p "$demo/dra/cdi"
+cat > "$demo/dra.json" <<'JSON'
+{ "dra": { "driver": "cdiplug.example.com" },
+  "resources": [
+    { "name": "example.com/serial", "api": "dra", "match": [ { "path": "/dev/ttyUSB*" } ] } ] }
+JSON
+build/test-dra-demo "$demo/dra" cdiplug.example.com demo-node -- \
+        "$PWD/build/cdiplug" serve --config "$demo/dra.json" \
+        --kubelet-dir "$demo/dra/device-plugins" --cdi-dir "$demo/dra/cdi" \
+        --host-root "$demo/host" --pod-resources-socket "$demo/dra/pod-resources.sock"
+for f in "$demo"/dra/cdi/*.json; do
+        echo
+        echo "== CDI spec $(basename "$f") (the CDI names Prepare answered)"
+        cat "$f"
+done

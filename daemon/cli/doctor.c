@@ -23,6 +23,7 @@ int cli_doctor(const struct dp_options *o) {
                                                       .kubeconfig = o->kubeconfig,
                                                       .cdi_dir = o->cdi_dir,
                                                       .metrics_address = o->metrics_address,
+                                                      .instance = o->instance,
                                                       .json = o->json });
         cJSON_Delete(labels);
         return problems ? CLI_EXIT_FAILURE : CLI_EXIT_OK;

@@ -434,6 +434,28 @@ static int check_options(const struct cli_command *cmd, const struct dp_options 
         return 0;
 }
 
+/* Which instance serve is: the downward API's way in is env POD_UID from
+ * metadata.uid, as upstream's kubelet plugin helper takes it. Unset or
+ * empty (outside a pod: a service manager runs one instance at a time)
+ * keeps the single-instance socket names. serve names its sockets by it,
+ * and doctor, run in the pod (kubectl exec), looks for that pod's. */
+static int instance_from_env(const struct cli_command *cmd, struct dp_options *o,
+                             char tag[static 9]) {
+        const char *env = getenv("POD_UID");
+
+        if ((strcmp(cmd->name, "serve") != 0 && strcmp(cmd->name, "doctor") != 0) || !env || !*env)
+                return 0;
+        if (cfg_pod_uid_problem(env)) {
+                fprintf(stderr, "cdiplug: error: POD_UID \"%s\": %s\n", env,
+                        cfg_pod_uid_problem(env));
+                return CLI_EXIT_USAGE;
+        }
+        cfg_instance_tag(env, tag);
+        o->pod_uid = env;
+        o->instance = tag;
+        return 0;
+}
+
 int main(int argc, char **argv) {
         struct dp_options o = {
                 .config_path = DEFAULT_CONFIG,
@@ -445,6 +467,7 @@ int main(int argc, char **argv) {
         };
         _cleanup_free_ char *kubelet_dir = NULL;
         const struct cli_command *cmd;
+        char instance[9];
         int r;
 
         if (argc < 2) {
@@ -493,6 +516,9 @@ int main(int argc, char **argv) {
                         o.node_name_from_env = true;
                 }
         }
+        r = instance_from_env(cmd, &o, instance);
+        if (r != 0)
+                return r;
         r = check_options(cmd, &o);
         if (r != 0)
                 return r;

@@ -2,8 +2,10 @@
 /* cdiplug manifests: the Kubernetes objects that serve the config's DRA
  * resources, printed to stdout: a DeviceClass per DRA resource (with
  * extendedResourceName, so pods that ask for the resource by name are
- * served through DRA), the driver's ServiceAccount and RBAC, the config as
- * a ConfigMap and a DaemonSet that runs `cdiplug serve` on every node.
+ * served through DRA), the driver's ServiceAccount and RBAC, the
+ * admission policy that fences its ResourceSlice writes to its own node
+ * and driver, the config as a ConfigMap and a DaemonSet that runs
+ * `cdiplug serve` on every node.
  *
  * The output is a multi-document YAML stream whose documents are JSON
  * objects printed by cJSON: JSON is YAML, so `kubectl apply -f -` and
@@ -76,7 +78,11 @@ static const char daemonset[] =
         /* deploy/base's selector: a DaemonSet's selector cannot change,
          * and this one may replace that one in place. */
         "  'selector': {'matchLabels': {'app.kubernetes.io/name': 'cdiplug'}},"
-        "  'updateStrategy': {'type': 'RollingUpdate', 'rollingUpdate': {'maxUnavailable': 1}},"
+        /* The new pod starts beside the old one and registers its own
+         * sockets (POD_UID) before the old one stops: the kubelet always
+         * has an instance to call (issue 29). */
+        "  'updateStrategy': {'type': 'RollingUpdate',"
+        "   'rollingUpdate': {'maxSurge': 1, 'maxUnavailable': 0}},"
         "  'template': {"
         "   'metadata': {'labels': {'app.kubernetes.io/name': 'cdiplug',"
         "     'app.kubernetes.io/component': 'dra-driver'},"
@@ -100,7 +106,8 @@ static const char daemonset[] =
         "      '--node-name=$(NODE_NAME)'],"
         "     'env': ["
         "      {'name': 'POD_IP', 'valueFrom': {'fieldRef': {'fieldPath': 'status.podIP'}}},"
-        "      {'name': 'NODE_NAME', 'valueFrom': {'fieldRef': {'fieldPath': 'spec.nodeName'}}}],"
+        "      {'name': 'NODE_NAME', 'valueFrom': {'fieldRef': {'fieldPath': 'spec.nodeName'}}},"
+        "      {'name': 'POD_UID', 'valueFrom': {'fieldRef': {'fieldPath': 'metadata.uid'}}}],"
         "     'ports': [{'name': 'metrics', 'containerPort': 10391, 'protocol': 'TCP'}],"
         "     'livenessProbe': {'httpGet': {'path': '/healthz', 'port': 'metrics'},"
         "      'periodSeconds': 10, 'timeoutSeconds': 5, 'failureThreshold': 3},"
@@ -140,6 +147,43 @@ static const char daemonset[] =
 struct placeholder {
         const char *key; /* "@NS@" */
         const char *value;
+};
+
+/* RBAC cannot say "only your own node's slices": the ClusterRole lets
+ * every node's instance write every ResourceSlice. This policy and its
+ * binding narrow the driver's service account to slices whose
+ * spec.nodeName is the node named in its own token (the API server adds
+ * the node of a pod-bound token to the user's extra, on by default since
+ * 1.30) and whose spec.driver is the config's driver. The CEL text comes
+ * from node_fence_cel(), as placeholders, so its quotes never meet the
+ * template's. */
+static const char *const node_fence_objects[] = {
+        "{'apiVersion': 'admissionregistration.k8s.io/v1', 'kind': 'ValidatingAdmissionPolicy',"
+        " 'metadata': {'name': 'cdiplug-dra-node-@NS@',"
+        "  'labels': {'app.kubernetes.io/name': 'cdiplug'}},"
+        " 'spec': {"
+        /* Fail closed: when the policy cannot be evaluated, the write
+         * waits rather than goes through unchecked. */
+        "  'failurePolicy': 'Fail',"
+        "  'matchConstraints': {'resourceRules': [{'apiGroups': ['resource.k8s.io'],"
+        "   'apiVersions': ['*'], 'operations': ['CREATE', 'UPDATE', 'DELETE'],"
+        "   'resources': ['resourceslices']}]},"
+        "  'matchConditions': [{'name': 'cdiplug-service-account', 'expression': '@CEL_USER@'}],"
+        "  'variables': ["
+        "   {'name': 'nodeName', 'expression': '@CEL_NODE@'},"
+        "   {'name': 'slice', 'expression': '@CEL_SLICE@'}],"
+        "  'validations': ["
+        "   {'expression': '@CEL_HAS_NODE@', 'reason': 'Forbidden', 'message': '@MSG_NO_NODE@'},"
+        "   {'expression': '@CEL_SAME_NODE@', 'reason': 'Forbidden',"
+        "    'messageExpression': '@MSG_OTHER_NODE@'},"
+        "   {'expression': '@CEL_DRIVER@', 'reason': 'Forbidden',"
+        "    'message': '@MSG_OTHER_DRIVER@'}]}}",
+
+        "{'apiVersion': 'admissionregistration.k8s.io/v1',"
+        " 'kind': 'ValidatingAdmissionPolicyBinding',"
+        " 'metadata': {'name': 'cdiplug-dra-node-@NS@',"
+        "  'labels': {'app.kubernetes.io/name': 'cdiplug'}},"
+        " 'spec': {'policyName': 'cdiplug-dra-node-@NS@', 'validationActions': ['Deny']}}",
 };
 
 /* s with every placeholder replaced, in a new string. */
@@ -219,6 +263,59 @@ static int from_template(const char *tmpl, const struct placeholder *ph, size_t 
                 return r;
         }
         *ret = obj;
+        return 0;
+}
+
+#define NODE_NAME_KEY "\"authentication.kubernetes.io/node-name\""
+
+/* The policy's CEL, with the namespace and driver in it: both are DNS
+ * names (checked before), so they stand in CEL string literals as they
+ * are. Then the two objects, appended to docs. */
+static int node_fence(const char *ns, const char *driver, cJSON *docs) {
+        _cleanup_free_ char *user = NULL, *same_driver = NULL, *other_driver = NULL;
+        /* A token without the node (a cluster before 1.30, or the gate
+         * turned off) yields "", which the first validation refuses. */
+        static const char node[] =
+                "has(request.userInfo.extra) && " NODE_NAME_KEY " in request.userInfo.extra && "
+                "size(request.userInfo.extra[" NODE_NAME_KEY "]) > 0 ? "
+                "request.userInfo.extra[" NODE_NAME_KEY "][0] : \"\"";
+
+        if (xasprintf(&user, "request.userInfo.username == \"system:serviceaccount:%s:cdiplug\"",
+                      ns) < 0 ||
+            xasprintf(&same_driver, "variables.slice.spec.driver == \"%s\"", driver) < 0 ||
+            xasprintf(&other_driver,
+                      "cdiplug's service account may write only ResourceSlices of driver %s",
+                      driver) < 0)
+                return -ENOMEM;
+        const struct placeholder ph[] = {
+                { "@NS@", ns },
+                { "@CEL_USER@", user },
+                { "@CEL_NODE@", node },
+                /* On DELETE the request has no object: the slice being
+                 * deleted is the old one. */
+                { "@CEL_SLICE@", "request.operation == \"DELETE\" ? oldObject : object" },
+                { "@CEL_HAS_NODE@", "variables.nodeName != \"\"" },
+                { "@CEL_SAME_NODE@", "has(variables.slice.spec.nodeName) && "
+                                     "variables.slice.spec.nodeName == variables.nodeName" },
+                { "@CEL_DRIVER@", same_driver },
+                { "@MSG_NO_NODE@",
+                  "the service account token names no node "
+                  "(authentication.kubernetes.io/node-name), so no ResourceSlice write is "
+                  "allowed: Kubernetes 1.30 and later put the node into pod-bound tokens "
+                  "(ServiceAccountTokenPodNodeInfo); a token issued before the upgrade is "
+                  "replaced within the hour" },
+                { "@MSG_OTHER_NODE@", "\"cdiplug on node \" + variables.nodeName + "
+                                      "\" may write only ResourceSlices whose spec.nodeName is "
+                                      "that node\"" },
+                { "@MSG_OTHER_DRIVER@", other_driver },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(node_fence_objects); i++) {
+                cJSON *obj = NULL;
+                int r = from_template(node_fence_objects[i], ph, ELEMENTSOF(ph), &obj);
+                if (r < 0)
+                        return r;
+                cJSON_AddItemToArray(docs, obj);
+        }
         return 0;
 }
 
@@ -519,6 +616,8 @@ static int build(const struct dp_options *o, const struct cfg_config *cfg, const
         r = device_classes(o->config_path, cfg, docs);
         if (r != 0)
                 return r;
+        if (node_fence(o->namespace_name, cfg->dra_driver, docs) < 0)
+                return CLI_EXIT_FAILURE;
         cJSON *ds = NULL;
         if (from_template(daemonset, ph, ELEMENTSOF(ph), &ds) < 0)
                 return CLI_EXIT_FAILURE;

@@ -148,7 +148,7 @@ static int load_prepared(const struct dp_options *o, bool sockets, bool select, 
                 cfg_free(cfg);
                 return r;
         }
-        r = dp_names_prepare(cfg, o->kubelet_dir, sockets);
+        r = dp_names_prepare_instance(cfg, o->kubelet_dir, o->instance, sockets);
         if (r < 0) {
                 if (r != -EINVAL)
                         log_with(LOG_ERR, &(struct log_fields){ .path = o->config_path, .err = r },

@@ -158,6 +158,20 @@ struct cfg_config;
  * Stable for a given dir. -ENAMETOOLONG when not even
  * "cdiplug-<8 hex>.sock" fits. */
 int dp_socket_name(const char *kubelet_dir, const char *resource, char **ret_name);
+/* The same with an instance tag (cfg_instance_tag; NULL: none) before
+ * ".sock": "cdiplug-example.com-serial-1a2b3c4d.sock", so two instances on
+ * one node (a rolling update's old and new pod) never share a socket. */
+int dp_socket_name_instance(const char *kubelet_dir, const char *resource, const char *instance,
+                            char **ret_name);
+/* A pod UID (POD_UID, from the downward API) is at most this long. */
+#define CFG_POD_UID_MAX 128
+/* Why uid cannot name an instance, or NULL when it can. */
+const char *cfg_pod_uid_problem(const char *uid);
+/* The instance tag of pod UID uid: its 32-bit FNV-1a hash as 8 hex
+ * digits (short enough for every socket path; two pods on one node
+ * sharing one is a 1 in 2^32 chance, and even then the inode check on
+ * removal keeps each from removing the other's socket). */
+void cfg_instance_tag(const char *uid, char ret[static 9]);
 /* The full socket file name, "cdiplug-<resource with '/' as '-'>.sock",
  * whatever the dir: what the parser sets and checks for duplicates. */
 int cfg_socket_name_full(const char *resource, char **ret_name);
@@ -177,6 +191,9 @@ int cfg_names_of(const char *resource, char **ret_kind, char **ret_spec_file);
  * configuration cannot be served as it is; the resources after the one
  * refused still get the kind and spec file they have (doctor goes on). */
 int dp_names_prepare(struct cfg_config *cfg, const char *kubelet_dir, bool sockets);
+/* The same, socket names carrying the instance tag (NULL: none). */
+int dp_names_prepare_instance(struct cfg_config *cfg, const char *kubelet_dir, const char *instance,
+                              bool sockets);
 
 /* Command-line values, in one place: main.c fills them, the daemon's
  * files read them through d->opts. */
@@ -187,7 +204,12 @@ struct dp_options {
         const char *kubelet_root; /* --kubelet-root, default /var/lib/kubelet */
         const char *kubeconfig;   /* --kubeconfig, or NULL: the in-cluster credentials */
         const char *node_name;    /* --node-name, else $NODE_NAME, or NULL */
-        bool node_name_from_env;  /* node_name is $NODE_NAME's, for messages */
+        /* $POD_UID (the downward API's metadata.uid), or NULL, and its tag
+         * (cfg_instance_tag) that every socket name of this instance
+         * carries; NULL: the single-instance names. */
+        const char *pod_uid;
+        const char *instance;
+        bool node_name_from_env; /* node_name is $NODE_NAME's, for messages */
         const char *cdi_dir;
         const char *host_root;
         const char *user;                 /* --user, overrides the config's "user" */

@@ -27,13 +27,24 @@ int cfg_socket_name_full(const char *resource, char **ret_name) {
 }
 
 int dp_socket_name(const char *kubelet_dir, const char *resource, char **ret_name) {
-        const char *prefix = sock_prefix, *suffix = sock_suffix;
-        const size_t hashed = strlen(prefix) + 8 + strlen(suffix);
+        return dp_socket_name_instance(kubelet_dir, resource, NULL, ret_name);
+}
+
+int dp_socket_name_instance(const char *kubelet_dir, const char *resource, const char *instance,
+                            char **ret_name) {
+        const char *prefix = sock_prefix;
+        _cleanup_free_ char *suffix = NULL, *full = NULL;
         struct sockaddr_un sa;
-        _cleanup_free_ char *full = NULL;
-        size_t room, keep;
+        size_t room, keep, hashed;
         int r;
 
+        /* The instance goes last, so every instance's name of a resource
+         * starts alike and sorts together in a listing. */
+        r = instance ? xasprintf(&suffix, "-%s%s", instance, sock_suffix)
+                     : xasprintf(&suffix, "%s", sock_suffix);
+        if (r < 0)
+                return r;
+        hashed = strlen(prefix) + 8 + strlen(suffix);
         /* The kubelet joins its dir and our endpoint with one '/'. */
         if (strlen(kubelet_dir) + 1 >= sizeof(sa.sun_path))
                 return -ENAMETOOLONG;
@@ -41,6 +52,15 @@ int dp_socket_name(const char *kubelet_dir, const char *resource, char **ret_nam
         r = cfg_socket_name_full(resource, &full);
         if (r < 0)
                 return r;
+        if (instance) {
+                /* ".sock" off, the instance's suffix on. */
+                full[strlen(full) - strlen(sock_suffix)] = '\0';
+                char *with = NULL;
+                if (xasprintf(&with, "%s%s", full, suffix) < 0)
+                        return -ENOMEM;
+                free(full);
+                full = with;
+        }
         if (strlen(full) <= room) {
                 *ret_name = TAKE_PTR(full);
                 return 0;
@@ -58,6 +78,28 @@ int dp_socket_name(const char *kubelet_dir, const char *resource, char **ret_nam
                 keep = 32;
         return xasprintf(ret_name, "%s%.*s-%08x%s", prefix, (int)keep, strchr(resource, '/') + 1,
                          base_fnv1a32(resource), suffix);
+}
+
+static bool pod_uid_char(char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+               c == '-' || c == '_' || c == '.';
+}
+
+const char *cfg_pod_uid_problem(const char *uid) {
+        size_t len = strlen(uid);
+
+        if (len == 0 || len > CFG_POD_UID_MAX)
+                return "must hold 1 to 128 characters (a pod's UID from the downward API, "
+                       "metadata.uid)";
+        for (size_t i = 0; i < len; i++)
+                if (!pod_uid_char(uid[i]))
+                        return "may hold only letters, digits, '-', '_' and '.' (a pod's UID "
+                               "from the downward API, metadata.uid)";
+        return NULL;
+}
+
+void cfg_instance_tag(const char *uid, char ret[static 9]) {
+        snprintf(ret, 9, "%08x", base_fnv1a32(uid));
 }
 
 /* Why a resource name is not used as its kind unchanged. */
@@ -93,7 +135,8 @@ int cfg_names_of(const char *resource, char **ret_kind, char **ret_spec_file) {
 
 /* rc's kind and spec file, stored as soon as known: a resource refused
  * later (a clash, its socket) still has them. */
-static int prepare_one(struct cfg_resource *rc, const char *kubelet_dir, bool sockets) {
+static int prepare_one(struct cfg_resource *rc, const char *kubelet_dir, const char *instance,
+                       bool sockets) {
         _cleanup_free_ char *kind = NULL, *file = NULL;
         const char *slash;
         int r;
@@ -130,7 +173,7 @@ static int prepare_one(struct cfg_resource *rc, const char *kubelet_dir, bool so
         rc->spec_file = TAKE_PTR(file);
         if (sockets) {
                 _cleanup_free_ char *sock = NULL;
-                r = dp_socket_name(kubelet_dir, rc->name, &sock);
+                r = dp_socket_name_instance(kubelet_dir, rc->name, instance, &sock);
                 if (r == -ENAMETOOLONG) {
                         log_with(
                                 LOG_ERR,
@@ -143,7 +186,10 @@ static int prepare_one(struct cfg_resource *rc, const char *kubelet_dir, bool so
                 }
                 if (r < 0)
                         return r;
-                if (strcmp(sock, rc->socket_name) != 0) {
+                /* The instance's name starts as the full name does, less
+                 * ".sock"; only a hashed one is worth a line. */
+                size_t stem = strlen(rc->socket_name) - strlen(sock_suffix);
+                if (strcmp(sock, rc->socket_name) != 0 && strncmp(sock, rc->socket_name, stem) != 0)
                         log_with(
                                 LOG_INFO,
                                 &(struct log_fields){
@@ -151,9 +197,8 @@ static int prepare_one(struct cfg_resource *rc, const char *kubelet_dir, bool so
                                 "resource \"%s\": socket %s/%s (the full name would not fit a unix "
                                 "socket path)",
                                 rc->name, kubelet_dir, sock);
-                        free(rc->socket_name);
-                        rc->socket_name = TAKE_PTR(sock);
-                }
+                free(rc->socket_name);
+                rc->socket_name = TAKE_PTR(sock);
         }
         return 0;
 }
@@ -166,12 +211,17 @@ static int clash(const struct cfg_resource *a, const struct cfg_resource *b, con
 }
 
 int dp_names_prepare(struct cfg_config *cfg, const char *kubelet_dir, bool sockets) {
+        return dp_names_prepare_instance(cfg, kubelet_dir, NULL, sockets);
+}
+
+int dp_names_prepare_instance(struct cfg_config *cfg, const char *kubelet_dir, const char *instance,
+                              bool sockets) {
         size_t i = 0;
         int r = 0;
 
         for (; i < cfg->n_resources && r >= 0; i++) {
                 struct cfg_resource *a = &cfg->resources[i];
-                r = prepare_one(a, kubelet_dir, sockets);
+                r = prepare_one(a, kubelet_dir, instance, sockets);
                 for (size_t j = 0; j < i && r >= 0; j++) {
                         const struct cfg_resource *b = &cfg->resources[j];
                         if (strcmp(a->kind, b->kind) == 0)

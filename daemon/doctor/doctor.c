@@ -121,7 +121,7 @@ static void check_config(struct doc_ctx *c) {
         check_nfd(c);
         /* As check does: kinds, spec files and sockets under the kubelet
          * dir; what it finds wrong it logs on stderr. */
-        r = dp_names_prepare(c->cfg, c->o->kubelet_dir, true);
+        r = dp_names_prepare_instance(c->cfg, c->o->kubelet_dir, c->o->instance, true);
         if (r == -EINVAL)
                 doc_add(c, "config", DOC_PROBLEM, "rename the resources the messages above name",
                         "%s: the resources' names cannot be served as they are", path);
@@ -216,6 +216,41 @@ static void check_kubelet_socket(struct doc_ctx *c, const char *dir) {
                 doc_add(c, "kubelet", DOC_OK, NULL, "%s: the kubelet listens", sock);
 }
 
+/* The socket of name another instance serves: "<name less .sock>-<8 hex
+ * digits>.sock" (POD_UID, the DaemonSets' pods), for a doctor run on the
+ * host, which has no POD_UID, and finds no socket under the plain name.
+ * The newest such socket, or NULL. */
+static char *instance_socket(const char *dir, const char *name) {
+        size_t stem = strlen(name) - strlen(".sock"), want = strlen(name) + 9;
+        struct timespec newest = { 0 };
+        char *found = NULL;
+        struct dirent *e;
+        struct stat st;
+        DIR *d = opendir(dir);
+
+        if (!d)
+                return NULL;
+        while ((e = readdir(d))) {
+                const char *n = e->d_name;
+                if (strlen(n) != want || strncmp(n, name, stem) != 0 || n[stem] != '-' ||
+                    strspn(n + stem + 1, "0123456789abcdef") != 8 ||
+                    strcmp(n + stem + 9, ".sock") != 0 ||
+                    fstatat(dirfd(d), n, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISSOCK(st.st_mode))
+                        continue;
+                if (found &&
+                    (st.st_ctim.tv_sec < newest.tv_sec ||
+                     (st.st_ctim.tv_sec == newest.tv_sec && st.st_ctim.tv_nsec <= newest.tv_nsec)))
+                        continue;
+                free(found);
+                found = NULL;
+                if (xasprintf(&found, "%s/%s", dir, n) < 0)
+                        found = NULL;
+                newest = st.st_ctim;
+        }
+        closedir(d);
+        return found;
+}
+
 static void check_daemon_sockets(struct doc_ctx *c, const char *dir) {
         size_t serving = 0, device_plugins = 0;
 
@@ -232,6 +267,13 @@ static void check_daemon_sockets(struct doc_ctx *c, const char *dir) {
                 if (xasprintf(&sock, "%s/%s", dir, rc->socket_name) < 0) {
                         c->oom = true;
                         return;
+                }
+                if (!c->o->instance && lstat(sock, &st) < 0) {
+                        char *other = instance_socket(dir, rc->socket_name);
+                        if (other) {
+                                free(sock);
+                                sock = other;
+                        }
                 }
                 if (lstat(sock, &st) < 0)
                         doc_add(c, "kubelet", DOC_PROBLEM,

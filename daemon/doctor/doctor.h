@@ -17,6 +17,9 @@ struct doc_options {
         const char *metrics_address;     /* NULL: the config's */
         const char *node_name;           /* --node-name, for the resources' "nodes"; or NULL */
         const struct cJSON *node_labels; /* --node-labels as an object, or NULL: not known */
+        /* The instance tag of $POD_UID (doctor in the pod), or NULL: any
+         * instance's socket will do (doctor on the host). */
+        const char *instance;
         bool json;
 };
 

@@ -27,6 +27,7 @@ int dra_checkpoint_save(struct dra_node *n) {
         size_t len;
         int r;
 
+        dra_checkpoint_merge(n);
         r = dra_checkpoint_encode(n->prepared, n->n_prepared, &text, &len, &msg);
         if (r < 0) {
                 log_with(LOG_ERR, &(struct log_fields){ .path = n->plugin_dir, .err = -r },
@@ -34,6 +35,8 @@ int dra_checkpoint_save(struct dra_node *n) {
                 return r;
         }
         r = base_write_atomic_at(n->dir_fd, CHECKPOINT, CHECKPOINT_TMP, text, len, 0600);
+        if (r >= 0)
+                dra_checkpoint_synced(n);
         if (r < 0)
                 log_with(LOG_ERR, &(struct log_fields){ .path = n->plugin_dir, .err = -r },
                          "dra: cannot write %s/%s: %s", n->plugin_dir, CHECKPOINT, strerror(-r));
@@ -79,6 +82,7 @@ int dra_checkpoint_load(struct dra_node *n) {
         }
         n->prepared = claims;
         n->n_prepared = count;
+        dra_checkpoint_synced(n);
         log_with(LOG_INFO, &(struct log_fields){ .path = n->plugin_dir },
                  "dra: %zu prepared claims from %s/%s", count, n->plugin_dir, CHECKPOINT);
         return 0;

@@ -16,18 +16,20 @@ struct dra_prep;
 struct dra_node {
         char *driver;
         char *registry_dir;  /* <root>/plugins_registry */
-        char *registry_name; /* <driver>-reg.sock */
+        char *registry_name; /* <driver>-reg.sock, <driver>-<instance>-reg.sock */
         char *registry_path;
         char *plugin_dir; /* <root>/plugins/<driver> */
-        char *endpoint;   /* <plugin_dir>/dra.sock: what GetInfo answers */
+        char *endpoint;   /* <plugin_dir>/dra[-<instance>].sock: what GetInfo answers */
 
         grpc_completion_queue *cq;
         grpc_server *server;
         bool up;       /* offering call slots */
         bool stopping; /* shutdown asked, its tag not back yet */
         struct dp_tag shutdown_tag;
-        int reg_fd;    /* listening on registry_path, or -1 */
-        int dra_fd;    /* listening on endpoint, or -1 */
+        int reg_fd; /* listening on registry_path, or -1 */
+        int dra_fd; /* listening on endpoint, or -1 */
+        /* What reg_fd and dra_fd were bound as: only those are removed. */
+        struct base_owned reg_id, dra_id;
         unsigned live; /* call slots and calls, and the server until its shutdown tag */
         bool accepted; /* the kubelet's last NotifyRegistrationStatus */
 
@@ -56,6 +58,20 @@ struct dra_node {
 
         /* checkpoint_io.c's */
         int dir_fd; /* plugin_dir, opened before the lock-down */
+        /* checkpoint_sync.c's: the checkpoint as this instance last read
+         * or wrote it, the base of a merge when another instance (the
+         * other pod of a rolling update) has written it since. */
+        struct dra_ck_sync {
+                bool known;
+                /* The file: inode numbers are reused at once, so its
+                 * times and size too. */
+                dev_t dev;
+                ino_t ino;
+                struct timespec mtime, ctime;
+                off_t size;
+                char **uids; /* sorted */
+                size_t n_uids;
+        } ck;
 };
 
 /* A call from its slot to its end (node.c starts it, call.c ends it). */
@@ -89,6 +105,13 @@ void dra_call_finish(struct dra_call *c, grpc_status_code status, const char *ms
 /* checkpoint_io.c: the prepared claims on disk, replaced atomically. */
 int dra_checkpoint_load(struct dra_node *n);
 int dra_checkpoint_save(struct dra_node *n);
+/* checkpoint_sync.c: before a save, what another instance wrote since
+ * this one last read or wrote the checkpoint is merged into n->prepared
+ * (three ways: its additions adopted, its removals applied, ours kept);
+ * after a load or a save, that file is the new base. */
+void dra_checkpoint_merge(struct dra_node *n);
+void dra_checkpoint_synced(struct dra_node *n);
+void dra_checkpoint_sync_free(struct dra_node *n);
 
 /* node_health.c */
 void dra_health_open(struct dra_call *c);

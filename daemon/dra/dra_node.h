@@ -42,6 +42,12 @@ typedef int dra_lookup_fn(void *ctx, const char *ns, const char *name, const cha
 struct dra_node_settings {
         const char *kubelet_root; /* used verbatim in the socket paths */
         const char *driver;       /* a DNS subdomain (checked by the config) */
+        /* The instance tag (cfg_instance_tag) both socket names carry, so
+         * a rolling update's old and new pod register side by side (the
+         * kubelet refuses a second plugin on an endpoint already
+         * registered, and keeps several per driver since 1.33); NULL: the
+         * single-instance names. */
+        const char *instance;
         /* Prepare's claim lookups; NULL: Prepare is not served. */
         dra_lookup_fn *lookup;
         void *lookup_ctx;

@@ -97,13 +97,17 @@ int dra_node_new(const struct dra_node_settings *s, struct dra_node **ret) {
                 return -ENOMEM;
         r = xasprintf(&n->registry_dir, "%s/plugins_registry", s->kubelet_root);
         if (r >= 0)
-                r = xasprintf(&n->registry_name, "%s-reg.sock", s->driver);
+                r = s->instance
+                            ? xasprintf(&n->registry_name, "%s-%s-reg.sock", s->driver, s->instance)
+                            : xasprintf(&n->registry_name, "%s-reg.sock", s->driver);
         if (r >= 0)
                 r = xasprintf(&n->registry_path, "%s/%s", n->registry_dir, n->registry_name);
         if (r >= 0)
                 r = xasprintf(&n->plugin_dir, "%s/plugins/%s", s->kubelet_root, s->driver);
         if (r >= 0)
-                r = xasprintf(&n->endpoint, "%s/dra.sock", n->plugin_dir);
+                r = s->instance
+                            ? xasprintf(&n->endpoint, "%s/dra-%s.sock", n->plugin_dir, s->instance)
+                            : xasprintf(&n->endpoint, "%s/dra.sock", n->plugin_dir);
         if (r < 0)
                 return r;
         r = check_path(n->registry_path);
@@ -131,7 +135,7 @@ int dra_node_new(const struct dra_node_settings *s, struct dra_node **ret) {
  * skips names starting with '.'), listening, and only then renamed into
  * place: the kubelet dials a socket the moment it appears, and one bound
  * but not yet listening refuses it. */
-static int listen_on(const char *path, int *ret_fd) {
+static int listen_on(const char *path, int *ret_fd, struct base_owned *ret_id) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         _cleanup_free_ char *tmp = NULL;
         const char *base = strrchr(path, '/');
@@ -149,7 +153,7 @@ static int listen_on(const char *path, int *ret_fd) {
                          "dra: cannot remove stale socket %s: %m", tmp);
         fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 64) < 0 ||
-            rename(tmp, path) < 0) {
+            base_owned_id(tmp, ret_id) < 0 || rename(tmp, path) < 0) {
                 r = -errno;
                 log_with(LOG_ERR, &(struct log_fields){ .path = path, .err = -r },
                          "dra: cannot listen on %s: %s", path, strerror(-r));
@@ -340,9 +344,9 @@ int dra_node_start(struct dra_node *n, grpc_completion_queue *cq) {
         /* The DRA socket first: the kubelet dials the endpoint GetInfo
          * names as soon as it sees the registry socket. */
         if (r >= 0)
-                r = listen_on(n->endpoint, &n->dra_fd);
+                r = listen_on(n->endpoint, &n->dra_fd, &n->dra_id);
         if (r >= 0)
-                r = listen_on(n->registry_path, &n->reg_fd);
+                r = listen_on(n->registry_path, &n->reg_fd, &n->reg_id);
         if (r < 0) {
                 dra_node_stop(n);
                 return r;
@@ -363,7 +367,7 @@ int dra_node_relisten(struct dra_node *n) {
         if (n->reg_fd >= 0)
                 close(n->reg_fd);
         n->reg_fd = -1;
-        int r = listen_on(n->registry_path, &n->reg_fd);
+        int r = listen_on(n->registry_path, &n->reg_fd, &n->reg_id);
         if (r >= 0)
                 log_with(LOG_INFO, &(struct log_fields){ .path = n->registry_path },
                          "dra: registry socket %s re-created", n->registry_path);
@@ -411,21 +415,29 @@ void dra_node_accept(struct dra_node *n, int lfd) {
         }
 }
 
-static void unlisten(int *fd, const char *path) {
+/* Only the socket this process bound is removed: with the same names
+ * (no POD_UID), a newer instance's socket may stand at the path now. */
+static void unlisten(int *fd, const char *path, struct base_owned *id) {
+        int r;
+
         if (*fd < 0)
                 return;
         close(*fd);
         *fd = -1;
-        if (unlink(path) < 0 && errno != ENOENT)
-                log_with(LOG_WARN, &(struct log_fields){ .path = path, .err = errno },
-                         "dra: cannot remove %s: %m", path);
+        r = base_owned_unlink(path, id);
+        if (r == -ESTALE)
+                log_with(LOG_INFO, &(struct log_fields){ .path = path },
+                         "dra: %s is another instance's socket now; left in place", path);
+        else if (r < 0 && r != -ENOENT)
+                log_with(LOG_WARN, &(struct log_fields){ .path = path, .err = -r },
+                         "dra: cannot remove %s: %s", path, strerror(-r));
 }
 
 void dra_node_stop(struct dra_node *n) {
         dra_prepare_stop(n);
         /* The registry socket first: the kubelet stops dialling us. */
-        unlisten(&n->reg_fd, n->registry_path);
-        unlisten(&n->dra_fd, n->endpoint);
+        unlisten(&n->reg_fd, n->registry_path, &n->reg_id);
+        unlisten(&n->dra_fd, n->endpoint, &n->dra_id);
         if (!n->up)
                 return;
         n->up = false;
@@ -453,6 +465,7 @@ void dra_node_free(struct dra_node *n) {
                 close(n->dir_fd);
         dra_health_free(n);
         dra_prepare_free(n);
+        dra_checkpoint_sync_free(n);
         free(n->driver);
         free(n->registry_dir);
         free(n->registry_name);

@@ -98,6 +98,7 @@ int dp_dra_setup(struct dp_daemon *d) {
         struct dra_node_settings s = {
                 .kubelet_root = d->opts->kubelet_root,
                 .driver = d->cfg->dra_driver,
+                .instance = d->opts->instance,
                 .lock = &d->lock,
                 .deadline_set = deadline_set,
                 .deadline_ctx = d,

@@ -4,6 +4,8 @@
  * calls GetDevicePluginOptions before it answers, and that call must be
  * served by the same loop. Failures retry with backoff; a missing
  * kubelet.sock waits for inotify instead of a timer. */
+#include <dirent.h>
+#include <fcntl.h>
 #include <grpc/support/alloc.h>
 #include <string.h>
 #include <malloc.h>
@@ -231,6 +233,7 @@ void dp_register(struct dp_resource *res) {
                 goto fail;
         res->registration.call = g;
         res->registration.gen = d->kubelet.gen;
+        res->registration.starts++;
         d->live++;
         return;
 fail:
@@ -240,6 +243,82 @@ fail:
         if (g)
                 reg_free(g);
         res->registration.retry_at_ms = dp_now_ms() + RETRY_MAX_MS;
+        register_timer_set(d);
+}
+
+/* A kubelet before 1.36 keeps one device plugin endpoint per resource,
+ * not one per socket: when the old instance of a rolling update stops,
+ * the end of its stream makes that kubelet disconnect the endpoint it then
+ * holds, the new instance's, by closing our ListAndWatch stream, and
+ * nothing would connect it again. So a stream the kubelet ends, with no
+ * Register since it opened (a kubelet replacing our endpoint after our
+ * own Register ends the old stream too) and from the kubelet we
+ * registered with (a new one is watch.c's), is answered with a Register.
+ * Drops in a row back off up to RETRY_MAX_MS, so a kubelet that ends every
+ * stream at once costs one Register per 10 s. */
+#define DROP_RETRY_MIN_MS 10
+#define DROP_QUIET_MS 10000
+
+/* Another instance's socket of res (the same name but for the instance
+ * tag) bound after ours: then we are the old instance of a rolling
+ * update, the kubelet dropping us is right, and registering again would
+ * take the resource back from the new one (and, with a kubelet that ends
+ * the old endpoint's stream on a new Register, start a tug of war). */
+static bool newer_instance(const struct dp_resource *res) {
+        const char *name = res->cfg->socket_name, *tag = res->d->opts->instance;
+        size_t len = strlen(name), stem;
+        struct stat mine, other;
+        struct dirent *e;
+        bool newer = false;
+        DIR *dir;
+
+        if (!tag || len < strlen(tag) + strlen(".sock") || lstat(res->socket_path, &mine) < 0)
+                return false;
+        stem = len - strlen(tag) - strlen(".sock");
+        dir = opendir(res->d->opts->kubelet_dir);
+        if (!dir)
+                return false;
+        while (!newer && (e = readdir(dir))) {
+                if (strlen(e->d_name) != len || strncmp(e->d_name, name, stem) != 0 ||
+                    strcmp(e->d_name + len - strlen(".sock"), ".sock") != 0 ||
+                    strcmp(e->d_name, name) == 0 ||
+                    fstatat(dirfd(dir), e->d_name, &other, AT_SYMLINK_NOFOLLOW) < 0 ||
+                    !S_ISSOCK(other.st_mode))
+                        continue;
+                newer = other.st_ctim.tv_sec > mine.st_ctim.tv_sec ||
+                        (other.st_ctim.tv_sec == mine.st_ctim.tv_sec &&
+                         other.st_ctim.tv_nsec > mine.st_ctim.tv_nsec);
+        }
+        closedir(dir);
+        return newer;
+}
+
+void dp_register_after_drop(struct dp_resource *res, unsigned reg_starts) {
+        struct dp_daemon *d = res->d;
+        uint64_t now = dp_now_ms(), delay;
+
+        if (d->stopping || res->life.retired || res->srv.state != SRV_UP ||
+            res->srv.listen_fd < 0 || res->registration.call ||
+            res->registration.starts != reg_starts || res->registration.gen != d->kubelet.gen ||
+            !base_owned_is(res->socket_path, &res->srv.listen_id) || !dp_kubelet_present(d))
+                return;
+        if (newer_instance(res)) {
+                log_with(LOG_INFO, &(struct log_fields){ .resource = res->cfg->name },
+                         "resource \"%s\": the kubelet ended its ListAndWatch stream; a newer "
+                         "instance serves it now",
+                         res->cfg->name);
+                return;
+        }
+        if (res->registration.dropped_at_ms + DROP_QUIET_MS < now)
+                res->registration.drops = 0;
+        delay = dp_backoff_ms(DROP_RETRY_MIN_MS, RETRY_MAX_MS, res->registration.drops++);
+        res->registration.dropped_at_ms = now;
+        log_with(LOG_INFO, &(struct log_fields){ .resource = res->cfg->name },
+                 "resource \"%s\": the kubelet ended its ListAndWatch stream; registering again "
+                 "in %llu ms",
+                 res->cfg->name, (unsigned long long)delay);
+        if (!res->registration.retry_at_ms || res->registration.retry_at_ms > now + delay)
+                res->registration.retry_at_ms = now + delay;
         register_timer_set(d);
 }
 

@@ -651,7 +651,7 @@ void dp_reload(struct dp_daemon *d, const char *why) {
         /* The rest of what `check` and start-up refuse: names with no
          * valid CDI form, resources that would share a kind, a spec file or
          * a socket. It also sets each socket name as start-up did. */
-        r = dp_names_prepare(p.next, d->opts->kubelet_dir, true);
+        r = dp_names_prepare_instance(p.next, d->opts->kubelet_dir, d->opts->instance, true);
         if (r < 0) {
                 log_with(LOG_ERR, &(struct log_fields){ .path = path, .err = r == -EINVAL ? 0 : r },
                          "config: %s: %s; keeping the running configuration", path,

@@ -41,7 +41,10 @@ struct dp_res_register {
         unsigned gen;        /* kubelet_gen when the last Register started */
         bool again;          /* a new kubelet appeared meanwhile */
         unsigned failures;
-        uint64_t retry_at_ms; /* CLOCK_MONOTONIC, 0 = none */
+        uint64_t retry_at_ms;   /* CLOCK_MONOTONIC, 0 = none */
+        unsigned starts;        /* Register calls started so far */
+        unsigned drops;         /* streams the kubelet ended, in a row */
+        uint64_t dropped_at_ms; /* the last of them */
 };
 
 /* Retrying a CDI spec write that failed (publish.c). */
@@ -69,6 +72,9 @@ struct dp_res_server {
         enum dp_server_state state;
         int listen_fd;       /* our socket in the kubelet dir, or -1 */
         unsigned listen_gen; /* kubelet.gen when listen_fd was made */
+        /* What listen_fd was bound as: only that is ever removed (another
+         * instance may have bound the name since). */
+        struct base_owned listen_id;
         struct dp_tag shutdown_tag;
         struct dp_call *streams; /* open ListAndWatch streams */
         /* Asked to serve while the old server still stops (a reload moved
@@ -257,6 +263,10 @@ void dp_register(struct dp_resource *res);
 void dp_register_due(void *ctx);
 void dp_register_cancel(struct dp_resource *res);
 void dp_register_relistened(struct dp_resource *res);
+/* The kubelet ended a ListAndWatch stream of res opened when the
+ * Register count was reg_starts, and no other stream of res is open:
+ * register again when that kubelet still is ours (kubelet.c). */
+void dp_register_after_drop(struct dp_resource *res, unsigned reg_starts);
 bool dp_kubelet_present(const struct dp_daemon *d);
 /* Note the kubelet.sock found by looking; then, on an IN_CREATE of
  * kubelet.sock, whether it is still that one (asked once). */

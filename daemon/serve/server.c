@@ -40,6 +40,7 @@ struct dp_call {
         bool ending; /* the resource is going: end with a status once the send in flight is done */
         bool status_in_flight; /* the stream's status is on its way (send_tag) */
         uint64_t sent_gen;
+        unsigned reg_starts; /* res->registration.starts when it opened */
         struct dp_call *next;
 };
 
@@ -291,8 +292,14 @@ static void on_stream_send(struct dp_daemon *d, struct dp_tag *tag, bool ok) {
 
 static void on_stream_close(struct dp_daemon *d, struct dp_tag *tag, bool ok) {
         struct dp_call *c = CALL_OF(tag, close_tag);
+        bool others = false;
 
         c->closed = true;
+        for (const struct dp_call *o = c->res->srv.streams; o; o = o->next)
+                others |= o != c && !o->closed;
+        /* Cancelled: the kubelet went away from it, not a status of ours. */
+        if (c->sc.cancelled && !others)
+                dp_register_after_drop(c->res, c->reg_starts);
         stream_unref(c);
 }
 
@@ -307,6 +314,7 @@ static void stream_open(struct dp_call *c) {
                 return;
         }
         c->refs = 1;
+        c->reg_starts = c->res->registration.starts;
         c->next = c->res->srv.streams;
         c->res->srv.streams = c;
         log_with(LOG_DEBUG, &(struct log_fields){ .resource = c->res->cfg->name },
@@ -449,8 +457,10 @@ int dp_server_listen(struct dp_resource *res) {
                 return 0;
         /* Checked against sun_path at start-up. */
         memcpy(sa.sun_path, res->socket_path, strlen(res->socket_path) + 1);
-        /* A socket left by an earlier run would make bind fail; the name is
-         * ours alone. */
+        /* A socket left by an earlier run would make bind fail. With
+         * POD_UID the name is this pod's alone (a restarted container's
+         * leftover); without, a second instance takes the name over, and
+         * the first, when it stops, leaves it (unlisten_path). */
         if (unlink(res->socket_path) < 0 && errno != ENOENT)
                 log_with(LOG_WARN,
                          &(struct log_fields){ .resource = res->cfg->name,
@@ -459,7 +469,8 @@ int dp_server_listen(struct dp_resource *res) {
                          "resource \"%s\": cannot remove stale socket %s: %m", res->cfg->name,
                          res->socket_path);
         fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-        if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 64) < 0) {
+        if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 64) < 0 ||
+            base_owned_id(res->socket_path, &res->srv.listen_id) < 0) {
                 int r = -errno;
                 log_with(LOG_ERR,
                          &(struct log_fields){
@@ -478,17 +489,35 @@ int dp_server_listen(struct dp_resource *res) {
         return 0;
 }
 
+/* The socket this process bound, removed; one bound by another instance
+ * since (the same name without POD_UID) is left to it. */
+static void unlisten_path(struct dp_resource *res) {
+        int r = base_owned_unlink(res->socket_path, &res->srv.listen_id);
+
+        if (r == -ESTALE)
+                log_with(LOG_INFO,
+                         &(struct log_fields){ .resource = res->cfg->name,
+                                               .path = res->socket_path },
+                         "resource \"%s\": %s is another instance's socket now; left in place",
+                         res->cfg->name, res->socket_path);
+        else if (r < 0 && r != -ENOENT)
+                log_with(LOG_WARN,
+                         &(struct log_fields){
+                                 .resource = res->cfg->name, .path = res->socket_path, .err = -r },
+                         "resource \"%s\": cannot remove %s: %s", res->cfg->name, res->socket_path,
+                         strerror(-r));
+}
+
 void dp_server_unlisten(struct dp_resource *res, bool unlink_path) {
         if (res->srv.listen_fd < 0)
                 return;
         close(res->srv.listen_fd);
         res->srv.listen_fd = -1;
-        if (unlink_path && unlink(res->socket_path) < 0 && errno != ENOENT)
-                log_with(LOG_WARN,
-                         &(struct log_fields){ .resource = res->cfg->name,
-                                               .path = res->socket_path,
-                                               .err = errno },
-                         "resource \"%s\": cannot remove %s: %m", res->cfg->name, res->socket_path);
+        if (!unlink_path) {
+                res->srv.listen_id = (struct base_owned){ 0 };
+                return;
+        }
+        unlisten_path(res);
 }
 
 /* Out of fds (EMFILE, ENFILE) or kernel memory, accept fails while the

@@ -39,6 +39,7 @@
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "serve-internal.h"
@@ -323,6 +324,18 @@ void dp_watch_due(void *ctx) {
                 if (!res->relisten.at_ms || res->relisten.at_ms > now)
                         continue;
                 res->relisten.at_ms = 0;
+                /* A socket at the name now was bound since ours went: a
+                 * second instance with the same name (no POD_UID) took it
+                 * over, and taking it back would only start a tug of war. */
+                if (access(res->socket_path, F_OK) == 0) {
+                        log_with(LOG_INFO,
+                                 &(struct log_fields){ .resource = res->cfg->name,
+                                                       .path = res->socket_path },
+                                 "resource \"%s\": %s is another instance's socket now; "
+                                 "leaving it to that instance",
+                                 res->cfg->name, res->socket_path);
+                        continue;
+                }
                 if (d->watch.kubelet_wd >= 0 && res->srv.listen_fd < 0 && dp_kubelet_present(d))
                         relisten(res);
         }

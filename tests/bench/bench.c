@@ -24,10 +24,13 @@
  *   scraping back to back, with 1,000 IDs listed and with a 4 MiB
  *   PodResources answer, and RssAnon and peak resident after it;
  *   DRA with 64 resources against the fake API server: Prepare of one
- *   claim p50/p99, hotplug → ResourceSlice updated p50/p99, RssAnon.
+ *   claim p50/p99, hotplug → ResourceSlice updated p50/p99, RssAnon;
+ *   rollover (a second instance started, then SIGTERM to the first, 5
+ *   times): how long Prepare fails per rollover, Prepare p50/p99 across.
  *
  * Extra arguments are passed to `cdiplug serve` (e.g. --no-sandbox).
- * BENCH_ONLY=alloc,exec,restart,hotplug,reload,dra,discovery,many,preferred,scrape,hostile
+ * BENCH_ONLY=alloc,exec,restart,hotplug,reload,dra,rollover,discovery,many,preferred,scrape,
+ * hostile
  * picks sections;
  * TMPDIR picks the file system the kubelet, CDI and fake /dev dirs go on;
  * BENCH_RESTARTS=N runs N kubelet restarts instead of 100; BENCH_TRACE=1
@@ -44,6 +47,7 @@
 #include <signal.h>
 #include <sched.h>
 #include <spawn.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -362,6 +366,10 @@ static struct {
         uint64_t dra_h50, dra_h99;     /* hotplug -> slice updated */
         long dra_rss_anon, dra_vm_rss; /* 64 DRA resources, published */
         long dra_rss_anon_after;       /* after the Prepares and hotplugs */
+        bool roll;
+        uint64_t roll_w50, roll_wmax; /* Prepare failing, per rollover */
+        uint64_t roll_p50, roll_p99;  /* Prepare during the rollovers */
+        unsigned roll_calls, roll_failed;
         bool hostile;
         uint64_t hi_sc50, hi_sc99, hi_hz50, hi_hz99; /* beside 1,000 idle connections */
         uint64_t hi_a50, hi_a99;                     /* Allocate alone */
@@ -1575,6 +1583,167 @@ static void bench_dra(void) {
         free(dir);
 }
 
+/* Rollover: a second instance (its own POD_UID) started beside the
+ * serving one, which then gets SIGTERM, as a DaemonSet with maxSurge 1
+ * rolls; 5 times in a row. Meanwhile one client thread calls Prepare
+ * (each a new claim, unprepared after, untimed) back to back through the
+ * endpoint the test kubelet registered last, as the kubelet calls the
+ * newest instance. A Prepare fails when its status or its claim's error
+ * says so; per rollover, the failing window runs from the start of the
+ * first failed call to the end of the last one (0 when none failed). */
+#define ROLLOVERS 5
+#define ROLL_CLAIMS 20000
+
+struct roll_loop {
+        struct tk_dra *kd;
+        char (*uids)[16];
+        int next;
+        atomic_bool stop;
+        uint64_t first_fail, last_fail, *lat;
+        unsigned calls, failed, max_calls;
+};
+
+static void *roll_prepares(void *arg) {
+        struct roll_loop *l = arg;
+
+        while (!atomic_load(&l->stop)) {
+                K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourcesResponse *r = NULL;
+                K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourcesResponse *u = NULL;
+                char name[16];
+                if (l->next == ROLL_CLAIMS || l->calls == l->max_calls)
+                        die("rollover: out of claims");
+                snprintf(name, sizeof(name), "c%d", l->next);
+                struct tk_dra_claim c = { "ns", name, l->uids[l->next++] };
+                uint64_t t0 = now_ns();
+                grpc_status_code st = tk_dra_prepare(l->kd, DRA_DRIVER, "v1", &c, 1, &r);
+                bool ok =
+                        st == GRPC_STATUS_OK && r->n_claims == 1 && !r->claims[0]->value->error[0];
+                uint64_t t1 = now_ns();
+                if (!ok && getenv("BENCH_TRACE"))
+                        fprintf(stderr, "rollover: Prepare of %s: status %d, %s\n", c.uid, st,
+                                st == GRPC_STATUS_OK && r->n_claims == 1
+                                        ? r->claims[0]->value->error
+                                        : "");
+                if (r)
+                        k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_response__free_unpacked(
+                                r, NULL);
+                if (!ok) {
+                        if (!l->failed++)
+                                l->first_fail = t0;
+                        l->last_fail = t1;
+                }
+                l->lat[l->calls++] = t1 - t0;
+                if (tk_dra_unprepare(l->kd, DRA_DRIVER, "v1", &c, 1, &u) == GRPC_STATUS_OK)
+                        k8s__io__kubelet__pkg__apis__dra__v1__node_unprepare_resources_response__free_unpacked(
+                                u, NULL);
+        }
+        return NULL;
+}
+
+static void roll_claims(struct fakeapi *api, char (*uids)[16]) {
+        char *dev = NULL, *pool = NULL;
+
+        if (dra_device_name("d00", &dev) < 0 || dra_pool_name(DRA_NODE, name_of(0), &pool) < 0)
+                die("DRA names");
+        for (int i = 0; i < ROLL_CLAIMS; i++) {
+                char *text = NULL;
+                snprintf(uids[i], 16, "roll-%d", i);
+                if (asprintf(&text,
+                             "{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"ResourceClaim\","
+                             "\"metadata\":{\"namespace\":\"ns\",\"name\":\"c%d\",\"uid\":\"%s\"},"
+                             "\"status\":{\"allocation\":{\"devices\":{\"results\":["
+                             "{\"request\":\"r\",\"driver\":\"" DRA_DRIVER "\",\"pool\":\"%s\","
+                             "\"device\":\"%s\"}]}}}}",
+                             i, uids[i], pool, dev) < 0)
+                        die("asprintf");
+                fakeapi_add_claim(api, cJSON_Parse(text));
+                free(text);
+        }
+        free(dev);
+        free(pool);
+}
+
+/* One instance with POD_UID "bench-pod-<n>". */
+static pid_t roll_spawn(const char *dir, char *const *more, int n) {
+        char uid[32];
+
+        snprintf(uid, sizeof(uid), "bench-pod-%d", n);
+        if (setenv("POD_UID", uid, 1) < 0)
+                die("setenv");
+        return spawn_daemon_with(dir, more);
+}
+
+static void roll_once(struct roll_loop *l, const char *dir, char *const *more, pid_t *a, int n,
+                      uint64_t *window) {
+        struct timespec settle = { .tv_nsec = 300 * 1000 * 1000L };
+        pthread_t th;
+
+        l->failed = 0;
+        atomic_store(&l->stop, false);
+        if (pthread_create(&th, NULL, roll_prepares, l) != 0)
+                die("pthread_create");
+        nanosleep(&settle, NULL);
+        pid_t b = roll_spawn(dir, more, n + 1);
+        if (tk_dra_wait_registered(l->kd, DRA_DRIVER, (unsigned)n + 2, 20000) < 0)
+                die("the new instance registering");
+        stop_daemon(*a);
+        nanosleep(&settle, NULL);
+        atomic_store(&l->stop, true);
+        pthread_join(th, NULL);
+        *window = l->failed ? l->last_fail - l->first_fail : 0;
+        fig.roll_failed += l->failed;
+        *a = b;
+}
+
+static void bench_rollover(void) {
+        static char uids[ROLL_CLAIMS][16];
+        static uint64_t lat[ROLL_CLAIMS];
+        uint64_t windows[ROLLOVERS];
+        char *cfg = dra_config(), *dir = make_dir("roll", cfg);
+        char *kroot = path_join(dir, "k"), *kubeconfig = path_join(dir, "kubeconfig");
+        struct fakeapi *api = fakeapi_new(true);
+        struct roll_loop l = { .uids = uids, .lat = lat, .max_calls = ROLL_CLAIMS };
+
+        free(cfg);
+        mkdir(kroot, 0755);
+        for (int i = 0; i < MANY; i++) {
+                char n[32];
+                snprintf(n, sizeof(n), "host/dev/d%02d", i);
+                char *path = path_join(dir, n);
+                touch(path);
+                free(path);
+        }
+        fakeapi_add_node(api, DRA_NODE, "6d1b3a4e-0000-4000-8000-000000000001");
+        fakeapi_set_token(api, "bench-token");
+        dra_kubeconfig(dir, api);
+        roll_claims(api, uids);
+        if (tk_dra_start(kroot, &l.kd) < 0)
+                die("test kubelet's DRA side");
+        char *more[] = { "--kubelet-root", kroot,      "--node-name", DRA_NODE,
+                         "--kubeconfig",   kubeconfig, NULL };
+        pid_t a = roll_spawn(dir, more, 0);
+        if (tk_dra_wait_registered(l.kd, DRA_DRIVER, 1, 20000) < 0)
+                die("the DRA driver registering");
+        struct dra_pool_want all = { NULL, -1 };
+        if (!fakeapi_wait(api, dra_pools_are, &all, 20000))
+                die("64 pools published");
+        for (int i = 0; i < ROLLOVERS; i++)
+                roll_once(&l, dir, more, &a, i, &windows[i]);
+        stop_daemon(a);
+        unsetenv("POD_UID");
+        tk_dra_stop(l.kd);
+        fakeapi_free(api);
+        fig.roll_calls = l.calls;
+        fig.roll_w50 = pct(windows, ROLLOVERS, 0.5);
+        fig.roll_wmax = pct(windows, ROLLOVERS, 1.0);
+        fig.roll_p50 = pct(lat, l.calls, 0.5);
+        fig.roll_p99 = pct(lat, l.calls, 0.99);
+        fig.roll = true;
+        free(kroot);
+        free(kubeconfig);
+        free(dir);
+}
+
 static void bench_scrape_small(void) {
         char *dir = make_env("small", MANY), *kdir = path_join(dir, "kubelet");
         char *cfg_path = path_join(dir, "config.json"),
@@ -1803,6 +1972,15 @@ static void print_table(void) {
                 row_kb("RssAnon, 64 DRA resources, after use", fig.dra_rss_anon_after, t);
                 row_kb("VmRSS, 64 DRA resources", fig.dra_vm_rss, "");
         }
+        if (fig.roll) {
+                snprintf(t, sizeof(t), "at most 1 s: %s (%u of %u Prepares failed, %d rollovers)",
+                         verdict(fig.roll_wmax <= 1000000000), fig.roll_failed, fig.roll_calls,
+                         ROLLOVERS);
+                row_ms("DRA rollover: Prepare failing (p50, worst)", fig.roll_w50, fig.roll_wmax,
+                       t);
+                row_us("DRA Prepare across the rollovers", fig.roll_p50, fig.roll_p99,
+                       "(start B beside A, SIGTERM A; calls to the newest)");
+        }
         if (fig.hostile) {
                 char t3[128];
                 row_ms("scrape beside 1,000 idle connections", fig.hi_sc50, fig.hi_sc99, "");
@@ -1847,6 +2025,8 @@ int main(int argc, char **argv) {
                 bench_reload();
         if (section("dra"))
                 bench_dra();
+        if (section("rollover"))
+                bench_rollover();
         if (section("discovery") || section("many") || section("scrape") || section("hostile")) {
                 char *nodes = make_nodes();
                 if (section("discovery"))

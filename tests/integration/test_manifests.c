@@ -124,6 +124,52 @@ static bool has_string(const cJSON *arr, const char *s) {
         return false;
 }
 
+/* A rolling update starts the new pod before it stops the old one, and
+ * each pod names its sockets after its UID. */
+static void expect_surge_rollout(const cJSON *ds, const cJSON *ctr) {
+        const cJSON *ru = cJSON_GetObjectItemCaseSensitive(
+                cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(ds, "spec"),
+                                                 "updateStrategy"),
+                "rollingUpdate");
+        const cJSON *uid = named(cJSON_GetObjectItemCaseSensitive(ctr, "env"), "POD_UID");
+
+        cr_assert_eq(cJSON_GetObjectItemCaseSensitive(ru, "maxSurge")->valueint, 1);
+        cr_assert_eq(cJSON_GetObjectItemCaseSensitive(ru, "maxUnavailable")->valueint, 0);
+        cr_assert_str_eq(str_at(uid, "valueFrom", "fieldRef", "fieldPath"), "metadata.uid");
+}
+
+/* The admission policy that fences the service account's slice writes
+ * to its own node and driver, bound with Deny. */
+static void expect_node_fence(cJSON **docs, size_t n, const char *ns) {
+        char name[128], user[160];
+        snprintf(name, sizeof(name), "cdiplug-dra-node-%s", ns);
+        snprintf(user, sizeof(user),
+                 "request.userInfo.username == \"system:serviceaccount:%s:cdiplug\"", ns);
+        const cJSON *vap = find_doc(docs, n, "ValidatingAdmissionPolicy", name);
+        const cJSON *bind = find_doc(docs, n, "ValidatingAdmissionPolicyBinding", name);
+        cr_assert_not_null(vap);
+        cr_assert_not_null(bind);
+        cr_assert_str_eq(str_at(vap, "apiVersion", NULL, NULL), "admissionregistration.k8s.io/v1");
+        cr_assert_str_eq(str_at(bind, "spec", "policyName", NULL), name);
+        const cJSON *spec = cJSON_GetObjectItemCaseSensitive(vap, "spec");
+        cr_assert_str_eq(str_at(spec, "failurePolicy", NULL, NULL), "Fail");
+        cr_assert_str_eq(
+                str_at(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(spec, "matchConditions"),
+                                          0),
+                       "expression", NULL, NULL),
+                user);
+        const cJSON *vars = cJSON_GetObjectItemCaseSensitive(spec, "variables");
+        cr_assert_not_null(strstr(str_at(named(vars, "nodeName"), "expression", NULL, NULL),
+                                  "request.userInfo.extra[\"authentication.kubernetes.io/"
+                                  "node-name\"][0]"));
+        cr_assert_str_eq(str_at(named(vars, "slice"), "expression", NULL, NULL),
+                         "request.operation == \"DELETE\" ? oldObject : object");
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(spec, "validations");
+        cr_assert_eq(cJSON_GetArraySize(v), 3);
+        cr_assert_str_eq(str_at(cJSON_GetArrayItem(v, 2), "expression", NULL, NULL),
+                         "variables.slice.spec.driver == \"cdiplug.example.com\"");
+}
+
 Test(manifests, prints_device_classes_rbac_and_a_daemonset) {
         char *out, *err;
         cJSON *docs[MAX_DOCS];
@@ -190,6 +236,8 @@ Test(manifests, prints_device_classes_rbac_and_a_daemonset) {
         cr_assert(has_string(args, "--kubelet-root=/srv/kubelet"));
         const cJSON *node = named(cJSON_GetObjectItemCaseSensitive(ctr, "env"), "NODE_NAME");
         cr_assert_str_eq(str_at(node, "valueFrom", "fieldRef", "fieldPath"), "spec.nodeName");
+        expect_surge_rollout(ds, ctr);
+        expect_node_fence(docs, n, "devices");
         const cJSON *vols = cJSON_GetObjectItemCaseSensitive(pod, "volumes");
         const cJSON *mounts = cJSON_GetObjectItemCaseSensitive(ctr, "volumeMounts");
         static const char *const dirs[][2] = {
@@ -233,6 +281,12 @@ Test(manifests, the_checker_refuses_what_the_api_or_the_lockdown_would) {
                 { "\"readOnlyRootFilesystem\": true", "\"readOnlyRootFilesystem\": \"true\"" },
                 { "\"kind\": \"DeviceClass\"", "\"kind\": \"DeviceKlass\"" },
                 { "\"fieldPath\": \"spec.nodeName\"", "\"fieldPath\": \"metadata.name\"" },
+                { "\"maxUnavailable\": 0", "\"maxUnavailable\": 1" },
+                { "\"fieldPath\": \"metadata.uid\"", "\"fieldPath\": \"metadata.name\"" },
+                { "\"validationActions\": [\"Deny\"]", "\"validationActions\": [\"Warn\"]" },
+                { "oldObject", "object" },
+                { "\"kind\": \"ValidatingAdmissionPolicyBinding\"",
+                  "\"kind\": \"ValidatingAdmissionPolicyBindin\"" },
         };
         char *out, *err, *path;
         env_write(&e, "config.json", config);

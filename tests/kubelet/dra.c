@@ -29,6 +29,11 @@ struct tk_dra_driver {
         grpc_channel *ch; /* to its endpoint */
         Pluginregistration__PluginInfo *info;
         unsigned registrations;
+        /* Channels of earlier registrations: a call another thread made on
+         * one may still run (the kubelet lets a call to the old instance
+         * of a rolling update finish), so they go only at tk_dra_stop. */
+        grpc_channel **retired;
+        size_t n_retired;
 };
 
 struct tk_dra {
@@ -84,6 +89,15 @@ static struct tk_dra_driver *driver_get(struct tk_dra *k, const char *name, bool
         return d;
 }
 
+static void retire(struct tk_dra_driver *d, grpc_channel *ch) {
+        grpc_channel **more = realloc(d->retired, (d->n_retired + 1) * sizeof(*more));
+
+        if (!more)
+                abort();
+        d->retired = more;
+        d->retired[d->n_retired++] = ch;
+}
+
 /* What the kubelet's plugin watcher does with one new socket. */
 static void register_socket(struct tk_dra *k, const char *name) {
         _cleanup_free_ char *path = NULL, *details = NULL, *refuse = NULL;
@@ -133,7 +147,7 @@ static void register_socket(struct tk_dra *k, const char *name) {
                 if (d->info)
                         pluginregistration__plugin_info__free_unpacked(d->info, NULL);
                 if (d->ch)
-                        grpc_channel_destroy(d->ch);
+                        retire(d, d->ch);
                 free(d->reg_path);
                 d->info = info;
                 d->ch = ch;
@@ -231,6 +245,9 @@ void tk_dra_stop(struct tk_dra *k) {
                         pluginregistration__plugin_info__free_unpacked(d->info, NULL);
                 if (d->ch)
                         grpc_channel_destroy(d->ch);
+                for (size_t j = 0; j < d->n_retired; j++)
+                        grpc_channel_destroy(d->retired[j]);
+                free(d->retired);
                 free(d->reg_path);
                 free(d->name);
         }
@@ -553,7 +570,14 @@ static grpc_status_code dra_call(struct tk_dra *k, const char *driver, const cha
                 K8S__IO__KUBELET__PKG__APIS__DRA__V1__NODE_PREPARE_RESOURCES_REQUEST__INIT;
         K8s__Io__Kubelet__Pkg__Apis__Dra__V1__Claim *v = calloc(n + 1, sizeof(*v));
         K8s__Io__Kubelet__Pkg__Apis__Dra__V1__Claim **ptrs = calloc(n + 1, sizeof(*ptrs));
-        _cleanup_free_ char *method = NULL;
+        /* Static: grpc keeps a method name it sent in the channel's
+         * header table (HPACK) and compares later ones against it. */
+        static const char *const methods[2][2] = {
+                { "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodeUnprepareResources",
+                  "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodePrepareResources" },
+                { "/k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin/NodeUnprepareResources",
+                  "/k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin/NodePrepareResources" },
+        };
         grpc_byte_buffer *recv = NULL;
         grpc_channel *ch = tk_dra_channel(k, driver);
         grpc_status_code st;
@@ -573,11 +597,8 @@ static grpc_status_code dra_call(struct tk_dra *k, const char *driver, const cha
         }
         req.claims = ptrs;
         req.n_claims = n;
-        if (xasprintf(&method, "/k8s.io.kubelet.pkg.apis.dra.%s.DRAPlugin/%s", version,
-                      prepare ? "NodePrepareResources" : "NodeUnprepareResources") < 0)
-                abort();
         /* The unprepare request is the same message, field for field. */
-        st = dp_call_unary_raw(ch, method, &req.base, 60000, &recv, NULL);
+        st = dp_call_unary_raw(ch, methods[beta][prepare], &req.base, 60000, &recv, NULL);
         free(v);
         free(ptrs);
         if (st == GRPC_STATUS_OK) {

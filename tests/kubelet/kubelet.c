@@ -661,6 +661,20 @@ unsigned tk_registrations(struct tk *tk, const char *resource) {
         return n;
 }
 
+int tk_drop(struct tk *tk, const char *resource) {
+        int n = 0;
+
+        pthread_mutex_lock(&tk->lock);
+        struct tk_plugin *p = plugin_get(tk, resource, false);
+        for (struct tk_stream *s = tk->streams; p && s; s = s->next)
+                if (s->plugin == p) {
+                        grpc_call_cancel(s->call, NULL);
+                        n++;
+                }
+        pthread_mutex_unlock(&tk->lock);
+        return n;
+}
+
 unsigned tk_total_registrations(struct tk *tk) {
         unsigned n = 0;
         pthread_mutex_lock(&tk->lock);

@@ -45,6 +45,12 @@ int tk_last_register(struct tk *tk, const char *resource, V1beta1__RegisterReque
 /* A channel to the resource's registered endpoint, for test calls. */
 grpc_channel *tk_dial(struct tk *tk, const char *resource);
 
+/* What a kubelet before 1.36 does to the endpoint it holds when another
+ * instance's stream for the resource ends: it cancels the resource's
+ * ListAndWatch streams and never dials it again (the plugin must
+ * register again). The number of streams cancelled. */
+int tk_drop(struct tk *tk, const char *resource);
+
 /* Total registrations across all resources. */
 unsigned tk_total_registrations(struct tk *tk);
 

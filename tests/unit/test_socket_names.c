@@ -65,3 +65,51 @@ Test(socket_names, every_dir_length_fits_or_is_refused) {
                 free(sock);
         }
 }
+
+/* Two instances (a rolling update's old and new pod) never share a socket
+ * name, and each name still fits under any dir the single one fits. */
+Test(socket_names, instances_get_their_own_names) {
+        char a[9], b[9], *sa = NULL, *sb = NULL, *plain = NULL;
+        cfg_instance_tag("0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", a);
+        cfg_instance_tag("0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f1", b);
+        cr_assert_str_neq(a, b);
+        cr_assert_eq(dp_socket_name_instance("/var/lib/kubelet/device-plugins",
+                                             "example.com/serial", a, &sa),
+                     0);
+        cr_assert_eq(dp_socket_name_instance("/var/lib/kubelet/device-plugins",
+                                             "example.com/serial", b, &sb),
+                     0);
+        cr_assert_eq(
+                dp_socket_name("/var/lib/kubelet/device-plugins", "example.com/serial", &plain), 0);
+        char want[64];
+        snprintf(want, sizeof(want), "cdiplug-example.com-serial-%s.sock", a);
+        cr_expect_str_eq(sa, want);
+        cr_expect_str_neq(sa, sb);
+        cr_expect_str_neq(sa, plain);
+        free(sa);
+        free(sb);
+        free(plain);
+        /* 9 bytes more than the single name: dirs up to 76 bytes. */
+        for (size_t len = 1; len <= 76; len += 5) {
+                char dir[96], *s = NULL;
+                struct sockaddr_un un;
+                memset(dir, 'd', len);
+                dir[0] = '/';
+                dir[len] = '\0';
+                cr_assert_eq(dp_socket_name_instance(dir, name63, a, &s), 0, "%s", dir);
+                cr_expect_lt(strlen(dir) + 1 + strlen(s), sizeof(un.sun_path), "%s/%s", dir, s);
+                cr_expect_not_null(strstr(s, a), "%s keeps the instance", s);
+                free(s);
+        }
+}
+
+Test(socket_names, a_pod_uid_is_checked) {
+        cr_expect_null(cfg_pod_uid_problem("0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"));
+        cr_expect_not_null(cfg_pod_uid_problem(""));
+        cr_expect_not_null(cfg_pod_uid_problem("a/b"));
+        cr_expect_not_null(cfg_pod_uid_problem("a b"));
+        char longer[CFG_POD_UID_MAX + 2];
+        memset(longer, 'a', sizeof(longer) - 1);
+        longer[sizeof(longer) - 1] = '\0';
+        cr_expect_not_null(cfg_pod_uid_problem(longer));
+}

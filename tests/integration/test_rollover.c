@@ -1,0 +1,398 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Two instances on one node, as a rolling update with maxSurge runs them:
+ * the new one registers beside the old one (its own socket names, from
+ * POD_UID), and the old one, stopped, leaves every socket of the new one
+ * in place, so the kubelet keeps an endpoint that answers. Without a pod
+ * UID both use the same names: the newer takes them over and the older,
+ * stopping, still removes nothing it did not bind. */
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base.h"
+#include "config.h"
+#include "dra.h"
+#include "env.h"
+#include "fakeapi.h"
+#include "kubelet.h"
+#include "logwait.h"
+#include "rpc.h"
+
+#define DRIVER "cdiplug.example.com"
+#define NODE "node1"
+#define POOL NODE "/example.com/serial"
+#define USB "example.com/usb"
+#define UID_A "5b0c7d1e-0000-4000-8000-00000000000a"
+#define UID_B "5b0c7d1e-0000-4000-8000-00000000000b"
+#define WAIT_MS 10000
+
+static struct env e;
+static struct tk *tk;
+static struct tk_dra *kd;
+static struct fakeapi *api;
+static char *kroot, *kubeconfig, *log_a;
+static pid_t pid_a;
+
+static void stop(void) {
+        if (pid_a > 0) {
+                kill(pid_a, SIGKILL);
+                waitpid(pid_a, NULL, 0);
+        }
+        tk_dra_stop(kd);
+        tk_stop(tk);
+        env_cleanup(&e);
+        fakeapi_free(api);
+        free(kroot);
+        free(kubeconfig);
+        free(log_a);
+        unsetenv("POD_UID");
+}
+
+TestSuite(rollover, .fini = stop, .timeout = 90);
+
+static const char config[] =
+        "{ \"dra\": { \"driver\": \"" DRIVER "\" }, \"resources\": ["
+        " { \"name\": \"example.com/serial\", \"api\": \"dra\","
+        " \"match\": [ { \"path\": \"/dev/ttyS*\" } ] },"
+        " { \"name\": \"" USB "\", \"match\": [ { \"path\": \"/dev/bus/usb/*/*\" } ] } ] }";
+
+static void write_kubeconfig(void) {
+        char *text = NULL;
+
+        cr_assert_eq(asprintf(&kubeconfig, "%s/kubeconfig", e.root) > 0, true);
+        env_write(&e, "token", "token-one\n");
+        cr_assert_eq(asprintf(&text,
+                              "apiVersion: v1\nkind: Config\ncurrent-context: t\n"
+                              "contexts:\n- name: t\n  context: {cluster: c, user: u}\n"
+                              "clusters:\n- name: c\n  cluster:\n    server: %s\n"
+                              "    certificate-authority: %s\n"
+                              "users:\n- name: u\n  user:\n    tokenFile: token\n",
+                              fakeapi_url(api), fakeapi_ca_file(api)) > 0,
+                     true);
+        env_write(&e, "kubeconfig", text);
+        free(text);
+}
+
+/* One instance, with POD_UID uid (NULL: unset), logging to the env's log. */
+static void spawn(const char *uid) {
+        if (uid)
+                cr_assert_eq(setenv("POD_UID", uid, 1), 0);
+        else
+                unsetenv("POD_UID");
+        env_spawn(&e, "--kubelet-root", kroot, "--node-name", NODE, "--kubeconfig", kubeconfig,
+                  NULL);
+}
+
+/* Instance A runs and is registered both ways; the env is then B's. */
+static void start_a(const char *uid) {
+        env_init(&e);
+        env_touch(&e, "dev/ttyS0");
+        env_touch(&e, "dev/bus/usb/001/001");
+        api = fakeapi_new(true);
+        fakeapi_add_node(api, NODE, "6d1b3a4e-0000-4000-8000-000000000001");
+        fakeapi_set_token(api, "token-one");
+        write_kubeconfig();
+        cr_assert_eq(asprintf(&kroot, "%s/kubelet-root", e.root) > 0, true);
+        cr_assert_eq(mkdir(kroot, 0755), 0);
+        env_write(&e, "config.json", config);
+        cr_assert_eq(tk_start(e.kubelet_dir, &tk), 0);
+        cr_assert_eq(tk_dra_start(kroot, &kd), 0);
+        spawn(uid);
+        cr_assert_eq(tk_dra_wait_registered(kd, DRIVER, 1, WAIT_MS), 0, "A never registered");
+        cr_assert_eq(tk_wait_registered(tk, USB, 1, WAIT_MS), 0);
+        pid_a = e.pid;
+        log_a = e.log;
+        cr_assert_eq(asprintf(&e.log, "%s/daemon-b.log", e.root) > 0, true);
+}
+
+/* SIGTERM to A, which must exit cleanly. */
+static void stop_a(void) {
+        int status = -1;
+
+        cr_assert_eq(kill(pid_a, SIGTERM), 0);
+        for (int i = 0; i < WAIT_MS / 10 && waitpid(pid_a, &status, WNOHANG) == 0; i++)
+                usleep(10000); /* bounded wait for a child; waitpid has no timeout */
+        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "A: status %d", status);
+        pid_a = 0;
+}
+
+/* The three sockets of the instance whose tag is tag (NULL: none). */
+struct socks {
+        char *reg, *dra, *dp;
+};
+
+static struct socks socks_of(const char *tag) {
+        struct socks s = { 0 };
+        char *dp = NULL;
+
+        cr_assert_eq(dp_socket_name_instance(e.kubelet_dir, USB, tag, &dp), 0);
+        cr_assert(asprintf(&s.reg, "%s/plugins_registry/" DRIVER "%s%s-reg.sock", kroot,
+                           tag ? "-" : "", tag ? tag : "") > 0);
+        cr_assert(asprintf(&s.dra, "%s/plugins/" DRIVER "/dra%s%s.sock", kroot, tag ? "-" : "",
+                           tag ? tag : "") > 0);
+        cr_assert(asprintf(&s.dp, "%s/%s", e.kubelet_dir, dp) > 0);
+        free(dp);
+        return s;
+}
+
+static void socks_free(struct socks *s) {
+        free(s->reg);
+        free(s->dra);
+        free(s->dp);
+}
+
+/* Someone listens on path: what the kubelet needs of it. */
+static bool answers(const char *path) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        bool ok;
+
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+        ok = fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+        if (fd >= 0)
+                close(fd);
+        return ok;
+}
+
+static void expect_answering(const struct socks *s, const char *who) {
+        cr_expect(answers(s->reg), "%s: %s", who, s->reg);
+        cr_expect(answers(s->dra), "%s: %s", who, s->dra);
+        cr_expect(answers(s->dp), "%s: %s", who, s->dp);
+}
+
+static void add_claim(const char *name, const char *uid) {
+        _cleanup_free_ char *dev = NULL, *text = NULL;
+
+        cr_assert_eq(dra_device_name("ttyS0", &dev), 0);
+        cr_assert(asprintf(&text,
+                           "{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"ResourceClaim\","
+                           "\"metadata\":{\"namespace\":\"ns\",\"name\":\"%s\",\"uid\":\"%s\"},"
+                           "\"status\":{\"allocation\":{\"devices\":{\"results\":["
+                           "{\"request\":\"r\",\"driver\":\"" DRIVER "\",\"pool\":\"" POOL "\","
+                           "\"device\":\"%s\"}]}}}}",
+                           name, uid, dev) > 0);
+        fakeapi_add_claim(api, cJSON_Parse(text));
+}
+
+/* Prepare through the endpoint the kubelet registered last. */
+static void expect_prepare(const char *name, const char *uid) {
+        K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourcesResponse *r = NULL;
+        struct tk_dra_claim c = { "ns", name, uid };
+
+        add_claim(name, uid);
+        cr_assert_eq(tk_dra_prepare(kd, DRIVER, "v1", &c, 1, &r), GRPC_STATUS_OK);
+        cr_assert_eq(r->n_claims, 1);
+        cr_expect_str_eq(r->claims[0]->value->error, "", "%s", r->claims[0]->value->error);
+        cr_expect_eq(r->claims[0]->value->n_devices, 1);
+        k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_response__free_unpacked(r,
+                                                                                             NULL);
+}
+
+Test(rollover, two_instances_register_side_by_side_and_the_old_one_leaves_the_new) {
+        char tag_a[9], tag_b[9];
+        Pluginregistration__PluginInfo *info = NULL;
+
+        cfg_instance_tag(UID_A, tag_a);
+        cfg_instance_tag(UID_B, tag_b);
+        start_a(UID_A);
+        struct socks a = socks_of(tag_a), b = socks_of(tag_b);
+        expect_answering(&a, "A");
+        expect_prepare("before", "uid-before");
+
+        spawn(UID_B);
+        cr_assert_eq(tk_dra_wait_registered(kd, DRIVER, 2, WAIT_MS), 0, "B never registered");
+        cr_assert_eq(tk_wait_registered(tk, USB, 2, WAIT_MS), 0);
+        /* Side by side: the kubelet may call either. */
+        expect_answering(&a, "A beside B");
+        expect_answering(&b, "B");
+        cr_assert_eq(tk_dra_info(kd, DRIVER, &info), 0);
+        cr_expect_str_eq(info->endpoint, b.dra);
+        pluginregistration__plugin_info__free_unpacked(info, NULL);
+        expect_prepare("during", "uid-during");
+
+        stop_a();
+        /* A took its own sockets along and nothing of B's. */
+        cr_expect_eq(access(a.reg, F_OK), -1, "%s", a.reg);
+        cr_expect_eq(access(a.dra, F_OK), -1, "%s", a.dra);
+        cr_expect_eq(access(a.dp, F_OK), -1, "%s", a.dp);
+        expect_answering(&b, "B after A stopped");
+        cr_expect_eq(tk_dra_probe(kd, DRIVER, NULL), GRPC_STATUS_OK);
+        expect_prepare("after", "uid-after");
+        /* B did not register again: nothing it serves was disturbed. */
+        cr_expect_eq(tk_dra_registrations(kd, DRIVER), 2);
+        cr_expect_eq(tk_registrations(tk, USB), 2);
+        socks_free(&a);
+        socks_free(&b);
+}
+
+Test(rollover, without_a_pod_uid_the_newer_takes_the_names_and_the_older_leaves_them) {
+        start_a(NULL);
+        struct socks s = socks_of(NULL);
+        expect_answering(&s, "A");
+
+        spawn(NULL);
+        cr_assert_eq(tk_dra_wait_registered(kd, DRIVER, 2, WAIT_MS), 0, "B never registered");
+        cr_assert_eq(tk_wait_registered(tk, USB, 2, WAIT_MS), 0);
+        stop_a();
+        cr_expect_eq(log_wait(log_a, "is another instance's socket now; left in place", WAIT_MS),
+                     0);
+        /* The names are B's and still answer. */
+        expect_answering(&s, "B after A stopped");
+        cr_expect_eq(tk_dra_probe(kd, DRIVER, NULL), GRPC_STATUS_OK);
+        expect_prepare("after", "uid-after");
+        socks_free(&s);
+}
+
+/* A pod UID that cannot name a socket is refused before anything starts. */
+Test(rollover, a_bad_pod_uid_is_a_usage_error) {
+        char *out = NULL;
+
+        env_init(&e);
+        env_write(&e, "config.json", config);
+        cr_assert_eq(setenv("POD_UID", "../x", 1), 0);
+        int rc = env_run(&e, &out, "serve", "--config", e.config, "--node-name", NODE, NULL);
+        cr_expect_eq(rc, 2, "exit %d: %s", rc, out);
+        cr_expect_not_null(strstr(out, "POD_UID \"../x\""), "%s", out);
+        free(out);
+}
+
+/* A kubelet before 1.36, when the old instance's stream ends, cancels the
+ * new instance's stream too and forgets it: the new one registers again
+ * and its devices are listed again; a stream the daemon ends itself, or
+ * one the kubelet replaces after a Register of ours, brings no Register. */
+Test(rollover, a_stream_the_kubelet_drops_is_answered_with_a_register) {
+        V1beta1__ListAndWatchResponse *list = NULL;
+
+        start_a(UID_A);
+        unsigned lists = tk_lists(tk, USB);
+        cr_assert_eq(tk_drop(tk, USB), 1);
+        cr_assert_eq(tk_wait_registered(tk, USB, 2, WAIT_MS), 0, "never registered again");
+        cr_assert_eq(tk_wait_lists(tk, USB, lists + 1, WAIT_MS, &list), 0);
+        cr_expect_eq(list->n_devices, 1);
+        v1beta1__list_and_watch_response__free_unpacked(list, NULL);
+        cr_expect_eq(log_wait(log_a, "the kubelet ended its ListAndWatch stream", WAIT_MS), 0);
+        /* Dropped again at once: again, and no more than that. */
+        cr_assert_eq(tk_wait_streams(tk, USB, 1, WAIT_MS), 0);
+        cr_assert_eq(tk_drop(tk, USB), 1);
+        cr_assert_eq(tk_wait_registered(tk, USB, 3, WAIT_MS), 0);
+        cr_assert_eq(tk_wait_streams(tk, USB, 1, WAIT_MS), 0);
+        usleep(300 * 1000); /* a Register more would come within 20 ms */
+        cr_expect_eq(tk_registrations(tk, USB), 3);
+}
+
+/* doctor on the host (no POD_UID) finds a pod's sockets under their
+ * instance names; in the pod (its POD_UID) it checks that pod's own. */
+Test(rollover, doctor_finds_the_sockets_of_an_instance) {
+        char *out = NULL;
+
+        start_a(UID_A);
+        unsetenv("POD_UID");
+        int rc = env_run(&e, &out, "doctor", "--config", e.config, "--kubelet-dir", e.kubelet_dir,
+                         "--host-root", e.host, NULL);
+        cr_expect_not_null(strstr(out, "the daemon serves all 1 resources"), "exit %d:\n%s", rc,
+                           out);
+        cr_expect_null(strstr(out, "is missing: cdiplug is not serving it"), "%s", out);
+        free(out);
+        cr_assert_eq(setenv("POD_UID", UID_B, 1), 0);
+        rc = env_run(&e, &out, "doctor", "--config", e.config, "--kubelet-dir", e.kubelet_dir,
+                     "--host-root", e.host, NULL);
+        cr_expect_not_null(strstr(out, "is missing: cdiplug is not serving it"),
+                           "another pod's doctor finds its own socket missing: exit %d:\n%s", rc,
+                           out);
+        free(out);
+}
+
+/* A Prepare or Unprepare of one claim on the DRA socket at path, whoever
+ * the kubelet calls: the old instance still answers the calls it got. */
+static void call_on(const char *path, const char *name, const char *uid, bool prepare) {
+        static const char *const methods[2] = {
+                "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodeUnprepareResources",
+                "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodePrepareResources",
+        };
+        K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourcesRequest req =
+                K8S__IO__KUBELET__PKG__APIS__DRA__V1__NODE_PREPARE_RESOURCES_REQUEST__INIT;
+        K8s__Io__Kubelet__Pkg__Apis__Dra__V1__Claim c =
+                K8S__IO__KUBELET__PKG__APIS__DRA__V1__CLAIM__INIT;
+        K8s__Io__Kubelet__Pkg__Apis__Dra__V1__Claim *cp = &c;
+        grpc_byte_buffer *recv = NULL;
+        grpc_channel *ch = dp_channel_unix(path);
+
+        if (prepare)
+                add_claim(name, uid);
+        c.namespace_ = "ns";
+        c.name = (char *)name;
+        c.uid = (char *)uid;
+        req.claims = &cp;
+        req.n_claims = 1;
+        cr_assert_not_null(ch);
+        cr_assert_eq(dp_call_unary_raw(ch, methods[prepare], &req.base, WAIT_MS, &recv, NULL),
+                     GRPC_STATUS_OK, "%s of %s on %s", prepare ? "Prepare" : "Unprepare", uid,
+                     path);
+        grpc_byte_buffer_destroy(recv);
+        grpc_channel_destroy(ch);
+}
+
+/* The uids in the checkpoint, sorted and joined by ','. */
+static char *checkpoint_uids(void) {
+        _cleanup_free_ char *path = NULL, *text = NULL;
+        struct dra_claim *claims = NULL;
+        char *msg = NULL, *out = NULL, *names[16];
+        size_t n = 0, len = 0;
+        FILE *f;
+
+        cr_assert(asprintf(&path, "%s/plugins/" DRIVER "/checkpoint.json", kroot) > 0);
+        text = env_read(path);
+        cr_assert_not_null(text);
+        cr_assert_eq(dra_checkpoint_decode(text, strlen(text), &claims, &n, &msg), 0, "%s", msg);
+        cr_assert_leq(n, 16);
+        for (size_t i = 0; i < n; i++)
+                names[i] = claims[i].uid;
+        for (size_t i = 1; i < n; i++)
+                for (size_t j = i; j > 0 && strcmp(names[j - 1], names[j]) > 0; j--) {
+                        char *t = names[j];
+                        names[j] = names[j - 1];
+                        names[j - 1] = t;
+                }
+        f = open_memstream(&out, &len);
+        for (size_t i = 0; i < n; i++)
+                fprintf(f, "%s%s", i ? "," : "", names[i]);
+        fclose(f);
+        dra_claims_free(claims, n);
+        return out;
+}
+
+/* Both instances write the one checkpoint: whatever order their writes
+ * come in, it ends up holding what was prepared and not unprepared on
+ * either of them. */
+Test(rollover, the_two_instances_merge_the_checkpoint) {
+        char tag_a[9], tag_b[9];
+        _cleanup_free_ char *got = NULL;
+
+        cfg_instance_tag(UID_A, tag_a);
+        cfg_instance_tag(UID_B, tag_b);
+        start_a(UID_A);
+        struct socks a = socks_of(tag_a), b = socks_of(tag_b);
+        call_on(a.dra, "c1", "uid-1", true);
+        spawn(UID_B); /* loads uid-1 */
+        cr_assert_eq(tk_dra_wait_registered(kd, DRIVER, 2, WAIT_MS), 0, "B never registered");
+        call_on(a.dra, "c2", "uid-2", true);  /* a late call to A */
+        call_on(b.dra, "c3", "uid-3", true);  /* B adopts uid-2 */
+        call_on(b.dra, "c1", "uid-1", false); /* B unprepares uid-1 */
+        call_on(a.dra, "c4", "uid-4", true);  /* A drops uid-1, adopts uid-3 */
+        stop_a();
+        got = checkpoint_uids();
+        cr_expect_str_eq(got, "uid-2,uid-3,uid-4");
+        cr_expect_eq(log_wait(e.log, "1 of its claims adopted, 0 it unprepared dropped", WAIT_MS),
+                     0);
+        cr_expect_eq(log_wait(log_a, "1 of its claims adopted, 1 it unprepared dropped", WAIT_MS),
+                     0);
+        socks_free(&a);
+        socks_free(&b);
+}

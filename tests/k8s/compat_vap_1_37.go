@@ -1,0 +1,48 @@
+//go:build k8s_1_37
+
+package k8stest
+
+import (
+	"context"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
+	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
+	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
+	"k8s.io/apiserver/pkg/cel/environment"
+)
+
+// From 1.37 the base environment has no strict-cost switch: strict cost
+// is always on.
+func fenceEnvSet() *environment.EnvSet {
+	return environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion())
+}
+
+func fenceDecls(authorizer bool) plugincel.OptionalVariableDeclarations {
+	return plugincel.OptionalVariableDeclarations{HasAuthorizer: authorizer}
+}
+
+// No authorizer: the policy never calls one (1.37 takes an
+// UnconditionalAuthorizer).
+func fenceValidate(ctx context.Context, v validating.Validator, gvr schema.GroupVersionResource,
+	va *admission.VersionedAttributes) validating.ValidateResult {
+	return v.Validate(ctx, gvr, va, nil, nil, celconfig.RuntimeCELCostBudget, nil)
+}
+
+// The objects as the API server hands them to a policy (1.37: lazily
+// converted for CEL).
+func fenceAttributes(attr admission.Attributes, gvk schema.GroupVersionKind,
+	obj, old runtime.Object) *admission.VersionedAttributes {
+	return &admission.VersionedAttributes{Attributes: attr, VersionedKind: gvk,
+		VersionedObject: admission.NewLazyObject(obj), VersionedOldObject: admission.NewLazyObject(old)}
+}
+
+func fenceValidator(checks plugincel.ConditionEvaluator, m matchconditions.Matcher,
+	audit, messages plugincel.ConditionEvaluator,
+	fp *admissionv1.FailurePolicyType) validating.Validator {
+	return validating.NewValidator(checks, m, audit, messages, fp, nil)
+}
