@@ -440,6 +440,28 @@ Test(dra_prepare, answers_the_cdi_ids_allocate_answers) {
         node_clear(&n);
 }
 
+/* DRAPrioritizedList: the result names "<request>/<subrequest>", the
+ * container's claim names the request; the kubelet matches the two. */
+Test(dra_prepare, a_subrequest_answers_its_base_request) {
+        struct node n;
+        node_init(&n);
+        const struct dra_result res[] = {
+                { "port/any", "node1/example.com/serial", "ttyusb0-4452f912" },
+                { "fuse/first-choice", "node1/example.com/fuse", "fuse-1" },
+        };
+        struct dra_device *d = NULL;
+        size_t n_d = 0;
+        char *msg = NULL;
+        cr_assert_eq(dra_prepare_devices(n.pools, 2, res, 2, &d, &n_d, &msg), 0, "%s", msg);
+        cr_assert_eq(n_d, 2);
+        cr_assert_str_eq(d[0].request, "port");
+        cr_assert_str_eq(d[1].request, "fuse");
+        for (size_t i = 0; i < n_d; i++)
+                dra_device_clear(&d[i]);
+        free(d);
+        node_clear(&n);
+}
+
 Test(dra_prepare, a_device_not_ours_is_the_claims_error) {
         struct node n;
         node_init(&n);
