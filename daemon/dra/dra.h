@@ -89,18 +89,26 @@ struct dra_clash {
 int dra_name_clashes(const struct dp_plugin *p, struct dra_clash **ret, size_t *ret_n);
 
 /* Device health, for both health services (v1alpha1 and v1
- * DRAResourceHealth): one entry per allocatable ID p knows, in ID order,
- * unhealthy ones included, since a device a pod holds may have left the
- * slice (an ID left out for a name clash has no entry: its name is the
- * other ID's). The pool is the resource's (dra_pool_name). */
+ * DRAResourceHealth): one entry per allocatable ID the slices publish
+ * while it is healthy (dp_plugin_list lists it, Healthy or Unhealthy), in
+ * ID order; an ID the config no longer names, one the spec on disk lacks
+ * and one whose name is another ID's have none, so the list never names a
+ * device the slices do not offer. The pool is the resource's
+ * (dra_pool_name). */
 struct dra_health {
         char name[DRA_DEVICE_NAME_MAX + 1]; /* the slice device name */
         size_t id;                          /* allocatable ID index in p */
         bool healthy;                       /* what the slice offers now */
-        const char *message;                /* static: why not healthy; NULL when healthy */
+        char *message; /* malloc'd: why not healthy, naming the node; NULL when healthy */
 };
-/* *ret is malloc'd (free()). 0 or -ENOMEM/-E2BIG. */
+/* The kubelet marks a device Unknown once its last report is older than
+ * this (1.34-1.36 always use 30 s, newer ones the timeout each device
+ * carries): the list goes out again every DRA_HEALTH_RESEND_S. */
+#define DRA_HEALTH_TIMEOUT_S 30
+#define DRA_HEALTH_RESEND_S 10
+/* *ret is malloc'd (dra_health_list_free). 0 or -ENOMEM/-E2BIG. */
 int dra_health(const struct dp_plugin *p, struct dra_health **ret, size_t *ret_n);
+void dra_health_list_free(struct dra_health *h, size_t n);
 
 /* Prepare: the CDI device IDs a claim's devices resolve to. */
 

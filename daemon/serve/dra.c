@@ -152,18 +152,6 @@ bool dp_resource_is_dra(const struct dp_resource *res) {
         return is_dra(res);
 }
 
-/* The devices ListAndWatch lists (dp_plugin_list), with the same health:
- * one the spec on disk lacks, or gone, is not offered at all. */
-static bool id_listed(const struct dp_plugin *p, size_t dev) {
-        const struct dp_device *v = &p->devs[dev];
-        return !((p->held && !v->in_spec) || v->gone);
-}
-
-static bool id_healthy(const struct dp_plugin *p, size_t dev) {
-        const struct dp_device *v = &p->devs[dev];
-        return v->healthy && !(p->held && v->spec_stale);
-}
-
 /* The pools Prepare maps claims to: every DRA resource's. */
 static int set_pools(struct dp_daemon *d) {
         _cleanup_free_ struct dra_node_pool *pools = calloc(d->n_res + 1, sizeof(*pools));
@@ -209,33 +197,44 @@ static int keep(struct health_list *l, char *s) {
         return 0;
 }
 
+/* The health of res's devices, as the model lists them (names, which
+ * IDs, the messages), into l under res's pool. */
 static int add_resource(struct health_list *l, const struct dp_daemon *d,
                         const struct dp_resource *res) {
-        const struct dp_plugin *p = res->plugin;
+        struct dra_health *h = NULL;
+        size_t n = 0;
         char *pool = NULL;
         int r = dra_pool_name(d->opts->node_name, res->cfg->name, &pool);
 
         if (r < 0 || (r = keep(l, pool)) < 0)
                 return r;
-        if (p->n_ids > SIZE_MAX / 2 - l->n)
+        r = dra_health(res->plugin, &h, &n);
+        if (r < 0)
+                return r;
+        struct dra_health_device *more =
+                n > SIZE_MAX / 2 - l->n ? NULL : reallocarray(l->v, l->n + n + 1, sizeof(*l->v));
+        if (!more) {
+                dra_health_list_free(h, n);
                 return -ENOMEM;
-        struct dra_health_device *more = reallocarray(l->v, l->n + p->n_ids + 1, sizeof(*l->v));
-        if (!more)
-                return -ENOMEM;
+        }
         l->v = more;
-        for (size_t i = 0; i < p->n_ids; i++) {
-                size_t dev = dp_plugin_id_dev(p, i);
-                char *name = NULL;
-                if (!id_listed(p, dev))
-                        continue;
-                r = dra_device_name(dp_plugin_id(p, i), &name);
-                if (r < 0 || (r = keep(l, name)) < 0)
-                        return r;
+        for (size_t i = 0; r >= 0 && i < n; i++) {
+                char *name = strdup(h[i].name);
+                if (!name || (r = keep(l, name)) < 0) {
+                        r = -ENOMEM;
+                        break;
+                }
+                if (h[i].message && (r = keep(l, h[i].message)) < 0) {
+                        h[i].message = NULL; /* keep() freed it */
+                        break;
+                }
                 l->v[l->n++] = (struct dra_health_device){ .pool = pool,
                                                            .device = name,
-                                                           .healthy = id_healthy(p, dev) };
+                                                           .healthy = h[i].healthy,
+                                                           .message = TAKE_PTR(h[i].message) };
         }
-        return 0;
+        dra_health_list_free(h, n);
+        return r;
 }
 
 void dp_dra_idents_clear(struct dp_res_idents *c) {

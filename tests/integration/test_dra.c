@@ -120,9 +120,12 @@ Test(dra, registers_with_the_exact_info_and_keeps_the_device_plugin_beside) {
         cr_assert_str_eq(info->name, DRIVER);
         cr_assert_eq(asprintf(&endpoint, "%s/plugins/%s/dra.sock", kroot, DRIVER) > 0, true);
         cr_assert_str_eq(info->endpoint, endpoint);
-        cr_assert_eq(info->n_supported_versions, 2);
+        cr_assert_eq(info->n_supported_versions, 4);
         cr_assert_str_eq(info->supported_versions[0], "v1.DRAPlugin");
         cr_assert_str_eq(info->supported_versions[1], "v1beta1.DRAPlugin");
+        /* Kubelets from 1.37 open a health stream only for these. */
+        cr_assert_str_eq(info->supported_versions[2], "v1.DRAResourceHealth");
+        cr_assert_str_eq(info->supported_versions[3], "v1alpha1.DRAResourceHealth");
         pluginregistration__plugin_info__free_unpacked(info, NULL);
         cr_assert_eq(log_wait(e.log, "the kubelet registered driver", WAIT_MS), 0);
         /* Still sandboxed. */
@@ -178,6 +181,70 @@ Test(dra, health_streams_of_both_versions_follow_hotplug) {
         cr_assert_eq(tk_dra_health_wait(v1, 2, WAIT_MS, &got), 0);
         cr_assert_str_eq(got, want3);
         free(got);
+        tk_dra_health_close(alpha);
+        tk_dra_health_close(v1);
+}
+
+/* An unplugged device is Unhealthy with a message naming its node; each
+ * device carries its timeout. */
+Test(dra, an_unhealthy_device_says_which_node_went) {
+        _cleanup_free_ char *d0 = NULL, *d1 = NULL, *k0 = NULL, *k1 = NULL, *msg = NULL,
+                            *want = NULL, *view = NULL;
+        struct tk_dra_health *h;
+        int64_t timeout = 0;
+
+        start(CONFIG("dra"));
+        cr_assert_eq(dra_device_name("ttyS0", &d0), 0);
+        cr_assert_eq(dra_device_name("ttyS1", &d1), 0);
+        cr_assert_eq(asprintf(&k0, "node1/example.com/serial/%s", d0) > 0, true);
+        cr_assert_eq(asprintf(&k1, "node1/example.com/serial/%s", d1) > 0, true);
+        cr_assert_eq(tk_dra_health_open(kd, DRIVER, "v1", &h), 0);
+        cr_assert_eq(tk_dra_health_wait(h, 1, WAIT_MS, NULL), 0);
+        cr_assert_eq(tk_dra_health_detail(h, k0, &timeout, &msg), 0);
+        cr_assert_eq(timeout, 30);
+        cr_assert_str_eq(msg, "");
+        free(TAKE_PTR(msg));
+        env_rm(&e, "dev/ttyS1");
+        cr_assert_eq(tk_dra_health_wait(h, 2, WAIT_MS, NULL), 0);
+        cr_assert_eq(tk_dra_health_detail(h, k1, &timeout, &msg), 0);
+        cr_assert_not_null(strstr(msg, "device node /dev/ttyS1 is no longer found by the "
+                                       "selectors of resource \"example.com/serial\""),
+                           "%s", msg);
+        cr_assert_eq(asprintf(&want, "%s=HEALTHY,%s=UNHEALTHY", k0, k1) > 0, true);
+        cr_assert_eq(tk_dra_health_view(h, &view), 0);
+        cr_assert_str_eq(view, want);
+        tk_dra_health_close(h);
+}
+
+/* The kubelet takes a device not reported for 30 s for Unknown, whether
+ * or not anything changed: the list comes again well before, on both
+ * versions (v1alpha1's kubelets ignore the timeout a device carries). */
+Test(dra, health_is_sent_again_before_the_kubelet_times_it_out) {
+        static const char *const two[] = { "ttyS0", "ttyS1" };
+        _cleanup_free_ char *want = NULL, *view = NULL;
+        struct tk_dra_health *alpha, *v1;
+        struct timespec t0, t1;
+
+        start(CONFIG("dra"));
+        want = expect(two, 2);
+        cr_assert_eq(tk_dra_health_open(kd, DRIVER, "v1alpha1", &alpha), 0);
+        cr_assert_eq(tk_dra_health_open(kd, DRIVER, "v1", &v1), 0);
+        cr_assert_eq(tk_dra_health_wait(alpha, 1, WAIT_MS, NULL), 0);
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        /* Four lists: past the 30 s the first one was good for. */
+        for (unsigned n = 2; n <= 4; n++) {
+                cr_assert_eq(tk_dra_health_wait(alpha, n, 15000, NULL), 0,
+                             "list %u did not come within half the kubelet's timeout", n);
+                cr_assert_eq(tk_dra_health_wait(v1, n, 15000, NULL), 0);
+        }
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        /* Past the timeout of the first list: only the resends keep it. */
+        cr_assert_geq(t1.tv_sec - t0.tv_sec, 29);
+        cr_assert_eq(tk_dra_health_view(alpha, &view), 0);
+        cr_assert_str_eq(view, want);
+        free(TAKE_PTR(view));
+        cr_assert_eq(tk_dra_health_view(v1, &view), 0);
+        cr_assert_str_eq(view, want);
         tk_dra_health_close(alpha);
         tk_dra_health_close(v1);
 }
