@@ -371,7 +371,7 @@ int dp_daemon_run(const struct dp_options *opts, struct cfg_config *cfg) {
                         .config_wd = -1,
                         .config_real_wd = -1,
                 },
-                .dra = { .wd = -1 },
+                .dra = { .wd = -1, .root_wd = -1 },
         };
         pthread_t thread;
         int r;

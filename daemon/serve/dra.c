@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "dra.h"
@@ -94,6 +95,19 @@ static int kube_setup(struct dp_daemon *d) {
         return kube_new(&ks, &d->dra.kube);
 }
 
+/* The kubelet deletes every socket in plugins_registry when it starts:
+ * the registry socket is made again at once. The dir's own deletion ends
+ * the watch (IN_IGNORED); the kubelet root's watch brings it back. */
+static int watch_registry(struct dp_daemon *d) {
+        int wd = inotify_add_watch(d->watch.inotify_fd, dra_node_registry_dir(d->dra.node),
+                                   IN_DELETE | IN_MOVED_FROM | IN_ONLYDIR);
+
+        if (wd < 0)
+                return -errno;
+        d->dra.wd = wd;
+        return 0;
+}
+
 int dp_dra_setup(struct dp_daemon *d) {
         struct dra_node_settings s = {
                 .kubelet_root = d->opts->kubelet_root,
@@ -117,20 +131,25 @@ int dp_dra_setup(struct dp_daemon *d) {
         r = dra_node_new(&s, &d->dra.node);
         if (r < 0)
                 return r;
-        /* The kubelet deletes every socket in plugins_registry when it
-         * starts: the registry socket is made again at once. */
-        d->dra.wd = inotify_add_watch(d->watch.inotify_fd, dra_node_registry_dir(d->dra.node),
-                                      IN_DELETE | IN_MOVED_FROM | IN_ONLYDIR);
-        if (d->dra.wd < 0) {
-                r = -errno;
+        /* The kubelet root, for a plugins_registry that is deleted and
+         * made again (the node's operator, a kubelet reinstall): added to
+         * whatever else watches that dir, and kept. */
+        d->dra.root_wd = inotify_add_watch(d->watch.inotify_fd, d->opts->kubelet_root,
+                                           IN_CREATE | IN_MOVED_TO | IN_ONLYDIR | IN_MASK_ADD);
+        if (d->dra.root_wd < 0)
+                log_with(LOG_WARN,
+                         &(struct log_fields){ .path = d->opts->kubelet_root, .err = errno },
+                         "dra: cannot watch %s: %s; a deleted plugins_registry is not noticed "
+                         "when it comes back, going on",
+                         d->opts->kubelet_root, strerror(errno));
+        r = watch_registry(d);
+        if (r < 0)
                 log_with(LOG_ERR,
                          &(struct log_fields){ .path = dra_node_registry_dir(d->dra.node),
                                                .err = -r },
                          "dra: cannot watch %s: %s", dra_node_registry_dir(d->dra.node),
                          strerror(-r));
-                return r;
-        }
-        return 0;
+        return r;
 }
 
 /* Every pool first, then the API client: its first list deletes this
@@ -382,8 +401,42 @@ void dp_dra_publish(struct dp_daemon *d) {
         health_list_clear(&l);
 }
 
+/* plugins_registry is back: watched again, its socket made again. */
+static void registry_back(struct dp_daemon *d) {
+        const char *dir = dra_node_registry_dir(d->dra.node);
+        int r = watch_registry(d);
+
+        if (r < 0) {
+                log_with(LOG_WARN, &(struct log_fields){ .path = dir, .err = -r },
+                         "dra: cannot watch %s again: %s; the registry socket is made again "
+                         "only when it comes back once more",
+                         dir, strerror(-r));
+                return;
+        }
+        log_with(LOG_INFO, &(struct log_fields){ .path = dir }, "dra: %s is back, watched again",
+                 dir);
+        dra_node_relisten(d->dra.node);
+}
+
 void dp_dra_event(struct dp_daemon *d, const struct inotify_event *ev) {
-        if (!d->dra.node || ev->wd != d->dra.wd || d->stopping)
+        const char *reg_dir;
+
+        if (!d->dra.node || d->stopping)
+                return;
+        if (ev->wd == d->dra.wd && (ev->mask & IN_IGNORED)) {
+                d->dra.wd = -1;
+                /* Made again before this event was read. */
+                if (access(dra_node_registry_dir(d->dra.node), F_OK) == 0)
+                        registry_back(d);
+                return;
+        }
+        if (ev->wd == d->dra.root_wd && d->dra.wd < 0 && ev->len) {
+                reg_dir = strrchr(dra_node_registry_dir(d->dra.node), '/');
+                if (reg_dir && strcmp(ev->name, reg_dir + 1) == 0)
+                        registry_back(d);
+                return;
+        }
+        if (ev->wd != d->dra.wd)
                 return;
         if (ev->len && strcmp(ev->name, dra_node_registry_name(d->dra.node)) == 0)
                 dra_node_relisten(d->dra.node);

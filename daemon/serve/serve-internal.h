@@ -154,6 +154,7 @@ struct dp_dra {
         struct kube *kube;            /* NULL: no "dra" section, or no node name */
         struct base_strvec published; /* pools given to the API client, not yet dropped */
         int wd;                       /* watch on plugins_registry, or -1 */
+        int root_wd;                  /* watch on the kubelet root, for plugins_registry's return */
         uint64_t due_ms;              /* dra_timer's: the earliest Prepare deadline, 0 none */
 };
 
@@ -171,7 +172,7 @@ struct dp_daemon {
         /* The timer list; each timer is its file's, set only there:
          * retained.c, publish.c (spec retries), server.c (accept pauses),
          * watch.c (socket re-creation), kubelet.c (Register retries),
-         * dra.c (Prepare's lookup deadlines). */
+         * dra.c (Prepare's lookup deadlines, health resends). */
         struct dp_loop loop;
         struct dp_timer retained_timer, spec_timer, accept_timer, relisten_timer, register_timer,
                 dra_timer;

@@ -156,6 +156,33 @@ Test(dra, registry_socket_deleted_is_made_again) {
         cr_assert_eq(tk_dra_probe(kd, DRIVER, NULL), GRPC_STATUS_OK);
 }
 
+/* plugins_registry deleted (its socket with it) and made again, by hand
+ * or by a kubelet reinstall: the daemon watches the new dir and makes its
+ * socket there, and a kubelet started then finds the driver. */
+Test(dra, a_deleted_plugins_registry_is_watched_again) {
+        _cleanup_free_ char *dir = NULL, *old = NULL, *old_sock = NULL;
+
+        start(CONFIG("dra"));
+        cr_assert_eq(asprintf(&dir, "%s/plugins_registry", kroot) > 0, true);
+        cr_assert_eq(asprintf(&old, "%s/plugins_registry.old", kroot) > 0, true);
+        cr_assert_eq(asprintf(&old_sock, "%s/%s-reg.sock", old, DRIVER) > 0, true);
+        tk_dra_stop(kd);
+        kd = NULL;
+        /* Moved away first: the daemon makes its socket again when it is
+         * deleted, which would race an rmdir in place. */
+        cr_assert_eq(rename(dir, old), 0);
+        cr_assert_eq(unlink(old_sock), 0);
+        cr_assert_eq(rmdir(old), 0);
+        cr_assert_eq(mkdir(dir, 0750), 0);
+        cr_assert_eq(log_wait(e.log, "is back, watched again", WAIT_MS), 0);
+        cr_assert_eq(tk_dra_start(kroot, &kd), 0);
+        cr_assert_eq(tk_dra_wait_registered(kd, DRIVER, 1, WAIT_MS), 0,
+                     "no registry socket in the new plugins_registry");
+        /* And the watch works on: the kubelet's start deletes the socket. */
+        cr_assert_eq(tk_dra_restart(kd), 0);
+        cr_assert_eq(tk_dra_wait_registered(kd, DRIVER, 2, WAIT_MS), 0);
+}
+
 Test(dra, health_streams_of_both_versions_follow_hotplug) {
         static const char *const two[] = { "ttyS0", "ttyS1" };
         static const char *const three[] = { "ttyS0", "ttyS1", "ttyS2" };
