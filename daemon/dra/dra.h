@@ -37,7 +37,11 @@ int dra_pool_name(const char *node, const char *resource, char **ret);
  * up to 54 characters of it (no trailing '-'), '-' and the 32-bit FNV-1a
  * of the ID as 8 hex digits (only the hex when nothing is left). Fixed
  * forever: names outlive the process in slices and claims. -EINVAL for an
- * empty ID. */
+ * empty ID. Where two IDs of a resource get one name (the 32-bit hash of
+ * two rewritten IDs with one start, or an ID that is another's rewritten
+ * name), the first in ID order keeps it and the later is named with the
+ * first up to 46 characters, '-' and the 64-bit FNV-1a of its ID as 16
+ * hex digits, for as long as both are there. */
 int dra_device_name(const char *id, char **ret);
 
 /* Why resource cannot be served under DRA (a static sentence), or NULL:
@@ -52,10 +56,12 @@ const char *dra_resource_problem(const char *resource);
  * (in the driver's domain): "resource" (string), "path" (string, the first
  * node, when at most 64 bytes), "numaNode" (int, when known) and, with
  * shares > 1, "device" (string, the physical device's ID, so a selector
- * can pick shares of one device). When two IDs get one device name (see
- * dra_device_name), the later ID is left out of the slice and the answer is
- * how many were (for the caller to log, dra_name_clashes says which);
- * else 0. -ENAMETOOLONG when resource fails dra_resource_problem. */
+ * can pick shares of one device). When two IDs get one device name, the
+ * later gets its second name (see dra_device_name); when that clashes too
+ * (never seen: it takes a 64-bit hash collision or a hostile ID) it is
+ * left out of the slice and the answer is how many were (for the caller
+ * to log, dra_name_clashes says which); else 0. -ENAMETOOLONG when
+ * resource fails dra_resource_problem. */
 int dra_devices_json(const struct dp_plugin *p, const char *resource, cJSON **ret);
 /* The same, each device also carrying its hardware identity, when
  * idents (one per device of p, p->devs order; NULL: none known) has one:
@@ -67,9 +73,10 @@ int dra_devices_json_ids(const struct dp_plugin *p, const char *resource,
                          const struct res_identity *idents, cJSON **ret);
 
 /* The allocatable ID index of slice device name in p: 0 or -ENOENT (also
- * for the later of two clashing IDs, which is never published).
+ * for an ID left out for a clash, which is never published).
  * O(log n) for a name that is its ID unchanged, O(n) hashing for a
- * rewritten one: for many lookups, dra_index_find. */
+ * rewritten one, the whole name table for a clash's second name: for
+ * many lookups, dra_index_find. */
 int dra_device_find(const struct dp_plugin *p, const char *name, size_t *ret_id);
 
 /* The same through a name table built for p and kept in *cache (NULL at
