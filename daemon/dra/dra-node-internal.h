@@ -48,6 +48,7 @@ struct dra_node {
         void (*deadline_set)(void *ctx, uint64_t due_ms);
         void *deadline_ctx;
         void (*registered)(void *ctx, bool accepted);
+        void (*unprepared)(void *ctx);
         struct dra_pool *pools; /* names owned, index caches kept */
         size_t n_pools;
         struct dra_claim *prepared; /* what the checkpoint holds */

@@ -60,6 +60,9 @@ struct dra_node_settings {
         /* Called (under the lock) when the kubelet accepts or refuses the
          * driver (NotifyRegistrationStatus); ctx is deadline_ctx. */
         void (*registered)(void *ctx, bool accepted);
+        /* Called (under the lock) when an Unprepare forgot prepared
+         * claims; ctx is deadline_ctx. */
+        void (*unprepared)(void *ctx);
 };
 
 /* One DRA resource as Prepare maps devices: its pool name and plugin,
@@ -86,6 +89,11 @@ void dra_node_expire(struct dra_node *n, uint64_t now_ms, uint64_t *ret_next_ms)
 bool dra_node_accepted(const struct dra_node *n);
 /* Claims prepared now (for /metrics). */
 size_t dra_node_prepared(const struct dra_node *n);
+/* The prepared claims themselves (the checkpoint's), valid until the next
+ * call into n (the caller's lock): every CDI ID they were answered must
+ * keep resolving until their Unprepare. NULL n: none. */
+struct dra_claim;
+const struct dra_claim *dra_node_prepared_claims(const struct dra_node *n, size_t *ret_n);
 
 /* DRAPlugin calls answered, for /metrics: by method, by the API version
  * the kubelet called, and by outcome (ok: every claim answered without an

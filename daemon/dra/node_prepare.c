@@ -477,6 +477,9 @@ static grpc_status_code unprepare(struct dra_call *c, bool *ret_claim_error, cha
         }
         failed.error = (char *)"cannot write the checkpoint of prepared claims (see cdiplug's log)";
         r = changed ? dra_checkpoint_save(n) : 0;
+        /* What they held may leave the CDI specs now. */
+        if (changed && n->unprepared)
+                n->unprepared(n->deadline_ctx);
         for (size_t i = 0; i < req->n_claims; i++) {
                 k8s__io__kubelet__pkg__apis__dra__v1__node_unprepare_resources_response__claims_entry__init(
                         &entries[i]);
@@ -593,4 +596,9 @@ size_t dra_node_prepared(const struct dra_node *n) {
 
 void dra_node_stats(const struct dra_node *n, struct dra_node_stats *ret) {
         *ret = n->stats;
+}
+
+const struct dra_claim *dra_node_prepared_claims(const struct dra_node *n, size_t *ret_n) {
+        *ret_n = n ? n->n_prepared : 0;
+        return n ? n->prepared : NULL;
 }

@@ -57,6 +57,11 @@ static void registered(void *ctx, bool accepted) {
         set_registered(ctx, accepted);
 }
 
+/* Specs and devices kept for prepared claims may go now. */
+static void unprepared(void *ctx) {
+        dp_retained_check(ctx);
+}
+
 /* A claim's outcome, on cdiplug-kube: handed to the node server. */
 static void claim_got(void *ctx, struct kube_claim *claim) {
         _cleanup_free_ struct dra_result *v = calloc(claim->n_results + 1, sizeof(*v));
@@ -116,6 +121,7 @@ int dp_dra_setup(struct dp_daemon *d) {
                 .deadline_set = deadline_set,
                 .deadline_ctx = d,
                 .registered = registered,
+                .unprepared = unprepared,
         };
         int r;
 
@@ -333,9 +339,13 @@ static void publish_slices(struct dp_daemon *d) {
                 if (!is_dra(res)) {
                         res->dra_gen = 0; /* its pool is dropped below */
                         dp_dra_idents_clear(&res->idents);
+                        free(res->dra_pool);
+                        res->dra_pool = NULL;
                         continue;
                 }
                 r = dra_pool_name(d->opts->node_name, res->cfg->name, &pool);
+                if (r >= 0 && !res->dra_pool && !(res->dra_pool = strdup(pool)))
+                        r = -ENOMEM;
                 if (r >= 0)
                         r = base_strvec_push(&now, pool);
                 if (r < 0 || res->dra_gen == res->plugin->generation)

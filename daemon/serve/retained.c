@@ -36,6 +36,8 @@
 
 #include "cdi.h"
 #include "config.h"
+#include "dra.h"
+#include "dra_node.h"
 #include "log.h"
 #include "metrics.h"
 #include "plugin.h"
@@ -397,6 +399,52 @@ static int flatten(grpc_byte_buffer *recv, grpc_slice *ret) {
         return 0;
 }
 
+/* The prepared DRA claim that holds a CDI device of spec file file
+ * (cdi_id NULL) or the device cdi_id itself, and which device; NULL when
+ * none. The kubelet starts a claim's containers again with the CDI IDs
+ * Prepare answered until it unprepares the claim, so those must resolve
+ * whatever PodResources says (it lists running containers only). */
+static const struct dra_claim *claim_holding(const struct dp_daemon *d, const char *file,
+                                             const char *cdi_id, const char **ret_dev) {
+        size_t n;
+        const struct dra_claim *c = dra_node_prepared_claims(d->dra.node, &n);
+
+        for (size_t i = 0; i < n; i++)
+                for (size_t k = 0; k < c[i].n_devices; k++)
+                        for (char **id = c[i].devices[k].cdi_ids; *id; id++) {
+                                _cleanup_free_ char *kind = NULL, *f = NULL;
+                                bool hit;
+                                if (cdi_id)
+                                        hit = strcmp(*id, cdi_id) == 0;
+                                else
+                                        hit = (kind = strndup(*id, strcspn(*id, "="))) &&
+                                              cdi_spec_file_name(kind, &f) >= 0 &&
+                                              strcmp(f, file) == 0;
+                                if (hit) {
+                                        *ret_dev = *id;
+                                        return &c[i];
+                                }
+                        }
+        return NULL;
+}
+
+/* A kept spec a prepared claim holds: said once, asked again later. */
+static void held_by_claim(struct dp_daemon *d, struct kept *k, const struct dra_claim *c,
+                          const char *dev) {
+        const char *dir = d->opts->cdi_dir;
+
+        if (k->said != SAID_HELD)
+                log_with(LOG_INFO,
+                         &(struct log_fields){ .resource = k->resource,
+                                               .device = dev,
+                                               .path = dir,
+                                               .file = k->file },
+                         "CDI spec %s/%s (%s) kept: DRA claim %s/%s (uid %s) is prepared with its "
+                         "device \"%s\"; it goes once the kubelet unprepares the claim",
+                         dir, k->file, k->label, c->ns, c->name, c->uid, dev);
+        k->said = SAID_HELD;
+}
+
 static void judge(struct dp_daemon *d, struct holder *holders, const grpc_slice *wire,
                   const char *socket) {
         struct dp_retained *rt = d->retained_specs;
@@ -410,8 +458,17 @@ static void judge(struct dp_daemon *d, struct holder *holders, const grpc_slice 
                                               .path = dir,
                                               .file = k->file };
                 const struct holder *pod = &holders[i];
+                const struct dra_claim *claim;
+                const char *dev = NULL;
                 bool removed = false;
                 int r;
+
+                if (!pod->pod && (claim = claim_holding(d, k->file, NULL, &dev))) {
+                        again = true;
+                        held_by_claim(d, k, claim, dev);
+                        i++;
+                        continue;
+                }
 
                 if (pod->pod) {
                         again = true;
@@ -577,8 +634,28 @@ static int mark_held(void *arg, const struct dp_podres_devices *dv) {
         return r;
 }
 
-/* One resource: its gone devices no pod holds leave its spec. Whether
- * one is still held (ask again later). */
+/* Whether a prepared DRA claim holds device dev of res (its CDI ID, as
+ * Prepare answered it); said once per device. */
+static bool prepared(struct dp_resource *res, size_t dev) {
+        _cleanup_free_ char *cdi = NULL;
+        const struct dra_claim *c;
+        const char *id = NULL;
+
+        if (dp_plugin_qualified(res->plugin, dev, &cdi) < 0)
+                return true; /* cannot tell: keep it */
+        c = claim_holding(res->d, NULL, cdi, &id);
+        if (c)
+                log_with(LOG_DEBUG,
+                         &(struct log_fields){ .resource = res->cfg->name,
+                                               .device = dp_device_id(res->plugin, dev) },
+                         "resource \"%s\": device \"%s\", no longer named by the config, stays "
+                         "in its CDI spec: DRA claim %s/%s is prepared with %s",
+                         res->cfg->name, dp_device_id(res->plugin, dev), c->ns, c->name, id);
+        return c != NULL;
+}
+
+/* One resource: its gone devices no pod holds, and no prepared claim,
+ * leave its spec. Whether one is still held (ask again later). */
 static bool judge_resource(struct dp_resource *res, const void *wire, size_t len) {
         struct dp_plugin *p = res->plugin;
         _cleanup_free_ bool *held = calloc(p->n_devs + 1, sizeof(bool));
@@ -596,6 +673,8 @@ static bool judge_resource(struct dp_resource *res, const void *wire, size_t len
         for (size_t i = 0; i < p->n_devs; i++) {
                 if (!p->devs[i].gone)
                         continue;
+                if (!held[i])
+                        held[i] = prepared(res, i);
                 again |= held[i];
                 forget[i] = !held[i];
                 any |= forget[i];

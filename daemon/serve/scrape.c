@@ -46,6 +46,7 @@ static void scrape_res(void *ctx, size_t i, struct dp_metrics_res *ret) {
         const struct dp_resource *res = d->res[i];
         *ret = (struct dp_metrics_res){
                 .name = res->cfg->name,
+                .pool = res->dra_pool,
                 .plugin = res->plugin,
                 .stats = &res->stats,
                 .streams = dp_server_streams(res),

@@ -82,6 +82,11 @@ unsigned tk_pr_calls(struct tk_pr *pr);
  * resource NULL, no pod at all. */
 void tk_pr_hold(struct tk_pr *pr, const char *ns, const char *pod, const char *resource,
                 const char *id);
+/* Answer one pod ns/pod whose container "app" holds a DRA claim's device
+ * (driver, pool, device; its CDI device cdi), as kubelets from 1.34 list
+ * it in dynamic_resources. */
+void tk_pr_hold_claim(struct tk_pr *pr, const char *ns, const char *pod, const char *driver,
+                      const char *pool, const char *device, const char *cdi);
 /* Date the socket back (its mtime), as a kubelet that started that many
  * seconds ago: cdiplug trusts the pod list of a settled kubelet only. */
 int tk_pr_age(struct tk_pr *pr, int seconds);
