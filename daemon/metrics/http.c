@@ -477,8 +477,8 @@ static void serve_page(struct dp_http *h, const struct dp_podres_answer *answer)
         page_unref(NULL, 0, p);
 }
 
-/* Our resources' names and DRA pools, for PodResources to keep their
- * IDs only (pool names have two '/' or more, resource names one). */
+/* Our resources' names and DRA pools ("<driver>:<pool>"), for
+ * PodResources to keep their IDs only. */
 static int resource_names(const struct dp_metrics_source *src, char ***ret, size_t *ret_n) {
         char **v;
         size_t n, k = 0;

@@ -90,8 +90,10 @@ double dp_boot_time(const char *stat_path);
  * wait; else give up at that CLOCK_REALTIME time with -ETIMEDOUT), calls
  * the others only while holding it, and lets go with unlock(). */
 struct dp_metrics_res {
-        const char *name;               /* the extended resource */
-        const char *pool;               /* its DRA pool, NULL when not served by DRA */
+        const char *name; /* the extended resource */
+        /* "<driver>:<pool>" while served by DRA, else NULL: ':' is in no
+         * driver, pool or resource name, so it cannot pass for one. */
+        const char *pool;
         const struct dp_plugin *plugin; /* its devices */
         const struct dp_res_stats *stats;
         uint64_t streams; /* ListAndWatch streams open */
@@ -176,7 +178,7 @@ void dp_mbuf_utf8(struct dp_mbuf *b, const char *s, size_t len);
  * strings are valid UTF-8 with no NUL. */
 struct dp_podres_alloc {
         const char *resource, *id, *namespace_, *pod, *container;
-        /* A DRA device: resource is its pool, id its device name. */
+        /* A DRA device: resource is "<driver>:<pool>", id its device name. */
         bool dynamic;
 };
 /* What one List left: only our resources' IDs, so its size follows our

@@ -248,6 +248,14 @@ static int keep(struct collect *c, const struct dp_podres_devices *dv, const cha
         return a->text.err ? a->text.err : 1;
 }
 
+/* Whether name is "<driver>:<pool>" of dv's claim device. */
+static bool is_pool(const struct dp_podres_devices *dv, const char *name) {
+        size_t n = strlen(name), d = dv->driver.len;
+
+        return n == d + 1 + dv->pool.len && memcmp(name, dv->driver.s, d) == 0 && name[d] == ':' &&
+               memcmp(name + d + 1, dv->pool.s, dv->pool.len) == 0;
+}
+
 /* names holds our resources and our DRA pools: a device set of one of
  * the first, or a claim's device in one of the second, is ours. */
 static int collect_one(void *arg, const struct dp_podres_devices *dv) {
@@ -258,7 +266,8 @@ static int collect_one(void *arg, const struct dp_podres_devices *dv) {
         int r;
 
         for (size_t i = 0; i < c->n_names && !name; i++)
-                if (dp_podres_str_eq(dv->dynamic ? dv->pool : dv->resource, c->names[i]))
+                if (dv->dynamic ? is_pool(dv, c->names[i])
+                                : dp_podres_str_eq(dv->resource, c->names[i]))
                         name = c->names[i];
         if (!name)
                 return 0;

@@ -344,7 +344,8 @@ static void publish_slices(struct dp_daemon *d) {
                         continue;
                 }
                 r = dra_pool_name(d->opts->node_name, res->cfg->name, &pool);
-                if (r >= 0 && !res->dra_pool && !(res->dra_pool = strdup(pool)))
+                if (r >= 0 && !res->dra_pool &&
+                    xasprintf(&res->dra_pool, "%s:%s", d->cfg->dra_driver, pool) < 0)
                         r = -ENOMEM;
                 if (r >= 0)
                         r = base_strvec_push(&now, pool);

@@ -111,7 +111,7 @@ struct dp_resource {
         struct dp_res_relisten relisten;     /* watch.c's */
         struct dp_res_life life;             /* resource.c's */
         uint64_t dra_gen; /* dra.c's: plugin generation its pool was published at, 0 none */
-        char *dra_pool;   /* dra.c's: its pool while served by DRA, else NULL (for /metrics) */
+        char *dra_pool;   /* dra.c's: "<driver>:<pool>" while served by DRA, else NULL (/metrics) */
         struct dp_res_idents idents; /* dra.c's */
 
         struct dp_res_stats stats; /* for /metrics and /readyz */

@@ -215,8 +215,8 @@ Test(dra_kept, a_dra_device_a_pod_holds_is_labelled_with_its_pod) {
                 usleep(100 * 1000);
         }
         cr_assert_not_null(strstr(page, want), "%s", page);
-        /* Another driver's device in our pool's name is not ours. */
-        tk_pr_hold_claim(pr, "shop", "web-1", "gpu.example.com", "node1/gpu", d1, "x/y=z");
+        /* Another driver's device in a pool of our pool's name is not ours. */
+        tk_pr_hold_claim(pr, "shop", "web-1", "gpu.example.com", POOL, d1, "x/y=z");
         for (int i = 0; i < WAIT_MS / 100 && strstr(page, "web-0"); i++) {
                 free(page);
                 page = scrape();
