@@ -49,6 +49,7 @@ struct dra_node {
         void *deadline_ctx;
         void (*registered)(void *ctx, bool accepted);
         void (*unprepared)(void *ctx);
+        void *unprepared_ctx;
         struct dra_pool *pools; /* names owned, index caches kept */
         size_t n_pools;
         struct dra_claim *prepared; /* what the checkpoint holds */

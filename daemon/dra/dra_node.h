@@ -60,9 +60,6 @@ struct dra_node_settings {
         /* Called (under the lock) when the kubelet accepts or refuses the
          * driver (NotifyRegistrationStatus); ctx is deadline_ctx. */
         void (*registered)(void *ctx, bool accepted);
-        /* Called (under the lock) when an Unprepare forgot prepared
-         * claims; ctx is deadline_ctx. */
-        void (*unprepared)(void *ctx);
 };
 
 /* One DRA resource as Prepare maps devices: its pool name and plugin,
@@ -94,6 +91,9 @@ size_t dra_node_prepared(const struct dra_node *n);
  * keep resolving until their Unprepare. NULL n: none. */
 struct dra_claim;
 const struct dra_claim *dra_node_prepared_claims(const struct dra_node *n, size_t *ret_n);
+/* fn(ctx) is called (under the lock) whenever an Unprepare forgot
+ * prepared claims, for whoever keeps things for them. NULL n: nothing. */
+void dra_node_on_unprepared(struct dra_node *n, void (*fn)(void *ctx), void *ctx);
 
 /* DRAPlugin calls answered, for /metrics: by method, by the API version
  * the kubelet called, and by outcome (ok: every claim answered without an

@@ -96,7 +96,6 @@ int dra_node_new(const struct dra_node_settings *s, struct dra_node **ret) {
         n->lock = s->lock;
         n->lookup_timeout_ms = s->lookup_timeout_ms ? s->lookup_timeout_ms : 40000;
         n->deadline_set = s->deadline_set;
-        n->unprepared = s->unprepared;
         n->deadline_ctx = s->deadline_ctx;
         n->registered = s->registered;
         n->driver = strdup(s->driver);

@@ -479,7 +479,7 @@ static grpc_status_code unprepare(struct dra_call *c, bool *ret_claim_error, cha
         r = changed ? dra_checkpoint_save(n) : 0;
         /* What they held may leave the CDI specs now. */
         if (changed && n->unprepared)
-                n->unprepared(n->deadline_ctx);
+                n->unprepared(n->unprepared_ctx);
         for (size_t i = 0; i < req->n_claims; i++) {
                 k8s__io__kubelet__pkg__apis__dra__v1__node_unprepare_resources_response__claims_entry__init(
                         &entries[i]);
@@ -596,6 +596,13 @@ size_t dra_node_prepared(const struct dra_node *n) {
 
 void dra_node_stats(const struct dra_node *n, struct dra_node_stats *ret) {
         *ret = n->stats;
+}
+
+void dra_node_on_unprepared(struct dra_node *n, void (*fn)(void *ctx), void *ctx) {
+        if (!n)
+                return;
+        n->unprepared = fn;
+        n->unprepared_ctx = ctx;
 }
 
 const struct dra_claim *dra_node_prepared_claims(const struct dra_node *n, size_t *ret_n) {

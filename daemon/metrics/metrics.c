@@ -2,6 +2,7 @@
 /* The /metrics page, the counters behind it, and readiness: what the page
  * says, written with the Prometheus text writer (prom.c). */
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <grpc/grpc.h>
 #include <inttypes.h>
@@ -11,7 +12,6 @@
 #include <time.h>
 
 #include "config.h"
-#include "dra.h"
 #include "metrics.h"
 #include "plugin.h"
 #include "log.h"
@@ -174,8 +174,9 @@ static void render_allocations(struct dp_mbuf *b, const struct view *d,
                         if (!res)
                                 continue; /* removed by a reload since */
                 }
-                r = al->dynamic ? dra_device_find(res->plugin, al->id, &idx)
-                                : dp_plugin_find_id(res->plugin, al->id, &idx);
+                r = !al->dynamic    ? dp_plugin_find_id(res->plugin, al->id, &idx)
+                    : res->dra_find ? res->dra_find(res->plugin, al->id, &idx)
+                                    : -ENOENT;
                 if (r < 0)
                         continue;
                 dp_metric_start(b, "cdiplug_device_allocation_info");

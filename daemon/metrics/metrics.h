@@ -94,6 +94,9 @@ struct dp_metrics_res {
         /* "<driver>:<pool>" while served by DRA, else NULL: ':' is in no
          * driver, pool or resource name, so it cannot pass for one. */
         const char *pool;
+        /* The allocatable ID of its slice device name (the DRA model's
+         * dra_device_find): 0 or -ENOENT. */
+        int (*dra_find)(const struct dp_plugin *p, const char *name, size_t *ret_id);
         const struct dp_plugin *plugin; /* its devices */
         const struct dp_res_stats *stats;
         uint64_t streams; /* ListAndWatch streams open */

@@ -222,7 +222,7 @@ static size_t put_str(struct dp_mbuf *t, struct dp_podres_str s) {
 
 /* One allocation of ours into a: 1, 0 when the answer's room is full, or
  * -ENOMEM. */
-static int keep(struct collect *c, const struct dp_podres_devices *dv, const char *name,
+static int keep_alloc(struct collect *c, const struct dp_podres_devices *dv, const char *name,
                 struct dp_podres_str id) {
         struct dp_podres_answer *a = c->a;
 
@@ -272,9 +272,9 @@ static int collect_one(void *arg, const struct dp_podres_devices *dv) {
         if (!name)
                 return 0;
         if (dv->dynamic)
-                return (r = keep(c, dv, name, dv->device)) < 0 ? r : 0;
+                return (r = keep_alloc(c, dv, name, dv->device)) < 0 ? r : 0;
         while ((r = dp_podres_next_id(dv, &pos, &id)) > 0)
-                if ((r = keep(c, dv, name, id)) <= 0)
+                if ((r = keep_alloc(c, dv, name, id)) <= 0)
                         return r;
         return r;
 }

@@ -57,11 +57,6 @@ static void registered(void *ctx, bool accepted) {
         set_registered(ctx, accepted);
 }
 
-/* Specs and devices kept for prepared claims may go now. */
-static void unprepared(void *ctx) {
-        dp_retained_check(ctx);
-}
-
 /* A claim's outcome, on cdiplug-kube: handed to the node server. */
 static void claim_got(void *ctx, struct kube_claim *claim) {
         _cleanup_free_ struct dra_result *v = calloc(claim->n_results + 1, sizeof(*v));
@@ -121,7 +116,6 @@ int dp_dra_setup(struct dp_daemon *d) {
                 .deadline_set = deadline_set,
                 .deadline_ctx = d,
                 .registered = registered,
-                .unprepared = unprepared,
         };
         int r;
 

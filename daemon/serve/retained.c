@@ -264,6 +264,10 @@ static int start_list(struct dp_daemon *d, const char *socket) {
         return 0;
 }
 
+static void unprepared(void *ctx) {
+        dp_retained_check(ctx);
+}
+
 static void check(struct dp_daemon *d) {
         struct dp_retained *rt = d->retained_specs;
         const char *socket = dp_podres_socket(d);
@@ -275,6 +279,9 @@ static void check(struct dp_daemon *d) {
         prune(d);
         if (!pending(d) || d->stopping)
                 return;
+        /* Specs and devices kept for prepared claims may go once one is
+         * unprepared: asked again at once then. */
+        dra_node_on_unprepared(d->dra.node, unprepared, d);
         if (rt->call) {
                 rt->again = true;
                 return;
