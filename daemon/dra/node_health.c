@@ -241,7 +241,7 @@ static int restamp(struct dra_node *n) {
  * open, the list goes out again every DRA_HEALTH_RESEND_S, on the node's
  * one deadline (dra_node_expire). */
 void dra_health_expire(struct dra_node *n, uint64_t now_ms, uint64_t *next_ms) {
-        if (!n->streams || !n->health_bare) {
+        if (!n->streams || !n->health_bare || n->stopping) {
                 n->health_due_ms = 0;
                 return;
         }

@@ -223,7 +223,7 @@ static size_t put_str(struct dp_mbuf *t, struct dp_podres_str s) {
 /* One allocation of ours into a: 1, 0 when the answer's room is full, or
  * -ENOMEM. */
 static int keep_alloc(struct collect *c, const struct dp_podres_devices *dv, const char *name,
-                struct dp_podres_str id) {
+                      struct dp_podres_str id) {
         struct dp_podres_answer *a = c->a;
 
         if (a->n >= DP_PODRES_MAX_IDS || a->text.len >= DP_PODRES_MAX_TEXT) {
