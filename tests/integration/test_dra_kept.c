@@ -193,6 +193,44 @@ static char *scrape(void) {
         return body;
 }
 
+/* Scrape until the page holds needle (hotplug is seen on the daemon's
+ * watcher thread, not the test's). */
+static void wait_page(const char *needle) {
+        _cleanup_free_ char *page = NULL;
+
+        for (int i = 0; i < WAIT_MS / 100; i++) {
+                free(page);
+                page = scrape();
+                if (strstr(page, needle))
+                        return;
+                /* Not a decision: the next scrape, 100 ms later. */
+                usleep(100 * 1000);
+        }
+        cr_assert_fail("no %s in %s", needle, page);
+}
+
+/* The resource moved to the device plugin API, its device unplugged, then
+ * no longer named: the claim's CDI ID still resolves. */
+#define SERIAL_DP(glob)                                                                            \
+        " { \"name\": \"example.com/serial\", \"api\": \"device-plugin\","                         \
+        " \"match\": [ { \"path\": \"" glob "\" } ] }"
+
+Test(dra_kept, a_switch_and_a_hotplug_keep_the_prepared_device) {
+        _cleanup_free_ char *d1 = NULL, *cdi = NULL;
+
+        start();
+        d1 = dev("ttyS1");
+        cdi = prepare("c1", "uid-c1", d1);
+        reload(CONFIG(SERIAL_DP("/dev/ttyS*")), "now served through device-plugin");
+        cr_assert(spec_defines(cdi));
+        env_rm(&e, "dev/ttyS1");
+        wait_page("device=\"ttyS1\",health=\"Unhealthy\"");
+        cr_assert(spec_defines(cdi), "an unplugged device left the spec while prepared");
+        /* Unplugged first, ttyS1 stays a vanished device of the resource. */
+        reload(CONFIG(SERIAL_DP("/dev/ttyS0")), "reload: 0 added, 1 changed");
+        cr_assert(spec_defines(cdi), "a narrowed selector dropped %s while it is prepared", cdi);
+}
+
 /* A DRA device a pod's container holds, as PodResources' dynamic_resources
  * lists it: cdiplug_device_allocation_info names it by resource, device and
  * ID, with the pod, as for a device-plugin device. */
