@@ -155,7 +155,7 @@ struct dp_podres_str {
  * driver, pool and device name (resource and devices empty). */
 struct dp_podres_devices {
         struct dp_podres_str namespace_, pod, container, resource;
-        struct dp_podres_str devices; /* the message, for dp_podres_next_id() */
+        struct dp_podres_str devices; /* the message, for dp_podres_next_id() or _cdi() */
         bool dynamic;
         struct dp_podres_str driver, pool, device;
 };
@@ -170,6 +170,8 @@ int dp_podres_walk_all(const void *wire, size_t len, dp_podres_fn fn, void *arg)
 /* The device ID after *pos (start at 0): 1 and *ret, 0 at the end, or
  * -EBADMSG. */
 int dp_podres_next_id(const struct dp_podres_devices *dv, size_t *pos, struct dp_podres_str *ret);
+/* A claim device's (dynamic) CDI device names the same way. */
+int dp_podres_next_cdi(const struct dp_podres_devices *dv, size_t *pos, struct dp_podres_str *ret);
 bool dp_podres_str_eq(struct dp_podres_str s, const char *c);
 
 /* Appends s[0..len) with each byte that is not part of valid UTF-8, and

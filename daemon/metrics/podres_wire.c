@@ -106,12 +106,13 @@ static int walk_dynamic(struct dp_podres_devices *dv, struct dp_podres_str dyn, 
         int r;
 
         claim.dynamic = true;
-        claim.resource = claim.devices = (struct dp_podres_str){ "", 0 };
+        claim.resource = (struct dp_podres_str){ "", 0 };
         while ((r = next_field(&p, end, &f)) > 0) {
                 if (f.number != 4)
                         continue;
                 if (f.type != WT_LEN)
                         return -EBADMSG;
+                claim.devices = f.val;
                 r = string_field(f.val, 2, &claim.driver);
                 if (r >= 0)
                         r = string_field(f.val, 3, &claim.pool);
@@ -200,6 +201,28 @@ int dp_podres_next_id(const struct dp_podres_devices *dv, size_t *pos, struct dp
                         return -EBADMSG;
                 *pos = (size_t)(p - start);
                 *ret = f.val;
+                return 1;
+        }
+        return r;
+}
+
+int dp_podres_next_cdi(const struct dp_podres_devices *dv, size_t *pos, struct dp_podres_str *ret) {
+        const uint8_t *start = (const uint8_t *)dv->devices.s, *end = start + dv->devices.len;
+        const uint8_t *p = start + *pos;
+        struct field f;
+        int r;
+
+        if (!dv->dynamic)
+                return 0;
+        while ((r = next_field(&p, end, &f)) > 0) {
+                if (f.number != 1)
+                        continue;
+                if (f.type != WT_LEN)
+                        return -EBADMSG;
+                r = string_field(f.val, 1, ret);
+                if (r < 0)
+                        return r;
+                *pos = (size_t)(p - start);
                 return 1;
         }
         return r;

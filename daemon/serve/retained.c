@@ -353,13 +353,47 @@ static char *name_copy(struct dp_podres_str s) {
         return strndup(s.s, s.len < 253 ? s.len : 253);
 }
 
+/* A claim device's CDI devices (dynamic_resources) of a kept spec: a
+ * pod runs with it, whatever our checkpoint says (it may have been lost). */
+static int find_dynamic(struct find *f, const struct dp_podres_devices *dv) {
+        struct dp_podres_str cdi;
+        size_t pos = 0;
+        int r;
+
+        while ((r = dp_podres_next_cdi(dv, &pos, &cdi)) > 0) {
+                _cleanup_free_ char *kind = NULL, *file = NULL, *name = name_copy(cdi);
+                if (!name)
+                        return -ENOMEM;
+                kind = strndup(name, strcspn(name, "="));
+                if (!kind)
+                        return -ENOMEM;
+                if (cdi_spec_file_name(kind, &file) < 0)
+                        continue;
+                for (size_t i = 0; i < f->rt->n; i++) {
+                        struct holder *h = &f->h[i];
+                        if (h->pod || strcmp(file, f->rt->v[i].file) != 0)
+                                continue;
+                        h->namespace_ = name_copy(dv->namespace_);
+                        h->pod = name_copy(dv->pod);
+                        h->device = strdup(name);
+                        if (!h->namespace_ || !h->pod || !h->device)
+                                return -ENOMEM;
+                }
+        }
+        return r;
+}
+
 static int find_one(void *arg, const struct dp_podres_devices *dv) {
         struct find *f = arg;
         _cleanup_free_ char *kind = NULL, *name = NULL;
         struct dp_podres_str id;
         char resource[320];
         size_t pos = 0;
-        int r = dp_podres_next_id(dv, &pos, &id);
+        int r;
+
+        if (dv->dynamic)
+                return find_dynamic(f, dv);
+        r = dp_podres_next_id(dv, &pos, &id);
 
         /* No ID, or a name too long to be a resource's: not a holder. */
         if (r <= 0 || dv->resource.len >= sizeof(resource))
@@ -388,7 +422,8 @@ static int find_holders(const struct dp_retained *rt, const grpc_slice *wire,
                         struct holder *holders) {
         struct find f = { .rt = rt, .h = holders };
 
-        return dp_podres_walk(GRPC_SLICE_START_PTR(*wire), GRPC_SLICE_LENGTH(*wire), find_one, &f);
+        return dp_podres_walk_all(GRPC_SLICE_START_PTR(*wire), GRPC_SLICE_LENGTH(*wire), find_one,
+                                  &f);
 }
 
 /* The answer's bytes in one piece (an empty answer, no pods, is none). */
@@ -620,6 +655,28 @@ struct held {
 };
 
 /* Marks every device of ours some pod holds an ID of. */
+/* Marks every gone device of ours a claim device's CDI devices name. */
+static int mark_dynamic(struct held *h, const struct dp_podres_devices *dv) {
+        const char *kind = h->p->cfg->kind;
+        size_t klen = strlen(kind), pos = 0;
+        struct dp_podres_str cdi;
+        int r;
+
+        while ((r = dp_podres_next_cdi(dv, &pos, &cdi)) > 0) {
+                if (cdi.len <= klen || memcmp(cdi.s, kind, klen) != 0 || cdi.s[klen] != '=')
+                        continue;
+                for (size_t i = 0; i < h->p->n_devs; i++) {
+                        _cleanup_free_ char *q = NULL;
+                        if (!h->p->devs[i].gone || h->held[i])
+                                continue;
+                        if (dp_plugin_qualified(h->p, i, &q) < 0)
+                                return -ENOMEM;
+                        h->held[i] = dp_podres_str_eq(cdi, q);
+                }
+        }
+        return r;
+}
+
 static int mark_held(void *arg, const struct dp_podres_devices *dv) {
         struct held *h = arg;
         struct dp_podres_str id;
@@ -627,6 +684,8 @@ static int mark_held(void *arg, const struct dp_podres_devices *dv) {
         char buf[256];
         int r;
 
+        if (dv->dynamic)
+                return mark_dynamic(h, dv);
         if (!dp_podres_str_eq(dv->resource, h->p->cfg->name))
                 return 0;
         while ((r = dp_podres_next_id(dv, &pos, &id)) > 0) {
@@ -675,7 +734,7 @@ static bool judge_resource(struct dp_resource *res, const void *wire, size_t len
                          res->cfg->name);
                 return true;
         }
-        if (dp_podres_walk(wire, len, mark_held, &(struct held){ p, held }) < 0)
+        if (dp_podres_walk_all(wire, len, mark_held, &(struct held){ p, held }) < 0)
                 return true; /* cannot tell: ask again */
         for (size_t i = 0; i < p->n_devs; i++) {
                 if (!p->devs[i].gone)

@@ -187,6 +187,35 @@ Test(dra_kept, a_narrowed_selector_drops_the_device_once_unprepared) {
         cr_assert_not(spec_defines(cdi), "%s stayed after the Unprepare", cdi);
 }
 
+/* A pod PodResources lists with the device in its dynamic_resources holds
+ * it too (our checkpoint may have been lost, a claim unprepared while its
+ * pod still runs): the device leaves the spec once no pod lists it. */
+Test(dra_kept, a_pod_listing_the_device_in_dynamic_resources_holds_it) {
+        _cleanup_free_ char *d1 = NULL, *cdi = NULL;
+
+        start();
+        d1 = dev("ttyS1");
+        cdi = prepare("c1", "uid-c1", d1);
+        tk_pr_hold_claim(pr, "shop", "web-0", DRIVER, POOL, d1, cdi);
+        unsigned asked = tk_pr_calls(pr);
+        reload(CONFIG(SERIAL("/dev/ttyS0")), "reload: 0 added, 1 changed");
+        for (int i = 0; i < WAIT_MS / 50 && tk_pr_calls(pr) < asked + 1; i++)
+                usleep(50 * 1000); /* Not a decision: polls the fake's counter. */
+        cr_assert(spec_defines(cdi));
+        asked = tk_pr_calls(pr);
+        unprepare("c1", "uid-c1");
+        /* The Unprepare's own check, and one more. */
+        for (int i = 0; i < WAIT_MS / 50 && tk_pr_calls(pr) < asked + 2; i++)
+                usleep(50 * 1000); /* Not a decision: polls the fake's counter. */
+        cr_assert_geq(tk_pr_calls(pr), asked + 2);
+        cr_assert(spec_defines(cdi), "%s left the spec while pod shop/web-0 runs with it", cdi);
+        tk_pr_hold(pr, NULL, NULL, NULL, NULL);
+        cr_assert_eq(log_wait(e.log, "\"ttyS1\", no longer named by the config, left its CDI spec",
+                              WAIT_MS),
+                     0, "%s", env_read(e.log));
+        cr_assert_not(spec_defines(cdi));
+}
+
 static char *scrape(void) {
         char *body = NULL;
         cr_assert_eq(http_get(port, "/metrics", &body), 200, "%s", body ? body : "");
