@@ -477,6 +477,9 @@ static grpc_status_code unprepare(struct dra_call *c, bool *ret_claim_error, cha
         }
         failed.error = (char *)"cannot write the checkpoint of prepared claims (see cdiplug's log)";
         r = changed ? dra_checkpoint_save(n) : 0;
+        /* What they held may leave the CDI specs now. */
+        if (changed && n->unprepared)
+                n->unprepared(n->unprepared_ctx);
         for (size_t i = 0; i < req->n_claims; i++) {
                 k8s__io__kubelet__pkg__apis__dra__v1__node_unprepare_resources_response__claims_entry__init(
                         &entries[i]);
@@ -544,6 +547,7 @@ void dra_node_expire(struct dra_node *n, uint64_t now_ms, uint64_t *ret_next_ms)
                                              "the ResourceClaim lookup did not finish in time");
                 answer(p);
         }
+        dra_health_expire(n, now_ms, &next);
         *ret_next_ms = next;
 }
 
@@ -592,4 +596,16 @@ size_t dra_node_prepared(const struct dra_node *n) {
 
 void dra_node_stats(const struct dra_node *n, struct dra_node_stats *ret) {
         *ret = n->stats;
+}
+
+void dra_node_on_unprepared(struct dra_node *n, void (*fn)(void *ctx), void *ctx) {
+        if (!n)
+                return;
+        n->unprepared = fn;
+        n->unprepared_ctx = ctx;
+}
+
+const struct dra_claim *dra_node_prepared_claims(const struct dra_node *n, size_t *ret_n) {
+        *ret_n = n ? n->n_prepared : 0;
+        return n ? n->prepared : NULL;
 }

@@ -477,29 +477,30 @@ static void serve_page(struct dp_http *h, const struct dp_podres_answer *answer)
         page_unref(NULL, 0, p);
 }
 
-/* Our resources' names, for PodResources to keep their IDs only. */
+/* Our resources' names and DRA pools ("<driver>:<pool>"), for
+ * PodResources to keep their IDs only. */
 static int resource_names(const struct dp_metrics_source *src, char ***ret, size_t *ret_n) {
         char **v;
-        size_t n;
+        size_t n, k = 0;
 
         src->lock(src->ctx, NULL);
         n = src->n_res(src->ctx);
-        v = calloc(n ? n : 1, sizeof(*v));
+        v = calloc(2 * n + 1, sizeof(*v));
         for (size_t i = 0; v && i < n; i++) {
                 struct dp_metrics_res res;
                 src->res(src->ctx, i, &res);
-                if (!(v[i] = strdup(res.name))) {
-                        for (size_t j = 0; j < i; j++)
-                                free(v[j]);
-                        free(v);
-                        v = NULL;
-                }
+                if ((v[k++] = strdup(res.name)) && (!res.pool || (v[k++] = strdup(res.pool))))
+                        continue;
+                for (size_t j = 0; j < k; j++)
+                        free(v[j]);
+                free(v);
+                v = NULL;
         }
         src->unlock(src->ctx);
         if (!v)
                 return -ENOMEM;
         *ret = v;
-        *ret_n = n;
+        *ret_n = k;
         return 0;
 }
 

@@ -2,6 +2,7 @@
 /* The /metrics page, the counters behind it, and readiness: what the page
  * says, written with the Prometheus text writer (prom.c). */
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <grpc/grpc.h>
 #include <inttypes.h>
@@ -144,6 +145,15 @@ static void render_devices(struct dp_mbuf *b, const struct view *d) {
  * before a configuration change) has no device to name and is left
  * out. The answer's resources are in the order the kubelet lists them:
  * the last one found is tried first. */
+static bool names_alloc(const struct dp_metrics_res *res, const struct dp_podres_alloc *al) {
+        if (al->dynamic)
+                return res->pool && strcmp(res->pool, al->resource) == 0;
+        return strcmp(res->name, al->resource) == 0;
+}
+
+/* A DRA device is named by its pool and slice device name: the same
+ * resource, device and ID labels as a device-plugin one, so the joins
+ * below work for both. */
 static void render_allocations(struct dp_mbuf *b, const struct view *d,
                                const struct dp_podres_answer *answer) {
         const struct dp_metrics_res *res = NULL;
@@ -154,22 +164,26 @@ static void render_allocations(struct dp_mbuf *b, const struct view *d,
         for (size_t i = 0; answer && i < answer->n; i++) {
                 const struct dp_podres_alloc *al = &answer->v[i];
                 size_t idx;
+                int r;
 
-                if (!res || strcmp(res->name, al->resource) != 0) {
+                if (!res || !names_alloc(res, al)) {
                         res = NULL;
                         for (size_t j = 0; j < d->n && !res; j++)
-                                if (strcmp(d->v[j].name, al->resource) == 0)
+                                if (names_alloc(&d->v[j], al))
                                         res = &d->v[j];
                         if (!res)
                                 continue; /* removed by a reload since */
                 }
-                if (dp_plugin_find_id(res->plugin, al->id, &idx) < 0)
+                r = !al->dynamic    ? dp_plugin_find_id(res->plugin, al->id, &idx)
+                    : res->dra_find ? res->dra_find(res->plugin, al->id, &idx)
+                                    : -ENOENT;
+                if (r < 0)
                         continue;
                 dp_metric_start(b, "cdiplug_device_allocation_info");
                 dp_metric_label(b, "resource", res->name);
                 dp_metric_label(b, "device",
                                 dp_device_id(res->plugin, dp_plugin_id_dev(res->plugin, idx)));
-                dp_metric_label(b, "id", al->id);
+                dp_metric_label(b, "id", dp_plugin_id(res->plugin, idx));
                 dp_metric_label(b, "namespace", al->namespace_);
                 dp_metric_label(b, "pod", al->pod);
                 dp_metric_label(b, "container", al->container);

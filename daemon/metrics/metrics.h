@@ -90,7 +90,13 @@ double dp_boot_time(const char *stat_path);
  * wait; else give up at that CLOCK_REALTIME time with -ETIMEDOUT), calls
  * the others only while holding it, and lets go with unlock(). */
 struct dp_metrics_res {
-        const char *name;               /* the extended resource */
+        const char *name; /* the extended resource */
+        /* "<driver>:<pool>" while served by DRA, else NULL: ':' is in no
+         * driver, pool or resource name, so it cannot pass for one. */
+        const char *pool;
+        /* The allocatable ID of its slice device name (the DRA model's
+         * dra_device_find): 0 or -ENOENT. */
+        int (*dra_find)(const struct dp_plugin *p, const char *name, size_t *ret_id);
         const struct dp_plugin *plugin; /* its devices */
         const struct dp_res_stats *stats;
         uint64_t streams; /* ListAndWatch streams open */
@@ -144,19 +150,28 @@ struct dp_podres_str {
         const char *s;
         size_t len;
 };
-/* One ContainerDevices of a container of a pod. */
+/* One ContainerDevices of a container of a pod, or (dynamic) one
+ * ClaimResource of one of its DynamicResources: a DRA device, by its
+ * driver, pool and device name (resource and devices empty). */
 struct dp_podres_devices {
         struct dp_podres_str namespace_, pod, container, resource;
-        struct dp_podres_str devices; /* the message, for dp_podres_next_id() */
+        struct dp_podres_str devices; /* the message, for dp_podres_next_id() or _cdi() */
+        bool dynamic;
+        struct dp_podres_str driver, pool, device;
 };
 /* fn returns 0 to go on, < 0 to stop the walk with that error. */
 typedef int (*dp_podres_fn)(void *arg, const struct dp_podres_devices *dv);
 /* Calls fn for each device set of a packed ListPodResourcesResponse, in
  * the answer's order, allocating nothing; -EBADMSG if it is malformed. */
 int dp_podres_walk(const void *wire, size_t len, dp_podres_fn fn, void *arg);
+/* The same, with each claim device (dynamic) too, where it comes among a
+ * container's fields. */
+int dp_podres_walk_all(const void *wire, size_t len, dp_podres_fn fn, void *arg);
 /* The device ID after *pos (start at 0): 1 and *ret, 0 at the end, or
  * -EBADMSG. */
 int dp_podres_next_id(const struct dp_podres_devices *dv, size_t *pos, struct dp_podres_str *ret);
+/* A claim device's (dynamic) CDI device names the same way. */
+int dp_podres_next_cdi(const struct dp_podres_devices *dv, size_t *pos, struct dp_podres_str *ret);
 bool dp_podres_str_eq(struct dp_podres_str s, const char *c);
 
 /* Appends s[0..len) with each byte that is not part of valid UTF-8, and
@@ -168,6 +183,8 @@ void dp_mbuf_utf8(struct dp_mbuf *b, const char *s, size_t len);
  * strings are valid UTF-8 with no NUL. */
 struct dp_podres_alloc {
         const char *resource, *id, *namespace_, *pod, *container;
+        /* A DRA device: resource is "<driver>:<pool>", id its device name. */
+        bool dynamic;
 };
 /* What one List left: only our resources' IDs, so its size follows our
  * allocations, not the answer's. Immutable once published; shared by

@@ -96,14 +96,50 @@ static int string_field(struct dp_podres_str msg, uint32_t number, struct dp_pod
         return 0;
 }
 
-static int walk_container(struct dp_podres_devices *dv, struct dp_podres_str ctr, dp_podres_fn fn,
-                          void *arg) {
+/* A DynamicResource (field 5 of a container): each ClaimResource (4) with
+ * its driver (2), pool (3) and device (4) name. */
+static int walk_dynamic(struct dp_podres_devices *dv, struct dp_podres_str dyn, dp_podres_fn fn,
+                        void *arg) {
+        const uint8_t *p = (const uint8_t *)dyn.s, *end = p + dyn.len;
+        struct dp_podres_devices claim = *dv;
+        struct field f;
+        int r;
+
+        claim.dynamic = true;
+        claim.resource = (struct dp_podres_str){ "", 0 };
+        while ((r = next_field(&p, end, &f)) > 0) {
+                if (f.number != 4)
+                        continue;
+                if (f.type != WT_LEN)
+                        return -EBADMSG;
+                claim.devices = f.val;
+                r = string_field(f.val, 2, &claim.driver);
+                if (r >= 0)
+                        r = string_field(f.val, 3, &claim.pool);
+                if (r >= 0)
+                        r = string_field(f.val, 4, &claim.device);
+                if (r >= 0)
+                        r = fn(arg, &claim);
+                if (r < 0)
+                        return r;
+        }
+        return r;
+}
+
+static int walk_container(struct dp_podres_devices *dv, struct dp_podres_str ctr, bool all,
+                          dp_podres_fn fn, void *arg) {
         const uint8_t *p = (const uint8_t *)ctr.s, *end = p + ctr.len;
         struct field f;
         int r;
 
         r = string_field(ctr, 1, &dv->container);
         while (r >= 0 && (r = next_field(&p, end, &f)) > 0) {
+                if (f.number == 5 && all) {
+                        if (f.type != WT_LEN)
+                                return -EBADMSG;
+                        r = walk_dynamic(dv, f.val, fn, arg);
+                        continue;
+                }
                 if (f.number != 2)
                         continue;
                 if (f.type != WT_LEN)
@@ -116,7 +152,7 @@ static int walk_container(struct dp_podres_devices *dv, struct dp_podres_str ctr
         return r;
 }
 
-static int walk_pod(struct dp_podres_str pod, dp_podres_fn fn, void *arg) {
+static int walk_pod(struct dp_podres_str pod, bool all, dp_podres_fn fn, void *arg) {
         const uint8_t *p = (const uint8_t *)pod.s, *end = p + pod.len;
         struct dp_podres_devices dv = { 0 };
         struct field f;
@@ -130,12 +166,12 @@ static int walk_pod(struct dp_podres_str pod, dp_podres_fn fn, void *arg) {
                         continue;
                 if (f.type != WT_LEN)
                         return -EBADMSG;
-                r = walk_container(&dv, f.val, fn, arg);
+                r = walk_container(&dv, f.val, all, fn, arg);
         }
         return r;
 }
 
-int dp_podres_walk(const void *wire, size_t len, dp_podres_fn fn, void *arg) {
+static int walk(const void *wire, size_t len, bool all, dp_podres_fn fn, void *arg) {
         const uint8_t *p = wire, *end = p + len;
         struct field f;
         int r;
@@ -145,7 +181,7 @@ int dp_podres_walk(const void *wire, size_t len, dp_podres_fn fn, void *arg) {
                         continue;
                 if (f.type != WT_LEN)
                         return -EBADMSG;
-                r = walk_pod(f.val, fn, arg);
+                r = walk_pod(f.val, all, fn, arg);
                 if (r < 0)
                         return r;
         }
@@ -170,6 +206,36 @@ int dp_podres_next_id(const struct dp_podres_devices *dv, size_t *pos, struct dp
         return r;
 }
 
+int dp_podres_next_cdi(const struct dp_podres_devices *dv, size_t *pos, struct dp_podres_str *ret) {
+        const uint8_t *start = (const uint8_t *)dv->devices.s, *end = start + dv->devices.len;
+        const uint8_t *p = start + *pos;
+        struct field f;
+        int r;
+
+        if (!dv->dynamic)
+                return 0;
+        while ((r = next_field(&p, end, &f)) > 0) {
+                if (f.number != 1)
+                        continue;
+                if (f.type != WT_LEN)
+                        return -EBADMSG;
+                r = string_field(f.val, 1, ret);
+                if (r < 0)
+                        return r;
+                *pos = (size_t)(p - start);
+                return 1;
+        }
+        return r;
+}
+
 bool dp_podres_str_eq(struct dp_podres_str s, const char *c) {
         return strlen(c) == s.len && memcmp(s.s, c, s.len) == 0;
+}
+
+int dp_podres_walk(const void *wire, size_t len, dp_podres_fn fn, void *arg) {
+        return walk(wire, len, false, fn, arg);
+}
+
+int dp_podres_walk_all(const void *wire, size_t len, dp_podres_fn fn, void *arg) {
+        return walk(wire, len, true, fn, arg);
 }

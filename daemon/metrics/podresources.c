@@ -209,6 +209,7 @@ struct collect {
         /* Offsets into a->text until it stops moving. */
         struct off {
                 size_t resource, id, namespace_, pod, container;
+                bool dynamic;
         } * offs;
 };
 
@@ -219,41 +220,62 @@ static size_t put_str(struct dp_mbuf *t, struct dp_podres_str s) {
         return at;
 }
 
+/* One allocation of ours into a: 1, 0 when the answer's room is full, or
+ * -ENOMEM. */
+static int keep_alloc(struct collect *c, const struct dp_podres_devices *dv, const char *name,
+                      struct dp_podres_str id) {
+        struct dp_podres_answer *a = c->a;
+
+        if (a->n >= DP_PODRES_MAX_IDS || a->text.len >= DP_PODRES_MAX_TEXT) {
+                a->truncated = true;
+                return 0;
+        }
+        if (a->n == c->cap) {
+                size_t cap = c->cap ? c->cap * 2 : 64;
+                struct off *o = realloc(c->offs, cap * sizeof(*o));
+                if (!o)
+                        return -ENOMEM;
+                c->offs = o;
+                c->cap = cap;
+        }
+        struct off *o = &c->offs[a->n++];
+        o->resource = put_str(&a->text, (struct dp_podres_str){ name, strlen(name) });
+        o->id = put_str(&a->text, id);
+        o->namespace_ = put_str(&a->text, dv->namespace_);
+        o->pod = put_str(&a->text, dv->pod);
+        o->container = put_str(&a->text, dv->container);
+        o->dynamic = dv->dynamic;
+        return a->text.err ? a->text.err : 1;
+}
+
+/* Whether name is "<driver>:<pool>" of dv's claim device. */
+static bool is_pool(const struct dp_podres_devices *dv, const char *name) {
+        size_t n = strlen(name), d = dv->driver.len;
+
+        return n == d + 1 + dv->pool.len && memcmp(name, dv->driver.s, d) == 0 && name[d] == ':' &&
+               memcmp(name + d + 1, dv->pool.s, dv->pool.len) == 0;
+}
+
+/* names holds our resources and our DRA pools: a device set of one of
+ * the first, or a claim's device in one of the second, is ours. */
 static int collect_one(void *arg, const struct dp_podres_devices *dv) {
         struct collect *c = arg;
-        struct dp_podres_answer *a = c->a;
         const char *name = NULL;
         struct dp_podres_str id;
         size_t pos = 0;
         int r;
 
         for (size_t i = 0; i < c->n_names && !name; i++)
-                if (dp_podres_str_eq(dv->resource, c->names[i]))
+                if (dv->dynamic ? is_pool(dv, c->names[i])
+                                : dp_podres_str_eq(dv->resource, c->names[i]))
                         name = c->names[i];
         if (!name)
                 return 0;
-        while ((r = dp_podres_next_id(dv, &pos, &id)) > 0) {
-                if (a->n >= DP_PODRES_MAX_IDS || a->text.len >= DP_PODRES_MAX_TEXT) {
-                        a->truncated = true;
-                        return 0;
-                }
-                if (a->n == c->cap) {
-                        size_t cap = c->cap ? c->cap * 2 : 64;
-                        struct off *o = realloc(c->offs, cap * sizeof(*o));
-                        if (!o)
-                                return -ENOMEM;
-                        c->offs = o;
-                        c->cap = cap;
-                }
-                struct off *o = &c->offs[a->n++];
-                o->resource = put_str(&a->text, (struct dp_podres_str){ name, strlen(name) });
-                o->id = put_str(&a->text, id);
-                o->namespace_ = put_str(&a->text, dv->namespace_);
-                o->pod = put_str(&a->text, dv->pod);
-                o->container = put_str(&a->text, dv->container);
-                if (a->text.err)
-                        return a->text.err;
-        }
+        if (dv->dynamic)
+                return (r = keep_alloc(c, dv, name, dv->device)) < 0 ? r : 0;
+        while ((r = dp_podres_next_id(dv, &pos, &id)) > 0)
+                if ((r = keep_alloc(c, dv, name, id)) <= 0)
+                        return r;
         return r;
 }
 
@@ -261,7 +283,7 @@ static int collect_one(void *arg, const struct dp_podres_devices *dv) {
 static int collect(struct dp_podres_answer *a, const void *wire, size_t len, char *const *names,
                    size_t n_names) {
         struct collect c = { .a = a, .names = names, .n_names = n_names };
-        int r = dp_podres_walk(wire, len, collect_one, &c);
+        int r = dp_podres_walk_all(wire, len, collect_one, &c);
 
         if (r >= 0 && a->n && !(a->v = calloc(a->n, sizeof(*a->v))))
                 r = -ENOMEM;
@@ -272,6 +294,7 @@ static int collect(struct dp_podres_answer *a, const void *wire, size_t len, cha
                         .namespace_ = a->text.s + c.offs[i].namespace_,
                         .pod = a->text.s + c.offs[i].pod,
                         .container = a->text.s + c.offs[i].container,
+                        .dynamic = c.offs[i].dynamic,
                 };
         free(c.offs);
         return r;

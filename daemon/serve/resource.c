@@ -64,6 +64,7 @@ void dp_resource_free(struct dp_resource *res) {
         base_strv_free(res->watch_dirs);
         base_strv_free(res->logged_notes);
         dp_dra_idents_clear(&res->idents);
+        free(res->dra_pool);
         cfg_resource_clear(res->life.owned_cfg);
         free(res->life.owned_cfg);
         free(res);

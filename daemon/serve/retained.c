@@ -36,6 +36,8 @@
 
 #include "cdi.h"
 #include "config.h"
+#include "dra.h"
+#include "dra_node.h"
 #include "log.h"
 #include "metrics.h"
 #include "plugin.h"
@@ -262,6 +264,10 @@ static int start_list(struct dp_daemon *d, const char *socket) {
         return 0;
 }
 
+static void unprepared(void *ctx) {
+        dp_retained_check(ctx);
+}
+
 static void check(struct dp_daemon *d) {
         struct dp_retained *rt = d->retained_specs;
         const char *socket = dp_podres_socket(d);
@@ -273,6 +279,9 @@ static void check(struct dp_daemon *d) {
         prune(d);
         if (!pending(d) || d->stopping)
                 return;
+        /* Specs and devices kept for prepared claims may go once one is
+         * unprepared: asked again at once then. */
+        dra_node_on_unprepared(d->dra.node, unprepared, d);
         if (rt->call) {
                 rt->again = true;
                 return;
@@ -344,13 +353,47 @@ static char *name_copy(struct dp_podres_str s) {
         return strndup(s.s, s.len < 253 ? s.len : 253);
 }
 
+/* A claim device's CDI devices (dynamic_resources) of a kept spec: a
+ * pod runs with it, whatever our checkpoint says (it may have been lost). */
+static int find_dynamic(struct find *f, const struct dp_podres_devices *dv) {
+        struct dp_podres_str cdi;
+        size_t pos = 0;
+        int r;
+
+        while ((r = dp_podres_next_cdi(dv, &pos, &cdi)) > 0) {
+                _cleanup_free_ char *kind = NULL, *file = NULL, *name = name_copy(cdi);
+                if (!name)
+                        return -ENOMEM;
+                kind = strndup(name, strcspn(name, "="));
+                if (!kind)
+                        return -ENOMEM;
+                if (cdi_spec_file_name(kind, &file) < 0)
+                        continue;
+                for (size_t i = 0; i < f->rt->n; i++) {
+                        struct holder *h = &f->h[i];
+                        if (h->pod || strcmp(file, f->rt->v[i].file) != 0)
+                                continue;
+                        h->namespace_ = name_copy(dv->namespace_);
+                        h->pod = name_copy(dv->pod);
+                        h->device = strdup(name);
+                        if (!h->namespace_ || !h->pod || !h->device)
+                                return -ENOMEM;
+                }
+        }
+        return r;
+}
+
 static int find_one(void *arg, const struct dp_podres_devices *dv) {
         struct find *f = arg;
         _cleanup_free_ char *kind = NULL, *name = NULL;
         struct dp_podres_str id;
         char resource[320];
         size_t pos = 0;
-        int r = dp_podres_next_id(dv, &pos, &id);
+        int r;
+
+        if (dv->dynamic)
+                return find_dynamic(f, dv);
+        r = dp_podres_next_id(dv, &pos, &id);
 
         /* No ID, or a name too long to be a resource's: not a holder. */
         if (r <= 0 || dv->resource.len >= sizeof(resource))
@@ -379,7 +422,8 @@ static int find_holders(const struct dp_retained *rt, const grpc_slice *wire,
                         struct holder *holders) {
         struct find f = { .rt = rt, .h = holders };
 
-        return dp_podres_walk(GRPC_SLICE_START_PTR(*wire), GRPC_SLICE_LENGTH(*wire), find_one, &f);
+        return dp_podres_walk_all(GRPC_SLICE_START_PTR(*wire), GRPC_SLICE_LENGTH(*wire), find_one,
+                                  &f);
 }
 
 /* The answer's bytes in one piece (an empty answer, no pods, is none). */
@@ -397,6 +441,52 @@ static int flatten(grpc_byte_buffer *recv, grpc_slice *ret) {
         return 0;
 }
 
+/* The prepared DRA claim that holds a CDI device of spec file file
+ * (cdi_id NULL) or the device cdi_id itself, and which device; NULL when
+ * none. The kubelet starts a claim's containers again with the CDI IDs
+ * Prepare answered until it unprepares the claim, so those must resolve
+ * whatever PodResources says (it lists running containers only). */
+static const struct dra_claim *claim_holding(const struct dp_daemon *d, const char *file,
+                                             const char *cdi_id, const char **ret_dev) {
+        size_t n;
+        const struct dra_claim *c = dra_node_prepared_claims(d->dra.node, &n);
+
+        for (size_t i = 0; i < n; i++)
+                for (size_t k = 0; k < c[i].n_devices; k++)
+                        for (char **id = c[i].devices[k].cdi_ids; *id; id++) {
+                                _cleanup_free_ char *kind = NULL, *f = NULL;
+                                bool hit;
+                                if (cdi_id)
+                                        hit = strcmp(*id, cdi_id) == 0;
+                                else
+                                        hit = (kind = strndup(*id, strcspn(*id, "="))) &&
+                                              cdi_spec_file_name(kind, &f) >= 0 &&
+                                              strcmp(f, file) == 0;
+                                if (hit) {
+                                        *ret_dev = *id;
+                                        return &c[i];
+                                }
+                        }
+        return NULL;
+}
+
+/* A kept spec a prepared claim holds: said once, asked again later. */
+static void held_by_claim(struct dp_daemon *d, struct kept *k, const struct dra_claim *c,
+                          const char *dev) {
+        const char *dir = d->opts->cdi_dir;
+
+        if (k->said != SAID_HELD)
+                log_with(LOG_INFO,
+                         &(struct log_fields){ .resource = k->resource,
+                                               .device = dev,
+                                               .path = dir,
+                                               .file = k->file },
+                         "CDI spec %s/%s (%s) kept: DRA claim %s/%s (uid %s) is prepared with its "
+                         "device \"%s\"; it goes once the kubelet unprepares the claim",
+                         dir, k->file, k->label, c->ns, c->name, c->uid, dev);
+        k->said = SAID_HELD;
+}
+
 static void judge(struct dp_daemon *d, struct holder *holders, const grpc_slice *wire,
                   const char *socket) {
         struct dp_retained *rt = d->retained_specs;
@@ -410,8 +500,17 @@ static void judge(struct dp_daemon *d, struct holder *holders, const grpc_slice 
                                               .path = dir,
                                               .file = k->file };
                 const struct holder *pod = &holders[i];
+                const struct dra_claim *claim;
+                const char *dev = NULL;
                 bool removed = false;
                 int r;
+
+                if (!pod->pod && (claim = claim_holding(d, k->file, NULL, &dev))) {
+                        again = true;
+                        held_by_claim(d, k, claim, dev);
+                        i++;
+                        continue;
+                }
 
                 if (pod->pod) {
                         again = true;
@@ -556,6 +655,28 @@ struct held {
 };
 
 /* Marks every device of ours some pod holds an ID of. */
+/* Marks every gone device of ours a claim device's CDI devices name. */
+static int mark_dynamic(struct held *h, const struct dp_podres_devices *dv) {
+        const char *kind = h->p->cfg->kind;
+        size_t klen = strlen(kind), pos = 0;
+        struct dp_podres_str cdi;
+        int r;
+
+        while ((r = dp_podres_next_cdi(dv, &pos, &cdi)) > 0) {
+                if (cdi.len <= klen || memcmp(cdi.s, kind, klen) != 0 || cdi.s[klen] != '=')
+                        continue;
+                for (size_t i = 0; i < h->p->n_devs; i++) {
+                        _cleanup_free_ char *q = NULL;
+                        if (!h->p->devs[i].gone || h->held[i])
+                                continue;
+                        if (dp_plugin_qualified(h->p, i, &q) < 0)
+                                return -ENOMEM;
+                        h->held[i] = dp_podres_str_eq(cdi, q);
+                }
+        }
+        return r;
+}
+
 static int mark_held(void *arg, const struct dp_podres_devices *dv) {
         struct held *h = arg;
         struct dp_podres_str id;
@@ -563,6 +684,8 @@ static int mark_held(void *arg, const struct dp_podres_devices *dv) {
         char buf[256];
         int r;
 
+        if (dv->dynamic)
+                return mark_dynamic(h, dv);
         if (!dp_podres_str_eq(dv->resource, h->p->cfg->name))
                 return 0;
         while ((r = dp_podres_next_id(dv, &pos, &id)) > 0) {
@@ -577,8 +700,28 @@ static int mark_held(void *arg, const struct dp_podres_devices *dv) {
         return r;
 }
 
-/* One resource: its gone devices no pod holds leave its spec. Whether
- * one is still held (ask again later). */
+/* Whether a prepared DRA claim holds device dev of res (its CDI ID, as
+ * Prepare answered it); said once per device. */
+static bool prepared(struct dp_resource *res, size_t dev) {
+        _cleanup_free_ char *cdi = NULL;
+        const struct dra_claim *c;
+        const char *id = NULL;
+
+        if (dp_plugin_qualified(res->plugin, dev, &cdi) < 0)
+                return true; /* cannot tell: keep it */
+        c = claim_holding(res->d, NULL, cdi, &id);
+        if (c)
+                log_with(LOG_DEBUG,
+                         &(struct log_fields){ .resource = res->cfg->name,
+                                               .device = dp_device_id(res->plugin, dev) },
+                         "resource \"%s\": device \"%s\", no longer named by the config, stays "
+                         "in its CDI spec: DRA claim %s/%s is prepared with %s",
+                         res->cfg->name, dp_device_id(res->plugin, dev), c->ns, c->name, id);
+        return c != NULL;
+}
+
+/* One resource: its gone devices no pod holds, and no prepared claim,
+ * leave its spec. Whether one is still held (ask again later). */
 static bool judge_resource(struct dp_resource *res, const void *wire, size_t len) {
         struct dp_plugin *p = res->plugin;
         _cleanup_free_ bool *held = calloc(p->n_devs + 1, sizeof(bool));
@@ -591,11 +734,13 @@ static bool judge_resource(struct dp_resource *res, const void *wire, size_t len
                          res->cfg->name);
                 return true;
         }
-        if (dp_podres_walk(wire, len, mark_held, &(struct held){ p, held }) < 0)
+        if (dp_podres_walk_all(wire, len, mark_held, &(struct held){ p, held }) < 0)
                 return true; /* cannot tell: ask again */
         for (size_t i = 0; i < p->n_devs; i++) {
                 if (!p->devs[i].gone)
                         continue;
+                if (!held[i])
+                        held[i] = prepared(res, i);
                 again |= held[i];
                 forget[i] = !held[i];
                 any |= forget[i];

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "config.h"
+#include "dra.h"
 #include "dra_node.h"
 #include "kube.h"
 #include "metrics.h"
@@ -46,6 +47,8 @@ static void scrape_res(void *ctx, size_t i, struct dp_metrics_res *ret) {
         const struct dp_resource *res = d->res[i];
         *ret = (struct dp_metrics_res){
                 .name = res->cfg->name,
+                .pool = res->dra_pool,
+                .dra_find = dra_device_find,
                 .plugin = res->plugin,
                 .stats = &res->stats,
                 .streams = dp_server_streams(res),

@@ -319,3 +319,34 @@ int tk_pr_age(struct tk_pr *pr, int seconds) {
         ts[0] = ts[1] = (struct timespec){ .tv_sec = now.tv_sec - seconds };
         return utimensat(AT_FDCWD, pr->path, ts, 0) < 0 ? -errno : 0;
 }
+
+void tk_pr_hold_claim(struct tk_pr *pr, const char *ns, const char *pod, const char *driver,
+                      const char *pool, const char *device, const char *cdi) {
+        V1__ListPodResourcesResponse resp = V1__LIST_POD_RESOURCES_RESPONSE__INIT;
+        V1__PodResources p = V1__POD_RESOURCES__INIT, *pods[] = { &p };
+        V1__ContainerResources c = V1__CONTAINER_RESOURCES__INIT, *ctrs[] = { &c };
+        V1__DynamicResource dyn = V1__DYNAMIC_RESOURCE__INIT, *dyns[] = { &dyn };
+        V1__ClaimResource cr = V1__CLAIM_RESOURCE__INIT, *crs[] = { &cr };
+        V1__CDIDevice cd = V1__CDIDEVICE__INIT, *cds[] = { &cd };
+
+        cd.name = (char *)cdi;
+        cr.n_cdi_devices = 1;
+        cr.cdi_devices = cds;
+        cr.driver_name = (char *)driver;
+        cr.pool_name = (char *)pool;
+        cr.device_name = (char *)device;
+        dyn.claim_name = "claim";
+        dyn.claim_namespace = (char *)ns;
+        dyn.n_claim_resources = 1;
+        dyn.claim_resources = crs;
+        c.name = "app";
+        c.n_dynamic_resources = 1;
+        c.dynamic_resources = dyns;
+        p.name = (char *)pod;
+        p.namespace_ = (char *)ns;
+        p.n_containers = 1;
+        p.containers = ctrs;
+        resp.n_pod_resources = 1;
+        resp.pod_resources = pods;
+        tk_pr_set(pr, &resp);
+}

@@ -333,8 +333,8 @@ static void harness_stop(struct harness *h) {
 }
 
 static const struct dra_health_device two[] = {
-        { "node1/example.com/serial", "ttys0", true },
-        { "node1/example.com/serial", "ttys1", true },
+        { "node1/example.com/serial", "ttys0", true, NULL },
+        { "node1/example.com/serial", "ttys1", true, NULL },
 };
 
 Test(dra_node, getinfo_answers_the_driver_and_both_versions) {
@@ -352,9 +352,11 @@ Test(dra_node, getinfo_answers_the_driver_and_both_versions) {
         cr_assert_str_eq(info->name, DRIVER);
         cr_assert_eq(asprintf(&endpoint, "%s/plugins/%s/dra.sock", h.root, DRIVER) > 0, true);
         cr_assert_str_eq(info->endpoint, endpoint);
-        cr_assert_eq(info->n_supported_versions, 2);
+        cr_assert_eq(info->n_supported_versions, 4);
         cr_assert_str_eq(info->supported_versions[0], "v1.DRAPlugin");
         cr_assert_str_eq(info->supported_versions[1], "v1beta1.DRAPlugin");
+        cr_assert_str_eq(info->supported_versions[2], "v1.DRAResourceHealth");
+        cr_assert_str_eq(info->supported_versions[3], "v1alpha1.DRAResourceHealth");
         cr_assert_eq(log_wait(h.log, "the kubelet registered driver \"" DRIVER "\"", WAIT_MS), 0);
         /* The kubelet's periodic probe gets the same answer. */
         cr_assert_eq(tk_dra_probe(k, DRIVER, &probe), GRPC_STATUS_OK);
@@ -475,6 +477,46 @@ Test(dra_node, health_streams_of_both_versions_follow_every_change) {
         cr_assert_eq(tk_dra_health_wait_end(v1, WAIT_MS, &st), 0);
         cr_assert_eq(st, GRPC_STATUS_UNAVAILABLE);
         tk_dra_health_close(alpha);
+        tk_dra_health_close(v1);
+        tk_dra_stop(k);
+        ft_free(harness_finish(&h));
+}
+
+/* The kubelet takes a device unreported for its timeout as Unknown: when
+ * the node's deadline says so, the same list goes out again, with each
+ * device's timeout and an unhealthy one's message. */
+Test(dra_node, the_health_list_is_sent_again_when_due) {
+        struct harness h;
+        struct tk_dra *k;
+        struct tk_dra_health *v1;
+        _cleanup_free_ char *l1 = NULL, *l2 = NULL, *msg = NULL;
+        struct dra_health_device devs[] = { two[0], two[1] };
+        uint64_t next = 0;
+        int64_t timeout = 0;
+
+        devs[1].healthy = false;
+        devs[1].message = "device node /dev/ttyS1 is no longer found";
+        harness_start(&h, devs, 2);
+        cr_assert_eq(tk_dra_start(h.root, &k), 0);
+        cr_assert_eq(tk_dra_wait_registered(k, DRIVER, 1, WAIT_MS), 0);
+        cr_assert_eq(tk_dra_health_open(k, DRIVER, "v1", &v1), 0);
+        cr_assert_eq(tk_dra_health_wait(v1, 1, WAIT_MS, &l1), 0);
+        /* Not due yet: nothing goes out, the resend stays due. */
+        pthread_mutex_lock(&h.lock);
+        dra_node_expire(h.n, dp_now_ms(), &next);
+        pthread_mutex_unlock(&h.lock);
+        cr_assert_gt(next, dp_now_ms());
+        cr_assert_leq(next, dp_now_ms() + DRA_HEALTH_RESEND_S * 1000);
+        cr_assert_eq(tk_dra_health_lists(v1), 1);
+        pthread_mutex_lock(&h.lock);
+        dra_node_expire(h.n, next, &next);
+        pthread_mutex_unlock(&h.lock);
+        cr_assert_eq(tk_dra_health_wait(v1, 2, WAIT_MS, &l2), 0);
+        cr_assert_str_eq(l2, l1);
+        cr_assert_eq(tk_dra_health_detail(v1, "node1/example.com/serial/ttys1", &timeout, &msg), 0);
+        cr_assert_eq(timeout, DRA_HEALTH_TIMEOUT_S);
+        cr_assert_str_eq(msg, "device node /dev/ttyS1 is no longer found");
+        harness_begin_stop(&h);
         tk_dra_health_close(v1);
         tk_dra_stop(k);
         ft_free(harness_finish(&h));
