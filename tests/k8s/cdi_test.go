@@ -341,3 +341,61 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// TestCDINames: node names outside the CDI name grammar (a '+', '@',
+// space, non-ASCII, over-long) and a class with a '.': each node is
+// reached through exactly one name that cdiplug answers Allocate with and
+// the library resolves. (These nodes have no twin on this machine, so
+// nothing is injected: the library would stat the host path.)
+func TestCDINames(t *testing.T) {
+	cases := []struct {
+		name, resource string
+		nodes          []string
+	}{
+		{"awkward node names", "example.com/weird", []string{"a+b@c", "x y", "é", "A_b", "tty:0.1",
+			"long" + strings.Repeat("x", 120)}},
+		{"a class with a dot", "example.com/serial.usb", []string{"ttyUSB0"}},
+		{"a kind needing a prefix and a hash", "3com.com/x", []string{"n0"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newDaemon(t, `{"resources": [{"name": "`+tc.resource+`",
+				"match": [{"path": "/dev/weird/*"}]}]}`)
+			for i, n := range tc.nodes {
+				d.Mknod("dev/weird/"+n, uint32(100+i))
+			}
+			kdir := cdiRegistrar(t)
+			d.Start("--kubelet-dir", kdir, "--pod-resources-socket", "")
+			plugin := cdiPlugin(t, kdir)
+			ids := cdiIDs(t, plugin)
+			if len(ids) != len(tc.nodes) {
+				t.Fatalf("cdiplug lists %v for %d nodes", ids, len(tc.nodes))
+			}
+			cache := cdiLoadAll(t, d)
+			reached := map[string]string{} // node path -> CDI name
+			for _, id := range ids {
+				cri, _ := cdiAnswer(t, plugin, id)
+				if len(cri) != 1 {
+					t.Fatalf("Allocate(%s) answers %v", id, cri)
+				}
+				dev := cache.GetDevice(cri[0])
+				if dev == nil {
+					t.Errorf("Allocate(%s) answers %q, which does not resolve (the library has %v)",
+						id, cri[0], cache.ListDevices())
+					continue
+				}
+				for _, n := range dev.ContainerEdits.DeviceNodes {
+					if other, dup := reached[n.Path]; dup {
+						t.Errorf("%s reached by %q and %q", n.Path, other, cri[0])
+					}
+					reached[n.Path] = cri[0]
+				}
+			}
+			for _, n := range tc.nodes {
+				if _, ok := reached["/dev/weird/"+n]; !ok {
+					t.Errorf("/dev/weird/%s is reached by no answered name (%v)", n, reached)
+				}
+			}
+		})
+	}
+}
