@@ -15,7 +15,7 @@ import (
 	"k8s.io/kubernetes/pkg/kubelet/lifecycle"
 )
 
-// From 1.35 the device manager takes a logger (or a context carrying
+// Unlike 1.34, the 1.37 device manager takes a logger (or a context carrying
 // one) on every call.
 
 func dpNewManager(store topologymanager.Store) (*devicemanager.ManagerImpl, error) {

@@ -593,8 +593,8 @@ func TestDevicePluginDaemonRestart(t *testing.T) {
 
 // TestDevicePluginReloadRemoveAndReturn: a resource a reload removes
 // leaves the manager (its stream ends: its devices turn unhealthy); one a
-// later reload brings back registers again on the same socket, which a
-// 1.35+ manager refuses while it still holds a connection there.
+// later reload brings back registers again on the same socket, which the
+// 1.37 manager refuses while it still holds a connection to that socket.
 func TestDevicePluginReloadRemoveAndReturn(t *testing.T) {
 	dpNeedPrivateKubelet(t)
 	d := dpHost(t, dpConfig)
@@ -732,6 +732,13 @@ func TestDevicePluginHotplug(t *testing.T) {
 	}
 	if ids := k.Devices(pod)["example.com/serial"]; strings.Join(ids, ",") != "ttyS1,ttyS2" {
 		t.Errorf("after ttyS0 went away the pod got %v", ids)
+	}
+
+	// Plugged back: the same ID, healthy again.
+	d.Mknod("dev/ttyS0", 0)
+	k.WaitCounts(map[string]int64{"example.com/serial": 3}, map[string]int64{"example.com/serial": 3})
+	if dpAllocatableDevices(k.m)["example.com/serial"]["ttyS0"] == nil {
+		t.Errorf("ttyS0 plugged back is not allocatable again")
 	}
 }
 
