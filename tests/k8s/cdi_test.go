@@ -39,7 +39,7 @@ type cdiNode struct {
 	access string // the cgroup rule's
 }
 
-func u32(v uint32) *uint32 { return &v }
+func cdiU32(v uint32) *uint32 { return &v }
 
 // cdiHostNode mirrors this machine's node at path into the fake host, so
 // the library's stat of the host path (the real one) agrees with what
@@ -55,19 +55,19 @@ func cdiHostNode(t *testing.T, d *daemon, path string) (major, minor uint32) {
 	return major, minor
 }
 
-// registrar accepts every registration: cdiplug serves once a kubelet.sock
+// cdiRegistrarServer accepts every registration: cdiplug serves once a kubelet.sock
 // is there, and this file asks cdiplug's socket directly. It stands in for
 // the kubelet's registration server, which deviceplugin_test.go runs for
 // real but only at its fixed path.
-type registrar struct {
+type cdiRegistrarServer struct {
 	pluginapi.UnimplementedRegistrationServer
 }
 
-func (registrar) Register(context.Context, *pluginapi.RegisterRequest) (*pluginapi.Empty, error) {
+func (cdiRegistrarServer) Register(context.Context, *pluginapi.RegisterRequest) (*pluginapi.Empty, error) {
 	return &pluginapi.Empty{}, nil
 }
 
-// cdiRegistrar serves the registrar on kubelet.sock in a new dir, the
+// cdiRegistrar serves the cdiRegistrarServer on kubelet.sock in a new dir, the
 // --kubelet-dir to give cdiplug.
 func cdiRegistrar(t *testing.T) string {
 	t.Helper()
@@ -77,7 +77,7 @@ func cdiRegistrar(t *testing.T) string {
 		t.Fatal(err)
 	}
 	s := grpc.NewServer()
-	pluginapi.RegisterRegistrationServer(s, registrar{})
+	pluginapi.RegisterRegistrationServer(s, cdiRegistrarServer{})
 	go func() { _ = s.Serve(ln) }()
 	t.Cleanup(s.Stop)
 	return kdir
@@ -205,7 +205,7 @@ func TestCDISpecs(t *testing.T) {
 		config: `{"name": "example.com/full", "match": [{"path": "/dev/full",
 			"owner": 1000, "group": 1001, "permissions": "r"}]}`,
 		nodes: []string{"/dev/full"}, id: "full", cdi: "example.com/full=full",
-		want: []cdiNode{{path: "/dev/full", mode: 0o666, uid: u32(1000), gid: u32(1001), access: "r"}},
+		want: []cdiNode{{path: "/dev/full", mode: 0o666, uid: cdiU32(1000), gid: cdiU32(1001), access: "r"}},
 	}, {
 		name: "env and mounts",
 		config: `{"name": "example.com/rng", "match": [{"path": "/dev/random",
@@ -255,7 +255,7 @@ func TestCDISpecs(t *testing.T) {
 			kdir := cdiRegistrar(t)
 			d.Start("--kubelet-dir", kdir, "--pod-resources-socket", "")
 			plugin := cdiPlugin(t, kdir)
-			if ids := cdiIDs(t, plugin); !contains(ids, tc.id) {
+			if ids := cdiIDs(t, plugin); !cdiContains(ids, tc.id) {
 				t.Fatalf("cdiplug lists %v, not %s", ids, tc.id)
 			}
 			cri, annotated := cdiAnswer(t, plugin, tc.id)
@@ -312,9 +312,9 @@ func cdiCheckNodes(t *testing.T, spec *oci.Spec, want []cdiNode, numbers map[str
 		if got.FileMode == nil || got.FileMode.Perm() != w.mode {
 			t.Errorf("%s: file mode %v, want %v", w.path, got.FileMode, w.mode)
 		}
-		if fmt.Sprint(deref(got.UID), deref(got.GID)) != fmt.Sprint(deref(w.uid), deref(w.gid)) {
-			t.Errorf("%s: owner %v:%v, want %v:%v", w.path, deref(got.UID), deref(got.GID),
-				deref(w.uid), deref(w.gid))
+		if fmt.Sprint(cdiDeref(got.UID), cdiDeref(got.GID)) != fmt.Sprint(cdiDeref(w.uid), cdiDeref(w.gid)) {
+			t.Errorf("%s: owner %v:%v, want %v:%v", w.path, cdiDeref(got.UID), cdiDeref(got.GID),
+				cdiDeref(w.uid), cdiDeref(w.gid))
 		}
 		if i < len(rules) {
 			r := rules[i]
@@ -326,14 +326,14 @@ func cdiCheckNodes(t *testing.T, spec *oci.Spec, want []cdiNode, numbers map[str
 	}
 }
 
-func deref(p *uint32) any {
+func cdiDeref(p *uint32) any {
 	if p == nil {
 		return "unset"
 	}
 	return *p
 }
 
-func contains(list []string, s string) bool {
+func cdiContains(list []string, s string) bool {
 	for _, v := range list {
 		if v == s {
 			return true

@@ -545,7 +545,7 @@ func TestDevicePluginPreferredWithInit(t *testing.T) {
 		}
 		initIDs := k.ContainerDevices(pod, "init")["example.com/accel"]
 		ids := k.Devices(pod)["example.com/accel"]
-		if len(initIDs) != 1 || !contains(ids, initIDs[0]) {
+		if len(initIDs) != 1 || !cdiContains(ids, initIDs[0]) {
 			t.Fatalf("round %d: init container got %v, app container %v: the init's device not reused",
 				round, initIDs, ids)
 		}
