@@ -156,6 +156,11 @@ make_root() {
 		echo "reusing $root"
 		return 0
 	fi
+	# Only ever delete a root this script made.
+	if [ -e "$root" ] && [ ! -f "$root/.cdiplug-root" ] && [ -n "$(ls -A "$root")" ]; then
+		echo "$root exists and is no build root of this script; not replacing it"
+		return 1
+	fi
 	rm -rf "$root" "$root.new"
 	mkdir -p "$(dirname "$root")" || return 1
 	# /etc/hosts: the tests' servers listen on "localhost". The hook's $1
