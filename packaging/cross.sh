@@ -8,7 +8,7 @@
 #   bash packaging/cross.sh arm64 out/
 #
 # The build runs in a clean Debian 12 root made with mmdebstrap and kept in
-# $CDIPLUG_CROSS_ROOT (default /var/cache/cdiplug-cross/bookworm-ARCH):
+# $CDIPLUG_CROSS_ROOTS/bookworm-ARCH (default /var/cache/cdiplug-cross):
 # amd64 tools (cmake, protoc-c, debhelper, rpm, gcc-aarch64-linux-gnu) and
 # ARCH's build dependencies installed by multiarch, so the host's own build
 # dependencies are never touched (libevent-dev is not Multi-Arch: same in
@@ -34,8 +34,9 @@
 #            both architectures into one manifest.
 #
 # Environment:
-#   CDIPLUG_CROSS_ROOT=DIR    where the build root lives
-#   CDIPLUG_CROSS_MIRROR=URL  Debian mirror (default http://deb.debian.org/debian)
+#   CDIPLUG_CROSS_ROOTS=DIR   where the build roots live (CI: a fresh one per run)
+#   CDIPLUG_CROSS_MIRROR=URL  Debian mirror (default: the first one this
+#                             machine's own apt sources name)
 #   CDIPLUG_CROSS_NO_APT=1    do not apt-get install mmdebstrap/qemu-user-static
 # Ends with "cross ARCH: N passed, M failed"; exits non-zero on any failure,
 # 2 on bad arguments.
@@ -85,8 +86,16 @@ esac
 	{ echo "cross.sh: the build machine must be amd64" >&2; exit 2; }
 
 version=$(sed -n 's/^project(cdiplug VERSION \([0-9.]*\).*/\1/p' "$repo/CMakeLists.txt")
-root=${CDIPLUG_CROSS_ROOT:-/var/cache/cdiplug-cross/bookworm-$arch}
-mirror=${CDIPLUG_CROSS_MIRROR:-http://deb.debian.org/debian}
+root=${CDIPLUG_CROSS_ROOTS:-/var/cache/cdiplug-cross}/bookworm-$arch
+# The mirror apt already uses here, so the build reaches what this
+# machine's package manager reaches.
+host_mirror() {
+	cat /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null |
+		sed -nE 's#^(URIs:|deb)[[:space:]]+(\[[^]]*\][[:space:]]+)?([a-z]+://[^[:space:]]*/debian)/?([[:space:]].*)?$#\3#p' |
+		head -n1
+}
+mirror=${CDIPLUG_CROSS_MIRROR:-$(host_mirror)}
+[ -n "$mirror" ] || { echo "cross.sh: no Debian mirror in /etc/apt sources; set CDIPLUG_CROSS_MIRROR" >&2; exit 2; }
 security=${mirror%/debian}/debian-security
 mkdir -p "$outdir" || exit 1
 outdir=$(cd "$outdir" && pwd)
