@@ -8,6 +8,13 @@
 # loader, an ld.so.cache for exactly those libraries, and CONFIG (if given)
 # as /etc/cdiplug/config.json. Used by deploy/Containerfile's build stage;
 # packaging/ci-check.sh runs the result with chroot to prove it complete.
+#
+# For a BINARY of another architecture (packaging/cross.sh, on a Debian
+# with that architecture's libraries installed by multiarch), set
+#   CDIPLUG_MULTIARCH  its multiarch triplet, e.g. aarch64-linux-gnu
+#   CDIPLUG_LDSO       its dynamic loader, e.g. /lib/ld-linux-aarch64.so.1
+# (run through qemu's binfmt_misc entry): ldd and ldconfig only know the
+# build machine's architecture.
 set -eu
 
 if [ $# -lt 2 ]; then
@@ -36,18 +43,42 @@ done
 
 install -m 0755 "$bin" "$root/usr/bin/cdiplug"
 
+ldso=${CDIPLUG_LDSO:-}
+multiarch=${CDIPLUG_MULTIARCH:-$(gcc -print-multiarch 2>/dev/null || true)}
+
+# The libraries FILE loads, as ldd lists them; the loader's --list prints
+# the same lines.
+list_libs() {
+	if [ -n "$ldso" ]; then
+		"$ldso" --list "$1"
+	else
+		ldd "$1"
+	fi
+}
+
 # ldd lines: "libfoo.so.1 => /lib/.../libfoo.so.1 (0x...)" and, for the
 # loader, "/lib64/ld-linux-x86-64.so.2 (0x...)". A "not found" is fatal.
-libs=$(ldd "$bin") || { echo "ldd $bin failed" >&2; exit 1; }
+libs=$(list_libs "$bin") || { echo "ldd $bin failed" >&2; exit 1; }
 # Libraries the binary dlopen()s, which ldd cannot see: libcurl.so.4, loaded
-# by the DRA API client (daemon/kube/curl-dl.c), and what it needs.
+# by the DRA API client (daemon/kube/curl-dl.c), and what it needs. It is
+# looked up in the multiarch directories first: ldconfig's cache on a
+# multiarch system also lists other architectures' copies.
 so=libcurl.so.4
-path=$(ldconfig -p | awk -v so="$so" '$1 == so { print $NF; exit }')
+path=
+for d in "/usr/lib/$multiarch" "/lib/$multiarch"; do
+	if [ -n "$multiarch" ] && [ -e "$d/$so" ]; then
+		path=$d/$so
+		break
+	fi
+done
+if [ -z "$path" ] && [ -z "$ldso" ]; then
+	path=$(ldconfig -p | awk -v so="$so" '$1 == so { print $NF; exit }')
+fi
 if [ -z "$path" ]; then
 	echo "$so is not installed (cdiplug dlopen()s it for DRA)" >&2
 	exit 1
 fi
-more=$(ldd "$path") || { echo "ldd $path failed" >&2; exit 1; }
+more=$(list_libs "$path") || { echo "ldd $path failed" >&2; exit 1; }
 libs=$(printf '%s\n%s => %s (0x0)\n%s\n' "$libs" "$so" "$path" "$more")
 if printf '%s\n' "$libs" | grep -q 'not found'; then
 	printf '%s\n' "$libs" >&2
@@ -64,13 +95,17 @@ printf '%s\n' "$libs" | awk '
 done
 
 # The loader finds the libraries in Debian's multiarch directories through
-# the cache; build one that lists only what the image holds.
+# the cache; build one that lists only what the image holds. The build
+# machine's ldconfig skips another architecture's libraries, so a cross
+# build's image has no cache: Debian's loader searches /lib/<multiarch> and
+# /usr/lib/<multiarch> without one ("ld.so --help" lists them).
 : > "$root/etc/ld.so.conf"
-multiarch=$(gcc -print-multiarch 2>/dev/null || true)
 if [ -n "$multiarch" ]; then
 	echo "/usr/lib/$multiarch" > "$root/etc/ld.so.conf"
 fi
-ldconfig -r "$root"
+if [ -z "$ldso" ]; then
+	ldconfig -r "$root"
+fi
 
 if [ -n "$config" ]; then
 	mkdir -p "$root/etc/cdiplug"

@@ -427,6 +427,19 @@ containerfile_copies() {
 }
 check "container: Containerfile copies every built folder" containerfile_copies
 
+# deploy/Containerfile.rootfs (the multi-arch image, deploy/multiarch-image.sh)
+# is the Containerfile's final stage for a root file system made beforehand:
+# the same labels, port, user, entry point and command.
+containerfile_rootfs_agrees() {
+	local a="$work/final-stage" b="$work/rootfs-stage"
+	sed -n '/^FROM scratch$/,$p' "$repo/deploy/Containerfile" | grep -v '^COPY ' >"$a"
+	sed -n '/^FROM scratch$/,$p' "$repo/deploy/Containerfile.rootfs" | grep -v '^COPY ' >"$b"
+	[ -s "$a" ] || { echo "no FROM scratch stage in deploy/Containerfile"; return 1; }
+	diff "$a" "$b" || return 1
+	grep -qx 'COPY rootfs/ /' "$repo/deploy/Containerfile.rootfs"
+}
+check "container: Containerfile.rootfs is the Containerfile's final stage" containerfile_rootfs_agrees
+
 # ----------------------------------------------------------- manifests --
 
 check "deploy: yamllint" yamllint -s -c "$repo/deploy/.yamllint" "$repo/deploy"

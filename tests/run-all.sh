@@ -13,7 +13,7 @@ echo "== format (clang-format-14, .clang-format)"
 find base cdi daemon proto resources sandbox tests -name '*.[ch]' -print0 |
         xargs -0 clang-format-14 --dry-run --Werror
 echo "== shellcheck (every shell script)"
-shellcheck tests/*.sh tests/*/*.sh packaging/*.sh packaging/debian/postrm deploy/*.sh .ci/run
+shellcheck tests/*.sh tests/*/*.sh packaging/*.sh packaging/*/*.sh packaging/debian/postrm deploy/*.sh .ci/run
 
 # Paths (regular expressions, relative to the top) clang-tidy leaves out
 # for now; none.
