@@ -21,7 +21,7 @@ static bool is_alnum(char c) {
 
 /* DNS-1123 subdomain: lowercase labels of [a-z0-9-], alphanumeric at both
  * ends, dot-separated, at most 253 characters. */
-static bool is_dns_subdomain(const char *s, size_t len) {
+bool cfg_is_dns_subdomain(const char *s, size_t len) {
         if (len == 0 || len > 253)
                 return false;
         for (size_t i = 0; i < len; i++) {
@@ -43,7 +43,7 @@ const char *cfg_resource_name_problem(const char *name) {
         if (!slash)
                 return "must be <domain>/<name>, e.g. example.com/serial";
         dlen = (size_t)(slash - name);
-        if (!is_dns_subdomain(name, dlen))
+        if (!cfg_is_dns_subdomain(name, dlen))
                 return "domain must be a lowercase DNS subdomain";
         if ((dlen == 13 && strncmp(name, "kubernetes.io", 13) == 0) ||
             (dlen > 14 && strncmp(slash - 14, ".kubernetes.io", 14) == 0))
@@ -73,7 +73,7 @@ const char *cfg_driver_name_problem(const char *name) {
          * driver name there, so it is here. */
         for (size_t i = 0; i <= len; i++)
                 lower[i] = name[i] >= 'A' && name[i] <= 'Z' ? (char)(name[i] - 'A' + 'a') : name[i];
-        if (!is_dns_subdomain(lower, len))
+        if (!cfg_is_dns_subdomain(lower, len))
                 return "must be a DNS subdomain: labels of letters, digits and '-', separated by "
                        "'.', each starting and ending with a letter or digit, e.g. "
                        "cdiplug.example.com";
@@ -81,7 +81,7 @@ const char *cfg_driver_name_problem(const char *name) {
 }
 
 const char *cfg_node_name_problem(const char *name) {
-        if (!is_dns_subdomain(name, strlen(name)))
+        if (!cfg_is_dns_subdomain(name, strlen(name)))
                 return "must be a DNS subdomain (lowercase letters, digits, '-' and '.', "
                        "at most 253 characters)";
         return NULL;

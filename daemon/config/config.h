@@ -91,6 +91,10 @@ void cfg_resource_clear(struct cfg_resource *res);
 /* The kubelet's rule for extended resource names; NULL when valid, else
  * a static message saying what is wrong. */
 const char *cfg_resource_name_problem(const char *name);
+/* Whether s[0..len) is a DNS-1123 subdomain: lowercase labels of
+ * [a-z0-9-], alphanumeric at both ends, dot-separated, at most 253
+ * characters (a resource's domain, a driver, a label key's prefix). */
+bool cfg_is_dns_subdomain(const char *s, size_t len);
 
 /* The API server's rule for a DRA driver name (ValidateCSIDriverName,
  * which resource.k8s.io reuses): at most 63 characters, a DNS-1123

@@ -38,26 +38,11 @@ static bool label_name_ok(const char *s, size_t len) {
         return true;
 }
 
-static bool dns_subdomain_ok(const char *s, size_t len) {
-        if (len == 0 || len > 253)
-                return false;
-        for (size_t i = 0; i < len; i++) {
-                char c = s[i];
-                bool edge = i == 0 || i == len - 1 || s[i - 1] == '.' || s[i + 1] == '.';
-                if (c == '.' ? edge
-                             : !((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'))
-                        return false;
-                if (edge && c == '-')
-                        return false;
-        }
-        return true;
-}
-
 const char *cfg_label_key_problem(const char *key) {
         const char *slash = strchr(key, '/');
         const char *name = slash ? slash + 1 : key;
 
-        if (slash && !dns_subdomain_ok(key, (size_t)(slash - key)))
+        if (slash && !cfg_is_dns_subdomain(key, (size_t)(slash - key)))
                 return "the prefix before '/' must be a lowercase DNS subdomain of at most 253 "
                        "characters";
         if (!label_name_ok(name, strlen(name)))
