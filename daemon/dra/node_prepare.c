@@ -260,10 +260,12 @@ static int copy_devices(const struct dra_device *src, size_t n, struct dra_devic
         return 0;
 }
 
-/* Record l's devices as prepared (replacing what its uid had). */
-static int record(struct dra_node *n, struct dra_lookup *l) {
+/* Record l's devices as prepared (replacing what its uid had), once
+ * checked to fit the checkpoint: -EINVAL with *ret_msg otherwise. */
+static int record(struct dra_node *n, struct dra_lookup *l, char **ret_msg) {
         struct dra_claim c = { 0 };
         size_t at;
+        int r;
 
         c.uid = strdup(l->uid);
         c.ns = strdup(l->ns);
@@ -273,6 +275,11 @@ static int record(struct dra_node *n, struct dra_lookup *l) {
                 return -ENOMEM;
         }
         c.n_devices = l->n_devices;
+        r = dra_checkpoint_check_claim(&c, ret_msg);
+        if (r < 0) {
+                dra_claim_clear(&c);
+                return r;
+        }
         if (find_prepared(n, l->uid, &at) == 0) {
                 dra_claim_clear(&n->prepared[at]);
                 n->prepared[at] = c;
@@ -318,7 +325,7 @@ void dra_node_claim_done(struct dra_lookup *l, int err, const char *msg,
                         int r = dra_prepare_devices(n->pools, n->n_pools, results, n_results,
                                                     &l->devices, &l->n_devices, &map_msg);
                         if (r >= 0)
-                                r = record(n, l);
+                                r = record(n, l, &map_msg);
                         if (r < 0)
                                 claim_failed(l, map_msg ? map_msg : strerror(-r));
                         else {

@@ -393,6 +393,8 @@ void kube_free(struct kube *k) {
         kube_creds_clear(&k->creds);
         cJSON_Delete(k->seen);
         cJSON_Delete(k->gone);
+        cJSON_Delete(k->list_seen);
+        free(k->list_continue);
         free(k->rv);
         free(k->node_uid);
         free(k->node);

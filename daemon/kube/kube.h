@@ -105,6 +105,7 @@ struct kube_stats {
         double publish_seconds_max;      /* the slowest so far */
         uint64_t claim_lookups;          /* kube_claim_get answered, any outcome */
         uint64_t slices;                 /* our slices the API server holds now */
+        uint64_t pools_unpublished;      /* pools whose slices are not (yet) as wanted */
 };
 void kube_stats(struct kube *k, struct kube_stats *ret);
 
