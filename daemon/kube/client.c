@@ -19,61 +19,6 @@
 #include "log.h"
 #include "loop.h"
 
-/* The sandbox allows no DNS (no UDP sockets, no netlink): resolve the API
- * server's name now and pin its addresses for libcurl (it tries them in
- * turn). An address literal needs nothing. API server addresses are
- * stable; a change needs a restart. */
-#define PIN_MAX 8
-static int pin_address(struct kube *k) {
-        const struct kube_creds *c = &k->creds;
-        struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res = NULL;
-        unsigned char tmp[sizeof(struct in6_addr)];
-        _cleanup_free_ char *entry = NULL;
-        struct curl_slist *l;
-        size_t n = 0;
-        int r;
-
-        if (inet_pton(AF_INET, c->host, tmp) == 1 || inet_pton(AF_INET6, c->host, tmp) == 1)
-                return 0;
-        r = getaddrinfo(c->host, NULL, &hints, &res);
-        if (r != 0) {
-                log_with(LOG_ERR, &(struct log_fields){ .path = c->source },
-                         "kube: cannot resolve the API server \"%s\" (from %s): %s", c->host,
-                         c->source, gai_strerror(r));
-                return -EHOSTUNREACH;
-        }
-        if (xasprintf(&entry, "%s:%u:", c->host, c->port) < 0) {
-                freeaddrinfo(res);
-                return -ENOMEM;
-        }
-        for (struct addrinfo *ai = res; ai && n < PIN_MAX; ai = ai->ai_next) {
-                char addr[INET6_ADDRSTRLEN], *next = NULL;
-
-                if (getnameinfo(ai->ai_addr, ai->ai_addrlen, addr, sizeof(addr), NULL, 0,
-                                NI_NUMERICHOST) != 0)
-                        continue;
-                if (xasprintf(&next, ai->ai_family == AF_INET6 ? "%s%s[%s]" : "%s%s%s", entry,
-                              n ? "," : "", addr) < 0) {
-                        freeaddrinfo(res);
-                        return -ENOMEM;
-                }
-                free(entry);
-                entry = next;
-                n++;
-        }
-        freeaddrinfo(res);
-        if (n == 0)
-                return -EHOSTUNREACH;
-        l = sym_curl_slist_append(NULL, entry);
-        if (!l)
-                return -ENOMEM;
-        k->resolve = l;
-        log_with(LOG_INFO, &(struct log_fields){ .path = c->source },
-                 "kube: API server \"%s\" pinned to %s (resolved once, at start)", c->host,
-                 strchr(strchr(entry, ':') + 1, ':') + 1);
-        return 0;
-}
-
 int kube_new_at(const struct kube_settings *s, const char *root, struct kube **ret) {
         struct kube_error e = { { 0 } };
         struct kube *k;
@@ -105,10 +50,12 @@ int kube_new_at(const struct kube_settings *s, const char *root, struct kube **r
                 log_with(LOG_ERR, &(struct log_fields){ .path = s->kubeconfig, .err = -r }, "%s",
                          e.msg);
                 kube_free(k);
-                return r;
+                /* Refused credentials are the configuration's mistake. */
+                return r == -ENOMEM ? r : -EKEYREJECTED;
         }
-        r = pin_address(k);
-        if (r < 0) {
+        /* Not fatal: the name is looked up again before each attempt. */
+        r = kube_resolve(k, true);
+        if (r == -ENOMEM) {
                 kube_free(k);
                 return r;
         }

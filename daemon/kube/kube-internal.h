@@ -198,8 +198,12 @@ enum kube_state { KS_NODE, KS_LIST, KS_SYNCED };
 
 struct kube {
         char *node, *driver;
-        struct kube_creds creds; /* the thread's once started */
-        struct curl_slist *resolve;
+        struct kube_creds creds;    /* the thread's once started */
+        struct curl_slist *resolve; /* the pinned addresses (resolve.c), NULL: none yet */
+        bool resolve_named;         /* the server is a name, not an address */
+        bool resolve_due;           /* look it up before the next request */
+        bool resolve_warned;
+        uint64_t resolve_next_ms; /* not before (a lookup may block) */
         CURLM *multi;
         pthread_t thread;
         bool started;
@@ -252,6 +256,11 @@ int kube_seen_put(struct kube *k, cJSON *seen, cJSON *s);
  * whether a tombstone is worth keeping. */
 void kube_seen_drop(struct kube *k, const char *name, const char *rv, const char *pool);
 void kube_gone_clear(struct kube *k);
+
+/* resolve.c: pin the API server's addresses for libcurl; at start
+ * (before the lock-down) and on cdiplug-kube when resolve_due. 0, or
+ * -EHOSTUNREACH (logged once a run of failures), -ENOMEM. */
+int kube_resolve(struct kube *k, bool at_start);
 
 /* xfer.c */
 /* Parse an answer of len bytes after checking its cost: -E2BIG past

@@ -412,9 +412,12 @@ void kube_reconcile_step(struct kube *k, uint64_t now) {
 
         if (k->state == KS_SYNCED && !k->watch && now >= k->watch_due_ms)
                 start_watch(k);
-        if (k->ctl || now < k->ctl_due_ms)
+        if (k->ctl || now < k->ctl_due_ms) {
+                count_slices(k);
                 return;
+        }
         if (k->state != KS_SYNCED) {
+                count_slices(k);
                 start_ctl(k, now);
                 return;
         }

@@ -160,6 +160,11 @@ int kube_xfer_new(struct kube *k, enum kube_xkind kind, const char *method, cons
                 free(body);
                 return -ENOMEM;
         }
+        if (k->resolve_due && (r = kube_resolve(k, false)) < 0) {
+                free(x);
+                free(body);
+                return r;
+        }
         x->k = k;
         x->kind = kind;
         x->limit = limit;
@@ -327,6 +332,9 @@ void kube_count_error(struct kube *k, int cls, const struct kube_xfer *x) {
                 code = -1;
         if (cls < 0 || cls >= KUBE_ERR_N)
                 return;
+        /* The name may have moved: look it up again before the next try. */
+        if (cls == KUBE_ERR_CONNECT && k->resolve_named)
+                k->resolve_due = true;
         pthread_mutex_lock(&k->mu);
         k->stats.api_errors[cls]++;
         k->stats.api_codes[kube_code_slot(code)]++;
