@@ -40,8 +40,10 @@ typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourceResponse Unpr
 /* A claim's error when not even that can be copied: no failed claim is
  * ever answered as prepared. */
 static const char oom[] = "out of memory";
-/* The kubelet sends one request per pod; bounded all the same. */
-#define MAX_CLAIMS 16384
+/* The kubelet sends one request per pod, of a few claims: bounded so
+ * that one request's lookups keep the next Prepare waiting a moment at
+ * most (16,384 of them held it 5 s). */
+#define MAX_CLAIMS 1024
 
 /* One claim of a Prepare: its lookup, then its outcome. */
 struct dra_lookup {
@@ -545,10 +547,14 @@ void dra_node_expire(struct dra_node *n, uint64_t now_ms, uint64_t *ret_next_ms)
                         next = dp_due_min(next, p->deadline_ms);
                         continue;
                 }
-                for (size_t i = 0; i < p->n_claims; i++)
+                for (size_t i = 0; i < p->n_claims; i++) {
                         if (!p->claims[i].done)
                                 claim_failed(&p->claims[i],
                                              "the ResourceClaim lookup did not finish in time");
+                        /* Its slot goes to the claims that come next. */
+                        if (p->claims[i].in_flight && n->cancel)
+                                n->cancel(n->lookup_ctx, &p->claims[i]);
+                }
                 answer(p);
         }
         *ret_next_ms = next;

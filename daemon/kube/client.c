@@ -151,8 +151,76 @@ static void claim_start(struct kube *k, struct kube_claim_req *q) {
         for (size_t i = 0; i < KUBE_CLAIMS_RUNNING; i++)
                 if (!k->claim_x[i]) {
                         k->claim_x[i] = x;
+                        pthread_mutex_lock(&k->mu);
+                        k->running[i] = q;
+                        pthread_mutex_unlock(&k->mu);
                         return;
                 }
+}
+
+static void slot_clear(struct kube *k, size_t i) {
+        k->claim_x[i] = NULL;
+        pthread_mutex_lock(&k->mu);
+        k->running[i] = NULL;
+        pthread_mutex_unlock(&k->mu);
+}
+
+/* Lookups whose asker gave up: out of the queue, or their transfer
+ * ended, and answered -ECANCELED. */
+static void drop_cancelled(struct kube *k) {
+        struct kube_claim_req *gone = NULL, **pp;
+        bool ended[KUBE_CLAIMS_RUNNING] = { false };
+
+        pthread_mutex_lock(&k->mu);
+        for (pp = &k->queue; *pp;) {
+                struct kube_claim_req *q = *pp;
+                if (!q->cancelled) {
+                        pp = &q->next;
+                        continue;
+                }
+                *pp = q->next;
+                k->queued--;
+                q->next = gone;
+                gone = q;
+        }
+        k->queue_tail = &k->queue;
+        while (*k->queue_tail)
+                k->queue_tail = &(*k->queue_tail)->next;
+        for (size_t i = 0; i < KUBE_CLAIMS_RUNNING; i++)
+                ended[i] = k->running[i] && k->running[i]->cancelled;
+        pthread_mutex_unlock(&k->mu);
+        while (gone) {
+                struct kube_claim_req *q = gone;
+                gone = q->next;
+                claim_fail(k, q, -ECANCELED, "the Prepare that asked gave up waiting");
+        }
+        for (size_t i = 0; i < KUBE_CLAIMS_RUNNING; i++) {
+                struct kube_xfer *x = k->claim_x[i];
+
+                if (!ended[i] || !x)
+                        continue;
+                slot_clear(k, i);
+                claim_fail(k, x->claim, -ECANCELED, "the Prepare that asked gave up waiting");
+                x->claim = NULL;
+                kube_xfer_free(x);
+        }
+}
+
+void kube_claim_cancel(struct kube *k, void *ctx) {
+        bool any = false;
+
+        if (!k)
+                return;
+        pthread_mutex_lock(&k->mu);
+        for (struct kube_claim_req *q = k->queue; q; q = q->next)
+                if (q->ctx == ctx)
+                        any = q->cancelled = true;
+        for (size_t i = 0; i < KUBE_CLAIMS_RUNNING; i++)
+                if (k->running[i] && k->running[i]->ctx == ctx)
+                        any = k->running[i]->cancelled = true;
+        pthread_mutex_unlock(&k->mu);
+        if (any)
+                sym_curl_multi_wakeup(k->multi);
 }
 
 static size_t claims_running(const struct kube *k) {
@@ -193,7 +261,7 @@ static void claim_done(struct kube *k, struct kube_xfer *x, CURLcode rc) {
         x->claim = NULL;
         for (size_t i = 0; i < KUBE_CLAIMS_RUNNING; i++)
                 if (k->claim_x[i] == x)
-                        k->claim_x[i] = NULL;
+                        slot_clear(k, i);
         if (cls < 0) {
                 kube_claim_parse(x->buf ? x->buf : "", k->driver, q->uid, &c);
                 claim_answer(k, q, &c);
@@ -267,6 +335,7 @@ static void *kube_main(void *arg) {
                         if (m->msg == CURLMSG_DONE)
                                 on_done(k, m->easy_handle, m->data.result);
                 drain_inbox(k);
+                drop_cancelled(k);
                 start_claims(k);
                 kube_reconcile_step(k, dp_now_ms());
                 sym_curl_multi_poll(k->multi, NULL, 0, poll_timeout(k, dp_now_ms()), NULL);
@@ -299,7 +368,7 @@ static void cancel_all(struct kube *k) {
 
                 if (!x)
                         continue;
-                k->claim_x[i] = NULL;
+                slot_clear(k, i);
                 claim_fail(k, x->claim, -ECANCELED, "the API client is stopping");
                 x->claim = NULL;
                 kube_xfer_free(x);

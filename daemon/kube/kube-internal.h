@@ -149,7 +149,8 @@ struct kube_claim_req {
         char *ns, *name, *uid;
         kube_claim_fn *fn;
         void *ctx;
-        bool retried; /* once after a 401, with a re-read token */
+        bool retried;   /* once after a 401, with a re-read token */
+        bool cancelled; /* kube_claim_cancel() (under k->mu) */
         struct kube_claim_req *next;
 };
 
@@ -213,6 +214,7 @@ struct kube {
         struct kube_inbox *inbox;
         struct kube_claim_req *queue, **queue_tail;
         size_t queued;
+        struct kube_claim_req *running[KUBE_CLAIMS_RUNNING]; /* claim_x[i]'s, for a cancel */
         struct kube_stats stats;
 
         /* cdiplug-kube only: */

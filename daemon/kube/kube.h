@@ -71,6 +71,12 @@ void kube_claim_clear(struct kube_claim *c);
 typedef void kube_claim_fn(void *ctx, struct kube_claim *claim);
 int kube_claim_get(struct kube *k, const char *ns, const char *name, const char *uid,
                    kube_claim_fn *fn, void *ctx);
+/* The asker of the lookups with ctx gave up (its Prepare timed out):
+ * they leave the queue, or their transfer is ended, and fn is called
+ * with -ECANCELED soon, on cdiplug-kube as always, so a server that
+ * hangs cannot keep the lookup slots from the claims that come next.
+ * Thread-safe; never calls fn itself. */
+void kube_claim_cancel(struct kube *k, void *ctx);
 
 /* API errors by class, for /metrics (label values in kube_error_class). */
 enum kube_error_class {
