@@ -109,6 +109,46 @@ Test(kube, chunks_of_128_generations_and_exact_slices) {
                       st.publish_seconds_sum - 1e-9);
 }
 
+/* The generation of a pool of three slices: one slice's devices changed
+ * is one write, from one whole pool to the next: the same generation;
+ * two slices changed would show a pool of old and new halves in
+ * between: a new one. */
+static cJSON *renamed(size_t n, const size_t *at, size_t n_at) {
+        cJSON *a = kt_devices(n, "dev");
+
+        for (size_t i = 0; i < n_at; i++) {
+                char name[32];
+                snprintf(name, sizeof(name), "new%zu", at[i]);
+                cJSON_ReplaceItemInObject(cJSON_GetArrayItem(a, (int)at[i]), "name",
+                                          cJSON_CreateString(name));
+        }
+        return a;
+}
+
+Test(kube, generation_only_when_more_than_one_write) {
+        struct kt_pool w = { .pool = KT_POOL_A, .devices = 300 };
+        uint64_t g1, g2;
+
+        start_with(KT_POOL_A, 300, "dev");
+        g1 = wait_pool(KT_POOL_A, 300, "dev");
+        wait_published(1);
+        unsigned puts = fakeapi_count(t.f, "PUT");
+        cr_assert_eq(kube_pool_set(t.k, KT_POOL_A, renamed(300, (size_t[]){ 5 }, 1)), 0);
+        cr_assert(fakeapi_wait(t.f, slices_contain, "\"new5\"", WAIT_MS));
+        wait_published(2);
+        cr_assert(fakeapi_wait(t.f, kt_pool_ok, &w, WAIT_MS));
+        cr_assert_eq(w.gen, g1, "one slice written: generation %llu, was %llu",
+                     (unsigned long long)w.gen, (unsigned long long)g1);
+        cr_assert_eq(fakeapi_count(t.f, "PUT"), puts + 1);
+        cr_assert_eq(kube_pool_set(t.k, KT_POOL_A, renamed(300, (size_t[]){ 6, 200 }, 2)), 0);
+        cr_assert(fakeapi_wait(t.f, slices_contain, "\"new200\"", WAIT_MS));
+        wait_published(3);
+        cr_assert(fakeapi_wait(t.f, kt_pool_ok, &w, WAIT_MS));
+        g2 = w.gen;
+        cr_assert_gt(g2, g1, "two slices written under generation %llu",
+                     (unsigned long long)g2);
+}
+
 Test(kube, removed_pool_and_unknown_slices_are_deleted) {
         struct kt_pool a = { .pool = KT_POOL_A, .devices = 2, .prefix = "a" };
         cJSON *stale = cJSON_Parse(
