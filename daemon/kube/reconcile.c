@@ -609,6 +609,8 @@ static void watch_event(struct kube_xfer *x, const char *line, size_t len) {
                 x->watch_end = cJSON_IsNumber(code) && code->valueint == 410 ? -ESTALE : -EPROTO;
                 return;
         }
+        /* First: the object (and rv in it) may be gone after the put. */
+        kube_set_rv(k, rv);
         if (strcmp(type, "BOOKMARK") != 0 && name && kube_ours(k, obj)) {
                 if (strcmp(type, "DELETED") == 0)
                         kube_seen_drop(k, name, rv, kube_slice_pool(obj));
@@ -616,7 +618,6 @@ static void watch_event(struct kube_xfer *x, const char *line, size_t len) {
                         (void)kube_seen_put(k, k->seen,
                                             cJSON_DetachItemFromObjectCaseSensitive(ev, "object"));
         }
-        kube_set_rv(k, rv);
 }
 
 static size_t watch_write(struct kube_xfer *x, const char *p, size_t n) {

@@ -138,9 +138,11 @@ int kube_seen_put(struct kube *k, cJSON *seen, cJSON *s) {
 
 void kube_seen_drop(struct kube *k, const char *name, const char *rv, const char *pool) {
         const cJSON *old = cJSON_GetObjectItemCaseSensitive(k->seen, name);
+        _cleanup_free_ char *copy = NULL;
 
-        if (old && !pool)
-                pool = kube_slice_pool(old);
+        /* A copy: the record it comes from may be deleted below. */
+        if (old && !pool && kube_slice_pool(old))
+                pool = copy = strdup(kube_slice_pool(old));
         /* A DELETED event older than our re-creation is history. */
         if (old && !kube_rv_older(rv, kube_str_member(old, "metadata", "resourceVersion")))
                 cJSON_DeleteItemFromObjectCaseSensitive(k->seen, name);

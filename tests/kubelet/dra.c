@@ -553,7 +553,7 @@ static grpc_status_code dra_call(struct tk_dra *k, const char *driver, const cha
                 K8S__IO__KUBELET__PKG__APIS__DRA__V1__NODE_PREPARE_RESOURCES_REQUEST__INIT;
         K8s__Io__Kubelet__Pkg__Apis__Dra__V1__Claim *v = calloc(n + 1, sizeof(*v));
         K8s__Io__Kubelet__Pkg__Apis__Dra__V1__Claim **ptrs = calloc(n + 1, sizeof(*ptrs));
-        _cleanup_free_ char *method = NULL;
+        const char *method;
         grpc_byte_buffer *recv = NULL;
         grpc_channel *ch = tk_dra_channel(k, driver);
         grpc_status_code st;
@@ -573,9 +573,15 @@ static grpc_status_code dra_call(struct tk_dra *k, const char *driver, const cha
         }
         req.claims = ptrs;
         req.n_claims = n;
-        if (xasprintf(&method, "/k8s.io.kubelet.pkg.apis.dra.%s.DRAPlugin/%s", version,
-                      prepare ? "NodePrepareResources" : "NodeUnprepareResources") < 0)
-                abort();
+        /* Static: grpc core's HPACK index keeps the path slice past the
+         * call (a freed one read by the next call under ASan). */
+        method = beta ? (prepare ? "/k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin/"
+                                   "NodePrepareResources"
+                                 : "/k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin/"
+                                   "NodeUnprepareResources")
+                      : (prepare ? "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodePrepareResources"
+                                 : "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/"
+                                   "NodeUnprepareResources");
         /* The unprepare request is the same message, field for field. */
         st = dp_call_unary_raw(ch, method, &req.base, 60000, &recv, NULL);
         free(v);
