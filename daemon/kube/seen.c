@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* What the API server last told us about this node's slices of our
  * driver (the list, the watch, the answers to our writes), kept bounded
- * whatever it sends: at most KUBE_SLICES_MAX slices, and whole only for
+ * whatever it sends: at most KUBE_SLICES_MAX slices besides our own, and whole only for
  * the names we write ourselves (a slice of a wanted pool at a wanted
  * index); any other slice is kept as a light record (name,
  * resourceVersion, pool, generation), which is all a delete needs.
@@ -110,6 +110,7 @@ int kube_seen_put(struct kube *k, cJSON *seen, cJSON *s) {
         const char *rv = kube_str_member(s, "metadata", "resourceVersion");
         const cJSON *tomb;
         cJSON *old, *keep;
+        bool wanted;
 
         if (!name)
                 return 0;
@@ -121,11 +122,14 @@ int kube_seen_put(struct kube *k, cJSON *seen, cJSON *s) {
         if ((old && kube_rv_older(rv, kube_str_member(old, "metadata", "resourceVersion"))) ||
             (cJSON_IsString(tomb) && kube_rv_older(rv, tomb->valuestring)))
                 return 0;
-        if (!old && cJSON_GetArraySize(seen) >= KUBE_SLICES_MAX) {
+        wanted = kube_wanted_name(k, kube_slice_pool(s), name);
+        /* Our own names always: they are as many as our pools make, and
+         * one left out would be created again, refused, listed again. */
+        if (!old && !wanted && cJSON_GetArraySize(seen) >= KUBE_SLICES_MAX) {
                 k->slices_over = true;
                 return -E2BIG;
         }
-        keep = kube_wanted_name(k, kube_slice_pool(s), name) ? TAKE_PTR(owned) : light(s);
+        keep = wanted ? TAKE_PTR(owned) : light(s);
         if (!keep)
                 return -ENOMEM;
         cJSON_DeleteItemFromObjectCaseSensitive(k->gone, name);

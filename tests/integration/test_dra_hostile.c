@@ -217,8 +217,8 @@ static bool zeros_hook(void *ctx, struct fakeapi_peer *peer, const char *method,
         cr_assert_not_null(body);
         memcpy(body, head, at);
         while (at + 2 < n) {
-                memcpy(body + at, "0,", 2);
-                at += 2;
+                body[at++] = '0';
+                body[at++] = ',';
         }
         memcpy(body + at, "0]}", 4);
         *keep = fakeapi_peer_answer(peer, 200, body);
@@ -339,7 +339,7 @@ static bool flood_hook(void *ctx, struct fakeapi_peer *peer, const char *method,
 }
 
 Test(dra_hostile, a_watch_flood_of_new_names_stays_bounded) {
-        _cleanup_free_ char *d0 = NULL, *alloc = NULL, *text = NULL;
+        _cleanup_free_ char *d0 = NULL, *text = NULL;
         struct tk_dra_claim c[] = { { "ns", "ok", "uid-ok" } };
         K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourcesResponse *r = NULL;
         struct timespec t0, t1;
@@ -536,9 +536,12 @@ Test(dra_hostile, a_checkpoint_of_zeros_is_moved_aside_within_the_budget) {
         cr_assert_eq(mkdir(dir, 0750), 0);
         cr_assert_eq(asprintf(&path, "%s/checkpoint.json", dir) > 0, true);
         text[0] = '[';
-        for (size_t i = 1; i + 2 < n; i += 2)
-                memcpy(text + i, "0,", 2);
-        memcpy(text + n - 2, "0]", 2);
+        for (size_t i = 1; i + 2 < n; i += 2) {
+                text[i] = '0';
+                text[i + 1] = ',';
+        }
+        text[n - 2] = '0';
+        text[n - 1] = ']';
         f = fopen(path, "w");
         cr_assert_not_null(f);
         cr_assert_eq(fwrite(text, 1, n, f), n);

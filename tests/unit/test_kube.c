@@ -145,8 +145,38 @@ Test(kube, generation_only_when_more_than_one_write) {
         wait_published(3);
         cr_assert(fakeapi_wait(t.f, kt_pool_ok, &w, WAIT_MS));
         g2 = w.gen;
-        cr_assert_gt(g2, g1, "two slices written under generation %llu",
-                     (unsigned long long)g2);
+        cr_assert_gt(g2, g1, "two slices written under generation %llu", (unsigned long long)g2);
+}
+
+static bool no_leftover(const cJSON *slices, void *ctx) {
+        return slices_lack(slices, ctx);
+}
+
+/* More of our slices than the client keeps in view: the ones in view go,
+ * then a new list brings the rest, until none is left; the count it
+ * reports never passes the cap. */
+Test(kube, more_slices_than_kept_in_view_are_deleted_in_rounds) {
+        struct kube_stats st;
+
+        for (int i = 0; i < KUBE_SLICES_MAX + 100; i++) {
+                char text[512];
+                snprintf(
+                        text, sizeof(text),
+                        "{\"metadata\":{\"name\":\"leftover-%d\"},\"spec\":{\"driver\":\"" KT_DRIVER
+                        "\",\"nodeName\":\"" KT_NODE "\",\"pool\":{\"name\":\"" KT_NODE
+                        "/example.com/gone\",\"generation\":1,\"resourceSliceCount\":1},"
+                        "\"devices\":[{\"name\":\"x\"}]}}",
+                        i);
+                fakeapi_put_slice(t.f, cJSON_Parse(text));
+        }
+        start_with(KT_POOL_A, 2, "a");
+        wait_pool(KT_POOL_A, 2, "a");
+        cr_assert(fakeapi_wait(t.f, no_leftover, "leftover-", 60000), "leftovers stayed");
+        kube_stats(t.k, &st);
+        cr_assert_leq(st.slices, KUBE_SLICES_MAX);
+        /* All of one list's pages, and at least one more list. */
+        cr_assert_geq(fakeapi_lists_paged(t.f), (KUBE_SLICES_MAX + 100) / KUBE_LIST_PAGE + 2,
+                      "%u pages", fakeapi_lists_paged(t.f));
 }
 
 Test(kube, removed_pool_and_unknown_slices_are_deleted) {
