@@ -43,7 +43,10 @@ static struct fakeapi *api;
 static char *kroot, *kubeconfig;
 static int port;
 
+static atomic_bool hang_stop;
+
 static void stop(void) {
+        atomic_store(&hang_stop, true);
         tk_dra_stop(kd);
         env_cleanup(&e);
         fakeapi_free(api);
@@ -647,4 +650,58 @@ Test(dra_hostile, a_refused_kubeconfig_is_exit_status_2) {
                              e.host, "--node-name", NODE, "--kubeconfig", kubeconfig, NULL),
                      2, "%s", out);
         cr_assert(strstr(out, "insecure-skip-tls-verify"), "%s", out);
+}
+
+/* ---- lookups that outlive their Prepare ---- */
+
+/* Claims named "hang-*" are never answered (until the test ends). */
+static bool hang_hook(void *ctx, struct fakeapi_peer *peer, const char *method, const char *path,
+                      const char *query, bool watch, bool *keep) {
+        (void)ctx;
+        (void)peer;
+        (void)method;
+        (void)query;
+        (void)watch;
+        if (!strstr(path, "/resourceclaims/hang-"))
+                return false;
+        for (int i = 0; i < 1800 && !atomic_load(&hang_stop); i++)
+                sleep_ms(50);
+        *keep = false;
+        return true;
+}
+
+/* A Prepare whose lookups hang gives up after 40 s: its lookups give
+ * their slots up with it, so the next Prepare is answered at once, not
+ * after the transfers' own 60 s. */
+Test(dra_hostile, lookups_given_up_by_their_prepare_free_their_slots, .timeout = 150) {
+        struct tk_dra_claim hung[10];
+        char names[10][16];
+        K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourcesResponse *r = NULL;
+        _cleanup_free_ char *d0 = NULL, *err = NULL;
+        struct timespec t0, t1;
+
+        prepare_env();
+        cr_assert_eq(dra_device_name("ttyS0", &d0), 0);
+        add_claim("ok", "uid-ok", "r", d0);
+        atomic_store(&hang_stop, false);
+        fakeapi_set_hook(api, hang_hook, NULL);
+        spawn();
+        for (int i = 0; i < 10; i++) {
+                snprintf(names[i], sizeof(names[i]), "hang-%d", i);
+                hung[i] = (struct tk_dra_claim){ "ns", names[i], names[i] };
+        }
+        /* Four at a time: the first four end at libcurl's 30 s without a
+         * byte, the next four are still running at the Prepare's 40 s. */
+        cr_assert_eq(tk_dra_prepare(kd, DRIVER, "v1", hung, 10, &r), GRPC_STATUS_OK);
+        for (size_t i = 0; i < r->n_claims; i++)
+                cr_assert_neq(strlen(r->claims[i]->value->error), 0);
+        k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_response__free_unpacked(r,
+                                                                                             NULL);
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        err = prepare_one("ok", "uid-ok");
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        atomic_store(&hang_stop, true);
+        cr_assert_str_eq(err, "");
+        cr_assert_lt(t1.tv_sec - t0.tv_sec, 3, "the next Prepare waited %ld s",
+                     (long)(t1.tv_sec - t0.tv_sec));
 }
