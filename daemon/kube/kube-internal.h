@@ -126,8 +126,9 @@ int kube_claim_parse(const char *body, const char *driver, const char *uid, stru
 #define KUBE_PARSE_VALUES_MAX 131072
 /* The list is read in pages of this many slices (limit/continue). */
 #define KUBE_LIST_PAGE 50
-/* At most this many of our slices are kept in view (the pools' own, and
- * leftovers to delete); past it the rest waits for the next list. */
+/* At most this many of this node's slices of our driver are kept in view
+ * besides the pools' own (leftovers to delete, whatever a server sends);
+ * past it the rest waits for the next list. */
 #define KUBE_SLICES_MAX 1024
 /* A watch that ends (or is answered 410) sooner than this after it
  * started counts as a failure: back-off, not a list+watch loop. */

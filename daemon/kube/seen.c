@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* What the API server last told us about this node's slices of our
  * driver (the list, the watch, the answers to our writes), kept bounded
- * whatever it sends: at most KUBE_SLICES_MAX slices besides our own, and whole only for
- * the names we write ourselves (a slice of a wanted pool at a wanted
- * index); any other slice is kept as a light record (name,
+ * whatever it sends: at most KUBE_SLICES_MAX slices besides our own,
+ * and whole only for the names we write ourselves (a slice of a wanted
+ * pool at a wanted index); any other slice is kept as a light record (name,
  * resourceVersion, pool, generation), which is all a delete needs.
  * Tombstones (a deletion's resourceVersion) exist only for the names we
  * write, the only ones an answer to our own write can bring back. So a

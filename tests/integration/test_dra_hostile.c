@@ -376,7 +376,8 @@ Test(dra_hostile, a_watch_flood_of_new_names_stays_bounded) {
                                                                                              NULL);
         cr_assert_lt(t1.tv_sec - t0.tv_sec, 3, "Prepare took %ld s", (long)(t1.tv_sec - t0.tv_sec));
         double slices = metric("cdiplug_dra_resource_slices");
-        cr_assert(slices >= 0 && slices <= 1024, "cdiplug_dra_resource_slices %g", slices);
+        /* The 1,024 kept in view besides our own pool's one slice. */
+        cr_assert(slices >= 0 && slices <= 1024 + 1, "cdiplug_dra_resource_slices %g", slices);
         assert_within_budget("a watch flood");
         /* SIGTERM ends it promptly, flood or not. */
         clock_gettime(CLOCK_MONOTONIC, &t0);
