@@ -128,6 +128,11 @@ int base_read_file_at(int dfd, const char *path, int flags, size_t max, char **r
 /* The same for a file already open (read from its current offset). */
 int base_read_fd(int fd, size_t max, char **ret_buf, size_t *ret_len);
 
+/* An upper bound on the values (tree nodes) parsing the JSON text s of len
+ * bytes makes, counted without allocating: check it against a cap before
+ * cJSON_Parse, so what is parsed is bounded and not only what is read. */
+size_t base_json_values(const char *s, size_t len);
+
 /* Replace dfd/name with len bytes of data so that a crash at any instant
  * leaves either the old or the new content under name (atomic.c): an
  * exclusively created temp file tmp_prefix<random> in the same dir,

@@ -62,14 +62,17 @@ enum sbx_action {
 };
 
 enum sbx_arg {
-        SBX_ARG_ANY,         /* no argument check */
-        SBX_ARG_AF_UNIX,     /* arg0 (domain) == AF_UNIX */
-        SBX_ARG_THREAD,      /* arg0 (clone flags) has CLONE_THREAD */
-        SBX_ARG_SELF,        /* arg0 (pid) == our own pid */
-        SBX_ARG_PRCTL,       /* arg0 (option) in a short list of harmless ones */
-        SBX_ARG_GETRLIMIT,   /* prlimit64(0, resource, NULL, old): read only */
-        SBX_ARG_INET_STREAM, /* arg0 AF_INET or AF_INET6, arg1 type SOCK_STREAM; the
-                              * group counts only with sbx_options.api_access */
+        SBX_ARG_ANY,       /* no argument check */
+        SBX_ARG_AF_UNIX,   /* arg0 (domain) == AF_UNIX */
+        SBX_ARG_THREAD,    /* arg0 (clone flags) has CLONE_THREAD */
+        SBX_ARG_SELF,      /* arg0 (pid) == our own pid */
+        SBX_ARG_PRCTL,     /* arg0 (option) in a short list of harmless ones */
+        SBX_ARG_GETRLIMIT, /* prlimit64(0, resource, NULL, old): read only */
+        SBX_ARG_INET,      /* arg0 AF_INET or AF_INET6, arg1 type SOCK_STREAM or
+                              * SOCK_DGRAM; the group counts only with
+                              * sbx_options.api_access */
+        SBX_ARG_API,       /* no argument check, but the group counts only with
+                              * sbx_options.api_access */
 };
 
 struct sbx_syscall_group {
@@ -82,7 +85,7 @@ struct sbx_syscall_group {
 };
 
 /* The groups, in table order; *ret_n is set to their number. Calls not
- * named in any group fail with EPERM (SBX_ARG_INET_STREAM groups count
+ * named in any group fail with EPERM (SBX_ARG_INET and SBX_ARG_API groups count
  * only with api_access). A call may be named by more than one group only with the
  * same action (libseccomp ORs their argument checks). */
 const struct sbx_syscall_group *sbx_syscall_groups(size_t *ret_n);

@@ -91,15 +91,22 @@ static const struct sbx_syscall_group groups[] = {
           "getpeername shutdown sendmsg recvmsg sendto recvfrom",
           SBX_ALLOW, SBX_ARG_ANY },
         /* The Kubernetes API client (daemon/kube, only with a "dra"
-         * section): libcurl's TCP connections to the API server. Stream
-         * sockets only: the server's name is resolved before the lock-down
-         * and pinned (CURLOPT_RESOLVE), so no UDP socket for DNS; libcurl's
-         * wake-up socketpair is made before the lock-down too. Everything
-         * else libcurl and OpenSSL do on those sockets (connect, poll,
-         * getsockopt/setsockopt, send/recv, getrandom, reading the CA file)
-         * is in the groups above. */
-        { "api-sockets", "the Kubernetes API client (DRA, node labels): TCP to the API server",
-          "socket", SBX_ALLOW, SBX_ARG_INET_STREAM },
+         * section or a resource selected by node labels): libcurl's TCP
+         * connections to the API server, and the UDP sockets glibc's resolver uses to look the server's name up
+         * again after a failure (a kubeconfig naming a DNS host; resolved
+         * on cdiplug-kube, pinned for libcurl with CURLOPT_RESOLVE).
+         * libcurl's wake-up socketpair is made before the lock-down.
+         * Everything else libcurl, OpenSSL and the resolver do on those
+         * sockets (connect, poll, getsockopt/setsockopt, send/recv,
+         * getrandom, reading the CA file, /etc/hosts and resolv.conf) is
+         * in the groups above. */
+        { "api-sockets",
+          "the Kubernetes API client (DRA, node labels): TCP to the API server, UDP to the resolver",
+          "socket", SBX_ALLOW, SBX_ARG_INET },
+        /* glibc's resolver sends its A and AAAA queries with one call. */
+        { "api-dns",
+          "the Kubernetes API client (DRA, node labels): glibc's resolver, both queries at once",
+          "sendmmsg", SBX_ALLOW, SBX_ARG_API },
         /* Harmless reads of our own state by glibc, grpc core and ASan. */
         { "process-info", "glibc, grpc core (ids, entropy), ASan",
           "getpid getppid getuid geteuid getgid getegid getresuid getresgid "
@@ -176,6 +183,7 @@ static int add_rule(scmp_filter_ctx ctx, const struct sbx_syscall_group *g, int 
 
         switch (g->arg) {
         case SBX_ARG_ANY:
+        case SBX_ARG_API:
                 return seccomp_rule_add_exact_array(ctx, act, nr, 0, NULL);
         case SBX_ARG_AF_UNIX:
                 cmp[0] = arg_cmp(0, SCMP_CMP_EQ, AF_UNIX, 0);
@@ -192,16 +200,17 @@ static int add_rule(scmp_filter_ctx ctx, const struct sbx_syscall_group *g, int 
                 cmp[0] = arg_cmp(0, SCMP_CMP_EQ, 0, 0);
                 cmp[1] = arg_cmp(2, SCMP_CMP_EQ, 0, 0);
                 return seccomp_rule_add_exact_array(ctx, act, nr, 2, cmp);
-        case SBX_ARG_INET_STREAM: {
+        case SBX_ARG_INET: {
                 static const int families[] = { AF_INET, AF_INET6 };
+                static const int types[] = { SOCK_STREAM, SOCK_DGRAM };
 
                 /* The type argument carries SOCK_NONBLOCK/SOCK_CLOEXEC in
                  * its high bits; the low nibble is the type. */
-                for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++) {
+                for (size_t i = 0; i < sizeof(families) / sizeof(families[0]) * 2; i++) {
                         int r;
 
-                        cmp[0] = arg_cmp(0, SCMP_CMP_EQ, (scmp_datum_t)families[i], 0);
-                        cmp[1] = arg_cmp(1, SCMP_CMP_MASKED_EQ, 0xf, SOCK_STREAM);
+                        cmp[0] = arg_cmp(0, SCMP_CMP_EQ, (scmp_datum_t)families[i / 2], 0);
+                        cmp[1] = arg_cmp(1, SCMP_CMP_MASKED_EQ, 0xf, (scmp_datum_t)types[i % 2]);
                         r = seccomp_rule_add_exact_array(ctx, act, nr, 2, cmp);
                         if (r < 0)
                                 return r;
@@ -290,7 +299,7 @@ int sbx_load_seccomp(bool api_access, const char **err_step) {
         }
 
         for (size_t i = 0; i < n; i++) {
-                if (g[i].arg == SBX_ARG_INET_STREAM && !api_access)
+                if ((g[i].arg == SBX_ARG_INET || g[i].arg == SBX_ARG_API) && !api_access)
                         continue;
                 r = add_group(ctx, &g[i]);
                 if (r < 0) {

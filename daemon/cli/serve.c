@@ -69,5 +69,8 @@ int cli_serve(const struct dp_options *o) {
          * line's mistake, found only once the sockets are made. */
         if (r == -ENAMETOOLONG)
                 return CLI_EXIT_USAGE;
+        /* So is a kubeconfig (or in-cluster credentials) refused. */
+        if (r == -EKEYREJECTED)
+                return CLI_EXIT_USAGE;
         return r < 0 ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
 }

@@ -203,6 +203,10 @@ static cJSON *claim_json(const struct dra_claim *c) {
         return o;
 }
 
+int dra_checkpoint_check_claim(const struct dra_claim *c, char **ret_msg) {
+        return check_claim(c, ret_msg);
+}
+
 static int check_claims(const struct dra_claim *claims, size_t n, char **ret_msg) {
         _cleanup_free_ const char **uids = NULL;
         const char *dup;
@@ -249,7 +253,8 @@ int dra_checkpoint_encode(const struct dra_claim *claims, size_t n, char **ret, 
         if (!text)
                 return -ENOMEM;
         len = strlen(text);
-        if (len > DRA_CHECKPOINT_MAX_BYTES) {
+        if (len > DRA_CHECKPOINT_MAX_BYTES ||
+            base_json_values(text, len) > DRA_CHECKPOINT_MAX_VALUES) {
                 free(text);
                 return -EFBIG;
         }
@@ -388,6 +393,9 @@ static int parse(const char *text, size_t len, cJSON **ret, char **ret_msg) {
         if (len > DRA_CHECKPOINT_MAX_BYTES)
                 return fail(ret_msg, "checkpoint: %zu bytes, more than %d", len,
                             DRA_CHECKPOINT_MAX_BYTES);
+        if (base_json_values(text, len) > DRA_CHECKPOINT_MAX_VALUES)
+                return fail(ret_msg, "checkpoint: more than %d JSON values",
+                            DRA_CHECKPOINT_MAX_VALUES);
         if (memchr(text, '\0', len))
                 return fail(ret_msg, "checkpoint: holds a NUL byte");
         root = cJSON_ParseWithLengthOpts(text, len, &end, false);

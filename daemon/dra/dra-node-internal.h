@@ -45,6 +45,7 @@ struct dra_node {
         /* node_prepare.c's */
         dra_lookup_fn *lookup;
         void *lookup_ctx;
+        void (*cancel)(void *ctx, struct dra_lookup *l);
         pthread_mutex_t *lock;
         unsigned lookup_timeout_ms;
         void (*deadline_set)(void *ctx, uint64_t due_ms);

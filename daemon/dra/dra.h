@@ -180,8 +180,15 @@ int dra_prepare_devices(struct dra_pool *pools, size_t n_pools, const struct dra
  *                "cdiDevices": ["kind=name"]}]}}}.
  * The caller writes it atomically and reads it back whole. */
 #define DRA_CHECKPOINT_VERSION 1
-#define DRA_CHECKPOINT_MAX_CLAIMS 65536
-#define DRA_CHECKPOINT_MAX_BYTES (64 * 1024 * 1024)
+#define DRA_CHECKPOINT_MAX_CLAIMS 8192
+/* What is read back is bounded in bytes and in JSON values (tree nodes,
+ * counted before parsing: "[0,0,...]" is 40 times its size as a tree),
+ * so loading it stays within the daemon's memory budget (64 MiB as
+ * shipped): room for all 8192 claims with a device each, or 145 of 128
+ * devices, far past what the pods of one node hold. Encoding refuses what
+ * would not load. */
+#define DRA_CHECKPOINT_MAX_BYTES (8 * 1024 * 1024)
+#define DRA_CHECKPOINT_MAX_VALUES 131072
 
 /* claims[0..n) as checkpoint text, malloc'd, NUL-terminated (*ret_len
  * without it). -EINVAL (with *ret_msg) when a claim would not decode (two
@@ -197,3 +204,8 @@ int dra_checkpoint_encode(const struct dra_claim *claims, size_t n, char **ret, 
  * naming the field and what is wrong; -ENOMEM. */
 int dra_checkpoint_decode(const char *text, size_t len, struct dra_claim **ret, size_t *ret_n,
                           char **ret_msg);
+/* Would claim c encode and read back (its uid, names and devices within
+ * the checkpoint's bounds)? 0, or -EINVAL with *ret_msg naming the field:
+ * checked before a claim is recorded, so one bad claim fails alone
+ * instead of every later write of the checkpoint. */
+int dra_checkpoint_check_claim(const struct dra_claim *c, char **ret_msg);

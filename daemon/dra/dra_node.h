@@ -51,6 +51,10 @@ struct dra_node_settings {
         /* Prepare's claim lookups; NULL: Prepare is not served. */
         dra_lookup_fn *lookup;
         void *lookup_ctx;
+        /* The lookup l was given up (its Prepare timed out): whoever runs
+         * it may end it early, still calling dra_node_claim_done() once.
+         * Called under the lock, with lookup_ctx; NULL: nothing to do. */
+        void (*cancel)(void *ctx, struct dra_lookup *l);
         /* The lock every other call holds (the daemon's): claim_done takes
          * it, as it runs on the API client's thread. */
         pthread_mutex_t *lock;

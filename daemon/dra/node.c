@@ -93,6 +93,7 @@ int dra_node_new(const struct dra_node_settings *s, struct dra_node **ret) {
         n->reg_fd = n->dra_fd = n->dir_fd = -1;
         n->lookup = s->lookup;
         n->lookup_ctx = s->lookup_ctx;
+        n->cancel = s->cancel;
         n->lock = s->lock;
         n->lookup_timeout_ms = s->lookup_timeout_ms ? s->lookup_timeout_ms : 40000;
         n->deadline_set = s->deadline_set;

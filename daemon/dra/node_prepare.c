@@ -40,8 +40,10 @@ typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourceResponse Unpr
 /* A claim's error when not even that can be copied: no failed claim is
  * ever answered as prepared. */
 static const char oom[] = "out of memory";
-/* The kubelet sends one request per pod; bounded all the same. */
-#define MAX_CLAIMS 16384
+/* The kubelet sends one request per pod, of a few claims: bounded so
+ * that one request's lookups keep the next Prepare waiting a moment at
+ * most (16,384 of them held it 5 s). */
+#define MAX_CLAIMS 1024
 
 /* One claim of a Prepare: its lookup, then its outcome. */
 struct dra_lookup {
@@ -260,10 +262,12 @@ static int copy_devices(const struct dra_device *src, size_t n, struct dra_devic
         return 0;
 }
 
-/* Record l's devices as prepared (replacing what its uid had). */
-static int record(struct dra_node *n, struct dra_lookup *l) {
+/* Record l's devices as prepared (replacing what its uid had), once
+ * checked to fit the checkpoint: -EINVAL with *ret_msg otherwise. */
+static int record(struct dra_node *n, struct dra_lookup *l, char **ret_msg) {
         struct dra_claim c = { 0 };
         size_t at;
+        int r;
 
         c.uid = strdup(l->uid);
         c.ns = strdup(l->ns);
@@ -273,6 +277,11 @@ static int record(struct dra_node *n, struct dra_lookup *l) {
                 return -ENOMEM;
         }
         c.n_devices = l->n_devices;
+        r = dra_checkpoint_check_claim(&c, ret_msg);
+        if (r < 0) {
+                dra_claim_clear(&c);
+                return r;
+        }
         if (find_prepared(n, l->uid, &at) == 0) {
                 dra_claim_clear(&n->prepared[at]);
                 n->prepared[at] = c;
@@ -318,7 +327,7 @@ void dra_node_claim_done(struct dra_lookup *l, int err, const char *msg,
                         int r = dra_prepare_devices(n->pools, n->n_pools, results, n_results,
                                                     &l->devices, &l->n_devices, &map_msg);
                         if (r >= 0)
-                                r = record(n, l);
+                                r = record(n, l, &map_msg);
                         if (r < 0)
                                 claim_failed(l, map_msg ? map_msg : strerror(-r));
                         else {
@@ -541,10 +550,14 @@ void dra_node_expire(struct dra_node *n, uint64_t now_ms, uint64_t *ret_next_ms)
                         next = dp_due_min(next, p->deadline_ms);
                         continue;
                 }
-                for (size_t i = 0; i < p->n_claims; i++)
+                for (size_t i = 0; i < p->n_claims; i++) {
                         if (!p->claims[i].done)
                                 claim_failed(&p->claims[i],
                                              "the ResourceClaim lookup did not finish in time");
+                        /* Its slot goes to the claims that come next. */
+                        if (p->claims[i].in_flight && n->cancel)
+                                n->cancel(n->lookup_ctx, &p->claims[i]);
+                }
                 answer(p);
         }
         dra_health_expire(n, now_ms, &next);

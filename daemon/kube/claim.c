@@ -68,22 +68,55 @@ static int refuse_opaque(const cJSON *alloc, const char *driver, struct kube_cla
         return 0;
 }
 
+/* s for a message: at most 64 bytes, anything but printable ASCII as
+ * \xHH, so what a server chose never reaches the kubelet's text raw. */
+static void quote(const char *s, char *out, size_t size) {
+        size_t o = 0;
+
+        for (size_t i = 0; s[i] && i < 64 && o + 5 < size; i++) {
+                unsigned char ch = (unsigned char)s[i];
+                if (ch >= 0x20 && ch < 0x7f && ch != '\\')
+                        out[o++] = (char)ch;
+                else
+                        o += (size_t)snprintf(out + o, size - o, "\\x%02x", ch);
+        }
+        out[o] = '\0';
+}
+
+/* cJSON turns "\u0000" into a NUL that ends the C string: "simdev0\u0000x"
+ * would read as "simdev0". No name of the API may hold one, so an answer
+ * with one is refused whole. */
+static bool holds_nul(const char *body) {
+        for (const char *p = body; (p = strstr(p, "\\u")); p += 2)
+                if (strncmp(p + 2, "0000", 4) == 0)
+                        return true;
+        return false;
+}
+
 int kube_claim_parse(const char *body, const char *driver, const char *uid,
                      struct kube_claim *ret) {
-        _cleanup_(kube_cjson_deletep) cJSON *o = cJSON_Parse(body);
+        _cleanup_(kube_cjson_deletep) cJSON *o = NULL;
         const cJSON *alloc, *results, *r;
         struct kube_claim c = { 0 };
         const char *have_uid;
         size_t n = 0;
+        int e;
 
         memset(ret, 0, sizeof(*ret));
-        if (!cJSON_IsObject(o))
+        e = kube_parse(body, strlen(body), &o);
+        if (e == -E2BIG)
+                return fail(ret, -EBADMSG, "the API server's answer has too many values to parse");
+        if (e < 0 || !cJSON_IsObject(o))
                 return fail(ret, -EBADMSG, "the API server's answer is not a JSON object");
+        if (holds_nul(body))
+                return fail(ret, -EBADMSG, "the API server's answer holds a NUL character");
         have_uid = str_at(cJSON_GetObjectItemCaseSensitive(o, "metadata"), "uid");
         if (uid && (!have_uid || strcmp(have_uid, uid) != 0)) {
-                char msg[256];
+                char msg[600], have[260], want[260];
+                quote(have_uid ? have_uid : "(none)", have, sizeof(have));
+                quote(uid, want, sizeof(want));
                 snprintf(msg, sizeof(msg), "claim uid is %s, not %s: it was deleted and re-created",
-                         have_uid ? have_uid : "(none)", uid);
+                         have, want);
                 return fail(ret, -ESTALE, msg);
         }
         alloc = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "status"),

@@ -19,61 +19,6 @@
 #include "log.h"
 #include "loop.h"
 
-/* The sandbox allows no DNS (no UDP sockets, no netlink): resolve the API
- * server's name now and pin its addresses for libcurl (it tries them in
- * turn). An address literal needs nothing. API server addresses are
- * stable; a change needs a restart. */
-#define PIN_MAX 8
-static int pin_address(struct kube *k) {
-        const struct kube_creds *c = &k->creds;
-        struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res = NULL;
-        unsigned char tmp[sizeof(struct in6_addr)];
-        _cleanup_free_ char *entry = NULL;
-        struct curl_slist *l;
-        size_t n = 0;
-        int r;
-
-        if (inet_pton(AF_INET, c->host, tmp) == 1 || inet_pton(AF_INET6, c->host, tmp) == 1)
-                return 0;
-        r = getaddrinfo(c->host, NULL, &hints, &res);
-        if (r != 0) {
-                log_with(LOG_ERR, &(struct log_fields){ .path = c->source },
-                         "kube: cannot resolve the API server \"%s\" (from %s): %s", c->host,
-                         c->source, gai_strerror(r));
-                return -EHOSTUNREACH;
-        }
-        if (xasprintf(&entry, "%s:%u:", c->host, c->port) < 0) {
-                freeaddrinfo(res);
-                return -ENOMEM;
-        }
-        for (struct addrinfo *ai = res; ai && n < PIN_MAX; ai = ai->ai_next) {
-                char addr[INET6_ADDRSTRLEN], *next = NULL;
-
-                if (getnameinfo(ai->ai_addr, ai->ai_addrlen, addr, sizeof(addr), NULL, 0,
-                                NI_NUMERICHOST) != 0)
-                        continue;
-                if (xasprintf(&next, ai->ai_family == AF_INET6 ? "%s%s[%s]" : "%s%s%s", entry,
-                              n ? "," : "", addr) < 0) {
-                        freeaddrinfo(res);
-                        return -ENOMEM;
-                }
-                free(entry);
-                entry = next;
-                n++;
-        }
-        freeaddrinfo(res);
-        if (n == 0)
-                return -EHOSTUNREACH;
-        l = sym_curl_slist_append(NULL, entry);
-        if (!l)
-                return -ENOMEM;
-        k->resolve = l;
-        log_with(LOG_INFO, &(struct log_fields){ .path = c->source },
-                 "kube: API server \"%s\" pinned to %s (resolved once, at start)", c->host,
-                 strchr(strchr(entry, ':') + 1, ':') + 1);
-        return 0;
-}
-
 int kube_new_at(const struct kube_settings *s, const char *root, struct kube **ret) {
         struct kube_error e = { { 0 } };
         struct kube *k;
@@ -105,10 +50,12 @@ int kube_new_at(const struct kube_settings *s, const char *root, struct kube **r
                 log_with(LOG_ERR, &(struct log_fields){ .path = s->kubeconfig, .err = -r }, "%s",
                          e.msg);
                 kube_free(k);
-                return r;
+                /* Refused credentials are the configuration's mistake. */
+                return r == -ENOMEM ? r : -EKEYREJECTED;
         }
-        r = pin_address(k);
-        if (r < 0) {
+        /* Not fatal: the name is looked up again before each attempt. */
+        r = kube_resolve(k, true);
+        if (r == -ENOMEM) {
                 kube_free(k);
                 return r;
         }
@@ -204,8 +151,76 @@ static void claim_start(struct kube *k, struct kube_claim_req *q) {
         for (size_t i = 0; i < KUBE_CLAIMS_RUNNING; i++)
                 if (!k->claim_x[i]) {
                         k->claim_x[i] = x;
+                        pthread_mutex_lock(&k->mu);
+                        k->running[i] = q;
+                        pthread_mutex_unlock(&k->mu);
                         return;
                 }
+}
+
+static void slot_clear(struct kube *k, size_t i) {
+        k->claim_x[i] = NULL;
+        pthread_mutex_lock(&k->mu);
+        k->running[i] = NULL;
+        pthread_mutex_unlock(&k->mu);
+}
+
+/* Lookups whose asker gave up: out of the queue, or their transfer
+ * ended, and answered -ECANCELED. */
+static void drop_cancelled(struct kube *k) {
+        struct kube_claim_req *gone = NULL, **pp;
+        bool ended[KUBE_CLAIMS_RUNNING] = { false };
+
+        pthread_mutex_lock(&k->mu);
+        for (pp = &k->queue; *pp;) {
+                struct kube_claim_req *q = *pp;
+                if (!q->cancelled) {
+                        pp = &q->next;
+                        continue;
+                }
+                *pp = q->next;
+                k->queued--;
+                q->next = gone;
+                gone = q;
+        }
+        k->queue_tail = &k->queue;
+        while (*k->queue_tail)
+                k->queue_tail = &(*k->queue_tail)->next;
+        for (size_t i = 0; i < KUBE_CLAIMS_RUNNING; i++)
+                ended[i] = k->running[i] && k->running[i]->cancelled;
+        pthread_mutex_unlock(&k->mu);
+        while (gone) {
+                struct kube_claim_req *q = gone;
+                gone = q->next;
+                claim_fail(k, q, -ECANCELED, "the Prepare that asked gave up waiting");
+        }
+        for (size_t i = 0; i < KUBE_CLAIMS_RUNNING; i++) {
+                struct kube_xfer *x = k->claim_x[i];
+
+                if (!ended[i] || !x)
+                        continue;
+                slot_clear(k, i);
+                claim_fail(k, x->claim, -ECANCELED, "the Prepare that asked gave up waiting");
+                x->claim = NULL;
+                kube_xfer_free(x);
+        }
+}
+
+void kube_claim_cancel(struct kube *k, void *ctx) {
+        bool any = false;
+
+        if (!k)
+                return;
+        pthread_mutex_lock(&k->mu);
+        for (struct kube_claim_req *q = k->queue; q; q = q->next)
+                if (q->ctx == ctx)
+                        any = q->cancelled = true;
+        for (size_t i = 0; i < KUBE_CLAIMS_RUNNING; i++)
+                if (k->running[i] && k->running[i]->ctx == ctx)
+                        any = k->running[i]->cancelled = true;
+        pthread_mutex_unlock(&k->mu);
+        if (any)
+                sym_curl_multi_wakeup(k->multi);
 }
 
 static size_t claims_running(const struct kube *k) {
@@ -246,7 +261,7 @@ static void claim_done(struct kube *k, struct kube_xfer *x, CURLcode rc) {
         x->claim = NULL;
         for (size_t i = 0; i < KUBE_CLAIMS_RUNNING; i++)
                 if (k->claim_x[i] == x)
-                        k->claim_x[i] = NULL;
+                        slot_clear(k, i);
         if (cls < 0) {
                 kube_claim_parse(x->buf ? x->buf : "", k->driver, q->uid, &c);
                 claim_answer(k, q, &c);
@@ -323,6 +338,7 @@ static void *kube_main(void *arg) {
                         if (m->msg == CURLMSG_DONE)
                                 on_done(k, m->easy_handle, m->data.result);
                 drain_inbox(k);
+                drop_cancelled(k);
                 start_claims(k);
                 kube_labels_step(k, dp_now_ms());
                 /* Without a driver the client only follows the labels. */
@@ -358,7 +374,7 @@ static void cancel_all(struct kube *k) {
 
                 if (!x)
                         continue;
-                k->claim_x[i] = NULL;
+                slot_clear(k, i);
                 claim_fail(k, x->claim, -ECANCELED, "the API client is stopping");
                 x->claim = NULL;
                 kube_xfer_free(x);
@@ -401,6 +417,8 @@ void kube_free(struct kube *k) {
         cJSON_Delete(k->seen);
         cJSON_Delete(k->gone);
         cJSON_Delete(k->labels);
+        cJSON_Delete(k->list_seen);
+        free(k->list_continue);
         free(k->rv);
         free(k->node_uid);
         free(k->node);

@@ -114,10 +114,25 @@ int kube_claim_parse(const char *body, const char *driver, const char *uid, stru
 #include <pthread.h>
 
 /* Answers we read at most (the rest is refused: bounded memory per peer). */
-#define KUBE_LIST_MAX (16 * 1024 * 1024)
+#define KUBE_PAGE_MAX (4 * 1024 * 1024)   /* one page of the list */
 #define KUBE_OBJECT_MAX (4 * 1024 * 1024) /* one slice (128 devices) or a Node */
 #define KUBE_CLAIM_MAX (1024 * 1024)
 #define KUBE_EVENT_MAX (1024 * 1024) /* one watch event line */
+/* And what we parse: a JSON text of more values than this is refused
+ * before it is parsed (base_json_values), so no answer makes a tree of
+ * more than ~10 MiB whatever its bytes are ("[0,0,...]" is 40 times its
+ * size as a tree). A page of KUBE_LIST_PAGE slices of 128 devices with
+ * a dozen values each stays well below. */
+#define KUBE_PARSE_VALUES_MAX 131072
+/* The list is read in pages of this many slices (limit/continue). */
+#define KUBE_LIST_PAGE 50
+/* At most this many of this node's slices of our driver are kept in view
+ * besides the pools' own (leftovers to delete, whatever a server sends);
+ * past it the rest waits for the next list. */
+#define KUBE_SLICES_MAX 1024
+/* A watch that ends (or is answered 410) sooner than this after it
+ * started counts as a failure: back-off, not a list+watch loop. */
+#define KUBE_WATCH_MIN_MS 1000
 /* Lookups in flight at once; the rest wait in the queue. */
 #define KUBE_CLAIMS_RUNNING 4
 /* A watch asks the server to end it after this long, and is restarted. */
@@ -135,7 +150,8 @@ struct kube_claim_req {
         char *ns, *name, *uid;
         kube_claim_fn *fn;
         void *ctx;
-        bool retried; /* once after a 401, with a re-read token */
+        bool retried;   /* once after a 401, with a re-read token */
+        bool cancelled; /* kube_claim_cancel() (under k->mu) */
         struct kube_claim_req *next;
 };
 
@@ -153,6 +169,8 @@ struct kube_xfer {
         char *pool;                   /* KX_WRITE: its pool */
         struct kube_claim_req *claim; /* KX_CLAIM */
         int watch_end;                /* KX_WATCH: 0, or why the stream must be given up */
+        uint64_t started_ms;          /* when it was made */
+        const char *bad;              /* a 2xx answer we could not use: why (static) */
         /* A streamed answer (the watch): each piece goes here as it comes,
          * instead of into buf; set by whoever made the transfer, so this
          * file never calls up into the one that reads the stream. */
@@ -165,6 +183,7 @@ struct kube_pool {
         cJSON *want;       /* the devices; NULL: pool gone, delete its slices */
         uint64_t gen;      /* spec.pool.generation of want */
         bool changed;      /* want differs from what gen was chosen for */
+        bool done;         /* its slices were as wanted when last compared */
         uint64_t since_ns; /* first kube_pool_set not yet published, 0: none */
         struct kube_pool *next;
 };
@@ -181,8 +200,12 @@ enum kube_state { KS_NODE, KS_LIST, KS_SYNCED };
 
 struct kube {
         char *node, *driver;
-        struct kube_creds creds; /* the thread's once started */
-        struct curl_slist *resolve;
+        struct kube_creds creds;    /* the thread's once started */
+        struct curl_slist *resolve; /* the pinned addresses (resolve.c), NULL: none yet */
+        bool resolve_named;         /* the server is a name, not an address */
+        bool resolve_due;           /* look it up before the next request */
+        bool resolve_warned;
+        uint64_t resolve_next_ms; /* not before (a lookup may block) */
         CURLM *multi;
         pthread_t thread;
         bool started;
@@ -192,6 +215,7 @@ struct kube {
         struct kube_inbox *inbox;
         struct kube_claim_req *queue, **queue_tail;
         size_t queued;
+        struct kube_claim_req *running[KUBE_CLAIMS_RUNNING]; /* claim_x[i]'s, for a cancel */
         struct kube_stats stats;
 
         /* cdiplug-kube only: */
@@ -200,6 +224,10 @@ struct kube {
         char *node_uid;
         cJSON *seen;             /* our slices by name, as the API server last told us */
         cJSON *gone;             /* name → resourceVersion of its deletion, since the list */
+        cJSON *list_seen;        /* the list's pages so far, NULL: none read */
+        char *list_continue;     /* the next page's continue token, NULL: first page */
+        bool slices_over;        /* more of our slices than KUBE_SLICES_MAX were offered */
+        unsigned over_failures;  /* lists in a row that found too many */
         char *rv;                /* resourceVersion to watch from */
         struct kube_xfer *ctl;   /* the node, list or write in flight */
         struct kube_xfer *watch; /* the watch in flight */
@@ -217,7 +245,37 @@ struct kube {
         bool token_warned;
 };
 
+/* seen.c: what the API server told us of our slices, bounded. */
+const cJSON *kube_member(const cJSON *o, const char *a, const char *b);
+const char *kube_str_member(const cJSON *o, const char *a, const char *b);
+const char *kube_slice_pool(const cJSON *s);
+uint64_t kube_slice_gen(const cJSON *s);
+/* resourceVersion is opaque to clients, but an etcd revision in practice:
+ * compared as numbers when both are, to drop events older than an answer
+ * already applied. */
+bool kube_rv_older(const char *a, const char *b);
+bool kube_ours(const struct kube *k, const cJSON *s); /* this node and driver */
+void kube_set_rv(struct kube *k, const char *rv);
+/* Is name the name of one of the slices pool wants now? */
+bool kube_wanted_name(const struct kube *k, const char *pool, const char *name);
+/* Record slice s (taken) in seen (k->seen, or a list being read): whole
+ * when we write that name, else as a light record. -E2BIG (and
+ * k->slices_over) when seen holds KUBE_SLICES_MAX already. */
+int kube_seen_put(struct kube *k, cJSON *seen, cJSON *s);
+/* name was deleted at rv (NULL: by us); pool (NULL: from the record) says
+ * whether a tombstone is worth keeping. */
+void kube_seen_drop(struct kube *k, const char *name, const char *rv, const char *pool);
+void kube_gone_clear(struct kube *k);
+
+/* resolve.c: pin the API server's addresses for libcurl; at start
+ * (before the lock-down) and on cdiplug-kube when resolve_due. 0, or
+ * -EHOSTUNREACH (logged once a run of failures), -ENOMEM. */
+int kube_resolve(struct kube *k, bool at_start);
+
 /* xfer.c */
+/* Parse an answer of len bytes after checking its cost: -E2BIG past
+ * KUBE_PARSE_VALUES_MAX values, -EBADMSG when it is not JSON. */
+int kube_parse(const char *buf, size_t len, cJSON **ret);
 int kube_xfer_new(struct kube *k, enum kube_xkind kind, const char *method, const char *path,
                   char *body, size_t limit, struct kube_xfer **ret);
 void kube_xfer_free(struct kube_xfer *x); /* removes it from the multi handle */

@@ -23,10 +23,14 @@ struct kube_settings {
 };
 
 /* Reads the credentials (files stay re-readable for token rotation),
- * resolves the API server's host name (pinned from then on: the sandbox
- * allows no DNS) and makes the multi handle. -errno with a message via
- * log. Before the lock-down: it reads files outside what the filter
- * allows later and starts libcurl's global state. */
+ * resolves the API server's host name (pinned for libcurl; looked up
+ * again on cdiplug-kube after a failure to connect, and a name that does
+ * not resolve now is not an error: it is tried again before each
+ * request) and makes the multi handle. -EKEYREJECTED when the kubeconfig
+ * or the in-cluster credentials are refused (a configuration error),
+ * another -errno otherwise; with a message via log. Before the lock-down:
+ * it reads files outside what the filter allows later and starts
+ * libcurl's global state. */
 int kube_new(const struct kube_settings *s, struct kube **ret);
 /* Starts cdiplug-kube (after the lock-down). Pools set before it are
  * published at once; call kube_pool_set() for every DRA resource before
@@ -78,6 +82,12 @@ void kube_claim_clear(struct kube_claim *c);
 typedef void kube_claim_fn(void *ctx, struct kube_claim *claim);
 int kube_claim_get(struct kube *k, const char *ns, const char *name, const char *uid,
                    kube_claim_fn *fn, void *ctx);
+/* The asker of the lookups with ctx gave up (its Prepare timed out):
+ * they leave the queue, or their transfer is ended, and fn is called
+ * with -ECANCELED soon, on cdiplug-kube as always, so a server that
+ * hangs cannot keep the lookup slots from the claims that come next.
+ * Thread-safe; never calls fn itself. */
+void kube_claim_cancel(struct kube *k, void *ctx);
 
 /* API errors by class, for /metrics (label values in kube_error_class). */
 enum kube_error_class {
@@ -116,6 +126,7 @@ struct kube_stats {
         double publish_seconds_max;      /* the slowest so far */
         uint64_t claim_lookups;          /* kube_claim_get answered, any outcome */
         uint64_t slices;                 /* our slices the API server holds now */
+        uint64_t pools_unpublished;      /* pools whose slices are not (yet) as wanted */
 };
 void kube_stats(struct kube *k, struct kube_stats *ret);
 

@@ -37,92 +37,6 @@ static uint64_t now_ns(void) {
         return (uint64_t)(dp_mono_seconds() * 1e9);
 }
 
-static const cJSON *member(const cJSON *o, const char *a, const char *b) {
-        const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, a);
-        return b ? cJSON_GetObjectItemCaseSensitive(x, b) : x;
-}
-
-static const char *str_member(const cJSON *o, const char *a, const char *b) {
-        const cJSON *x = member(o, a, b);
-        return cJSON_IsString(x) ? x->valuestring : NULL;
-}
-
-static const char *slice_pool(const cJSON *s) {
-        return str_member(member(s, "spec", "pool"), "name", NULL);
-}
-
-static uint64_t slice_gen(const cJSON *s) {
-        const cJSON *g = member(member(s, "spec", "pool"), "generation", NULL);
-        return cJSON_IsNumber(g) && g->valuedouble > 0 ? (uint64_t)g->valuedouble : 0;
-}
-
-/* resourceVersion is opaque to clients, but an etcd revision in practice:
- * compare as numbers when both are, to drop events older than an answer
- * we already applied. */
-static bool older(const char *a, const char *b) {
-        char *ea, *eb;
-        unsigned long long x, y;
-
-        if (!a || !b)
-                return false;
-        x = strtoull(a, &ea, 10);
-        y = strtoull(b, &eb, 10);
-        return !*ea && !*eb && x < y;
-}
-
-static bool ours(const struct kube *k, const cJSON *s) {
-        const char *d = str_member(s, "spec", "driver"), *n = str_member(s, "spec", "nodeName");
-        return d && n && strcmp(d, k->driver) == 0 && strcmp(n, k->node) == 0;
-}
-
-static void set_rv(struct kube *k, const char *rv) {
-        char *c;
-
-        if (!rv || !*rv || !(c = strdup(rv)))
-                return;
-        free(k->rv);
-        k->rv = c;
-}
-
-static void seen_put(struct kube *k, cJSON *s) {
-        const char *name = str_member(s, "metadata", "name");
-        const char *rv = str_member(s, "metadata", "resourceVersion");
-        const cJSON *tomb;
-        cJSON *old;
-
-        if (!name) {
-                cJSON_Delete(s);
-                return;
-        }
-        old = cJSON_GetObjectItemCaseSensitive(k->seen, name);
-        /* An answer to our write can come after the watch told us the
-         * slice was deleted since (the kubelet's wipe): the tombstone
-         * keeps the older answer from bringing it back. */
-        tomb = cJSON_GetObjectItemCaseSensitive(k->gone, name);
-        if ((old && older(rv, str_member(old, "metadata", "resourceVersion"))) ||
-            (cJSON_IsString(tomb) && older(rv, tomb->valuestring))) {
-                cJSON_Delete(s);
-                return;
-        }
-        cJSON_DeleteItemFromObjectCaseSensitive(k->gone, name);
-        if (old)
-                cJSON_ReplaceItemInObjectCaseSensitive(k->seen, name, s);
-        else
-                cJSON_AddItemToObject(k->seen, name, s);
-}
-
-static void seen_drop(struct kube *k, const char *name, const char *rv) {
-        const cJSON *old = cJSON_GetObjectItemCaseSensitive(k->seen, name);
-
-        /* A DELETED event older than our re-creation is history. */
-        if (old && !older(rv, str_member(old, "metadata", "resourceVersion")))
-                cJSON_DeleteItemFromObjectCaseSensitive(k->seen, name);
-        if (rv && !cJSON_GetObjectItemCaseSensitive(k->seen, name)) {
-                cJSON_DeleteItemFromObjectCaseSensitive(k->gone, name);
-                cJSON_AddStringToObject(k->gone, name, rv);
-        }
-}
-
 /* ---- pools ---- */
 
 static void op_clear(struct op *op) {
@@ -195,9 +109,9 @@ static uint64_t max_seen_gen(struct kube *k, const char *pool) {
         uint64_t m = 0;
 
         cJSON_ArrayForEach(s, k->seen) {
-                const char *sp = slice_pool(s);
-                if (sp && strcmp(sp, pool) == 0 && slice_gen(s) > m)
-                        m = slice_gen(s);
+                const char *sp = kube_slice_pool(s);
+                if (sp && strcmp(sp, pool) == 0 && kube_slice_gen(s) > m)
+                        m = kube_slice_gen(s);
         }
         return m;
 }
@@ -209,11 +123,20 @@ static int op_write(struct op *op, enum kube_wop kind, const char *name, cJSON *
         return op->name ? 1 : -ENOMEM;
 }
 
+/* A write pool_op found: with n NULL it is the one to make (1, in *op);
+ * else it is only counted, and counting stops (1) at two. */
+static int note(struct op *op, unsigned *n, enum kube_wop kind, const char *name, cJSON *body) {
+        if (!n)
+                return op_write(op, kind, name, body);
+        cJSON_Delete(body);
+        return ++*n >= 2;
+}
+
 /* The first write pool p needs, 1 (in *op), or 0 when its slices are
- * exactly as wanted. */
-static int pool_op(struct kube *k, struct kube_pool *p, struct op *op) {
-        size_t n = p->want ? (size_t)cJSON_GetArraySize(p->want) : 0;
-        size_t count = (n + KUBE_SLICE_DEVICES - 1) / KUBE_SLICE_DEVICES;
+ * exactly as wanted; with n, how many writes it needs (up to 2) in *n. */
+static int pool_writes(struct kube *k, struct kube_pool *p, struct op *op, unsigned *n) {
+        size_t nd = p->want ? (size_t)cJSON_GetArraySize(p->want) : 0;
+        size_t count = (nd + KUBE_SLICE_DEVICES - 1) / KUBE_SLICE_DEVICES;
         char **names = calloc(count + 1, sizeof(char *));
         const cJSON *s;
         int r = 0;
@@ -238,37 +161,53 @@ static int pool_op(struct kube *k, struct kube_pool *p, struct op *op) {
                 r = kube_slice_json(&a, &want);
                 if (r < 0)
                         break;
-                if (!have) {
-                        r = op_write(op, KW_CREATE, names[i], want);
-                        break;
-                }
-                if (!kube_json_subset(member(want, "spec", NULL), member(have, "spec", NULL))) {
-                        const char *rv = str_member(have, "metadata", "resourceVersion");
+                if (!have)
+                        r = note(op, n, KW_CREATE, names[i], want);
+                else if (!kube_json_subset(kube_member(want, "spec", NULL),
+                                           kube_member(have, "spec", NULL))) {
+                        const char *rv = kube_str_member(have, "metadata", "resourceVersion");
                         cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(want, "metadata"),
                                                 "resourceVersion", rv ? rv : "");
-                        r = op_write(op, KW_UPDATE, names[i], want);
-                        break;
-                }
-                cJSON_Delete(want);
+                        r = note(op, n, KW_UPDATE, names[i], want);
+                } else
+                        cJSON_Delete(want);
         }
         if (r == 0)
                 cJSON_ArrayForEach(s, k->seen) {
-                        const char *sp = slice_pool(s);
+                        const char *sp = kube_slice_pool(s);
                         bool keep = false;
 
                         if (!sp || strcmp(sp, p->name) != 0)
                                 continue;
                         for (size_t i = 0; i < count && !keep; i++)
                                 keep = strcmp(s->string, names[i]) == 0;
-                        if (!keep) {
-                                r = op_write(op, KW_DELETE, s->string, NULL);
+                        if (!keep && (r = note(op, n, KW_DELETE, s->string, NULL)) != 0)
                                 break;
-                        }
                 }
         for (size_t i = 0; i < count; i++)
                 free(names[i]);
         free(names);
-        return r;
+        return n && r > 0 ? 0 : r;
+}
+
+static int pool_op(struct kube *k, struct kube_pool *p, struct op *op) {
+        return pool_writes(k, p, op, NULL);
+}
+
+/* A changed pool's generation: the scheduler ignores slices of an older
+ * generation than the highest it sees, so a new one is needed when the
+ * change takes more than one write (the slices in between would mix old
+ * and new). One write (one slice's devices, in place) goes from one
+ * consistent pool to the next under the same generation. */
+static void choose_gen(struct kube *k, struct kube_pool *p) {
+        uint64_t m = max_seen_gen(k, p->name);
+        unsigned n = 0;
+
+        if (m > p->gen)
+                p->gen = m;
+        if (p->gen > 0 && pool_writes(k, p, NULL, &n) == 0 && n <= 1)
+                return;
+        p->gen++;
 }
 
 static void published(struct kube *k, struct kube_pool *p) {
@@ -299,12 +238,11 @@ static int next_op(struct kube *k, struct op *op) {
         while (*pp) {
                 struct kube_pool *p = *pp;
 
-                if (p->changed && p->want) {
-                        uint64_t m = max_seen_gen(k, p->name);
-                        p->gen = (m > p->gen ? m : p->gen) + 1;
-                }
+                if (p->changed && p->want)
+                        choose_gen(k, p);
                 p->changed = false;
                 r = pool_op(k, p, op);
+                p->done = r == 0;
                 if (r != 0)
                         return r;
                 published(k, p);
@@ -319,7 +257,7 @@ static int next_op(struct kube *k, struct op *op) {
         /* Slices of pools nobody wants (resources removed while we were
          * down, or renamed nodes' leftovers under our node name). */
         cJSON_ArrayForEach(s, k->seen) {
-                const char *sp = slice_pool(s);
+                const char *sp = kube_slice_pool(s);
                 if (!sp || !pool_find(k, sp))
                         return op_write(op, KW_DELETE, s->string, NULL);
         }
@@ -342,7 +280,15 @@ static void backoff(const struct kube_xfer *x, unsigned *failures, uint64_t *due
         *due = now + (ra > d ? ra : d);
 }
 
+static void list_reset(struct kube *k) {
+        cJSON_Delete(k->list_seen);
+        k->list_seen = NULL;
+        free(k->list_continue);
+        k->list_continue = NULL;
+}
+
 static void relist(struct kube *k) {
+        list_reset(k);
         k->state = k->node_uid ? KS_LIST : KS_NODE;
         kube_xfer_free(k->watch);
         k->watch = NULL;
@@ -372,9 +318,14 @@ static void start_ctl(struct kube *k, uint64_t now) {
                 if (esc && xasprintf(&path, "/api/v1/nodes/%s", esc) == 0)
                         r = kube_xfer_new(k, KX_NODE, "GET", path, NULL, KUBE_OBJECT_MAX, &k->ctl);
         } else {
+                /* In pages: each page's tree stays small whatever the
+                 * whole list holds. */
                 q = selector_query(k);
-                if (q && xasprintf(&path, SLICES_PATH "?%s", q) == 0)
-                        r = kube_xfer_new(k, KX_LIST, "GET", path, NULL, KUBE_LIST_MAX, &k->ctl);
+                esc = k->list_continue ? sym_curl_easy_escape(NULL, k->list_continue, 0) : NULL;
+                if (q && (!k->list_continue || esc) &&
+                    xasprintf(&path, SLICES_PATH "?%s&limit=%d%s%s", q, KUBE_LIST_PAGE,
+                              esc ? "&continue=" : "", esc ? esc : "") == 0)
+                        r = kube_xfer_new(k, KX_LIST, "GET", path, NULL, KUBE_PAGE_MAX, &k->ctl);
         }
         if (r < 0) {
                 k->ctl = NULL;
@@ -428,23 +379,53 @@ static void start_watch(struct kube *k) {
         }
 }
 
+static void count_slices(struct kube *k) {
+        uint64_t unpublished = 0;
+
+        for (const struct kube_pool *p = k->pools; p; p = p->next)
+                unpublished += p->want && !p->done;
+        pthread_mutex_lock(&k->mu);
+        k->stats.slices = (uint64_t)cJSON_GetArraySize(k->seen);
+        k->stats.pools_unpublished = unpublished;
+        pthread_mutex_unlock(&k->mu);
+}
+
+/* More of our slices than we keep in view were offered: those in view
+ * are as wanted now (the leftovers among them deleted), so a new list
+ * sees the rest; with back-off, and said, since a server that keeps
+ * offering more is not one we can catch up with. */
+static void too_many(struct kube *k, uint64_t now) {
+        backoff(NULL, &k->over_failures, &k->ctl_due_ms, now);
+        log_with(log_now(k->over_failures) ? LOG_WARN : LOG_DEBUG, &(struct log_fields){ 0 },
+                 "kube: the API server holds more than %d ResourceSlices of node \"%s\" and "
+                 "driver \"%s\"; those in view are as wanted, listing again in %llu ms "
+                 "(time %u)",
+                 KUBE_SLICES_MAX, k->node, k->driver, (unsigned long long)(k->ctl_due_ms - now),
+                 k->over_failures);
+        k->slices_over = false;
+        relist(k);
+}
+
 void kube_reconcile_step(struct kube *k, uint64_t now) {
         struct op op = { 0 };
         int r;
 
         if (k->state == KS_SYNCED && !k->watch && now >= k->watch_due_ms)
                 start_watch(k);
-        if (k->ctl || now < k->ctl_due_ms)
+        if (k->ctl || now < k->ctl_due_ms) {
+                count_slices(k);
                 return;
+        }
         if (k->state != KS_SYNCED) {
+                count_slices(k);
                 start_ctl(k, now);
                 return;
         }
         r = next_op(k, &op);
-        pthread_mutex_lock(&k->mu);
-        k->stats.slices = (uint64_t)cJSON_GetArraySize(k->seen);
-        pthread_mutex_unlock(&k->mu);
-        if (r > 0)
+        count_slices(k);
+        if (r == 0 && k->slices_over)
+                too_many(k, now);
+        else if (r > 0)
                 start_write(k, &op, now);
         else if (r < 0) {
                 log_with(LOG_ERR, &(struct log_fields){ .err = -r },
@@ -477,10 +458,15 @@ static void ctl_ok(struct kube *k) {
 
 static void node_done(struct kube *k, struct kube_xfer *x, CURLcode rc, uint64_t now) {
         int cls = kube_xfer_class(x, rc);
-        _cleanup_(kube_cjson_deletep) cJSON *o = cls < 0 ? cJSON_Parse(x->buf) : NULL;
-        const char *uid = str_member(o, "metadata", "uid");
+        _cleanup_(kube_cjson_deletep) cJSON *o = NULL;
+        const char *uid;
         char what[320];
 
+        if (cls < 0 && kube_parse(x->buf, x->len, &o) < 0)
+                x->bad = "the answer is not JSON, or too large to parse";
+        uid = kube_str_member(o, "metadata", "uid");
+        if (cls < 0 && !uid && !x->bad)
+                x->bad = "the answer has no metadata.uid";
         if (cls < 0 && uid && (k->node_uid = strdup(uid))) {
                 ctl_ok(k);
                 k->state = KS_LIST;
@@ -490,42 +476,23 @@ static void node_done(struct kube *k, struct kube_xfer *x, CURLcode rc, uint64_t
         ctl_failed(k, x, rc, cls < 0 ? KUBE_ERR_CLIENT : cls, now, what);
 }
 
-static void list_done(struct kube *k, struct kube_xfer *x, CURLcode rc, uint64_t now) {
-        int cls = kube_xfer_class(x, rc);
-        _cleanup_(kube_cjson_deletep) cJSON *o = cls < 0 ? cJSON_Parse(x->buf) : NULL;
-        cJSON *items = cJSON_GetObjectItemCaseSensitive(o, "items"), *it, *seen;
-        const char *rv = str_member(o, "metadata", "resourceVersion");
-
-        if (cls < 0 && (!cJSON_IsArray(items) || !rv))
-                cls = KUBE_ERR_CLIENT;
-        if (cls >= 0) {
-                ctl_failed(k, x, rc, cls, now, "cannot list ResourceSlices");
-                return;
-        }
-        seen = cJSON_CreateObject();
-        if (!seen) {
-                backoff(NULL, &k->ctl_failures, &k->ctl_due_ms, now);
-                return;
-        }
+/* The list is complete: what it holds is the truth. */
+static void list_complete(struct kube *k, const char *rv) {
         cJSON_Delete(k->seen);
-        k->seen = seen;
+        k->seen = TAKE_PTR(k->list_seen);
+        if (!k->slices_over)
+                k->over_failures = 0;
+        list_reset(k);
         /* The list is newer than every tombstone. */
-        while (k->gone->child)
-                cJSON_Delete(cJSON_DetachItemViaPointer(k->gone, k->gone->child));
-        while ((it = cJSON_DetachItemFromArray(items, 0))) {
-                if (ours(k, it))
-                        seen_put(k, it);
-                else
-                        cJSON_Delete(it);
-        }
-        set_rv(k, rv);
+        kube_gone_clear(k);
+        kube_set_rv(k, rv);
         ctl_ok(k);
         k->state = KS_SYNCED;
         kube_xfer_free(k->watch);
         k->watch = NULL;
         k->watch_due_ms = 0;
-        /* What is published now is the truth: a pool needs a new
-         * generation exactly when its slices differ from what it wants. */
+        /* A pool needs a new generation exactly when its slices differ
+         * from what it wants. */
         for (struct kube_pool *p = k->pools; p; p = p->next) {
                 struct op op = { 0 };
                 uint64_t m = max_seen_gen(k, p->name);
@@ -533,8 +500,56 @@ static void list_done(struct kube *k, struct kube_xfer *x, CURLcode rc, uint64_t
                 if (m > p->gen)
                         p->gen = m;
                 p->changed = pool_op(k, p, &op) != 0;
+                p->done = !p->changed;
                 op_clear(&op);
         }
+}
+
+static void list_done(struct kube *k, struct kube_xfer *x, CURLcode rc, uint64_t now) {
+        int cls = kube_xfer_class(x, rc), r = 0;
+        _cleanup_(kube_cjson_deletep) cJSON *o = NULL;
+        cJSON *items, *it;
+        const char *rv, *cont;
+
+        if (cls < 0 && (r = kube_parse(x->buf, x->len, &o)) < 0)
+                x->bad = r == -E2BIG ? "the page has too many JSON values to parse"
+                                     : "the answer is not JSON";
+        items = cJSON_GetObjectItemCaseSensitive(o, "items");
+        rv = kube_str_member(o, "metadata", "resourceVersion");
+        cont = kube_str_member(o, "metadata", "continue");
+        if (cls < 0 && !x->bad && (!cJSON_IsArray(items) || !rv))
+                x->bad = "the answer is not a ResourceSliceList";
+        if (cls < 0 && x->bad)
+                cls = KUBE_ERR_CLIENT;
+        if (cls >= 0) {
+                /* An expired continue token (410) too: from the start. */
+                list_reset(k);
+                ctl_failed(k, x, rc, cls, now, "cannot list ResourceSlices");
+                return;
+        }
+        if (!k->list_seen && !(k->list_seen = cJSON_CreateObject())) {
+                backoff(NULL, &k->ctl_failures, &k->ctl_due_ms, now);
+                return;
+        }
+        if (!k->list_continue)
+                k->slices_over = false;
+        while ((it = cJSON_DetachItemFromArray(items, 0)))
+                if (kube_ours(k, it))
+                        (void)kube_seen_put(k, k->list_seen, it);
+                else
+                        cJSON_Delete(it);
+        if (cont && *cont) {
+                char *c = strdup(cont);
+                if (!c) {
+                        list_reset(k);
+                        backoff(NULL, &k->ctl_failures, &k->ctl_due_ms, now);
+                        return;
+                }
+                free(k->list_continue);
+                k->list_continue = c;
+                return; /* the next page at the next step */
+        }
+        list_complete(k, rv);
 }
 
 static void write_done(struct kube *k, struct kube_xfer *x, CURLcode rc, uint64_t now) {
@@ -544,15 +559,16 @@ static void write_done(struct kube *k, struct kube_xfer *x, CURLcode rc, uint64_
 
         if (cls < 0 || (x->op == KW_DELETE && code == 404)) {
                 if (x->op == KW_DELETE)
-                        seen_drop(k, x->slice, NULL);
+                        kube_seen_drop(k, x->slice, NULL, NULL);
                 else {
-                        cJSON *o = cJSON_Parse(x->buf ? x->buf : "");
-                        if (!cJSON_IsObject(o) || !ours(k, o)) {
+                        cJSON *o = NULL;
+                        if (kube_parse(x->buf, x->len, &o) < 0 || !cJSON_IsObject(o) ||
+                            !kube_ours(k, o)) {
                                 /* Written, but we cannot tell what came back. */
                                 cJSON_Delete(o);
                                 relist(k);
                         } else
-                                seen_put(k, o);
+                                (void)kube_seen_put(k, k->seen, o);
                 }
                 ctl_ok(k);
                 return;
@@ -571,14 +587,19 @@ static void write_done(struct kube *k, struct kube_xfer *x, CURLcode rc, uint64_
 
 /* ---- the watch ---- */
 
-static void watch_event(struct kube_xfer *x, const char *line) {
+static void watch_event(struct kube_xfer *x, const char *line, size_t len) {
         struct kube *k = x->k;
-        _cleanup_(kube_cjson_deletep) cJSON *ev = cJSON_Parse(line);
-        const char *type = str_member(ev, "type", NULL);
+        _cleanup_(kube_cjson_deletep) cJSON *ev = NULL;
+        int r = kube_parse(line, len, &ev);
+        const char *type = kube_str_member(ev, "type", NULL);
         cJSON *obj = cJSON_GetObjectItemCaseSensitive(ev, "object");
-        const char *rv = str_member(obj, "metadata", "resourceVersion");
-        const char *name = str_member(obj, "metadata", "name");
+        const char *rv = kube_str_member(obj, "metadata", "resourceVersion");
+        const char *name = kube_str_member(obj, "metadata", "name");
 
+        if (r == -E2BIG) {
+                x->watch_end = -EMSGSIZE;
+                return;
+        }
         if (!type || !cJSON_IsObject(obj)) {
                 x->watch_end = -EBADMSG;
                 return;
@@ -588,17 +609,20 @@ static void watch_event(struct kube_xfer *x, const char *line) {
                 x->watch_end = cJSON_IsNumber(code) && code->valueint == 410 ? -ESTALE : -EPROTO;
                 return;
         }
-        if (strcmp(type, "BOOKMARK") != 0 && name && ours(k, obj)) {
+        /* First: the object (and rv in it) may be gone after the put. */
+        kube_set_rv(k, rv);
+        if (strcmp(type, "BOOKMARK") != 0 && name && kube_ours(k, obj)) {
                 if (strcmp(type, "DELETED") == 0)
-                        seen_drop(k, name, rv);
+                        kube_seen_drop(k, name, rv, kube_slice_pool(obj));
                 else if (strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0)
-                        seen_put(k, cJSON_DetachItemFromObjectCaseSensitive(ev, "object"));
+                        (void)kube_seen_put(k, k->seen,
+                                            cJSON_DetachItemFromObjectCaseSensitive(ev, "object"));
         }
-        set_rv(k, rv);
 }
 
 static size_t watch_write(struct kube_xfer *x, const char *p, size_t n) {
         size_t used = 0, all = n;
+        bool stop;
 
         /* Not a stream of events (an error answer): keep it, bounded, for
          * the log. */
@@ -639,10 +663,16 @@ static size_t watch_write(struct kube_xfer *x, const char *p, size_t n) {
                         break;
                 used++;
                 if (x->len > 0)
-                        watch_event(x, x->buf);
+                        watch_event(x, x->buf, x->len);
                 x->len = 0;
                 if (x->watch_end)
                         return 0; /* ends the transfer */
+                /* A stream that never pauses must not hold up a stop. */
+                pthread_mutex_lock(&x->k->mu);
+                stop = x->k->stop;
+                pthread_mutex_unlock(&x->k->mu);
+                if (stop)
+                        return 0;
         }
         return n;
 }
@@ -650,14 +680,24 @@ static size_t watch_write(struct kube_xfer *x, const char *p, size_t n) {
 static void watch_done(struct kube *k, struct kube_xfer *x, CURLcode rc, uint64_t now) {
         long code = kube_xfer_code(x);
         int cls = kube_xfer_class(x, rc);
+        /* Ended as soon as it began: a server in trouble, not a history
+         * that moved on; back off like any failure. */
+        bool quick = now - x->started_ms < KUBE_WATCH_MIN_MS;
         char why[320];
 
         if (x->watch_end == -ESTALE || code == 410) {
                 /* Our resourceVersion is compacted away: list again. */
                 kube_count_error(k, KUBE_ERR_GONE, NULL);
-                log_with(LOG_INFO, &(struct log_fields){ 0 },
-                         "kube: the watch's resourceVersion expired (410 Gone); listing again");
-                k->watch_failures = 0;
+                if (quick) {
+                        backoff(NULL, &k->watch_failures, &k->watch_due_ms, now);
+                        k->ctl_due_ms = k->watch_due_ms;
+                } else
+                        k->watch_failures = 0;
+                log_with(!quick || log_now(k->watch_failures) ? LOG_INFO : LOG_DEBUG,
+                         &(struct log_fields){ 0 },
+                         "kube: the watch's resourceVersion expired (410 Gone); listing again "
+                         "in %llu ms",
+                         (unsigned long long)(quick ? k->ctl_due_ms - now : 0));
                 relist(k);
                 return;
         }
@@ -666,18 +706,23 @@ static void watch_done(struct kube *k, struct kube_xfer *x, CURLcode rc, uint64_
                 backoff(NULL, &k->watch_failures, &k->watch_due_ms, now);
                 log_with(LOG_WARN, &(struct log_fields){ .err = -x->watch_end },
                          "kube: the watch sent %s; listing again",
-                         x->watch_end == -EMSGSIZE ? "an event larger than 1 MiB"
+                         x->watch_end == -EMSGSIZE ? "an event larger than 1 MiB, or of too "
+                                                     "many values to parse"
                          : x->watch_end == -EPROTO ? "an ERROR event"
                                                    : "something that is not an event");
                 k->ctl_due_ms = k->watch_due_ms;
                 relist(k);
                 return;
         }
-        if (code == 200 && rc == CURLE_OK) {
+        if (code == 200 && rc == CURLE_OK && !quick) {
                 /* timeoutSeconds ran out: carry on from where we are. */
                 k->watch_failures = 0;
                 k->watch_due_ms = 0;
                 return;
+        }
+        if (cls < 0 && code == 200 && rc == CURLE_OK) {
+                x->bad = "it ended at once";
+                cls = KUBE_ERR_CLIENT;
         }
         if (cls < 0)
                 cls = KUBE_ERR_CONNECT;

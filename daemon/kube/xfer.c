@@ -160,10 +160,16 @@ int kube_xfer_new(struct kube *k, enum kube_xkind kind, const char *method, cons
                 free(body);
                 return -ENOMEM;
         }
+        if (k->resolve_due && (r = kube_resolve(k, false)) < 0) {
+                free(x);
+                free(body);
+                return r;
+        }
         x->k = k;
         x->kind = kind;
         x->limit = limit;
         x->body_out = body;
+        x->started_ms = dp_now_ms();
         x->h = sym_curl_easy_init();
         if (!x->h || xasprintf(&url, "%s%s", k->creds.server, path) < 0) {
                 kube_xfer_free(x);
@@ -193,7 +199,11 @@ int kube_xfer_new(struct kube *k, enum kube_xkind kind, const char *method, cons
              sym_curl_easy_setopt(x->h, CURLOPT_WRITEFUNCTION, on_data) != CURLE_OK ||
              sym_curl_easy_setopt(x->h, CURLOPT_WRITEDATA, x) != CURLE_OK ||
              sym_curl_easy_setopt(x->h, CURLOPT_PRIVATE, x) != CURLE_OK ||
-             sym_curl_easy_setopt(x->h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)limit) != CURLE_OK ||
+             /* Refused by its Content-Length before a byte: not on the
+              * watch, where libcurl 8.4 and later apply it to the whole
+              * stream (its events are bounded one by one instead). */
+             (kind != KX_WATCH && sym_curl_easy_setopt(x->h, CURLOPT_MAXFILESIZE_LARGE,
+                                                       (curl_off_t)limit) != CURLE_OK) ||
              (k->resolve && sym_curl_easy_setopt(x->h, CURLOPT_RESOLVE, k->resolve) != CURLE_OK)))
                 r = -EINVAL;
         if (r == 0 && sym_curl_multi_add_handle(k->multi, x->h) != CURLM_OK)
@@ -322,19 +332,43 @@ void kube_count_error(struct kube *k, int cls, const struct kube_xfer *x) {
                 code = -1;
         if (cls < 0 || cls >= KUBE_ERR_N)
                 return;
+        /* The name may have moved: look it up again before the next try. */
+        if (cls == KUBE_ERR_CONNECT && k->resolve_named)
+                k->resolve_due = true;
         pthread_mutex_lock(&k->mu);
         k->stats.api_errors[cls]++;
         k->stats.api_codes[kube_code_slot(code)]++;
         pthread_mutex_unlock(&k->mu);
 }
 
-/* The Status message of an error answer, if it is one. */
-static void status_message(const struct kube_xfer *x, char *buf, size_t size) {
-        _cleanup_(kube_cjson_deletep) cJSON *o =
-                x->buf && x->kind != KX_WATCH ? cJSON_Parse(x->buf) : NULL;
-        const cJSON *m = cJSON_GetObjectItemCaseSensitive(o, "message");
+int kube_parse(const char *buf, size_t len, cJSON **ret) {
+        cJSON *o;
 
+        if (!buf)
+                return -EBADMSG;
+        if (base_json_values(buf, len) > KUBE_PARSE_VALUES_MAX)
+                return -E2BIG;
+        o = cJSON_ParseWithLength(buf, len);
+        if (!o)
+                return -EBADMSG;
+        *ret = o;
+        return 0;
+}
+
+/* The Status message of an error answer, if it is one; control
+ * characters a server put in it are shown as '?'. */
+static void status_message(const struct kube_xfer *x, char *buf, size_t size) {
+        _cleanup_(kube_cjson_deletep) cJSON *o = NULL;
+        const cJSON *m;
+
+        buf[0] = '\0';
+        if (!x->buf || x->kind == KX_WATCH || kube_parse(x->buf, x->len, &o) < 0)
+                return;
+        m = cJSON_GetObjectItemCaseSensitive(o, "message");
         snprintf(buf, size, "%s", cJSON_IsString(m) ? m->valuestring : "");
+        for (char *c = buf; *c; c++)
+                if ((unsigned char)*c < 0x20 || *c == 0x7f)
+                        *c = '?';
 }
 
 void kube_xfer_describe(const struct kube_xfer *x, CURLcode rc, char *buf, size_t size) {
@@ -344,6 +378,8 @@ void kube_xfer_describe(const struct kube_xfer *x, CURLcode rc, char *buf, size_
         /* Refused by its Content-Length, or while it came. */
         if (x->too_big || rc == CURLE_FILESIZE_EXCEEDED)
                 snprintf(buf, size, "answer larger than %zu bytes", x->limit);
+        else if (x->bad)
+                snprintf(buf, size, "HTTP %ld, but %s", code, x->bad);
         else if (code == 0)
                 snprintf(buf, size, "%s", sym_curl_easy_strerror(rc));
         else {

@@ -71,6 +71,10 @@ int dp_resource_ready(const struct dp_metrics_res *res, const char **ret_reason)
                                                : "not registered with the kubelet";
                 return 0;
         }
+        if (res->unpublished) {
+                *ret_reason = res->unpublished;
+                return 0;
+        }
         return 1;
 }
 

@@ -99,8 +99,9 @@ struct dp_metrics_res {
         int (*dra_find)(const struct dp_plugin *p, const char *name, size_t *ret_id);
         const struct dp_plugin *plugin; /* its devices */
         const struct dp_res_stats *stats;
-        uint64_t streams; /* ListAndWatch streams open */
-        bool registering; /* a Register is in flight */
+        uint64_t streams;        /* ListAndWatch streams open */
+        bool registering;        /* a Register is in flight */
+        const char *unpublished; /* DRA: why its devices are not (all) published, or NULL */
 };
 /* The DRA driver's figures, copied under the source's lock. Label values
  * are the runtime's (static strings), so metrics/ needs nothing of

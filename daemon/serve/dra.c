@@ -78,6 +78,10 @@ static int lookup(void *ctx, const char *ns, const char *name, const char *uid,
         return kube_claim_get(ctx, ns, name, uid, claim_got, l);
 }
 
+static void cancel(void *ctx, struct dra_lookup *l) {
+        kube_claim_cancel(ctx, l);
+}
+
 /* The API client reads its credentials now (before the lock-down); it is
  * needed only with a node name, which every DRA resource requires (the
  * command line checked that). */
@@ -127,6 +131,7 @@ int dp_dra_setup(struct dp_daemon *d) {
                 return r;
         if (d->dra.kube) {
                 s.lookup = lookup;
+                s.cancel = cancel;
                 s.lookup_ctx = d->dra.kube;
         }
         r = dra_node_new(&s, &d->dra.node);

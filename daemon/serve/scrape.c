@@ -42,6 +42,23 @@ static size_t scrape_n_res(void *ctx) {
         return d->n_res;
 }
 
+/* A DRA resource is of use only once the scheduler can see its devices:
+ * until its ResourceSlices are as wanted (the API client is the judge),
+ * it is not ready, whatever the kubelet says. */
+static const char *dra_unpublished(const struct dp_daemon *d, const struct dp_resource *res) {
+        struct kube_stats ks;
+
+        if (res->cfg->api != CFG_API_DRA)
+                return NULL;
+        if (!d->dra.kube)
+                return d->dra.node ? "its ResourceSlices are not published: the API client is not "
+                                     "running (see the log)"
+                                   : NULL;
+        kube_stats(d->dra.kube, &ks);
+        return ks.pools_unpublished ? "its ResourceSlices are not (yet) as wanted on the API server"
+                                    : NULL;
+}
+
 static void scrape_res(void *ctx, size_t i, struct dp_metrics_res *ret) {
         const struct dp_daemon *d = ctx;
         const struct dp_resource *res = d->res[i];
@@ -53,6 +70,7 @@ static void scrape_res(void *ctx, size_t i, struct dp_metrics_res *ret) {
                 .stats = &res->stats,
                 .streams = dp_server_streams(res),
                 .registering = res->registration.call != NULL,
+                .unpublished = dra_unpublished(d, res),
         };
 }
 

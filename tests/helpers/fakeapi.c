@@ -90,6 +90,9 @@ struct fakeapi {
         struct logent log[LOG_RING];
         size_t n_log;
         uint64_t uid_seq;
+        unsigned lists_paged;
+        fakeapi_hook_fn *hook;
+        void *hook_ctx;
         struct conn conns[MAX_CONNS];
 };
 
@@ -143,11 +146,20 @@ static void record(struct fakeapi *f, const char *type, const cJSON *obj) {
 
 /* ---- handlers (called without f->mu) ---- */
 
+/* limit/continue as the API server pages: the continue token here is
+ * just the index of the next match. */
 static bool handle_list(struct fakeapi *f, SSL *s, const struct request *r) {
         char *sel = fa_query_get(r->query, "fieldSelector");
+        char *lim = fa_query_get(r->query, "limit"), *cont = fa_query_get(r->query, "continue");
+        unsigned long limit = lim ? strtoul(lim, NULL, 10) : 0, from = 0, match = 0;
         cJSON *list = cJSON_CreateObject(), *items, *md, *it;
         char rvbuf[32];
         bool ok = true, bad = false;
+
+        if (cont)
+                from = strtoul(cont, NULL, 10);
+        free(lim);
+        free(cont);
 
         cJSON_AddStringToObject(list, "kind", "ResourceSliceList");
         cJSON_AddStringToObject(list, "apiVersion", "resource.k8s.io/v1");
@@ -160,9 +172,16 @@ static bool handle_list(struct fakeapi *f, SSL *s, const struct request *r) {
                 int m = fa_selector_match(sel, it);
                 if (m < 0)
                         bad = true;
-                if (m > 0)
-                        cJSON_AddItemToArray(items, cJSON_Duplicate(it, true));
+                if (m <= 0 || match++ < from)
+                        continue;
+                if (limit && match > from + limit) {
+                        snprintf(rvbuf, sizeof(rvbuf), "%lu", from + limit);
+                        cJSON_AddStringToObject(md, "continue", rvbuf);
+                        break;
+                }
+                cJSON_AddItemToArray(items, cJSON_Duplicate(it, true));
         }
+        f->lists_paged += limit != 0;
         pthread_mutex_unlock(&f->mu);
         if (bad)
                 ok = fa_send_status(s, 400, "BadRequest", "field label not supported", 0);
@@ -637,6 +656,8 @@ static bool admit(struct fakeapi *f, SSL *s, const struct request *r, bool watch
 }
 
 static bool handle(struct fakeapi *f, SSL *s, int fd, const struct request *r) {
+        fakeapi_hook_fn *hook;
+        void *hook_ctx;
         char *w = fa_query_get(r->query, "watch");
         bool watch = w && (strcmp(w, "true") == 0 || strcmp(w, "1") == 0);
         bool ok = true;
@@ -644,6 +665,13 @@ static bool handle(struct fakeapi *f, SSL *s, int fd, const struct request *r) {
 
         free(w);
         if (!admit(f, s, r, watch, &ok))
+                return ok;
+        pthread_mutex_lock(&f->mu);
+        hook = f->hook;
+        hook_ctx = f->hook_ctx;
+        pthread_mutex_unlock(&f->mu);
+        if (hook &&
+            hook(hook_ctx, (struct fakeapi_peer *)s, r->method, r->path, r->query, watch, &ok))
                 return ok;
         if (strcmp(r->path, SLICES) == 0) {
                 if (strcmp(r->method, "GET") == 0)
@@ -1007,4 +1035,32 @@ bool fakeapi_wait(struct fakeapi *f, bool (*pred)(const cJSON *slices, void *ctx
                 }
         pthread_mutex_unlock(&f->mu);
         return held;
+}
+
+void fakeapi_set_hook(struct fakeapi *f, fakeapi_hook_fn *fn, void *ctx) {
+        pthread_mutex_lock(&f->mu);
+        f->hook = fn;
+        f->hook_ctx = ctx;
+        pthread_mutex_unlock(&f->mu);
+}
+
+unsigned fakeapi_lists_paged(struct fakeapi *f) {
+        unsigned n;
+
+        pthread_mutex_lock(&f->mu);
+        n = f->lists_paged;
+        pthread_mutex_unlock(&f->mu);
+        return n;
+}
+
+bool fakeapi_peer_send(struct fakeapi_peer *p, const void *data, size_t n) {
+        return fa_send_all((SSL *)p, data, n);
+}
+
+bool fakeapi_peer_chunk(struct fakeapi_peer *p, const void *data, size_t n) {
+        return fa_send_chunk((SSL *)p, data, n);
+}
+
+bool fakeapi_peer_answer(struct fakeapi_peer *p, int code, const char *body) {
+        return fa_send_response((SSL *)p, code, body, 0, false);
 }

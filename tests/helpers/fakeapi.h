@@ -76,3 +76,21 @@ bool fakeapi_wait(struct fakeapi *f, bool (*pred)(const cJSON *slices, void *ctx
 
 /* Add or replace a slice directly, as another client would (taken). */
 void fakeapi_put_slice(struct fakeapi *f, cJSON *slice);
+
+/* A hostile or broken server on demand: fn sees every request after the
+ * counters, faults and token check (watch: a watch GET) and answers it
+ * itself through peer, returning true (*keep: whether the connection
+ * goes on), or returns false to let the fake server answer as usual.
+ * Called on the connection's thread. NULL: none. */
+struct fakeapi_peer;
+typedef bool fakeapi_hook_fn(void *ctx, struct fakeapi_peer *peer, const char *method,
+                             const char *path, const char *query, bool watch, bool *keep);
+void fakeapi_set_hook(struct fakeapi *f, fakeapi_hook_fn *fn, void *ctx);
+/* Raw bytes; one chunk of a chunked answer (n 0: the last); a whole answer
+ * with a Content-Length (body: JSON text). False: the peer is gone. */
+bool fakeapi_peer_send(struct fakeapi_peer *p, const void *data, size_t n);
+bool fakeapi_peer_chunk(struct fakeapi_peer *p, const void *data, size_t n);
+bool fakeapi_peer_answer(struct fakeapi_peer *p, int code, const char *body);
+
+/* How many lists asked for a page (limit=) so far. */
+unsigned fakeapi_lists_paged(struct fakeapi *f);

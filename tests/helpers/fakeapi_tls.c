@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* fakeapi's certificates: a CA and a server certificate for 127.0.0.1 and
- * localhost, made in memory with OpenSSL at test time (P-256 keys: quick
+ * localhost (and fakeapi.test, for a test that maps that name itself),
+ * made in memory with OpenSSL at test time (P-256 keys: quick
  * to make) and written as PEM files for the client under test. */
 #include <openssl/evp.h>
 #include <openssl/pem.h>
@@ -55,7 +56,8 @@ static X509 *make_cert(EVP_PKEY *key, const char *cn, X509 *issuer, EVP_PKEY *is
                 add_ext(c, issuer, NID_basic_constraints, "critical,CA:FALSE");
                 add_ext(c, issuer, NID_key_usage, "critical,digitalSignature,keyEncipherment");
                 add_ext(c, issuer, NID_ext_key_usage, "serverAuth");
-                add_ext(c, issuer, NID_subject_alt_name, "IP:127.0.0.1,DNS:localhost");
+                add_ext(c, issuer, NID_subject_alt_name,
+                        "IP:127.0.0.1,DNS:localhost,DNS:fakeapi.test");
                 add_ext(c, issuer, NID_authority_key_identifier, "keyid");
         }
         MUST(X509_sign(c, issuer_key, EVP_sha256()) > 0);

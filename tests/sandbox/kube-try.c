@@ -11,10 +11,15 @@
  *
  * "noapi" locks down without the "dra" groups: the client must fail to
  * connect (and the lookup says so) rather than the process dying.
+ * A second line says what glibc's resolver would get under the filter: a
+ * UDP socket and sendmmsg to 127.0.0.1:9, 0 or -errno each.
  * Exit status: 0, 125 when the lock-down failed, 126 for bad usage.
  */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <pthread.h>
+#include <sys/socket.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -26,6 +31,22 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
 static bool answered;
 static struct kube_claim got;
+
+/* What re-resolving the API server's name needs (api-sockets, api-dns). */
+static void udp_line(void) {
+        struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(9) };
+        struct iovec iov = { .iov_base = (char[]){ "x" }, .iov_len = 1 };
+        struct mmsghdr m = { .msg_hdr = { .msg_iov = &iov, .msg_iovlen = 1 } };
+        int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), sock = fd < 0 ? -errno : 0;
+        int sent = -EBADF;
+
+        to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (fd >= 0 && connect(fd, (struct sockaddr *)&to, sizeof(to)) == 0)
+                sent = sendmmsg(fd, &m, 1, MSG_NOSIGNAL) == 1 ? 0 : -errno;
+        printf("udp socket=%d sendmmsg=%d\n", sock, sent);
+        if (fd >= 0)
+                close(fd);
+}
 
 static void on_claim(void *ctx, struct kube_claim *c) {
         (void)ctx;
@@ -70,6 +91,7 @@ int main(int argc, char **argv) {
                 pthread_cond_wait(&cond, &mu);
         pthread_mutex_unlock(&mu);
         printf("claim err=%d results=%zu\n", got.err, got.n_results);
+        udp_line();
         fflush(stdout);
         kube_claim_clear(&got);
         while (read(0, buf, sizeof(buf)) > 0)

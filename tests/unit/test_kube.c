@@ -81,12 +81,15 @@ Test(kube, chunks_of_128_generations_and_exact_slices) {
         cr_assert_eq(cJSON_GetArraySize(all), 1);
         cJSON_Delete(all);
 
-        /* Same count, other devices: updated in place, generation up. */
+        /* Same count, other devices: one slice updated in place, which
+         * goes from one whole pool to the next: the same generation. */
+        unsigned puts = fakeapi_count(t.f, "PUT");
         cr_assert_eq(kube_pool_set(t.k, KT_POOL_A, kt_devices(100, "other")), 0);
         g3 = wait_pool(KT_POOL_A, 100, "other");
         wait_published(3);
-        cr_assert_gt(g3, g2);
-        cr_assert_geq(fakeapi_count(t.f, "PUT"), 1);
+        cr_assert_eq(g3, g2, "one write needs no new generation (%llu, %llu)",
+                     (unsigned long long)g3, (unsigned long long)g2);
+        cr_assert_eq(fakeapi_count(t.f, "PUT"), puts + 1);
 
         /* Unchanged devices: no write at all. */
         unsigned writes = fakeapi_count(t.f, "POST") + fakeapi_count(t.f, "PUT") +
@@ -104,6 +107,76 @@ Test(kube, chunks_of_128_generations_and_exact_slices) {
         cr_assert_gt(st.publish_seconds_sum, 0);
         cr_assert_geq(st.publish_seconds_max * (double)st.publish_count,
                       st.publish_seconds_sum - 1e-9);
+}
+
+/* The generation of a pool of three slices: one slice's devices changed
+ * is one write, from one whole pool to the next: the same generation;
+ * two slices changed would show a pool of old and new halves in
+ * between: a new one. */
+static cJSON *renamed(size_t n, const size_t *at, size_t n_at) {
+        cJSON *a = kt_devices(n, "dev");
+
+        for (size_t i = 0; i < n_at; i++) {
+                char name[32];
+                snprintf(name, sizeof(name), "new%zu", at[i]);
+                cJSON_ReplaceItemInObject(cJSON_GetArrayItem(a, (int)at[i]), "name",
+                                          cJSON_CreateString(name));
+        }
+        return a;
+}
+
+Test(kube, generation_only_when_more_than_one_write) {
+        struct kt_pool w = { .pool = KT_POOL_A, .devices = 300 };
+        uint64_t g1, g2;
+
+        start_with(KT_POOL_A, 300, "dev");
+        g1 = wait_pool(KT_POOL_A, 300, "dev");
+        wait_published(1);
+        unsigned puts = fakeapi_count(t.f, "PUT");
+        cr_assert_eq(kube_pool_set(t.k, KT_POOL_A, renamed(300, (size_t[]){ 5 }, 1)), 0);
+        cr_assert(fakeapi_wait(t.f, slices_contain, "\"new5\"", WAIT_MS));
+        wait_published(2);
+        cr_assert(fakeapi_wait(t.f, kt_pool_ok, &w, WAIT_MS));
+        cr_assert_eq(w.gen, g1, "one slice written: generation %llu, was %llu",
+                     (unsigned long long)w.gen, (unsigned long long)g1);
+        cr_assert_eq(fakeapi_count(t.f, "PUT"), puts + 1);
+        cr_assert_eq(kube_pool_set(t.k, KT_POOL_A, renamed(300, (size_t[]){ 6, 200 }, 2)), 0);
+        cr_assert(fakeapi_wait(t.f, slices_contain, "\"new200\"", WAIT_MS));
+        wait_published(3);
+        cr_assert(fakeapi_wait(t.f, kt_pool_ok, &w, WAIT_MS));
+        g2 = w.gen;
+        cr_assert_gt(g2, g1, "two slices written under generation %llu", (unsigned long long)g2);
+}
+
+static bool no_leftover(const cJSON *slices, void *ctx) {
+        return slices_lack(slices, ctx);
+}
+
+/* More of our slices than the client keeps in view: the ones in view go,
+ * then a new list brings the rest, until none is left; the count it
+ * reports never passes the cap. */
+Test(kube, more_slices_than_kept_in_view_are_deleted_in_rounds) {
+        struct kube_stats st;
+
+        for (int i = 0; i < KUBE_SLICES_MAX + 100; i++) {
+                char text[512];
+                snprintf(
+                        text, sizeof(text),
+                        "{\"metadata\":{\"name\":\"leftover-%d\"},\"spec\":{\"driver\":\"" KT_DRIVER
+                        "\",\"nodeName\":\"" KT_NODE "\",\"pool\":{\"name\":\"" KT_NODE
+                        "/example.com/gone\",\"generation\":1,\"resourceSliceCount\":1},"
+                        "\"devices\":[{\"name\":\"x\"}]}}",
+                        i);
+                fakeapi_put_slice(t.f, cJSON_Parse(text));
+        }
+        start_with(KT_POOL_A, 2, "a");
+        wait_pool(KT_POOL_A, 2, "a");
+        cr_assert(fakeapi_wait(t.f, no_leftover, "leftover-", 60000), "leftovers stayed");
+        kube_stats(t.k, &st);
+        cr_assert_leq(st.slices, KUBE_SLICES_MAX);
+        /* All of one list's pages, and at least one more list. */
+        cr_assert_geq(fakeapi_lists_paged(t.f), (KUBE_SLICES_MAX + 100) / KUBE_LIST_PAGE + 2,
+                      "%u pages", fakeapi_lists_paged(t.f));
 }
 
 Test(kube, removed_pool_and_unknown_slices_are_deleted) {

@@ -4,6 +4,7 @@
  * replaced (uid), unallocated, too large, API down, token rotated; many at
  * once. */
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "kubetest.h"
 
@@ -198,4 +199,60 @@ Test(kube_claims_down, waiting_lookups_are_cancelled_by_free) {
                 cr_assert_eq(ans.got[i].err, -ECANCELED);
         clear_answers();
         kt_teardown(&t);
+}
+
+/* A server that never answers "slow" (until the test ends it). */
+static atomic_bool hang_stop;
+
+static bool hang_hook(void *ctx, struct fakeapi_peer *peer, const char *method, const char *path,
+                      const char *query, bool watch, bool *keep) {
+        (void)ctx;
+        (void)peer;
+        (void)method;
+        (void)query;
+        (void)watch;
+        if (!strstr(path, "/resourceclaims/slow"))
+                return false;
+        for (int i = 0; i < 300 && !atomic_load(&hang_stop); i++) {
+                struct timespec ts = { 0, 50000000 };
+                nanosleep(&ts, NULL);
+        }
+        *keep = false;
+        return true;
+}
+
+/* Lookups given up by their Prepare leave their slots at once: the claim
+ * after them is answered while the server still hangs on theirs. */
+Test(kube_claims, cancelled_lookups_free_their_slots) {
+        struct timespec t0, t1;
+
+        atomic_store(&hang_stop, false);
+        fakeapi_set_hook(t.f, hang_hook, NULL);
+        add_claim("c", "u", ALLOCATED);
+        kt_kube(&t);
+        cr_assert_eq(kube_start(t.k), 0);
+        /* More than the slots, so some wait in the queue too. */
+        for (size_t i = 0; i < KUBE_CLAIMS_RUNNING + 2; i++)
+                cr_assert_eq(kube_claim_get(t.k, NS, "slow", NULL, on_claim, (void *)(uintptr_t)i),
+                             0);
+        for (int i = 0; i < 20 && fakeapi_count(t.f, "GET") < KUBE_CLAIMS_RUNNING; i++) {
+                struct timespec ts = { 0, 50000000 };
+                nanosleep(&ts, NULL);
+        }
+        cr_assert_geq(fakeapi_count(t.f, "GET"), KUBE_CLAIMS_RUNNING);
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        for (size_t i = 0; i < KUBE_CLAIMS_RUNNING + 2; i++)
+                kube_claim_cancel(t.k, (void *)(uintptr_t)i);
+        cr_assert_eq(kube_claim_get(t.k, NS, "c", "u", on_claim,
+                                    (void *)(uintptr_t)(KUBE_CLAIMS_RUNNING + 2)),
+                     0);
+        wait_answers(KUBE_CLAIMS_RUNNING + 3);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        atomic_store(&hang_stop, true);
+        for (size_t i = 0; i < KUBE_CLAIMS_RUNNING + 2; i++)
+                cr_assert_eq(ans.got[i].err, -ECANCELED, "%zu: %d", i, ans.got[i].err);
+        cr_assert_eq(ans.got[KUBE_CLAIMS_RUNNING + 2].err, 0);
+        cr_assert_lt(t1.tv_sec - t0.tv_sec, 3, "the next claim waited %ld s",
+                     (long)(t1.tv_sec - t0.tv_sec));
+        clear_answers();
 }

@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* What the API server last told us about this node's slices of our
+ * driver (the list, the watch, the answers to our writes), kept bounded
+ * whatever it sends: at most KUBE_SLICES_MAX slices besides our own,
+ * and whole only for the names we write ourselves (a slice of a wanted
+ * pool at a wanted index); any other slice is kept as a light record (name,
+ * resourceVersion, pool, generation), which is all a delete needs.
+ * Tombstones (a deletion's resourceVersion) exist only for the names we
+ * write, the only ones an answer to our own write can bring back. So a
+ * watch streaming ADDED or DELETED events under ever new names costs the
+ * same memory and CPU per event at its ten-thousandth as at its first.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base.h"
+#include "kube-internal.h"
+
+const cJSON *kube_member(const cJSON *o, const char *a, const char *b) {
+        const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, a);
+        return b ? cJSON_GetObjectItemCaseSensitive(x, b) : x;
+}
+
+const char *kube_str_member(const cJSON *o, const char *a, const char *b) {
+        const cJSON *x = kube_member(o, a, b);
+        return cJSON_IsString(x) ? x->valuestring : NULL;
+}
+
+const char *kube_slice_pool(const cJSON *s) {
+        return kube_str_member(kube_member(s, "spec", "pool"), "name", NULL);
+}
+
+uint64_t kube_slice_gen(const cJSON *s) {
+        const cJSON *g = kube_member(kube_member(s, "spec", "pool"), "generation", NULL);
+        return cJSON_IsNumber(g) && g->valuedouble > 0 ? (uint64_t)g->valuedouble : 0;
+}
+
+bool kube_rv_older(const char *a, const char *b) {
+        char *ea, *eb;
+        unsigned long long x, y;
+
+        if (!a || !b)
+                return false;
+        x = strtoull(a, &ea, 10);
+        y = strtoull(b, &eb, 10);
+        return !*ea && !*eb && x < y;
+}
+
+bool kube_ours(const struct kube *k, const cJSON *s) {
+        const char *d = kube_str_member(s, "spec", "driver");
+        const char *n = kube_str_member(s, "spec", "nodeName");
+        return d && n && strcmp(d, k->driver) == 0 && strcmp(n, k->node) == 0;
+}
+
+void kube_set_rv(struct kube *k, const char *rv) {
+        char *c;
+
+        if (!rv || !*rv || !(c = strdup(rv)))
+                return;
+        free(k->rv);
+        k->rv = c;
+}
+
+bool kube_wanted_name(const struct kube *k, const char *pool, const char *name) {
+        const struct kube_pool *p;
+        size_t n, count;
+
+        if (!pool || !name)
+                return false;
+        for (p = k->pools; p && strcmp(p->name, pool) != 0; p = p->next)
+                ;
+        if (!p || !p->want)
+                return false;
+        n = (size_t)cJSON_GetArraySize(p->want);
+        count = (n + KUBE_SLICE_DEVICES - 1) / KUBE_SLICE_DEVICES;
+        for (size_t i = 0; i < count; i++) {
+                _cleanup_free_ char *want = NULL;
+                if (kube_slice_name(k->node, k->driver, pool, i, &want) == 0 &&
+                    strcmp(want, name) == 0)
+                        return true;
+        }
+        return false;
+}
+
+/* name, resourceVersion, pool and generation of s: what deleting it, or
+ * choosing the pool's next generation, needs. */
+static cJSON *light(const cJSON *s) {
+        const char *name = kube_str_member(s, "metadata", "name");
+        const char *rv = kube_str_member(s, "metadata", "resourceVersion");
+        const char *pool = kube_slice_pool(s);
+        cJSON *o = cJSON_CreateObject(), *md, *spec, *p;
+
+        md = cJSON_AddObjectToObject(o, "metadata");
+        spec = cJSON_AddObjectToObject(o, "spec");
+        p = cJSON_AddObjectToObject(spec, "pool");
+        if (!md || !p || !cJSON_AddStringToObject(md, "name", name) ||
+            (rv && !cJSON_AddStringToObject(md, "resourceVersion", rv)) ||
+            (pool && !cJSON_AddStringToObject(p, "name", pool)) ||
+            !cJSON_AddNumberToObject(p, "generation", (double)kube_slice_gen(s))) {
+                cJSON_Delete(o);
+                return NULL;
+        }
+        return o;
+}
+
+int kube_seen_put(struct kube *k, cJSON *seen, cJSON *s) {
+        _cleanup_(kube_cjson_deletep) cJSON *owned = s;
+        const char *name = kube_str_member(s, "metadata", "name");
+        const char *rv = kube_str_member(s, "metadata", "resourceVersion");
+        const cJSON *tomb;
+        cJSON *old, *keep;
+        bool wanted;
+
+        if (!name)
+                return 0;
+        old = cJSON_GetObjectItemCaseSensitive(seen, name);
+        /* An answer to our write can come after the watch told us the
+         * slice was deleted since (the kubelet's wipe): the tombstone
+         * keeps the older answer from bringing it back. */
+        tomb = cJSON_GetObjectItemCaseSensitive(k->gone, name);
+        if ((old && kube_rv_older(rv, kube_str_member(old, "metadata", "resourceVersion"))) ||
+            (cJSON_IsString(tomb) && kube_rv_older(rv, tomb->valuestring)))
+                return 0;
+        wanted = kube_wanted_name(k, kube_slice_pool(s), name);
+        /* Our own names always: they are as many as our pools make, and
+         * one left out would be created again, refused, listed again. */
+        if (!old && !wanted && cJSON_GetArraySize(seen) >= KUBE_SLICES_MAX) {
+                k->slices_over = true;
+                return -E2BIG;
+        }
+        keep = wanted ? TAKE_PTR(owned) : light(s);
+        if (!keep)
+                return -ENOMEM;
+        cJSON_DeleteItemFromObjectCaseSensitive(k->gone, name);
+        if (old)
+                cJSON_ReplaceItemInObjectCaseSensitive(seen, name, keep);
+        else
+                cJSON_AddItemToObject(seen, name, keep);
+        return 0;
+}
+
+void kube_seen_drop(struct kube *k, const char *name, const char *rv, const char *pool) {
+        const cJSON *old = cJSON_GetObjectItemCaseSensitive(k->seen, name);
+        _cleanup_free_ char *copy = NULL;
+
+        /* A copy: the record it comes from may be deleted below. */
+        if (old && !pool && kube_slice_pool(old))
+                pool = copy = strdup(kube_slice_pool(old));
+        /* A DELETED event older than our re-creation is history. */
+        if (old && !kube_rv_older(rv, kube_str_member(old, "metadata", "resourceVersion")))
+                cJSON_DeleteItemFromObjectCaseSensitive(k->seen, name);
+        cJSON_DeleteItemFromObjectCaseSensitive(k->gone, name);
+        if (!rv || cJSON_GetObjectItemCaseSensitive(k->seen, name) ||
+            !kube_wanted_name(k, pool, name))
+                return;
+        /* The oldest goes first; we write at most one slice at a time, so
+         * a full list of tombstones holds every one that still matters. */
+        if (cJSON_GetArraySize(k->gone) >= KUBE_SLICES_MAX)
+                cJSON_Delete(cJSON_DetachItemViaPointer(k->gone, k->gone->child));
+        cJSON_AddStringToObject(k->gone, name, rv);
+}
+
+void kube_gone_clear(struct kube *k) {
+        while (k->gone->child)
+                cJSON_Delete(cJSON_DetachItemViaPointer(k->gone, k->gone->child));
+}
