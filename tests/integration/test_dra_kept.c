@@ -97,7 +97,7 @@ static char *dev(const char *id) {
 
 /* A claim ns/name (uid) with one device of ours, prepared: its CDI ID. */
 static char *prepare(const char *name, const char *uid, const char *device) {
-        _cleanup_free_ char *status = NULL, *text = NULL;
+        _cleanup_free_ char *text = NULL;
         struct tk_dra_claim c = { "ns", name, uid };
         K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourcesResponse *r = NULL;
         char *cdi;
