@@ -99,6 +99,16 @@ static int prepare_one(struct dra_pool *pools, size_t n_pools, const struct dra_
                               "not offered by resource \"%s\": its CDI spec could not be "
                               "written yet",
                               pool->p->cfg->name);
+        /* A first Prepare for a device that has left the slice (its node
+         * unplugged, or no longer matching, since the scheduler chose it)
+         * would start the container without it: the claim fails, naming
+         * it. A Prepare repeated for a claim already prepared is answered
+         * from the checkpoint before this, so a running pod is not. */
+        if (dra_listing(pool->p, id) != DRA_HEALTHY)
+                return refuse(ret_msg, res,
+                              "has left resource \"%s\"'s ResourceSlice since it was allocated: "
+                              "its device node is gone or unhealthy (cdiplug doctor explains)",
+                              pool->p->cfg->name);
         r = dp_plugin_qualified(pool->p, dev, &cdi);
         if (r < 0)
                 return r;

@@ -165,10 +165,10 @@ void dra_claims_free(struct dra_claim *claims, size_t n);
  * their order: each result's pool must be one of pools, its device an
  * allocatable ID of that pool's plugin that the config still names and the
  * CDI spec on disk defines; its CDI ID is the one Allocate answers
- * (dp_plugin_qualified). A device listed Unhealthy still prepares, as
- * Allocate does: the scheduler picked it while healthy, Prepare is repeated
- * for claims already running (it must answer the same), and the health
- * services tell the pod. -EINVAL with *ret_msg (malloc'd: the claim's
+ * (dp_plugin_qualified), and that the slice still publishes (listed
+ * Healthy): one that left it since the scheduler chose it is refused, since
+ * the container would start without it; a repeated Prepare of a prepared
+ * claim never gets here (the checkpoint answers it). -EINVAL with *ret_msg (malloc'd: the claim's
  * error, naming the device and why) when one cannot, -ENOMEM. Updates the
  * pools' index caches. */
 int dra_prepare_devices(struct dra_pool *pools, size_t n_pools, const struct dra_result *results,

@@ -431,32 +431,47 @@ static char *prepare_fails(struct node *n, const struct dra_result *res, size_t 
         return msg;
 }
 
+/* ttyUSB1 went unhealthy (its node is gone) after the scheduler chose
+ * it: the slice no longer publishes it, and a first Prepare would start
+ * the container without it, so the claim fails naming it. */
+Test(dra_prepare, a_device_that_left_the_slice_is_refused) {
+        struct node n;
+        node_init(&n);
+        const struct dra_result res[] = {
+                { "serial", "node1/example.com/serial", "ttyusb0-4452f912" },
+                { "serial", "node1/example.com/serial", "ttyusb1-4552faa5" },
+        };
+        char *msg = prepare_fails(&n, res, 2);
+        cr_assert_not_null(strstr(msg, "ttyusb1-4552faa5"), "%s", msg);
+        cr_assert_not_null(strstr(msg, "has left resource \"example.com/serial\"'s ResourceSlice"),
+                           "%s", msg);
+        free(msg);
+        node_clear(&n);
+}
+
 Test(dra_prepare, answers_the_cdi_ids_allocate_answers) {
         struct node n;
         node_init(&n);
         const struct dra_result res[] = {
                 { "serial", "node1/example.com/serial", "ttyusb0-4452f912" },
-                /* Unhealthy now: still prepares, as Allocate does. */
-                { "serial", "node1/example.com/serial", "ttyusb1-4552faa5" },
                 { "fuse", "node1/example.com/fuse", "fuse-1" },
         };
         struct dra_device *d = NULL;
         size_t n_d = 0;
         char *msg = NULL;
-        cr_assert_eq(dra_prepare_devices(n.pools, 2, res, 3, &d, &n_d, &msg), 0, "%s", msg);
-        cr_assert_eq(n_d, 3);
+        cr_assert_eq(dra_prepare_devices(n.pools, 2, res, 2, &d, &n_d, &msg), 0, "%s", msg);
+        cr_assert_eq(n_d, 2);
         cr_assert_str_eq(d[0].request, "serial");
         cr_assert_str_eq(d[0].pool, "node1/example.com/serial");
         cr_assert_str_eq(d[0].device, "ttyusb0-4452f912");
         cr_assert_str_eq(d[0].cdi_ids[0], "example.com/serial=ttyUSB0");
         cr_assert_null(d[0].cdi_ids[1]);
-        cr_assert_str_eq(d[1].cdi_ids[0], "example.com/serial=ttyUSB1");
         /* A share prepares to its physical device's CDI device. */
-        cr_assert_str_eq(d[2].cdi_ids[0], "example.com/fuse=fuse");
+        cr_assert_str_eq(d[1].cdi_ids[0], "example.com/fuse=fuse");
         for (size_t i = 0; i < n_d; i++) {
                 char *want = NULL;
                 size_t id;
-                const struct dp_plugin *p = n.pools[i == 2].p;
+                const struct dp_plugin *p = n.pools[i == 1].p;
                 cr_assert_eq(dra_device_find(p, res[i].device, &id), 0);
                 cr_assert_eq(dp_plugin_qualified(p, dp_plugin_id_dev(p, id), &want), 0);
                 cr_assert_str_eq(d[i].cdi_ids[0], want);
