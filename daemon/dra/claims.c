@@ -103,7 +103,10 @@ static int prepare_one(struct dra_pool *pools, size_t n_pools, const struct dra_
         if (r < 0)
                 return r;
         d.cdi_ids = calloc(2, sizeof(*d.cdi_ids));
-        d.request = strdup(res->request);
+        /* With prioritized lists the scheduler records "<request>/<subrequest>";
+         * the kubelet matches request_names against the container's claim
+         * request, which names the base request only. */
+        d.request = strndup(res->request, strcspn(res->request, "/"));
         d.pool = strdup(res->pool);
         d.device = strdup(res->device);
         if (!d.cdi_ids || !d.request || !d.pool || !d.device) {

@@ -37,7 +37,8 @@ struct dra_node {
         size_t health_len;
         uint8_t *health_bare; /* the same without the times, to tell a change */
         size_t health_bare_len;
-        uint64_t health_gen; /* bumped when the list changes */
+        uint64_t health_gen;    /* bumped when the list changes or is stamped again */
+        uint64_t health_due_ms; /* the next resend (dp_now_ms() time), 0: none */
 
         /* node_prepare.c's */
         dra_lookup_fn *lookup;
@@ -95,3 +96,5 @@ void dra_health_open(struct dra_call *c);
 void dra_health_end_all(struct dra_node *n);
 bool dra_health_ending(const struct dra_node *n);
 void dra_health_free(struct dra_node *n);
+/* The list sent again when due; *next_ms lowered to the next resend. */
+void dra_health_expire(struct dra_node *n, uint64_t now_ms, uint64_t *next_ms);

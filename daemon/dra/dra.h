@@ -37,7 +37,11 @@ int dra_pool_name(const char *node, const char *resource, char **ret);
  * up to 54 characters of it (no trailing '-'), '-' and the 32-bit FNV-1a
  * of the ID as 8 hex digits (only the hex when nothing is left). Fixed
  * forever: names outlive the process in slices and claims. -EINVAL for an
- * empty ID. */
+ * empty ID. Where two IDs of a resource get one name (the 32-bit hash of
+ * two rewritten IDs with one start, or an ID that is another's rewritten
+ * name), the first in ID order keeps it and the later is named with the
+ * first up to 46 characters, '-' and the 64-bit FNV-1a of its ID as 16
+ * hex digits, for as long as both are there. */
 int dra_device_name(const char *id, char **ret);
 
 /* Why resource cannot be served under DRA (a static sentence), or NULL:
@@ -52,10 +56,12 @@ const char *dra_resource_problem(const char *resource);
  * (in the driver's domain): "resource" (string), "path" (string, the first
  * node, when at most 64 bytes), "numaNode" (int, when known) and, with
  * shares > 1, "device" (string, the physical device's ID, so a selector
- * can pick shares of one device). When two IDs get one device name (see
- * dra_device_name), the later ID is left out of the slice and the answer is
- * how many were (for the caller to log, dra_name_clashes says which);
- * else 0. -ENAMETOOLONG when resource fails dra_resource_problem. */
+ * can pick shares of one device). When two IDs get one device name, the
+ * later gets its second name (see dra_device_name); when that clashes too
+ * (never seen: it takes a 64-bit hash collision or a hostile ID) it is
+ * left out of the slice and the answer is how many were (for the caller
+ * to log, dra_name_clashes says which); else 0. -ENAMETOOLONG when
+ * resource fails dra_resource_problem. */
 int dra_devices_json(const struct dp_plugin *p, const char *resource, cJSON **ret);
 /* The same, each device also carrying its hardware identity, when
  * idents (one per device of p, p->devs order; NULL: none known) has one:
@@ -67,9 +73,10 @@ int dra_devices_json_ids(const struct dp_plugin *p, const char *resource,
                          const struct res_identity *idents, cJSON **ret);
 
 /* The allocatable ID index of slice device name in p: 0 or -ENOENT (also
- * for the later of two clashing IDs, which is never published).
+ * for an ID left out for a clash, which is never published).
  * O(log n) for a name that is its ID unchanged, O(n) hashing for a
- * rewritten one: for many lookups, dra_index_find. */
+ * rewritten one, the whole name table for a clash's second name: for
+ * many lookups, dra_index_find. */
 int dra_device_find(const struct dp_plugin *p, const char *name, size_t *ret_id);
 
 /* The same through a name table built for p and kept in *cache (NULL at
@@ -89,18 +96,26 @@ struct dra_clash {
 int dra_name_clashes(const struct dp_plugin *p, struct dra_clash **ret, size_t *ret_n);
 
 /* Device health, for both health services (v1alpha1 and v1
- * DRAResourceHealth): one entry per allocatable ID p knows, in ID order,
- * unhealthy ones included, since a device a pod holds may have left the
- * slice (an ID left out for a name clash has no entry: its name is the
- * other ID's). The pool is the resource's (dra_pool_name). */
+ * DRAResourceHealth): one entry per allocatable ID the slices publish
+ * while it is healthy (dp_plugin_list lists it, Healthy or Unhealthy), in
+ * ID order; an ID the config no longer names, one the spec on disk lacks
+ * and one whose name is another ID's have none, so the list never names a
+ * device the slices do not offer. The pool is the resource's
+ * (dra_pool_name). */
 struct dra_health {
         char name[DRA_DEVICE_NAME_MAX + 1]; /* the slice device name */
         size_t id;                          /* allocatable ID index in p */
         bool healthy;                       /* what the slice offers now */
-        const char *message;                /* static: why not healthy; NULL when healthy */
+        char *message; /* malloc'd: why not healthy, naming the node; NULL when healthy */
 };
-/* *ret is malloc'd (free()). 0 or -ENOMEM/-E2BIG. */
+/* The kubelet marks a device Unknown once its last report is older than
+ * this (1.34-1.36 always use 30 s, newer ones the timeout each device
+ * carries): the list goes out again every DRA_HEALTH_RESEND_S. */
+#define DRA_HEALTH_TIMEOUT_S 30
+#define DRA_HEALTH_RESEND_S 10
+/* *ret is malloc'd (dra_health_list_free). 0 or -ENOMEM/-E2BIG. */
 int dra_health(const struct dp_plugin *p, struct dra_health **ret, size_t *ret_n);
+void dra_health_list_free(struct dra_health *h, size_t n);
 
 /* Prepare: the CDI device IDs a claim's devices resolve to. */
 

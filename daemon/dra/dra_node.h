@@ -51,9 +51,10 @@ struct dra_node_settings {
         /* A lookup not done by then fails its claim (0: 40 s, inside the
          * kubelet's 45 s wait for the whole answer). */
         unsigned lookup_timeout_ms;
-        /* Called (under the lock) when a Prepare starts waiting: the
-         * owner's timer must run dra_node_expire() by due_ms at the latest
-         * (CLOCK_MONOTONIC ms, dp_now_ms()). */
+        /* Called (under the lock) when a Prepare starts waiting or the
+         * health list is due to be sent again: the owner's timer must run
+         * dra_node_expire() by due_ms at the latest (CLOCK_MONOTONIC ms,
+         * dp_now_ms()). */
         void (*deadline_set)(void *ctx, uint64_t due_ms);
         void *deadline_ctx;
         /* Called (under the lock) when the kubelet accepts or refuses the
@@ -77,8 +78,9 @@ void dra_node_claim_done(struct dra_lookup *l, int err, const char *msg,
 /* The pools Prepare maps to, again after any change of the DRA resources
  * (count 0 never fails). */
 int dra_node_pools_set(struct dra_node *n, const struct dra_node_pool *pools, size_t count);
-/* Fail the claims whose lookup passed the timeout; *ret_next_ms: when the
- * next one would (CLOCK_MONOTONIC ms, 0: none waits). */
+/* Fail the claims whose lookup passed the timeout and send the health
+ * list again when due; *ret_next_ms: when the next of either is
+ * (CLOCK_MONOTONIC ms, 0: none). */
 void dra_node_expire(struct dra_node *n, uint64_t now_ms, uint64_t *ret_next_ms);
 /* Whether the kubelet's last word was to accept the driver. */
 bool dra_node_accepted(const struct dra_node *n);
@@ -102,6 +104,7 @@ struct dra_health_device {
         const char *pool;
         const char *device;
         bool healthy;
+        const char *message; /* NULL when healthy */
 };
 
 /* The paths, the two directories made if missing, and the checkpoint of
@@ -126,7 +129,9 @@ void dra_node_poll_fds(const struct dra_node *n, int ret[2]);
 void dra_node_accept(struct dra_node *n, int fd);
 /* The full device list the health streams send (copied): the caller
  * gives it at start and after every change; each open stream gets it at
- * once (or, with a send in flight, right after that send). */
+ * once (or, with a send in flight, right after that send), and again
+ * every DRA_HEALTH_RESEND_S with each device's timeout
+ * (DRA_HEALTH_TIMEOUT_S) and, when not healthy, its message. */
 int dra_node_health_set(struct dra_node *n, const struct dra_health_device *devs, size_t count);
 /* Streams end with a status, the sockets are removed, the server shuts
  * down; dra_node_done() once every tag came back. */

@@ -51,6 +51,13 @@ static int index_build(const struct dp_plugin *p, struct dra_index **ret) {
         return 0;
 }
 
+/* Whether id's name, or its second name after a clash, is name. */
+static bool names_to(const char *id, const char *name, char again[DRA_DEVICE_NAME_MAX + 1]) {
+        if (dra_name_into(id, again) > 0 && strcmp(again, name) == 0)
+                return true;
+        return dra_alt_name_into(id, again) > 0 && strcmp(again, name) == 0;
+}
+
 int dra_index_find(struct dra_index **cache, const struct dp_plugin *p, const char *name,
                    size_t *ret_id) {
         const struct dra_names *n;
@@ -71,8 +78,7 @@ int dra_index_find(struct dra_index **cache, const struct dp_plugin *p, const ch
                 size_t mid = lo + (hi - lo) / 2, id = n->by_name[mid];
                 int c = strcmp(dra_names_get(n, id), name);
                 if (c == 0) {
-                        if (id >= p->n_ids || dra_name_into(dp_plugin_id(p, id), again) == 0 ||
-                            strcmp(again, name) != 0)
+                        if (id >= p->n_ids || !names_to(dp_plugin_id(p, id), name, again))
                                 return -ENOENT;
                         *ret_id = id;
                         return 0;

@@ -17,17 +17,25 @@
 /* The device name of id into out; its length, 0 for an empty ID. */
 size_t dra_name_into(const char *id, char out[DRA_DEVICE_NAME_MAX + 1]);
 
+/* The second name of an ID whose name is another's: its start as in
+ * dra_name_into (up to 46 characters), '-' and the 64-bit FNV-1a of the
+ * ID as 16 hex digits; its length. */
+size_t dra_alt_name_into(const char *id, char out[DRA_DEVICE_NAME_MAX + 1]);
+
 /* Whether s[0..len) is a DNS-1123 subdomain, or label. */
 bool dra_is_subdomain(const char *s, size_t len);
 bool dra_is_label(const char *s, size_t len);
 
 /* Every allocatable ID's device name, and which IDs a clash leaves out:
  * of IDs with one name, the first in ID order keeps it, so a name means
- * the same ID whatever the devices' health. */
+ * the same ID whatever the devices' health; the others are named
+ * dra_alt_name_into, and only an ID whose second name clashes too is
+ * left out. */
 struct dra_names {
         char *block;
         uint32_t *off;     /* per ID: its name in block */
         bool *dropped;     /* per ID */
+        const char **ids;  /* per ID, while building */
         uint32_t *by_name; /* the kept IDs, sorted by name */
         size_t n_ids, n_kept;
         struct dra_clash *clashes;

@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The names a DRA resource and its devices go by in the API: pool names,
  * device names, and the table from a device name back to its ID. */
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "model-internal.h"
 
-/* Room for the readable start of a rewritten name: 54, '-', 8 hex. */
+/* Room for the readable start of a rewritten name: 54, '-', 8 hex; of a
+ * clash's second name, 46, '-', 16 hex. */
 #define NAME_KEEP 54
+#define ALT_KEEP 46
 
 static bool is_lower_alnum(char c) {
         return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
@@ -154,25 +157,30 @@ void dra_names_clear(struct dra_names *n) {
         free(n->off);
         free(n->dropped);
         free(n->by_name);
+        free(n->ids);
         free(n->clashes);
         *n = (struct dra_names){ 0 };
 }
 
 /* Of each run of one name in by_name (sorted by name, then ID), the first
- * stays; the others are dropped and recorded. */
-static int drop_clashes(struct dra_names *n) {
+ * stays; the others are marked (record: and recorded as clashes, dropped
+ * for good). */
+static int mark_clashes(struct dra_names *n, bool record) {
         size_t w = 0;
 
         for (size_t i = 0; i < n->n_ids; i++) {
                 uint32_t id = n->by_name[i];
                 if (w > 0 &&
                     strcmp(dra_names_get(n, n->by_name[w - 1]), dra_names_get(n, id)) == 0) {
-                        struct dra_clash *c = realloc(n->clashes, (n->n_clashes + 1) * sizeof(*c));
-                        if (!c)
-                                return -ENOMEM;
-                        n->clashes = c;
-                        c[n->n_clashes++] =
-                                (struct dra_clash){ .dropped = id, .kept = n->by_name[w - 1] };
+                        if (record) {
+                                struct dra_clash *c =
+                                        realloc(n->clashes, (n->n_clashes + 1) * sizeof(*c));
+                                if (!c)
+                                        return -ENOMEM;
+                                n->clashes = c;
+                                c[n->n_clashes++] = (struct dra_clash){ .dropped = id,
+                                                                        .kept = n->by_name[w - 1] };
+                        }
                         n->dropped[id] = true;
                         continue;
                 }
@@ -182,37 +190,87 @@ static int drop_clashes(struct dra_names *n) {
         return 0;
 }
 
+size_t dra_alt_name_into(const char *id, char out[DRA_DEVICE_NAME_MAX + 1]) {
+        size_t n = 0;
+
+        for (size_t i = 0; id[i] && n < ALT_KEEP; i++) {
+                char c = label_char(id[i]);
+                if (c != '-' || n > 0)
+                        out[n++] = c;
+        }
+        while (n > 0 && out[n - 1] == '-')
+                n--;
+        if (n > 0)
+                out[n++] = '-';
+        snprintf(out + n, 17, "%016" PRIx64, base_fnv1a64(id));
+        return n + 16;
+}
+
+/* The later IDs of a clash (two IDs whose names are one, which takes two
+ * IDs whose rewritten names share their start and their 32-bit hash, or
+ * an ID that is another's rewritten name) are named again with the 64-bit
+ * hash, so both are published; only a clash that leaves too is a drop. */
+static int rename_clashes(struct dra_names *n, size_t *used) {
+        size_t n_renamed = 0;
+
+        for (size_t i = 0; i < n->n_ids; i++)
+                n_renamed += n->dropped[i];
+        if (n_renamed == 0)
+                return 0;
+        char *more = realloc(n->block, *used + n_renamed * (DRA_DEVICE_NAME_MAX + 1) + 1);
+        if (!more)
+                return -ENOMEM;
+        n->block = more;
+        for (size_t i = 0; i < n->n_ids; i++) {
+                if (!n->dropped[i])
+                        continue;
+                n->dropped[i] = false;
+                n->off[i] = (uint32_t)*used;
+                *used += dra_alt_name_into(n->ids[i], n->block + *used) + 1;
+        }
+        for (size_t i = 0; i < n->n_ids; i++)
+                n->by_name[i] = (uint32_t)i;
+        qsort_r(n->by_name, n->n_ids, sizeof(*n->by_name), cmp_by_name, n);
+        return mark_clashes(n, true);
+}
+
 int dra_names_build(const struct dp_plugin *p, struct dra_names *ret) {
         struct dra_names n = { .n_ids = p->n_ids };
         size_t used = 0;
         int r;
 
-        if (p->n_ids > UINT32_MAX / (DRA_DEVICE_NAME_MAX + 1))
+        if (p->n_ids > UINT32_MAX / (2 * (DRA_DEVICE_NAME_MAX + 1)))
                 return -E2BIG;
         n.block = malloc(p->n_ids * (DRA_DEVICE_NAME_MAX + 1) + 1);
         n.off = calloc(p->n_ids + 1, sizeof(*n.off));
         n.dropped = calloc(p->n_ids + 1, sizeof(*n.dropped));
         n.by_name = calloc(p->n_ids + 1, sizeof(*n.by_name));
-        if (!n.block || !n.off || !n.dropped || !n.by_name) {
+        n.ids = calloc(p->n_ids + 1, sizeof(*n.ids));
+        if (!n.block || !n.off || !n.dropped || !n.by_name || !n.ids) {
                 dra_names_clear(&n);
                 return -ENOMEM;
         }
         for (size_t i = 0; i < p->n_ids; i++) {
+                n.ids[i] = dp_plugin_id(p, i);
                 n.off[i] = (uint32_t)used;
-                used += dra_name_into(dp_plugin_id(p, i), n.block + used) + 1;
+                used += dra_name_into(n.ids[i], n.block + used) + 1;
                 n.by_name[i] = (uint32_t)i;
+        }
+        qsort_r(n.by_name, n.n_ids, sizeof(*n.by_name), cmp_by_name, &n);
+        r = mark_clashes(&n, false);
+        if (r >= 0)
+                r = rename_clashes(&n, &used);
+        if (r < 0) {
+                dra_names_clear(&n);
+                return r;
         }
         /* Room was made for the longest names; most are shorter, and an
          * index keeps its table for as long as the plugin's IDs stay. */
         char *fit = realloc(n.block, used + 1);
         if (fit)
                 n.block = fit;
-        qsort_r(n.by_name, n.n_ids, sizeof(*n.by_name), cmp_by_name, &n);
-        r = drop_clashes(&n);
-        if (r < 0) {
-                dra_names_clear(&n);
-                return r;
-        }
+        free(n.ids);
+        n.ids = NULL;
         *ret = n;
         return 0;
 }
@@ -252,6 +310,34 @@ static bool names_to(const char *id, const char *name) {
         return dra_name_into(id, buf) > 0 && strcmp(buf, name) == 0;
 }
 
+/* A clash's second name ends in "-" and 16 lowercase hex, or is only
+ * those. */
+static bool alt_shape(const char *name, size_t len) {
+        if (len < 16 || (len > 16 && name[len - 17] != '-'))
+                return false;
+        for (size_t i = len - 16; i < len; i++)
+                if (!is_lower_alnum(name[i]) || name[i] > 'f')
+                        return false;
+        return true;
+}
+
+/* Rare (a clash's second name): through the whole table. */
+static int find_renamed(const struct dp_plugin *p, const char *name, size_t *ret_id) {
+        struct dra_names n;
+        int r = dra_names_build(p, &n);
+
+        if (r < 0)
+                return r;
+        r = -ENOENT;
+        for (size_t i = 0; i < n.n_ids && r < 0; i++)
+                if (!n.dropped[i] && strcmp(dra_names_get(&n, i), name) == 0) {
+                        *ret_id = i;
+                        r = 0;
+                }
+        dra_names_clear(&n);
+        return r;
+}
+
 int dra_device_find(const struct dp_plugin *p, const char *name, size_t *ret_id) {
         size_t len = strlen(name), best = SIZE_MAX, i;
         uint32_t h;
@@ -269,6 +355,8 @@ int dra_device_find(const struct dp_plugin *p, const char *name, size_t *ret_id)
                                 best = i;
                                 break;
                         }
+        if (best == SIZE_MAX && alt_shape(name, len))
+                return find_renamed(p, name, ret_id);
         if (best == SIZE_MAX)
                 return -ENOENT;
         *ret_id = best;

@@ -21,9 +21,15 @@
 
 #define CALL_OF(t, member) ((struct dra_call *)((char *)(t)-offsetof(struct dra_call, member)))
 
-/* The versions of the DRAPlugin service served, newest first: the kubelet
- * takes the first one it knows. */
-static const char *const supported_versions[] = { "v1.DRAPlugin", "v1beta1.DRAPlugin" };
+/* The gRPC services served as "<package>.<service>": the DRAPlugin
+ * versions newest first (the kubelet takes the first one it knows), then
+ * the optional health service in both versions, named as the kubelet and
+ * upstream's plugin helper name them. Kubelets from 1.37 open a health
+ * stream only when GetInfo lists one; older ones open v1alpha1 whatever
+ * is listed. */
+static const char *const supported_versions[] = { "v1.DRAPlugin", "v1beta1.DRAPlugin",
+                                                  "v1.DRAResourceHealth",
+                                                  "v1alpha1.DRAResourceHealth" };
 
 static void on_call(struct dp_daemon *d, struct dp_tag *tag, bool ok);
 

@@ -13,11 +13,21 @@
 #include "dra-node-internal.h"
 #include "dra_health_v1.pb-c.h"
 #include "log.h"
+#include "loop.h"
 
 #define CALL_OF(t, member) ((struct dra_call *)((char *)(t)-offsetof(struct dra_call, member)))
 
 static void on_send(struct dp_daemon *d, struct dp_tag *tag, bool ok);
 static void on_close(struct dp_daemon *d, struct dp_tag *tag, bool ok);
+
+/* While a stream is open, the next resend is on the owner's timer. */
+static void arm(struct dra_node *n) {
+        if (!n->streams)
+                return;
+        n->health_due_ms = dp_now_ms() + DRA_HEALTH_RESEND_S * 1000;
+        if (n->deadline_set)
+                n->deadline_set(n->deadline_ctx, n->health_due_ms);
+}
 
 static void stream_send(struct dra_call *c) {
         struct dra_node *n = c->n;
@@ -125,11 +135,25 @@ void dra_health_open(struct dra_call *c) {
         c->next = c->n->streams;
         c->n->streams = c;
         stream_send(c);
+        if (!c->n->health_due_ms)
+                arm(c->n);
 }
 
 void dra_health_end_all(struct dra_node *n) {
         for (struct dra_call *c = n->streams; c; c = c->next)
                 stream_end(c);
+}
+
+/* buf (the list, stamped) replaces the one streamed, to every stream;
+ * the resend is due DRA_HEALTH_RESEND_S from now. */
+static void publish(struct dra_node *n, uint8_t *buf, size_t len) {
+        free(n->health_buf);
+        n->health_buf = buf;
+        n->health_len = len;
+        n->health_gen++;
+        for (struct dra_call *c = n->streams; c; c = c->next)
+                stream_send(c);
+        arm(n);
 }
 
 /* Packed once per change, for every stream of both versions. */
@@ -152,6 +176,9 @@ int dra_node_health_set(struct dra_node *n, const struct dra_health_device *devs
                 health[i].device = &ids[i];
                 health[i].health =
                         devs[i].healthy ? V1__HEALTH_STATUS__HEALTHY : V1__HEALTH_STATUS__UNHEALTHY;
+                health[i].health_check_timeout_seconds = DRA_HEALTH_TIMEOUT_S;
+                if (devs[i].message)
+                        health[i].message = (char *)devs[i].message;
                 ptrs[i] = &health[i];
         }
         resp.devices = ptrs;
@@ -178,16 +205,55 @@ int dra_node_health_set(struct dra_node *n, const struct dra_health_device *devs
                 return len > DP_MAX_MESSAGE ? -EMSGSIZE : -ENOMEM;
         }
         v1__node_watch_resources_response__pack(&resp, buf);
-        free(n->health_buf);
         free(n->health_bare);
-        n->health_buf = buf;
-        n->health_len = len;
         n->health_bare = bare;
         n->health_bare_len = bare_len;
-        n->health_gen++;
-        for (struct dra_call *c = n->streams; c; c = c->next)
-                stream_send(c);
+        publish(n, buf, len);
         return 0;
+}
+
+/* The same list stamped now, for the resend that keeps it from timing
+ * out in the kubelet. */
+static int restamp(struct dra_node *n) {
+        V1__NodeWatchResourcesResponse *m =
+                v1__node_watch_resources_response__unpack(NULL, n->health_bare_len, n->health_bare);
+        int64_t now = (int64_t)time(NULL);
+        uint8_t *buf;
+        size_t len;
+
+        if (!m)
+                return -ENOMEM;
+        for (size_t i = 0; i < m->n_devices; i++)
+                m->devices[i]->last_updated_time = now;
+        len = v1__node_watch_resources_response__get_packed_size(m);
+        buf = len <= DP_MAX_MESSAGE ? malloc(len + 1) : NULL;
+        if (buf)
+                v1__node_watch_resources_response__pack(m, buf);
+        v1__node_watch_resources_response__free_unpacked(m, NULL);
+        if (!buf)
+                return len > DP_MAX_MESSAGE ? -EMSGSIZE : -ENOMEM;
+        publish(n, buf, len);
+        return 0;
+}
+
+/* The kubelet takes a device whose last report is older than its
+ * timeout for Unknown, whether or not anything changed: while a stream is
+ * open, the list goes out again every DRA_HEALTH_RESEND_S, on the node's
+ * one deadline (dra_node_expire). */
+void dra_health_expire(struct dra_node *n, uint64_t now_ms, uint64_t *next_ms) {
+        if (!n->streams || !n->health_bare) {
+                n->health_due_ms = 0;
+                return;
+        }
+        if (n->health_due_ms > now_ms) {
+                *next_ms = dp_due_min(*next_ms, n->health_due_ms);
+                return;
+        }
+        if (restamp(n) < 0)
+                log_warn("dra: cannot stamp the device health list again; the kubelet may "
+                         "show its devices as Unknown until the next change");
+        n->health_due_ms = now_ms + DRA_HEALTH_RESEND_S * 1000;
+        *next_ms = dp_due_min(*next_ms, n->health_due_ms);
 }
 
 void dra_health_free(struct dra_node *n) {

@@ -544,6 +544,7 @@ void dra_node_expire(struct dra_node *n, uint64_t now_ms, uint64_t *ret_next_ms)
                                              "the ResourceClaim lookup did not finish in time");
                 answer(p);
         }
+        dra_health_expire(n, now_ms, &next);
         *ret_next_ms = next;
 }
 

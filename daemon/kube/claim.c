@@ -35,6 +35,39 @@ static int fail(struct kube_claim *c, int err, const char *msg) {
         return err;
 }
 
+/* An opaque configuration addressed to our driver (from the claim or its
+ * DeviceClass, status.allocation.devices.config[]) asks for something
+ * cdiplug has no parameter for: preparing the devices without it would
+ * hand the pod something else than it asked for, so the claim fails,
+ * naming the entry. */
+static int refuse_opaque(const cJSON *alloc, const char *driver, struct kube_claim *ret) {
+        const cJSON *config = cJSON_GetObjectItemCaseSensitive(
+                cJSON_GetObjectItemCaseSensitive(alloc, "devices"), "config");
+        const cJSON *e;
+        size_t i = 0;
+
+        if (!cJSON_IsArray(config))
+                return 0;
+        cJSON_ArrayForEach(e, config) {
+                const char *d = str_at(cJSON_GetObjectItemCaseSensitive(e, "opaque"), "driver");
+                const char *src = str_at(e, "source");
+                char msg[256];
+
+                if (d && strcmp(d, driver) == 0) {
+                        snprintf(msg, sizeof(msg),
+                                 "status.allocation.devices.config[%zu]: an opaque configuration "
+                                 "for driver %s (%s): cdiplug takes no parameters; remove it "
+                                 "there",
+                                 i, driver,
+                                 src && strcmp(src, "FromClass") == 0 ? "from the DeviceClass"
+                                                                      : "from the claim");
+                        return fail(ret, -EINVAL, msg);
+                }
+                i++;
+        }
+        return 0;
+}
+
 int kube_claim_parse(const char *body, const char *driver, const char *uid,
                      struct kube_claim *ret) {
         _cleanup_(kube_cjson_deletep) cJSON *o = cJSON_Parse(body);
@@ -61,6 +94,8 @@ int kube_claim_parse(const char *body, const char *driver, const char *uid,
                 cJSON_GetObjectItemCaseSensitive(alloc, "devices"), "results");
         if (results && !cJSON_IsArray(results))
                 return fail(ret, -EBADMSG, "status.allocation.devices.results is not a list");
+        if (refuse_opaque(alloc, driver, ret) < 0)
+                return ret->err;
         cJSON_ArrayForEach(r, results) {
                 const char *d = str_at(r, "driver");
                 if (d && strcmp(d, driver) == 0)

@@ -52,7 +52,9 @@ struct kube_result {
 };
 struct kube_claim {
         int err;                     /* 0, or -ENOENT (no such claim), -ESTALE (uid differs),
-                                      * -ENODATA (not allocated), other -errno (API down) */
+                                      * -ENODATA (not allocated), -EINVAL (an opaque
+                                      * configuration for our driver: we take none),
+                                      * other -errno (API down) */
         char *msg;                   /* what went wrong, for the claim's error string */
         struct kube_result *results; /* only our driver's entries */
         size_t n_results;

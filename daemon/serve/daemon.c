@@ -74,10 +74,9 @@ static void stop_all(struct dp_daemon *d) {
         dp_maybe_finish(d);
 }
 
-/* How long, once stopping, the ListAndWatch streams have to take their
- * status (server.c) before every call left is cancelled: a peer that does
- * not read must not hold up the stop. */
-#define STOP_GRACE_MS 1000
+/* Once stopping, the ListAndWatch streams have DP_STOP_GRACE_MS to take
+ * their status (server.c) before every call left is cancelled: a peer that
+ * does not read must not hold up the stop. */
 
 /* Run every completion until the queue is shut down (dp_maybe_finish). */
 static void drain(struct dp_daemon *d) {
@@ -106,8 +105,9 @@ static void drain(struct dp_daemon *d) {
                  * waiting request slots: a completion always follows. */
                 if (d->stopping && !grace) {
                         grace = true;
-                        deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
-                                                gpr_time_from_millis(STOP_GRACE_MS, GPR_TIMESPAN));
+                        deadline =
+                                gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+                                             gpr_time_from_millis(DP_STOP_GRACE_MS, GPR_TIMESPAN));
                 }
                 pthread_mutex_unlock(&d->lock);
         }
@@ -223,6 +223,7 @@ static void add_timers(struct dp_daemon *d) {
         dp_timer_add(&d->loop, &d->relisten_timer, dp_watch_due, d);
         dp_timer_add(&d->loop, &d->register_timer, dp_register_due, d);
         dp_timer_add(&d->loop, &d->dra_timer, dp_dra_due, d);
+        dp_timer_add(&d->loop, &d->stop_timer, dp_server_stop_due, d);
 }
 
 static int setup_fds(struct dp_daemon *d) {
@@ -371,7 +372,7 @@ int dp_daemon_run(const struct dp_options *opts, struct cfg_config *cfg) {
                         .config_wd = -1,
                         .config_real_wd = -1,
                 },
-                .dra = { .wd = -1 },
+                .dra = { .wd = -1, .root_wd = -1 },
         };
         pthread_t thread;
         int r;

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "dra.h"
@@ -94,6 +95,19 @@ static int kube_setup(struct dp_daemon *d) {
         return kube_new(&ks, &d->dra.kube);
 }
 
+/* The kubelet deletes every socket in plugins_registry when it starts:
+ * the registry socket is made again at once. The dir's own deletion ends
+ * the watch (IN_IGNORED); the kubelet root's watch brings it back. */
+static int watch_registry(struct dp_daemon *d) {
+        int wd = inotify_add_watch(d->watch.inotify_fd, dra_node_registry_dir(d->dra.node),
+                                   IN_DELETE | IN_MOVED_FROM | IN_ONLYDIR);
+
+        if (wd < 0)
+                return -errno;
+        d->dra.wd = wd;
+        return 0;
+}
+
 int dp_dra_setup(struct dp_daemon *d) {
         struct dra_node_settings s = {
                 .kubelet_root = d->opts->kubelet_root,
@@ -117,20 +131,25 @@ int dp_dra_setup(struct dp_daemon *d) {
         r = dra_node_new(&s, &d->dra.node);
         if (r < 0)
                 return r;
-        /* The kubelet deletes every socket in plugins_registry when it
-         * starts: the registry socket is made again at once. */
-        d->dra.wd = inotify_add_watch(d->watch.inotify_fd, dra_node_registry_dir(d->dra.node),
-                                      IN_DELETE | IN_MOVED_FROM | IN_ONLYDIR);
-        if (d->dra.wd < 0) {
-                r = -errno;
+        /* The kubelet root, for a plugins_registry that is deleted and
+         * made again (the node's operator, a kubelet reinstall): added to
+         * whatever else watches that dir, and kept. */
+        d->dra.root_wd = inotify_add_watch(d->watch.inotify_fd, d->opts->kubelet_root,
+                                           IN_CREATE | IN_MOVED_TO | IN_ONLYDIR | IN_MASK_ADD);
+        if (d->dra.root_wd < 0)
+                log_with(LOG_WARN,
+                         &(struct log_fields){ .path = d->opts->kubelet_root, .err = errno },
+                         "dra: cannot watch %s: %s; a deleted plugins_registry is not noticed "
+                         "when it comes back, going on",
+                         d->opts->kubelet_root, strerror(errno));
+        r = watch_registry(d);
+        if (r < 0)
                 log_with(LOG_ERR,
                          &(struct log_fields){ .path = dra_node_registry_dir(d->dra.node),
                                                .err = -r },
                          "dra: cannot watch %s: %s", dra_node_registry_dir(d->dra.node),
                          strerror(-r));
-                return r;
-        }
-        return 0;
+        return r;
 }
 
 /* Every pool first, then the API client: its first list deletes this
@@ -150,18 +169,6 @@ int dp_dra_start(struct dp_daemon *d) {
 
 bool dp_resource_is_dra(const struct dp_resource *res) {
         return is_dra(res);
-}
-
-/* The devices ListAndWatch lists (dp_plugin_list), with the same health:
- * one the spec on disk lacks, or gone, is not offered at all. */
-static bool id_listed(const struct dp_plugin *p, size_t dev) {
-        const struct dp_device *v = &p->devs[dev];
-        return !((p->held && !v->in_spec) || v->gone);
-}
-
-static bool id_healthy(const struct dp_plugin *p, size_t dev) {
-        const struct dp_device *v = &p->devs[dev];
-        return v->healthy && !(p->held && v->spec_stale);
 }
 
 /* The pools Prepare maps claims to: every DRA resource's. */
@@ -209,33 +216,44 @@ static int keep(struct health_list *l, char *s) {
         return 0;
 }
 
+/* The health of res's devices, as the model lists them (names, which
+ * IDs, the messages), into l under res's pool. */
 static int add_resource(struct health_list *l, const struct dp_daemon *d,
                         const struct dp_resource *res) {
-        const struct dp_plugin *p = res->plugin;
+        struct dra_health *h = NULL;
+        size_t n = 0;
         char *pool = NULL;
         int r = dra_pool_name(d->opts->node_name, res->cfg->name, &pool);
 
         if (r < 0 || (r = keep(l, pool)) < 0)
                 return r;
-        if (p->n_ids > SIZE_MAX / 2 - l->n)
+        r = dra_health(res->plugin, &h, &n);
+        if (r < 0)
+                return r;
+        struct dra_health_device *more =
+                n > SIZE_MAX / 2 - l->n ? NULL : reallocarray(l->v, l->n + n + 1, sizeof(*l->v));
+        if (!more) {
+                dra_health_list_free(h, n);
                 return -ENOMEM;
-        struct dra_health_device *more = reallocarray(l->v, l->n + p->n_ids + 1, sizeof(*l->v));
-        if (!more)
-                return -ENOMEM;
+        }
         l->v = more;
-        for (size_t i = 0; i < p->n_ids; i++) {
-                size_t dev = dp_plugin_id_dev(p, i);
-                char *name = NULL;
-                if (!id_listed(p, dev))
-                        continue;
-                r = dra_device_name(dp_plugin_id(p, i), &name);
-                if (r < 0 || (r = keep(l, name)) < 0)
-                        return r;
+        for (size_t i = 0; r >= 0 && i < n; i++) {
+                char *name = strdup(h[i].name);
+                if (!name || (r = keep(l, name)) < 0) {
+                        r = -ENOMEM;
+                        break;
+                }
+                if (h[i].message && (r = keep(l, h[i].message)) < 0) {
+                        h[i].message = NULL; /* keep() freed it */
+                        break;
+                }
                 l->v[l->n++] = (struct dra_health_device){ .pool = pool,
                                                            .device = name,
-                                                           .healthy = id_healthy(p, dev) };
+                                                           .healthy = h[i].healthy,
+                                                           .message = TAKE_PTR(h[i].message) };
         }
-        return 0;
+        dra_health_list_free(h, n);
+        return r;
 }
 
 void dp_dra_idents_clear(struct dp_res_idents *c) {
@@ -383,8 +401,42 @@ void dp_dra_publish(struct dp_daemon *d) {
         health_list_clear(&l);
 }
 
+/* plugins_registry is back: watched again, its socket made again. */
+static void registry_back(struct dp_daemon *d) {
+        const char *dir = dra_node_registry_dir(d->dra.node);
+        int r = watch_registry(d);
+
+        if (r < 0) {
+                log_with(LOG_WARN, &(struct log_fields){ .path = dir, .err = -r },
+                         "dra: cannot watch %s again: %s; the registry socket is made again "
+                         "only when it comes back once more",
+                         dir, strerror(-r));
+                return;
+        }
+        log_with(LOG_INFO, &(struct log_fields){ .path = dir }, "dra: %s is back, watched again",
+                 dir);
+        dra_node_relisten(d->dra.node);
+}
+
 void dp_dra_event(struct dp_daemon *d, const struct inotify_event *ev) {
-        if (!d->dra.node || ev->wd != d->dra.wd || d->stopping)
+        const char *reg_dir;
+
+        if (!d->dra.node || d->stopping)
+                return;
+        if (ev->wd == d->dra.wd && (ev->mask & IN_IGNORED)) {
+                d->dra.wd = -1;
+                /* Made again before this event was read. */
+                if (access(dra_node_registry_dir(d->dra.node), F_OK) == 0)
+                        registry_back(d);
+                return;
+        }
+        if (ev->wd == d->dra.root_wd && d->dra.wd < 0 && ev->len) {
+                reg_dir = strrchr(dra_node_registry_dir(d->dra.node), '/');
+                if (reg_dir && strcmp(ev->name, reg_dir + 1) == 0)
+                        registry_back(d);
+                return;
+        }
+        if (ev->wd != d->dra.wd)
                 return;
         if (ev->len && strcmp(ev->name, dra_node_registry_name(d->dra.node)) == 0)
                 dra_node_relisten(d->dra.node);

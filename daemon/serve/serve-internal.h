@@ -73,6 +73,9 @@ struct dp_res_server {
         /* Asked to serve while the old server still stops (a reload moved
          * the resource to DRA and back): serve once that one is gone. */
         bool serve_again;
+        /* A stop that a peer holds up (it takes no status: it does not
+         * read) has its calls cancelled then (dp_now_ms() time), 0: none. */
+        uint64_t stop_due_ms;
 };
 
 /* Removed by a reload: freed once its server, calls and Register are done
@@ -154,6 +157,7 @@ struct dp_dra {
         struct kube *kube;            /* NULL: no "dra" section, or no node name */
         struct base_strvec published; /* pools given to the API client, not yet dropped */
         int wd;                       /* watch on plugins_registry, or -1 */
+        int root_wd;                  /* watch on the kubelet root, for plugins_registry's return */
         uint64_t due_ms;              /* dra_timer's: the earliest Prepare deadline, 0 none */
 };
 
@@ -171,10 +175,11 @@ struct dp_daemon {
         /* The timer list; each timer is its file's, set only there:
          * retained.c, publish.c (spec retries), server.c (accept pauses),
          * watch.c (socket re-creation), kubelet.c (Register retries),
-         * dra.c (Prepare's lookup deadlines). */
+         * dra.c (Prepare's lookup deadlines, health resends), server.c (stops'
+         * grace). */
         struct dp_loop loop;
         struct dp_timer retained_timer, spec_timer, accept_timer, relisten_timer, register_timer,
-                dra_timer;
+                dra_timer, stop_timer;
 
         struct dp_kubelet kubelet;          /* kubelet.c's */
         struct dp_watcher watch;            /* watch.c's */
@@ -318,6 +323,12 @@ void dp_server_stop(struct dp_resource *res);
 /* Cancel every call of every stopping server now, statuses out or not:
  * for a peer that takes none (it does not read) when the daemon stops. */
 void dp_server_cancel_stopping(struct dp_daemon *d);
+/* How long streams have to take their status once a server stops (a
+ * reload's or the daemon's) before its calls are cancelled. */
+#define DP_STOP_GRACE_MS 1000
+/* A timer callback (ctx: the daemon): the same for a server a reload
+ * stopped, once its grace is over. */
+void dp_server_stop_due(void *ctx);
 void dp_server_push(struct dp_resource *res);
 size_t dp_server_streams(const struct dp_resource *res);
 

@@ -593,11 +593,54 @@ void dp_accept_due(void *ctx) {
         accept_timer_set(d);
 }
 
+/* The stop timer set to the earliest grace end of a stopping server. */
+static void stop_timer_set(struct dp_daemon *d) {
+        uint64_t next = 0;
+
+        for (size_t i = 0; i < d->n_res; i++)
+                if (d->res[i]->srv.state == SRV_STOPPING)
+                        next = dp_due_min(next, d->res[i]->srv.stop_due_ms);
+        for (struct dp_resource *res = d->retired; res; res = res->life.next_retired)
+                if (res->srv.state == SRV_STOPPING)
+                        next = dp_due_min(next, res->srv.stop_due_ms);
+        dp_timer_set(&d->stop_timer, next);
+}
+
+static void stop_expire(struct dp_resource *res, uint64_t now) {
+        if (res->srv.state != SRV_STOPPING || !res->srv.stop_due_ms || res->srv.stop_due_ms > now)
+                return;
+        res->srv.stop_due_ms = 0;
+        log_with(LOG_WARN, &(struct log_fields){ .resource = res->cfg->name },
+                 "resource \"%s\": a ListAndWatch peer took no status within %d ms of the "
+                 "server's stop; its calls are cancelled",
+                 res->cfg->name, DP_STOP_GRACE_MS);
+        grpc_server_cancel_all_calls(res->srv.server);
+}
+
+/* A reload's stop gets the same grace as the daemon's (drain): a peer
+ * that never reads would otherwise keep the old server, and with it the
+ * resource's return to the device plugin API, for as long as it likes. */
+void dp_server_stop_due(void *ctx) {
+        struct dp_daemon *d = ctx;
+        uint64_t now = dp_now_ms();
+
+        for (size_t i = 0; i < d->n_res; i++)
+                stop_expire(d->res[i], now);
+        for (struct dp_resource *res = d->retired; res; res = res->life.next_retired)
+                stop_expire(res, now);
+        stop_timer_set(d);
+}
+
 void dp_server_stop(struct dp_resource *res) {
         dp_server_unlisten(res, true);
         if (res->srv.state != SRV_UP)
                 return;
         res->srv.state = SRV_STOPPING;
+        res->srv.stop_due_ms = dp_now_ms() + DP_STOP_GRACE_MS;
+        /* The earliest so far stays: res may be between d->res and the
+         * retired list now. */
+        if (!res->d->stop_timer.due_ms || res->d->stop_timer.due_ms > res->srv.stop_due_ms)
+                dp_timer_set(&res->d->stop_timer, res->srv.stop_due_ms);
         /* No new calls; the open ones first end with a status. */
         grpc_server_shutdown_and_notify(res->srv.server, res->d->cq, &res->srv.shutdown_tag);
         for (struct dp_call *c = res->srv.streams; c; c = c->next)

@@ -316,6 +316,69 @@ Test(dra_api, prepare_answers_cdi_ids_of_the_spec_and_each_claims_error) {
                                                                                              NULL);
 }
 
+/* A claim allocated from a prioritized list (DRAPrioritizedList): its
+ * result's request is "<request>/<subrequest>"; the kubelet hands the
+ * container the devices whose request_names hold the container's claim
+ * request, the base one, in both API versions. */
+Test(dra_api, a_subrequest_is_answered_as_its_base_request) {
+        _cleanup_free_ char *d0 = dev("ttyS0"), *st = NULL;
+        struct tk_dra_claim c = { "ns", "sub", "uid-sub" };
+        const char *versions[] = { "v1", "v1beta1" };
+
+        cr_assert_eq(asprintf(&st,
+                              "{\"allocation\":{\"devices\":{\"results\":["
+                              "{\"request\":\"port/any\",\"driver\":\"" DRIVER "\","
+                              "\"pool\":\"" POOL "\",\"device\":\"%s\"}]}}}",
+                              d0) > 0,
+                     true);
+        start(CONFIG(SERIAL));
+        add_claim("sub", "uid-sub", st);
+        for (size_t v = 0; v < ELEMENTSOF(versions); v++) {
+                PrepResp *r = NULL;
+                cr_assert_eq(tk_dra_prepare(kd, DRIVER, versions[v], &c, 1, &r), GRPC_STATUS_OK);
+                const PrepClaim *a = claim_of(r, "uid-sub");
+                cr_assert_str_eq(a->error, "", "%s: %s", versions[v], a->error);
+                cr_assert_eq(a->n_devices, 1);
+                cr_assert_eq(a->devices[0]->n_request_names, 1);
+                cr_assert_str_eq(a->devices[0]->request_names[0], "port", "%s", versions[v]);
+                k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_response__free_unpacked(
+                        r, NULL);
+        }
+}
+
+/* A claim whose one result is device %s, with an opaque configuration
+ * for driver %s. */
+#define OPAQUE_FMT                                                                                 \
+        "{\"allocation\":{\"devices\":{\"results\":["                                              \
+        "{\"request\":\"r\",\"driver\":\"" DRIVER "\",\"pool\":\"" POOL "\",\"device\":\"%s\"}],"  \
+        "\"config\":[{\"source\":\"FromClaim\",\"requests\":[\"r\"],"                              \
+        "\"opaque\":{\"driver\":\"%s\",\"parameters\":{\"mode\":\"raw\"}}}]}}}"
+
+/* cdiplug takes no parameters: an opaque configuration for its driver,
+ * from the claim or from the class, fails the claim by name instead of
+ * being ignored; one for another driver is none of its business. */
+Test(dra_api, an_opaque_config_for_the_driver_is_the_claims_error) {
+        _cleanup_free_ char *d0 = dev("ttyS0"), *mine = NULL, *other = NULL;
+        struct tk_dra_claim c[] = { { "ns", "mine", "uid-mine" }, { "ns", "other", "uid-other" } };
+        PrepResp *r = NULL;
+
+        cr_assert_eq(asprintf(&mine, OPAQUE_FMT, d0, DRIVER) > 0, true);
+        cr_assert_eq(asprintf(&other, OPAQUE_FMT, d0, "gpu.example.com") > 0, true);
+        start(CONFIG(SERIAL));
+        add_claim("mine", "uid-mine", mine);
+        add_claim("other", "uid-other", other);
+        cr_assert_eq(tk_dra_prepare(kd, DRIVER, "v1", c, 2, &r), GRPC_STATUS_OK);
+        const PrepClaim *a = claim_of(r, "uid-mine");
+        cr_assert_eq(a->n_devices, 0);
+        cr_assert_not_null(strstr(a->error, "status.allocation.devices.config[0]"), "%s", a->error);
+        cr_assert_not_null(strstr(a->error, "takes no parameters"), "%s", a->error);
+        const PrepClaim *b = claim_of(r, "uid-other");
+        cr_assert_str_eq(b->error, "");
+        cr_assert_eq(b->n_devices, 1);
+        k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_response__free_unpacked(r,
+                                                                                             NULL);
+}
+
 Test(dra_api, unprepare_works_after_sigkill_and_restart) {
         _cleanup_free_ char *d1 = dev("ttyS1"), *ok = allocated(POOL, d1), *cp_path = NULL,
                             *cp = NULL;

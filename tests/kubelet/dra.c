@@ -56,6 +56,19 @@ struct tk_dra_health {
         unsigned lists;
         char *latest;
         bool ended;
+        /* The kubelet's health cache for this driver: every device heard
+         * of, with when it was last reported (its own clock, as the
+         * kubelet stamps a report when it arrives). */
+        struct tk_health_entry *cache;
+        size_t n_cache;
+};
+
+struct tk_health_entry {
+        char *key; /* "pool/device" */
+        int health;
+        int64_t timeout_s;
+        char *message;
+        struct timespec at; /* CLOCK_MONOTONIC */
 };
 
 static struct timespec deadline_in(int timeout_ms) {
@@ -300,6 +313,17 @@ int tk_dra_info(struct tk_dra *k, const char *driver, Pluginregistration__Plugin
         return r;
 }
 
+bool tk_dra_advertises(struct tk_dra *k, const char *driver, const char *service) {
+        bool yes = false;
+
+        pthread_mutex_lock(&k->lock);
+        struct tk_dra_driver *d = driver_get(k, driver, false);
+        for (size_t i = 0; d && d->info && i < d->info->n_supported_versions && !yes; i++)
+                yes = strcmp(d->info->supported_versions[i], service) == 0;
+        pthread_mutex_unlock(&k->lock);
+        return yes;
+}
+
 grpc_status_code tk_dra_probe(struct tk_dra *k, const char *driver,
                               Pluginregistration__PluginInfo **ret) {
         Pluginregistration__InfoRequest req = PLUGINREGISTRATION__INFO_REQUEST__INIT;
@@ -394,6 +418,52 @@ static char *summary(struct tk_dra_health *h) {
         return out;
 }
 
+/* What the kubelet's health cache does with a list: each device reported
+ * is stamped now with its health, message and timeout (v1alpha1 has
+ * neither of the last two: 1.34 to 1.36 use 30 s for every device); one
+ * not reported keeps its last report until that times out. */
+static void cache_update(struct tk_dra_health *h) {
+        V1__NodeWatchResourcesResponse *r = NULL;
+        struct timespec now;
+
+        /* Wire-compatible: v1alpha1 lacks fields 4 and 5, dropped below. */
+        if (dp_unpack(h->recv, &v1__node_watch_resources_response__descriptor,
+                      (ProtobufCMessage **)&r) < 0)
+                return;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        for (size_t i = 0; i < r->n_devices; i++) {
+                const V1__DeviceHealth *d = r->devices[i];
+                char *key = NULL;
+                struct tk_health_entry *e = NULL;
+                if (!d->device ||
+                    xasprintf(&key, "%s/%s", d->device->pool_name, d->device->device_name) < 0)
+                        continue;
+                for (size_t k = 0; k < h->n_cache && !e; k++)
+                        if (strcmp(h->cache[k].key, key) == 0)
+                                e = &h->cache[k];
+                if (!e) {
+                        struct tk_health_entry *more =
+                                realloc(h->cache, (h->n_cache + 1) * sizeof(*more));
+                        if (!more) {
+                                free(key);
+                                continue;
+                        }
+                        h->cache = more;
+                        e = &h->cache[h->n_cache++];
+                        *e = (struct tk_health_entry){ .key = TAKE_PTR(key) };
+                }
+                free(key);
+                free(e->message);
+                e->health = d->health;
+                e->timeout_s = h->alpha || d->health_check_timeout_seconds <= 0
+                                       ? 30
+                                       : d->health_check_timeout_seconds;
+                e->message = strdup(h->alpha ? "" : d->message);
+                e->at = now;
+        }
+        v1__node_watch_resources_response__free_unpacked(r, NULL);
+}
+
 static bool start_recv(struct tk_dra_health *h) {
         grpc_op op;
 
@@ -426,6 +496,7 @@ static void *health_thread(void *arg) {
                         pthread_mutex_lock(&h->lock);
                         free(h->latest);
                         h->latest = summary(h);
+                        cache_update(h);
                         h->lists++;
                         pthread_cond_broadcast(&h->cond);
                         pthread_mutex_unlock(&h->lock);
@@ -455,6 +526,10 @@ int tk_dra_health_open(struct tk_dra *k, const char *driver, const char *version
 
         if (!ch)
                 return -ENOENT;
+        /* Kubelets from 1.37 open v1 only when GetInfo lists the service;
+         * 1.34 to 1.36 open v1alpha1 whatever it lists. */
+        if (strcmp(version, "v1") == 0 && !tk_dra_advertises(k, driver, "v1.DRAResourceHealth"))
+                return -EPROTONOSUPPORT;
         h = calloc(1, sizeof(*h));
         if (!h)
                 return -ENOMEM;
@@ -501,6 +576,47 @@ int tk_dra_health_wait(struct tk_dra_health *h, unsigned n, int timeout_ms, char
         return r;
 }
 
+int tk_dra_health_view(struct tk_dra_health *h, char **ret) {
+        struct timespec now;
+        char *out = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&out, &len);
+
+        if (!f)
+                return -ENOMEM;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        pthread_mutex_lock(&h->lock);
+        for (size_t i = 0; i < h->n_cache; i++) {
+                const struct tk_health_entry *e = &h->cache[i];
+                int64_t age_ms = (now.tv_sec - e->at.tv_sec) * 1000 +
+                                 (now.tv_nsec - e->at.tv_nsec) / 1000000;
+                int health = age_ms > e->timeout_s * 1000 ? V1__HEALTH_STATUS__UNKNOWN : e->health;
+                fprintf(f, "%s%s=%s", i ? "," : "", e->key,
+                        health == V1__HEALTH_STATUS__HEALTHY     ? "HEALTHY"
+                        : health == V1__HEALTH_STATUS__UNHEALTHY ? "UNHEALTHY"
+                                                                 : "UNKNOWN");
+        }
+        pthread_mutex_unlock(&h->lock);
+        fclose(f);
+        *ret = out;
+        return out ? 0 : -ENOMEM;
+}
+
+int tk_dra_health_detail(struct tk_dra_health *h, const char *key, int64_t *ret_timeout_s,
+                         char **ret_message) {
+        int r = -ENOENT;
+
+        pthread_mutex_lock(&h->lock);
+        for (size_t i = 0; i < h->n_cache; i++)
+                if (strcmp(h->cache[i].key, key) == 0) {
+                        *ret_timeout_s = h->cache[i].timeout_s;
+                        *ret_message = strdup(h->cache[i].message ? h->cache[i].message : "");
+                        r = *ret_message ? 0 : -ENOMEM;
+                }
+        pthread_mutex_unlock(&h->lock);
+        return r;
+}
+
 unsigned tk_dra_health_lists(struct tk_dra_health *h) {
         pthread_mutex_lock(&h->lock);
         unsigned n = h->lists;
@@ -539,6 +655,11 @@ void tk_dra_health_close(struct tk_dra_health *h) {
         pthread_mutex_destroy(&h->lock);
         pthread_cond_destroy(&h->cond);
         free(h->latest);
+        for (size_t i = 0; i < h->n_cache; i++) {
+                free(h->cache[i].key);
+                free(h->cache[i].message);
+        }
+        free(h->cache);
         free(h);
 }
 

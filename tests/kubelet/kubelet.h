@@ -120,8 +120,12 @@ grpc_channel *tk_dra_channel(struct tk_dra *k, const char *driver);
  * again. */
 int tk_dra_restart(struct tk_dra *k);
 
+/* Whether driver's latest GetInfo lists service in supported_versions. */
+bool tk_dra_advertises(struct tk_dra *k, const char *driver, const char *service);
 /* A NodeWatchResources stream of driver, version "v1alpha1" or "v1",
- * recording every list it gets. */
+ * recording every list it gets. As kubelets from 1.37 do, "v1" is opened
+ * only when GetInfo advertises "v1.DRAResourceHealth" (-EPROTONOSUPPORT
+ * otherwise); "v1alpha1" always, as 1.34 to 1.36 do. */
 int tk_dra_health_open(struct tk_dra *k, const char *driver, const char *version,
                        struct tk_dra_health **ret);
 /* Wait until the stream got at least n lists; *ret (malloc'd, when ret is
@@ -129,6 +133,15 @@ int tk_dra_health_open(struct tk_dra *k, const char *driver, const char *version
  * in the order sent. */
 int tk_dra_health_wait(struct tk_dra_health *h, unsigned n, int timeout_ms, char **ret);
 unsigned tk_dra_health_lists(struct tk_dra_health *h);
+/* What the kubelet shows now, from every list so far: "pool/device=STATE"
+ * joined by ',' in the order first heard of, STATE Unknown once a device's
+ * last report is older than its health_check_timeout_seconds (30 s when
+ * unset, and always on v1alpha1, as 1.34 to 1.36 read it). */
+int tk_dra_health_view(struct tk_dra_health *h, char **ret);
+/* A device's ("pool/device") timeout and message from its last report;
+ * -ENOENT when never reported. */
+int tk_dra_health_detail(struct tk_dra_health *h, const char *key, int64_t *ret_timeout_s,
+                         char **ret_message);
 /* Wait until the stream ended; its status. */
 int tk_dra_health_wait_end(struct tk_dra_health *h, int timeout_ms, grpc_status_code *ret);
 void tk_dra_health_close(struct tk_dra_health *h);

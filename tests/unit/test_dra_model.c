@@ -204,23 +204,29 @@ Test(dra_devices, held_and_gone_devices_are_not_offered) {
                    "{\"name\":\"b\",\"attributes\":{" RES ",\"path\":{\"string\":\"/dev/b\"}}}]");
         free(s);
 
-        /* Health names every ID, with why it is not offered. */
+        /* Health names only what the slices publish while healthy: not
+         * c (no longer named) nor d (not in the spec on disk). */
         struct dra_health *h;
         size_t n;
         cr_assert_eq(dra_health(p, &h, &n), 0);
-        cr_assert_eq(n, 4);
+        cr_assert_eq(n, 2);
         cr_assert_str_eq(h[0].name, "a");
         cr_assert(h[0].healthy);
         cr_assert_null(h[0].message);
+        cr_assert_str_eq(h[1].name, "b");
         cr_assert(h[1].healthy);
-        cr_assert_str_eq(h[2].name, "c");
-        cr_assert_not(h[2].healthy);
-        cr_assert_not_null(strstr(h[2].message, "config"));
-        cr_assert_str_eq(h[3].name, "d");
-        cr_assert_eq(h[3].id, 3);
-        cr_assert_not(h[3].healthy);
-        cr_assert_not_null(strstr(h[3].message, "CDI spec"));
-        free(h);
+        dra_health_list_free(h, n);
+        /* b vanishes: Unhealthy, with its node named. */
+        update(p, (struct res_device[]){ v.d[0], v.d[3] }, 2);
+        cr_assert_eq(dra_health(p, &h, &n), 0);
+        cr_assert_eq(n, 2);
+        cr_assert_str_eq(h[1].name, "b");
+        cr_assert_not(h[1].healthy);
+        cr_assert_str_eq(h[1].message,
+                         "device node /dev/b is no longer found by the selectors of resource "
+                         "\"example.com/serial\": it was unplugged or removed, or an attribute it "
+                         "was matched on changed (cdiplug doctor explains each selector)");
+        dra_health_list_free(h, n);
         dp_plugin_free(p);
         devs_clear(&v);
 }
@@ -322,37 +328,58 @@ Test(dra_devices, devices_carry_their_pci_or_usb_identity) {
         devs_clear(&v);
 }
 
-Test(dra_devices, a_name_clash_leaves_the_later_id_out) {
+/* Two IDs, one name: both published, the later under its second name,
+ * found by that name (with and without a table), with health of its own. */
+static void assert_both_published(const char *id0, const char *id1, const char *name0,
+                                  const char *name1) {
         struct cfg_resource cfg = serial_cfg(1);
         struct devs v = { 0 };
-        /* "ttyUSB0" is rewritten to the other's ID; sorted, it comes first. */
-        add(&v, "ttyUSB0", "/dev/ttyUSB0", -1);
-        add(&v, "ttyusb0-4452f912", "/dev/other", -1);
+        add(&v, id0, "/dev/zero0", -1);
+        add(&v, id1, "/dev/zero1", -1);
         struct dp_plugin *p = plugin(&cfg, &v);
-        char *s = devices_text(p, 1);
-        cr_assert_str_eq(s, "[{\"name\":\"ttyusb0-4452f912\",\"attributes\":{" RES
-                            ",\"path\":{\"string\":\"/dev/ttyUSB0\"}}}]");
+        char *s = devices_text(p, 0);
+        char *want = NULL;
+        cr_assert_eq(asprintf(&want,
+                              "[{\"name\":\"%s\",\"attributes\":{" RES
+                              ",\"path\":{\"string\":\"/dev/zero0\"}}},"
+                              "{\"name\":\"%s\",\"attributes\":{" RES
+                              ",\"path\":{\"string\":\"/dev/zero1\"}}}]",
+                              name0, name1) > 0,
+                     true);
+        cr_assert_str_eq(s, want);
         free(s);
+        free(want);
         struct dra_clash *c;
         size_t n, id;
         cr_assert_eq(dra_name_clashes(p, &c, &n), 0);
-        cr_assert_eq(n, 1);
-        cr_assert_eq(c[0].dropped, 1);
-        cr_assert_eq(c[0].kept, 0);
+        cr_assert_eq(n, 0);
         free(c);
-        cr_assert_eq(dra_device_find(p, "ttyusb0-4452f912", &id), 0);
-        cr_assert_eq(id, 0);
         struct dra_index *idx = NULL;
-        cr_assert_eq(dra_index_find(&idx, p, "ttyusb0-4452f912", &id), 0);
-        cr_assert_eq(id, 0);
+        const char *names[] = { name0, name1 };
+        for (size_t i = 0; i < 2; i++) {
+                cr_assert_eq(dra_device_find(p, names[i], &id), 0, "%s", names[i]);
+                cr_assert_eq(id, i);
+                cr_assert_eq(dra_index_find(&idx, p, names[i], &id), 0, "%s", names[i]);
+                cr_assert_eq(id, i);
+        }
         dra_index_free(idx);
         struct dra_health *h;
         cr_assert_eq(dra_health(p, &h, &n), 0);
-        cr_assert_eq(n, 1);
-        cr_assert_eq(h[0].id, 0);
-        free(h);
+        cr_assert_eq(n, 2);
+        cr_assert_str_eq(h[0].name, name0);
+        cr_assert_str_eq(h[1].name, name1);
+        dra_health_list_free(h, n);
         dp_plugin_free(p);
         devs_clear(&v);
+}
+
+Test(dra_devices, a_name_clash_publishes_both_ids) {
+        /* "ttyUSB0" is rewritten to the other's ID; sorted, it comes first. */
+        assert_both_published("ttyUSB0", "ttyusb0-4452f912", "ttyusb0-4452f912",
+                              "ttyusb0-4452f912-5419b021acb041ec");
+        /* Two rewritten IDs with one start and one 32-bit FNV-1a. */
+        assert_both_published("TTyUsb.SeriAL.PORT", "TtYuSB.sErIAl.PORt",
+                              "ttyusb-serial-port-09d66401", "ttyusb-serial-port-e336da8843dc8021");
 }
 
 /* Two DRA resources on node1: serial (ttyUSB0 healthy, ttyUSB1 vanished,
@@ -436,6 +463,28 @@ Test(dra_prepare, answers_the_cdi_ids_allocate_answers) {
                 free(want);
                 dra_device_clear(&d[i]);
         }
+        free(d);
+        node_clear(&n);
+}
+
+/* DRAPrioritizedList: the result names "<request>/<subrequest>", the
+ * container's claim names the request; the kubelet matches the two. */
+Test(dra_prepare, a_subrequest_answers_its_base_request) {
+        struct node n;
+        node_init(&n);
+        const struct dra_result res[] = {
+                { "port/any", "node1/example.com/serial", "ttyusb0-4452f912" },
+                { "fuse/first-choice", "node1/example.com/fuse", "fuse-1" },
+        };
+        struct dra_device *d = NULL;
+        size_t n_d = 0;
+        char *msg = NULL;
+        cr_assert_eq(dra_prepare_devices(n.pools, 2, res, 2, &d, &n_d, &msg), 0, "%s", msg);
+        cr_assert_eq(n_d, 2);
+        cr_assert_str_eq(d[0].request, "port");
+        cr_assert_str_eq(d[1].request, "fuse");
+        for (size_t i = 0; i < n_d; i++)
+                dra_device_clear(&d[i]);
         free(d);
         node_clear(&n);
 }

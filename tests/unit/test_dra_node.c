@@ -333,8 +333,8 @@ static void harness_stop(struct harness *h) {
 }
 
 static const struct dra_health_device two[] = {
-        { "node1/example.com/serial", "ttys0", true },
-        { "node1/example.com/serial", "ttys1", true },
+        { "node1/example.com/serial", "ttys0", true, NULL },
+        { "node1/example.com/serial", "ttys1", true, NULL },
 };
 
 Test(dra_node, getinfo_answers_the_driver_and_both_versions) {
@@ -352,9 +352,11 @@ Test(dra_node, getinfo_answers_the_driver_and_both_versions) {
         cr_assert_str_eq(info->name, DRIVER);
         cr_assert_eq(asprintf(&endpoint, "%s/plugins/%s/dra.sock", h.root, DRIVER) > 0, true);
         cr_assert_str_eq(info->endpoint, endpoint);
-        cr_assert_eq(info->n_supported_versions, 2);
+        cr_assert_eq(info->n_supported_versions, 4);
         cr_assert_str_eq(info->supported_versions[0], "v1.DRAPlugin");
         cr_assert_str_eq(info->supported_versions[1], "v1beta1.DRAPlugin");
+        cr_assert_str_eq(info->supported_versions[2], "v1.DRAResourceHealth");
+        cr_assert_str_eq(info->supported_versions[3], "v1alpha1.DRAResourceHealth");
         cr_assert_eq(log_wait(h.log, "the kubelet registered driver \"" DRIVER "\"", WAIT_MS), 0);
         /* The kubelet's periodic probe gets the same answer. */
         cr_assert_eq(tk_dra_probe(k, DRIVER, &probe), GRPC_STATUS_OK);
