@@ -24,7 +24,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/opencontainers/runtime-spec/specs-go"
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -220,43 +219,45 @@ func (k *draKubelet) containerDevices(pod *corev1.Pod) []string {
 	if err != nil {
 		k.t.Fatalf("the CDI library refuses cdiplug's spec dir: %v", err)
 	}
-	spec := &specs.Spec{Process: &specs.Process{}, Linux: &specs.Linux{}}
-	if unresolved, err := cache.InjectDevices(spec, names...); err != nil {
-		k.t.Fatalf("CDI devices %q (unresolved %q): %v", names, unresolved, err)
-	}
+	// Resolved by name, the container paths read from the device's edits:
+	// applying the edits stats each host path, and the host root here is a
+	// scratch dir, not the test machine's /dev.
 	var paths []string
-	for _, d := range spec.Linux.Devices {
-		paths = append(paths, d.Path)
+	for _, n := range names {
+		dev := cache.GetDevice(n)
+		if dev == nil {
+			k.t.Fatalf("CDI device %q does not resolve in cdiplug's specs (errors: %v)", n, cache.GetErrors())
+		}
+		for _, dn := range dev.ContainerEdits.DeviceNodes {
+			paths = append(paths, dn.Path)
+		}
 	}
 	slices.Sort(paths)
 	return paths
 }
 
-// health is the health the kubelet reports for each device of the pod's
-// container (ResourceID → health and message), as it writes it into the
-// pod's status.
-func (k *draKubelet) health(pod *corev1.Pod) map[corev1.ResourceID]corev1.ResourceHealth {
+// health is the health the kubelet reports for the one device of the
+// pod's container, as it writes it into the pod's status (the ResourceID
+// is the CDI name from 1.37 on, driver/pool/device before).
+func (k *draKubelet) health(pod *corev1.Pod) corev1.ResourceHealth {
 	status := &corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "ctr"}}}
 	draUpdateStatus(k.ctx, k.M, pod, status)
-	out := map[corev1.ResourceID]corev1.ResourceHealth{}
+	var all []corev1.ResourceHealth
 	for _, rs := range status.ContainerStatuses[0].AllocatedResourcesStatus {
-		for _, rh := range rs.Resources {
-			out[rh.ResourceID] = rh
-		}
+		all = append(all, rs.Resources...)
 	}
-	return out
+	if len(all) != 1 {
+		k.t.Fatalf("the kubelet reports the health of %d devices for a container with one: %+v", len(all), all)
+	}
+	return all[0]
 }
 
-func resourceID(d sliceDevice) corev1.ResourceID {
-	return corev1.ResourceID(draDriver + "/" + d.Pool + "/" + d.Name)
-}
-
-// waitHealth waits until the kubelet reports want for the device.
-func (k *draKubelet) waitHealth(pod *corev1.Pod, d sliceDevice, want corev1.ResourceHealthStatus, within time.Duration) corev1.ResourceHealth {
+// waitHealth waits until the kubelet reports want for the container's device.
+func (k *draKubelet) waitHealth(pod *corev1.Pod, want corev1.ResourceHealthStatus, within time.Duration) corev1.ResourceHealth {
 	k.t.Helper()
 	var got corev1.ResourceHealth
-	eventually(k.t, within, fmt.Sprintf("the kubelet to report %s %s", resourceID(d), want), func() bool {
-		got = k.health(pod)[resourceID(d)]
+	eventually(k.t, within, fmt.Sprintf("the kubelet to report the device %s", want), func() bool {
+		got = k.health(pod)
 		return got.Health == want
 	})
 	return got
@@ -336,15 +337,14 @@ func TestDRAHealthAsTheKubeletReportsIt(t *testing.T) {
 	t.Parallel()
 	k := startDRA(t)
 	pod := k.claimFor("serial-h", "port", "/dev/ttyS0")
-	d := k.devices()["/dev/ttyS0"]
 	k.containerDevices(pod)
-	k.waitHealth(pod, d, corev1.ResourceHealthStatusHealthy, 10*time.Second)
+	k.waitHealth(pod, corev1.ResourceHealthStatusHealthy, 10*time.Second)
 	if err := os.Remove(filepath.Join(k.D.Host, "dev/ttyS0")); err != nil {
 		t.Fatal(err)
 	}
-	got := k.waitHealth(pod, d, corev1.ResourceHealthStatusUnhealthy, 5*time.Second)
+	got := k.waitHealth(pod, corev1.ResourceHealthStatusUnhealthy, 5*time.Second)
 	if msg, ok := draHealthMessage(got); ok && msg == "" {
-		t.Errorf("the kubelet reports %s Unhealthy with no message", resourceID(d))
+		t.Errorf("the kubelet reports %s Unhealthy with no message", got.ResourceID)
 	}
 }
 
@@ -358,13 +358,12 @@ func TestDRAHealthNeverTurnsUnknown(t *testing.T) {
 	t.Parallel()
 	k := startDRA(t)
 	pod := k.claimFor("serial-long", "port", "/dev/ttyS1")
-	d := k.devices()["/dev/ttyS1"]
 	k.containerDevices(pod)
-	k.waitHealth(pod, d, corev1.ResourceHealthStatusHealthy, 10*time.Second)
+	k.waitHealth(pod, corev1.ResourceHealthStatusHealthy, 10*time.Second)
 	for end := time.Now().Add(3 * time.Minute); time.Now().Before(end); time.Sleep(time.Second) {
-		if got := k.health(pod)[resourceID(d)]; got.Health != corev1.ResourceHealthStatusHealthy {
+		if got := k.health(pod); got.Health != corev1.ResourceHealthStatusHealthy {
 			msg, _ := draHealthMessage(got)
-			t.Fatalf("with nothing changed the kubelet reports %s %s (%q)", resourceID(d), got.Health, msg)
+			t.Fatalf("with nothing changed the kubelet reports %s %s (%q)", got.ResourceID, got.Health, msg)
 		}
 	}
 }
