@@ -184,12 +184,14 @@ func (k *draKubelet) claimFor(name, request string, paths ...string) *corev1.Pod
 		k.t.Fatal(err)
 	}
 	claimName := name
+	// The pod's entry is named as the claim: 1.34's kubelet finds a
+	// container's claim for its health report by the ResourceClaim's name.
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name + "-pod", Namespace: "default", UID: podUID},
 		Spec: corev1.PodSpec{
-			ResourceClaims: []corev1.PodResourceClaim{{Name: "serial", ResourceClaimName: &claimName}},
+			ResourceClaims: []corev1.PodResourceClaim{{Name: name, ResourceClaimName: &claimName}},
 			Containers: []corev1.Container{{Name: "ctr", Image: "busybox",
-				Resources: corev1.ResourceRequirements{Claims: []corev1.ResourceClaim{{Name: "serial", Request: base}}}}},
+				Resources: corev1.ResourceRequirements{Claims: []corev1.ResourceClaim{{Name: name, Request: base}}}}},
 		},
 	}
 	k.mu.Lock()
