@@ -280,6 +280,13 @@ int kube_xfer_new(struct kube *k, enum kube_xkind kind, const char *method, cons
                   char *body, size_t limit, struct kube_xfer **ret);
 void kube_xfer_free(struct kube_xfer *x); /* removes it from the multi handle */
 long kube_xfer_code(const struct kube_xfer *x);
+/* A watch's stream writer: a 200's bytes split into lines, each handed to
+ * event (line NUL-terminated, len bytes) as it completes, each bounded by
+ * x->limit (past it the stream ends, -EMSGSIZE); any other answer kept,
+ * cut at x->limit, for the log. Returns what libcurl takes: n, or 0 to end
+ * the transfer (event set x->watch_end, the client stops, no memory). */
+size_t kube_xfer_lines(struct kube_xfer *x, const char *p, size_t n,
+                       void (*event)(struct kube_xfer *x, const char *line, size_t len));
 /* The error class of a finished transfer, or -1 for a 2xx answer. */
 int kube_xfer_class(const struct kube_xfer *x, CURLcode rc);
 /* Retry-After of the answer in ms (capped), 0 if none. */

@@ -26,13 +26,20 @@ int kube_labels_follow(struct kube *k, kube_labels_fn *fn, void *ctx) {
 
 /* Deleted, the Node has no labels: its resources selected by label go,
  * as they would on a node without them. */
-static void labels_event(struct kube_xfer *x, const char *line) {
+static void labels_event(struct kube_xfer *x, const char *line, size_t len) {
         struct kube *k = x->k;
-        _cleanup_(kube_cjson_deletep) cJSON *ev = cJSON_Parse(line);
-        const cJSON *type = cJSON_GetObjectItemCaseSensitive(ev, "type");
-        cJSON *obj = cJSON_GetObjectItemCaseSensitive(ev, "object"), *md, *labels;
+        _cleanup_(kube_cjson_deletep) cJSON *ev = NULL;
         _cleanup_(kube_cjson_deletep) cJSON *now = NULL;
+        const cJSON *type;
+        cJSON *obj, *md, *labels;
 
+        /* Bounded like every answer: an event's bytes are, its tree too. */
+        if (kube_parse(line, len, &ev) < 0) {
+                x->watch_end = -EBADMSG;
+                return;
+        }
+        type = cJSON_GetObjectItemCaseSensitive(ev, "type");
+        obj = cJSON_GetObjectItemCaseSensitive(ev, "object");
         if (!cJSON_IsString(type) || !cJSON_IsObject(obj)) {
                 x->watch_end = -EBADMSG;
                 return;
@@ -60,40 +67,8 @@ static void labels_event(struct kube_xfer *x, const char *line) {
         k->labels_fn(k->labels_ctx, k->labels);
 }
 
-/* The answer's bytes: lines of events, or (not a 200) an error body kept
- * for the log, both bounded by the transfer's limit. */
 static size_t labels_write(struct kube_xfer *x, const char *p, size_t n) {
-        bool events = kube_xfer_code(x) == 200;
-        size_t used = 0;
-
-        while (used < n) {
-                const char *nl = events ? memchr(p + used, '\n', n - used) : NULL;
-                size_t take = nl ? (size_t)(nl - (p + used)) : n - used;
-                char *nb;
-
-                if (x->len + take > x->limit) {
-                        x->too_big = true;
-                        x->watch_end = -EMSGSIZE;
-                        return 0;
-                }
-                nb = realloc(x->buf, x->len + take + 1);
-                if (!nb)
-                        return 0;
-                x->buf = nb;
-                memcpy(x->buf + x->len, p + used, take);
-                x->len += take;
-                x->buf[x->len] = '\0';
-                used += take;
-                if (!nl)
-                        break;
-                used++;
-                if (x->len > 0)
-                        labels_event(x, x->buf);
-                x->len = 0;
-                if (x->watch_end)
-                        return 0; /* ends the transfer */
-        }
-        return n;
+        return kube_xfer_lines(x, p, n, labels_event);
 }
 
 static void labels_start(struct kube *k, uint64_t now) {

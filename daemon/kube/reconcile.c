@@ -621,60 +621,7 @@ static void watch_event(struct kube_xfer *x, const char *line, size_t len) {
 }
 
 static size_t watch_write(struct kube_xfer *x, const char *p, size_t n) {
-        size_t used = 0, all = n;
-        bool stop;
-
-        /* Not a stream of events (an error answer): keep it, bounded, for
-         * the log. */
-        if (kube_xfer_code(x) != 200) {
-                size_t room = x->limit - x->len;
-                char *nb;
-
-                if (n > room)
-                        n = room;
-                nb = realloc(x->buf, x->len + n + 1);
-                if (!nb)
-                        return 0;
-                x->buf = nb;
-                memcpy(x->buf + x->len, p, n);
-                x->len += n;
-                x->buf[x->len] = '\0';
-                return all;
-        }
-        while (used < n) {
-                const char *nl = memchr(p + used, '\n', n - used);
-                size_t take = nl ? (size_t)(nl - (p + used)) : n - used;
-                char *nb;
-
-                if (x->len + take > x->limit) {
-                        x->too_big = true;
-                        x->watch_end = -EMSGSIZE;
-                        return 0;
-                }
-                nb = realloc(x->buf, x->len + take + 1);
-                if (!nb)
-                        return 0;
-                x->buf = nb;
-                memcpy(x->buf + x->len, p + used, take);
-                x->len += take;
-                x->buf[x->len] = '\0';
-                used += take;
-                if (!nl)
-                        break;
-                used++;
-                if (x->len > 0)
-                        watch_event(x, x->buf, x->len);
-                x->len = 0;
-                if (x->watch_end)
-                        return 0; /* ends the transfer */
-                /* A stream that never pauses must not hold up a stop. */
-                pthread_mutex_lock(&x->k->mu);
-                stop = x->k->stop;
-                pthread_mutex_unlock(&x->k->mu);
-                if (stop)
-                        return 0;
-        }
-        return n;
+        return kube_xfer_lines(x, p, n, watch_event);
 }
 
 static void watch_done(struct kube *k, struct kube_xfer *x, CURLcode rc, uint64_t now) {
