@@ -19,23 +19,6 @@ static bool is_alnum(char c) {
         return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
 }
 
-/* DNS-1123 subdomain: lowercase labels of [a-z0-9-], alphanumeric at both
- * ends, dot-separated, at most 253 characters. */
-bool cfg_is_dns_subdomain(const char *s, size_t len) {
-        if (len == 0 || len > 253)
-                return false;
-        for (size_t i = 0; i < len; i++) {
-                char c = s[i];
-                bool edge = i == 0 || i == len - 1 || s[i - 1] == '.' || s[i + 1] == '.';
-                if (c == '.' ? edge
-                             : !((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'))
-                        return false;
-                if (edge && c == '-')
-                        return false;
-        }
-        return true;
-}
-
 const char *cfg_resource_name_problem(const char *name) {
         const char *slash = strchr(name, '/');
         size_t dlen, nlen;

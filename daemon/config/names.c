@@ -9,6 +9,21 @@
 #include "cdi.h"
 #include "log.h"
 
+bool cfg_is_dns_subdomain(const char *s, size_t len) {
+        if (len == 0 || len > 253)
+                return false;
+        for (size_t i = 0; i < len; i++) {
+                char c = s[i];
+                bool edge = i == 0 || i == len - 1 || s[i - 1] == '.' || s[i + 1] == '.';
+                if (c == '.' ? edge
+                             : !((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'))
+                        return false;
+                if (edge && c == '-')
+                        return false;
+        }
+        return true;
+}
+
 static const char sock_prefix[] = "cdiplug-", sock_suffix[] = ".sock";
 
 int cfg_socket_name_full(const char *resource, char **ret_name) {
