@@ -29,6 +29,10 @@ void fakeapi_free(struct fakeapi *f); /* NULL ok */
 
 const char *fakeapi_url(const struct fakeapi *f);     /* "https://127.0.0.1:PORT" */
 const char *fakeapi_ca_file(const struct fakeapi *f); /* the CA's PEM file */
+/* Write dir/token (token) and dir/kubeconfig, which names this server, its
+ * CA and that token file, as cdiplug reads one: the kubeconfig's path
+ * (free it), or NULL. */
+char *fakeapi_write_kubeconfig(const struct fakeapi *f, const char *dir, const char *token);
 const char *fakeapi_dir(const struct fakeapi *f);     /* the temp dir (removed by free) */
 
 /* The bearer token required from now on (NULL: none); a request without

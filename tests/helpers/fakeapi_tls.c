@@ -7,9 +7,11 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "fakeapi.h"
 #include "fakeapi_tls.h"
 
 #define MUST(c)                                                                                    \
@@ -94,4 +96,40 @@ SSL_CTX *fakeapi_tls_make(const char *ca_path) {
         EVP_PKEY_free(ca_key);
         EVP_PKEY_free(srv_key);
         return ctx;
+}
+
+char *fakeapi_write_kubeconfig(const struct fakeapi *f, const char *dir, const char *token) {
+        char *path = NULL, *token_path = NULL, *text = NULL;
+        FILE *fp;
+        bool ok;
+
+        if (asprintf(&token_path, "%s/token", dir) < 0)
+                return NULL;
+        fp = fopen(token_path, "we");
+        free(token_path);
+        if (!fp)
+                return NULL;
+        ok = fprintf(fp, "%s\n", token) > 0;
+        ok = fclose(fp) == 0 && ok;
+        if (!ok || asprintf(&path, "%s/kubeconfig", dir) < 0)
+                return NULL;
+        if (asprintf(&text,
+                     "apiVersion: v1\nkind: Config\ncurrent-context: t\n"
+                     "contexts:\n- name: t\n  context: {cluster: c, user: u}\n"
+                     "clusters:\n- name: c\n  cluster:\n    server: %s\n"
+                     "    certificate-authority: %s\n"
+                     "users:\n- name: u\n  user:\n    tokenFile: token\n",
+                     fakeapi_url(f), fakeapi_ca_file(f)) < 0) {
+                free(path);
+                return NULL;
+        }
+        fp = fopen(path, "we");
+        ok = fp && fputs(text, fp) >= 0;
+        ok = fp && fclose(fp) == 0 && ok;
+        free(text);
+        if (!ok) {
+                free(path);
+                return NULL;
+        }
+        return path;
 }

@@ -45,23 +45,6 @@ TestSuite(dra_api, .fini = stop, .timeout = 90);
         " { \"name\": \"example.com/serial\", \"api\": \"dra\","                                   \
         " \"match\": [ { \"path\": \"/dev/ttyS*\" } ] }"
 
-static void write_kubeconfig(void) {
-        char *text = NULL;
-
-        cr_assert_eq(asprintf(&kubeconfig, "%s/kubeconfig", e.root) > 0, true);
-        env_write(&e, "token", "token-one\n");
-        cr_assert_eq(asprintf(&text,
-                              "apiVersion: v1\nkind: Config\ncurrent-context: t\n"
-                              "contexts:\n- name: t\n  context: {cluster: c, user: u}\n"
-                              "clusters:\n- name: c\n  cluster:\n    server: %s\n"
-                              "    certificate-authority: %s\n"
-                              "users:\n- name: u\n  user:\n    tokenFile: token\n",
-                              fakeapi_url(api), fakeapi_ca_file(api)) > 0,
-                     true);
-        env_write(&e, "kubeconfig", text);
-        free(text);
-}
-
 static void spawn(void) {
         env_spawn(&e, "--kubelet-root", kroot, "--node-name", NODE, "--kubeconfig", kubeconfig,
                   NULL);
@@ -74,7 +57,8 @@ static void start(const char *config) {
         api = fakeapi_new(true);
         fakeapi_add_node(api, NODE, "6d1b3a4e-0000-4000-8000-000000000001");
         fakeapi_set_token(api, "token-one");
-        write_kubeconfig();
+        kubeconfig = fakeapi_write_kubeconfig(api, e.root, "token-one");
+        cr_assert_not_null(kubeconfig);
         cr_assert_eq(asprintf(&kroot, "%s/kubelet-root", e.root) > 0, true);
         cr_assert_eq(mkdir(kroot, 0755), 0);
         env_write(&e, "config.json", config);

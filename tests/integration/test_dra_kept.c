@@ -53,26 +53,16 @@ TestSuite(dra_kept, .fini = stop, .timeout = 90);
         " \"match\": [ { \"path\": \"" glob "\" } ] }"
 
 static void start(void) {
-        char *text = NULL, addr[32];
+        char addr[32];
 
         env_init(&e);
         env_touch(&e, "dev/ttyS0");
         env_touch(&e, "dev/ttyS1");
         api = fakeapi_new(true);
         fakeapi_add_node(api, NODE, "6d1b3a4e-0000-4000-8000-000000000001");
-        env_write(&e, "token", "token-one\n");
         fakeapi_set_token(api, "token-one");
-        cr_assert_eq(asprintf(&text,
-                              "apiVersion: v1\nkind: Config\ncurrent-context: t\n"
-                              "contexts:\n- name: t\n  context: {cluster: c, user: u}\n"
-                              "clusters:\n- name: c\n  cluster:\n    server: %s\n"
-                              "    certificate-authority: %s\n"
-                              "users:\n- name: u\n  user:\n    tokenFile: token\n",
-                              fakeapi_url(api), fakeapi_ca_file(api)) > 0,
-                     true);
-        env_write(&e, "kubeconfig", text);
-        free(text);
-        cr_assert_eq(asprintf(&kubeconfig, "%s/kubeconfig", e.root) > 0, true);
+        kubeconfig = fakeapi_write_kubeconfig(api, e.root, "token-one");
+        cr_assert_not_null(kubeconfig);
         cr_assert_eq(asprintf(&kroot, "%s/kubelet-root", e.root) > 0, true);
         cr_assert_eq(mkdir(kroot, 0755), 0);
         /* A settled kubelet listing no pod. */

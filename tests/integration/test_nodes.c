@@ -64,23 +64,12 @@ static void write_config(const char *a_nodes) {
 }
 
 static void start_api(cJSON *labels) {
-        char *text = NULL;
-
         api = fakeapi_new(true);
         fakeapi_add_node(api, NODE, "6d1b3a4e-0000-4000-8000-000000000002");
         fakeapi_set_node_labels(api, NODE, labels);
         fakeapi_set_token(api, "token-one");
-        cr_assert(asprintf(&kubeconfig, "%s/kubeconfig", e.root) > 0);
-        env_write(&e, "token", "token-one\n");
-        cr_assert(asprintf(&text,
-                           "apiVersion: v1\nkind: Config\ncurrent-context: t\n"
-                           "contexts:\n- name: t\n  context: {cluster: c, user: u}\n"
-                           "clusters:\n- name: c\n  cluster:\n    server: %s\n"
-                           "    certificate-authority: %s\n"
-                           "users:\n- name: u\n  user:\n    tokenFile: token\n",
-                           fakeapi_url(api), fakeapi_ca_file(api)) > 0);
-        env_write(&e, "kubeconfig", text);
-        free(text);
+        kubeconfig = fakeapi_write_kubeconfig(api, e.root, "token-one");
+        cr_assert_not_null(kubeconfig);
 }
 
 static void devices(void) {

@@ -168,7 +168,6 @@ Test(prometheus, promtool_accepts_a_live_scrape_with_dra) {
         api = fakeapi_new(true);
         fakeapi_add_node(api, "node1", "6d1b3a4e-0000-4000-8000-000000000001");
         fakeapi_set_token(api, "token-one");
-        env_write(&e, "token", "token-one\n");
         cr_assert_eq(dra_device_name("ttyS0", &dev), 0);
         cr_assert(asprintf(&text,
                            "{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"ResourceClaim\","
@@ -180,16 +179,8 @@ Test(prometheus, promtool_accepts_a_live_scrape_with_dra) {
         free(dev);
         fakeapi_add_claim(api, cJSON_Parse(text));
         free(text);
-        cr_assert(asprintf(&text,
-                           "apiVersion: v1\nkind: Config\ncurrent-context: t\n"
-                           "contexts:\n- name: t\n  context: {cluster: c, user: u}\n"
-                           "clusters:\n- name: c\n  cluster:\n    server: %s\n"
-                           "    certificate-authority: %s\n"
-                           "users:\n- name: u\n  user:\n    tokenFile: token\n",
-                           fakeapi_url(api), fakeapi_ca_file(api)) > 0);
-        env_write(&e, "kubeconfig", text);
-        free(text);
-        cr_assert(asprintf(&kubeconfig, "%s/kubeconfig", e.root) > 0);
+        kubeconfig = fakeapi_write_kubeconfig(api, e.root, "token-one");
+        cr_assert_not_null(kubeconfig);
         cr_assert(asprintf(&kroot, "%s/kubelet-root", e.root) > 0);
         cr_assert_eq(mkdir(kroot, 0755), 0);
         cr_assert_eq(tk_start(e.kubelet_dir, &tk), 0);
