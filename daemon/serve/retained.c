@@ -459,7 +459,7 @@ static const struct dra_claim *claim_holding(const struct dp_daemon *d, const ch
                                 if (cdi_id)
                                         hit = strcmp(*id, cdi_id) == 0;
                                 else
-                                        hit = (kind = strndup(*id, strcspn(*id, "="))) &&
+                                        hit = file && (kind = strndup(*id, strcspn(*id, "="))) &&
                                               cdi_spec_file_name(kind, &f) >= 0 &&
                                               strcmp(f, file) == 0;
                                 if (hit) {
