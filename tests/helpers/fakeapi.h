@@ -33,7 +33,7 @@ const char *fakeapi_ca_file(const struct fakeapi *f); /* the CA's PEM file */
  * CA and that token file, as cdiplug reads one: the kubeconfig's path
  * (free it), or NULL. */
 char *fakeapi_write_kubeconfig(const struct fakeapi *f, const char *dir, const char *token);
-const char *fakeapi_dir(const struct fakeapi *f);     /* the temp dir (removed by free) */
+const char *fakeapi_dir(const struct fakeapi *f); /* the temp dir (removed by free) */
 
 /* The bearer token required from now on (NULL: none); a request without
  * it is answered 401. */
