@@ -128,8 +128,14 @@ Test(kube_sandbox, without_the_dra_groups_no_tcp_socket) {
         localhost_kubeconfig();
         c = spawn("noapi");
         read_line(&c, line, sizeof(line));
+        /* The socket refused: the connect fails (-ECONNREFUSED), or, once
+         * a failed connect made the client look the name up again and
+         * the resolver's UDP socket was refused too, the host counts as
+         * unreachable (-EHOSTUNREACH), whichever comes first on this build. */
+        char other[64];
         snprintf(want, sizeof(want), "claim err=%d results=0", -ECONNREFUSED);
-        cr_assert_str_eq(line, want);
+        snprintf(other, sizeof(other), "claim err=%d results=0", -EHOSTUNREACH);
+        cr_assert(strcmp(line, want) == 0 || strcmp(line, other) == 0, "%s", line);
         read_line(&c, line, sizeof(line));
         snprintf(want, sizeof(want), "udp socket=%d sendmmsg=%d", -EPERM, -EBADF);
         cr_assert_str_eq(line, want);
