@@ -34,6 +34,11 @@ if [ $# -lt 1 ] || [ $# -gt 2 ]; then
 	exit 2
 fi
 outdir=$1
+# podman names an image pulled from an OCI layout after its path.
+case $outdir in *[A-Z]*)
+	echo "multiarch-image.sh: OUTDIR must be a lowercase path (podman names the pulled image after it): $outdir" >&2
+	exit 2 ;;
+esac
 version=$(sed -n 's/^project(cdiplug VERSION \([0-9.]*\).*/\1/p' "$repo/CMakeLists.txt")
 name=${2:-localhost/cdiplug:$version}
 arches=(amd64 arm64)
