@@ -68,8 +68,9 @@ enum sbx_arg {
         SBX_ARG_SELF,      /* arg0 (pid) == our own pid */
         SBX_ARG_PRCTL,     /* arg0 (option) in a short list of harmless ones */
         SBX_ARG_GETRLIMIT, /* prlimit64(0, resource, NULL, old): read only */
-        SBX_ARG_INET,      /* arg0 AF_INET or AF_INET6, arg1 type SOCK_STREAM or
-                              * SOCK_DGRAM; the group counts only with
+        SBX_ARG_INET,      /* arg0 AF_INET or AF_INET6, arg1 type SOCK_STREAM with
+                              * arg2 0 or IPPROTO_TCP, or SOCK_DGRAM with 0 or
+                              * IPPROTO_UDP; the group counts only with
                               * sbx_options.api_access */
         SBX_ARG_API,       /* no argument check, but the group counts only with
                               * sbx_options.api_access */

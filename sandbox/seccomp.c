@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <linux/sched.h>
+#include <netinet/in.h>
 #include <seccomp.h>
 #include <stdint.h>
 #include <string.h>
@@ -179,7 +180,7 @@ static struct scmp_arg_cmp arg_cmp(unsigned int arg, enum scmp_compare op, scmp_
 
 static int add_rule(scmp_filter_ctx ctx, const struct sbx_syscall_group *g, int nr) {
         uint32_t act = action_of(g->action);
-        struct scmp_arg_cmp cmp[2];
+        struct scmp_arg_cmp cmp[3];
 
         switch (g->arg) {
         case SBX_ARG_ANY:
@@ -201,17 +202,29 @@ static int add_rule(scmp_filter_ctx ctx, const struct sbx_syscall_group *g, int 
                 cmp[1] = arg_cmp(2, SCMP_CMP_EQ, 0, 0);
                 return seccomp_rule_add_exact_array(ctx, act, nr, 2, cmp);
         case SBX_ARG_INET: {
+                /* TCP to the API server, UDP to the resolver: each type
+                 * with its own protocol or 0 (its default), so UDP-Lite
+                 * (IPPROTO_UDPLITE, a SOCK_DGRAM) and MPTCP (IPPROTO_MPTCP,
+                 * a SOCK_STREAM) stay refused. */
                 static const int families[] = { AF_INET, AF_INET6 };
-                static const int types[] = { SOCK_STREAM, SOCK_DGRAM };
+                static const struct {
+                        int type, proto;
+                } kinds[] = { { SOCK_STREAM, 0 },
+                              { SOCK_STREAM, IPPROTO_TCP },
+                              { SOCK_DGRAM, 0 },
+                              { SOCK_DGRAM, IPPROTO_UDP } };
+                const size_t nk = sizeof(kinds) / sizeof(kinds[0]);
 
                 /* The type argument carries SOCK_NONBLOCK/SOCK_CLOEXEC in
                  * its high bits; the low nibble is the type. */
-                for (size_t i = 0; i < sizeof(families) / sizeof(families[0]) * 2; i++) {
+                for (size_t i = 0; i < sizeof(families) / sizeof(families[0]) * nk; i++) {
                         int r;
 
-                        cmp[0] = arg_cmp(0, SCMP_CMP_EQ, (scmp_datum_t)families[i / 2], 0);
-                        cmp[1] = arg_cmp(1, SCMP_CMP_MASKED_EQ, 0xf, (scmp_datum_t)types[i % 2]);
-                        r = seccomp_rule_add_exact_array(ctx, act, nr, 2, cmp);
+                        cmp[0] = arg_cmp(0, SCMP_CMP_EQ, (scmp_datum_t)families[i / nk], 0);
+                        cmp[1] = arg_cmp(1, SCMP_CMP_MASKED_EQ, 0xf,
+                                         (scmp_datum_t)kinds[i % nk].type);
+                        cmp[2] = arg_cmp(2, SCMP_CMP_EQ, (scmp_datum_t)kinds[i % nk].proto, 0);
+                        r = seccomp_rule_add_exact_array(ctx, act, nr, 3, cmp);
                         if (r < 0)
                                 return r;
                 }

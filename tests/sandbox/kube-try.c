@@ -12,7 +12,9 @@
  * "noapi" locks down without the "dra" groups: the client must fail to
  * connect (and the lookup says so) rather than the process dying.
  * A second line says what glibc's resolver would get under the filter: a
- * UDP socket and sendmmsg to 127.0.0.1:9, 0 or -errno each.
+ * UDP socket and sendmmsg to 127.0.0.1:9, 0 or -errno each. A third what
+ * socket() gets for each protocol by number: TCP and UDP named, UDP-Lite
+ * and MPTCP (which share their types), 0 or -errno each.
  * Exit status: 0, 125 when the lock-down failed, 126 for bad usage.
  */
 #include <arpa/inet.h>
@@ -46,6 +48,22 @@ static void udp_line(void) {
         printf("udp socket=%d sendmmsg=%d\n", sock, sent);
         if (fd >= 0)
                 close(fd);
+}
+
+static int try_socket(int type, int proto) {
+        int fd = socket(AF_INET6, type | SOCK_CLOEXEC, proto);
+
+        if (fd < 0)
+                return -errno;
+        close(fd);
+        return 0;
+}
+
+/* Only what the API client needs passes the filter: the protocol too. */
+static void protocols_line(void) {
+        printf("tcp=%d udp=%d udplite=%d mptcp=%d\n", try_socket(SOCK_STREAM, IPPROTO_TCP),
+               try_socket(SOCK_DGRAM, IPPROTO_UDP), try_socket(SOCK_DGRAM, 136),
+               try_socket(SOCK_STREAM, 262));
 }
 
 static void on_claim(void *ctx, struct kube_claim *c) {
@@ -92,6 +110,7 @@ int main(int argc, char **argv) {
         pthread_mutex_unlock(&mu);
         printf("claim err=%d results=%zu\n", got.err, got.n_results);
         udp_line();
+        protocols_line();
         fflush(stdout);
         kube_claim_clear(&got);
         while (read(0, buf, sizeof(buf)) > 0)

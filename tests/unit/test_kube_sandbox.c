@@ -101,7 +101,7 @@ static int finish(struct child *c) {
 Test(kube_sandbox, publishes_watches_and_gets_claims_under_the_filter) {
         struct kt_pool w = { .pool = KT_POOL_A, .devices = 3, .prefix = "d" };
         struct child c;
-        char line[128];
+        char line[128], want[64];
 
         fakeapi_add_claim(t.f,
                           cJSON_Parse("{\"metadata\":{\"namespace\":\"default\",\"name\":\"c\","
@@ -115,6 +115,11 @@ Test(kube_sandbox, publishes_watches_and_gets_claims_under_the_filter) {
         /* What glibc's resolver needs to look the server's name up again. */
         read_line(&c, line, sizeof(line));
         cr_assert_str_eq(line, "udp socket=0 sendmmsg=0");
+        /* TCP and UDP by their numbers, not UDP-Lite (136) nor MPTCP (262),
+         * which share their socket types. */
+        read_line(&c, line, sizeof(line));
+        snprintf(want, sizeof(want), "tcp=0 udp=0 udplite=%d mptcp=%d", -EPERM, -EPERM);
+        cr_assert_str_eq(line, want);
         cr_assert(fakeapi_wait(t.f, kt_pool_ok, &w, WAIT_MS), "slices never published");
         fakeapi_wipe(t.f, KT_NODE);
         cr_assert(fakeapi_wait(t.f, kt_pool_ok, &w, WAIT_MS), "wipe never repaired");
