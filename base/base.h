@@ -177,6 +177,10 @@ bool base_owned_is(const char *path, const struct base_owned *id);
  * id was never set, -ENOENT when gone. id is cleared either way. */
 int base_owned_unlink(const char *path, struct base_owned *id);
 
+/* s for a message (quote.c): at most max bytes of it, anything but
+ * printable ASCII (and the backslash) as \xHH, cut to fit size (>= 1). */
+void base_quote(const char *s, size_t max, char *out, size_t size);
+
 /* FNV-1a of a string (hash.c): fixed forever, names are made from it. */
 uint32_t base_fnv1a32(const char *s);
 uint64_t base_fnv1a64(const char *s);

@@ -446,7 +446,11 @@ static int instance_from_env(const struct cli_command *cmd, struct dp_options *o
         if ((strcmp(cmd->name, "serve") != 0 && strcmp(cmd->name, "doctor") != 0) || !env || !*env)
                 return 0;
         if (cfg_pod_uid_problem(env)) {
-                fprintf(stderr, "cdiplug: error: POD_UID \"%s\": %s\n", env,
+                /* What the environment holds may be anything: shown escaped. */
+                char shown[CFG_POD_UID_MAX * 4 + 8];
+
+                base_quote(env, CFG_POD_UID_MAX + 1, shown, sizeof(shown));
+                fprintf(stderr, "cdiplug: error: POD_UID \"%s\": %s\n", shown,
                         cfg_pod_uid_problem(env));
                 return CLI_EXIT_USAGE;
         }

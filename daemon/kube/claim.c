@@ -68,21 +68,6 @@ static int refuse_opaque(const cJSON *alloc, const char *driver, struct kube_cla
         return 0;
 }
 
-/* s for a message: at most 64 bytes, anything but printable ASCII as
- * \xHH, so what a server chose never reaches the kubelet's text raw. */
-static void quote(const char *s, char *out, size_t size) {
-        size_t o = 0;
-
-        for (size_t i = 0; s[i] && i < 64 && o + 5 < size; i++) {
-                unsigned char ch = (unsigned char)s[i];
-                if (ch >= 0x20 && ch < 0x7f && ch != '\\')
-                        out[o++] = (char)ch;
-                else
-                        o += (size_t)snprintf(out + o, size - o, "\\x%02x", ch);
-        }
-        out[o] = '\0';
-}
-
 /* cJSON turns "\u0000" into a NUL that ends the C string: "simdev0\u0000x"
  * would read as "simdev0". No name of the API may hold one, so an answer
  * with one is refused whole. */
@@ -113,8 +98,8 @@ int kube_claim_parse(const char *body, const char *driver, const char *uid,
         have_uid = str_at(cJSON_GetObjectItemCaseSensitive(o, "metadata"), "uid");
         if (uid && (!have_uid || strcmp(have_uid, uid) != 0)) {
                 char msg[600], have[260], want[260];
-                quote(have_uid ? have_uid : "(none)", have, sizeof(have));
-                quote(uid, want, sizeof(want));
+                base_quote(have_uid ? have_uid : "(none)", 64, have, sizeof(have));
+                base_quote(uid, 64, want, sizeof(want));
                 snprintf(msg, sizeof(msg), "claim uid is %s, not %s: it was deleted and re-created",
                          have, want);
                 return fail(ret, -ESTALE, msg);

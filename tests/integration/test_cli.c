@@ -416,3 +416,23 @@ Test(cli, kubelet_root_sets_the_device_plugin_dir) {
         cr_assert_not_null(strstr(out, "must not be empty"), "%s", out);
         free(out);
 }
+
+/* POD_UID comes from the environment, which may hold anything: a bad one
+ * is named with its control characters escaped, never written raw to the
+ * operator's terminal. */
+Test(cli, a_pod_uid_with_control_characters_is_shown_escaped) {
+        char *out = NULL;
+
+        env_write(&e, "config.json",
+                  "{ \"resources\": [ { \"name\": \"example.com/fuse\", \"match\": [ { \"path\": "
+                  "\"/dev/fuse\" } ] } ] }");
+        cr_assert_eq(setenv("POD_UID", "uid\x1b[31mred\x07\\", 1), 0);
+        int rc = env_run(&e, &out, "serve", "--config", e.config, "--node-name", "n", NULL);
+        unsetenv("POD_UID");
+        cr_assert_eq(rc, 2, "exit %d: %s", rc, out);
+        cr_assert_not_null(strstr(out, "POD_UID \"uid\\x1b[31mred\\x07\\x5c\""), "%s", out);
+        for (const char *p = out; *p; p++)
+                cr_assert((unsigned char)*p >= 0x20 || *p == '\n',
+                          "a control character reached the output: \"%s\"", out);
+        free(out);
+}
