@@ -126,6 +126,11 @@ int kube_claim_parse(const char *body, const char *driver, const char *uid, stru
 #define KUBE_PARSE_VALUES_MAX 131072
 /* The list is read in pages of this many slices (limit/continue). */
 #define KUBE_LIST_PAGE 50
+/* A page's continue token is sent back in the next request's URL: the
+ * API server's are a few hundred bytes; longer is refused (the text for
+ * the message, which names the bound). */
+#define KUBE_CONTINUE_MAX 16384
+#define KUBE_CONTINUE_MAX_TEXT "16384"
 /* At most this many of this node's slices of our driver are kept in view
  * besides the pools' own (leftovers to delete, whatever a server sends);
  * past it the rest waits for the next list. */

@@ -519,6 +519,11 @@ static void list_done(struct kube *k, struct kube_xfer *x, CURLcode rc, uint64_t
         cont = kube_str_member(o, "metadata", "continue");
         if (cls < 0 && !x->bad && (!cJSON_IsArray(items) || !rv))
                 x->bad = "the answer is not a ResourceSliceList";
+        /* Sent back in the next page's URL: past libcurl's 1 MiB request
+         * bound that would fail as "Out of memory", which it is not. */
+        if (cls < 0 && !x->bad && cont && strlen(cont) > KUBE_CONTINUE_MAX)
+                x->bad = "its metadata.continue token is longer than the " KUBE_CONTINUE_MAX_TEXT
+                         " bytes a page token may have";
         if (cls < 0 && x->bad)
                 cls = KUBE_ERR_CLIENT;
         if (cls >= 0) {
