@@ -302,6 +302,9 @@ void kube_count_error(struct kube *k, int cls, const struct kube_xfer *x);
 /* A short description of a failure for the log (no secrets). */
 void kube_xfer_describe(const struct kube_xfer *x, CURLcode rc, char *buf, size_t size);
 
+/* labels.c: do two label objects hold the same keys with the same
+ * values, in any order (n log n). */
+bool kube_labels_equal(const cJSON *a, const cJSON *b);
 /* labels.c: on cdiplug-kube. due: when the next watch may start (0:
  * now, or one is running). */
 void kube_labels_step(struct kube *k, uint64_t now_ms);

@@ -95,3 +95,42 @@ Test(kube_labels, refuses_a_missing_node_name) {
         cr_assert_eq(kube_new(&s, &k), -EINVAL);
         cr_assert_eq(kube_labels_follow(NULL, heard_fn, &h), -EINVAL);
 }
+
+/* 30,000 labels (as a node with many NFD features may carry), compared in
+ * any order; the cost per event is in cdiplug-bench ("labels"). */
+static cJSON *many_labels(size_t n, size_t first, const char *changed_key,
+                          const char *changed_value) {
+        cJSON *o = cJSON_CreateObject();
+        char key[64], value[64];
+
+        for (size_t i = 0; i < n; i++) {
+                size_t j = (first + i * 7919) % n; /* another order each time */
+                snprintf(key, sizeof(key), "feature.node.kubernetes.io/f%zu", j);
+                snprintf(value, sizeof(value), "v%zu", j);
+                if (changed_key && strcmp(key, changed_key) == 0)
+                        cJSON_AddStringToObject(o, key, changed_value);
+                else
+                        cJSON_AddStringToObject(o, key, value);
+        }
+        return o;
+}
+
+Test(kube_labels, thirty_thousand_labels_compare_in_any_order) {
+        cJSON *a = many_labels(30000, 0, NULL, NULL), *b = many_labels(30000, 12345, NULL, NULL);
+        cJSON *c = many_labels(30000, 3, "feature.node.kubernetes.io/f29999", "other");
+        cJSON *d = many_labels(29999, 0, NULL, NULL);
+
+        cr_assert(kube_labels_equal(a, b), "the same labels in another order");
+        cr_assert(!kube_labels_equal(a, c), "one value differs");
+        cr_assert(!kube_labels_equal(a, d), "one label fewer");
+        cJSON_AddStringToObject(d, "feature.node.kubernetes.io/x", "v29999");
+        cr_assert(!kube_labels_equal(a, d), "one key differs");
+        cJSON *e1 = cJSON_CreateObject(), *e2 = cJSON_CreateObject();
+        cr_assert(kube_labels_equal(e1, e2), "no labels on both");
+        cJSON_Delete(e1);
+        cJSON_Delete(e2);
+        cJSON_Delete(a);
+        cJSON_Delete(b);
+        cJSON_Delete(c);
+        cJSON_Delete(d);
+}
