@@ -494,6 +494,9 @@ static void commit(struct dp_daemon *d, struct plan *p) {
 
 static bool have_credentials(const struct dp_daemon *d);
 
+/* Label changes are applied at most this often (coalesced). */
+#define NODES_RELOAD_EVERY_MS 1000
+
 /* Why the labels are not known, for a resource that needs them. */
 static const char *labels_missing(const struct dp_daemon *d) {
         if (!d->opts->node_name)
@@ -540,7 +543,10 @@ static int select_node(struct dp_daemon *d, struct cfg_config *next) {
 }
 
 /* On cdiplug-kube: the labels are kept for the next reload, which the
- * watcher runs at once. */
+ * watcher runs at once, or NODES_RELOAD_EVERY_MS after the last one:
+ * labels that flip every few ms cost one reload (and its log lines) a
+ * second, not one each, and the reload reads the labels heard last, so
+ * the last change is never lost. */
 static void labels_heard(void *ctx, const cJSON *labels) {
         struct dp_daemon *d = ctx;
         cJSON *copy = cJSON_Duplicate(labels, true);
@@ -552,12 +558,17 @@ static void labels_heard(void *ctx, const cJSON *labels) {
         pthread_mutex_lock(&d->lock);
         cJSON_Delete(d->nodes.labels);
         d->nodes.labels = copy;
-        dp_timer_set(&d->nodes_timer, dp_now_ms());
+        uint64_t due = dp_now_ms();
+        if (d->nodes.reloads && due < d->nodes.last_ms + NODES_RELOAD_EVERY_MS)
+                due = d->nodes.last_ms + NODES_RELOAD_EVERY_MS;
+        dp_timer_set(&d->nodes_timer, due);
         pthread_mutex_unlock(&d->lock);
 }
 
 void dp_nodes_due(void *ctx) {
         struct dp_daemon *d = ctx;
+
+        d->nodes.last_ms = dp_now_ms();
 
         log_with(LOG_INFO, &(struct log_fields){ 0 }, "nodes: node \"%s\": %d labels read",
                  d->opts->node_name, cJSON_GetArraySize(d->nodes.labels));

@@ -182,6 +182,7 @@ struct dp_nodes {
         bool followed;        /* some client follows them (started with the daemon) */
         struct cJSON *labels; /* as last heard from the API server; NULL: not yet */
         unsigned reloads;     /* reloads the labels brought */
+        uint64_t last_ms;     /* when the last of them began */
 };
 
 /* The Node Feature Discovery feature file (publish.c). */

@@ -19,6 +19,7 @@
 
 #include "env.h"
 #include "fakeapi.h"
+#include "fakeapi_hooks.h"
 #include "kubelet.h"
 #include "logwait.h"
 
@@ -32,7 +33,10 @@ static struct tk *tk;
 static struct fakeapi *api;
 static char *kubeconfig;
 
+static struct fakeapi_flips flips;
+
 static void stop(void) {
+        atomic_store(&flips.release, true);
         tk_stop(tk);
         tk = NULL;
         env_cleanup(&e);
@@ -150,6 +154,32 @@ Test(nodes, a_resource_selected_by_label_follows_the_node_labels) {
         cr_assert(!exists(e.kubelet_dir, "cdiplug-example.com-ra.sock"));
         cr_assert_eq(tk_registrations(tk, B), 1, "the other resource registered again");
         cr_assert_geq(fakeapi_count(api, "WATCH"), 1);
+        int status = env_stop(&e, SIGTERM, WAIT_MS);
+        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "no clean stop: %d", status);
+}
+
+/* Labels that flip every 5 ms: the changes are coalesced into about one
+ * reload a second, each with its handful of log lines, and the last
+ * change (the only one that serves A) is applied. */
+#define FLIPS 400
+
+Test(nodes, a_storm_of_label_flips_is_coalesced_and_the_last_wins) {
+        env_init(&e);
+        devices();
+        start_api(labels("a"));
+        flips = (struct fakeapi_flips){ .node = NODE, .n = FLIPS, .interval_us = 5000 };
+        fakeapi_set_hook(api, fakeapi_flips_hook, &flips);
+        write_config("{ \"labels\": { \"example.com/zone\": \"a\" } }");
+        cr_assert_eq(tk_start(e.kubelet_dir, &tk), 0);
+        env_spawn(&e, "--node-name", NODE, "--kubeconfig", kubeconfig, NULL);
+        cr_assert_eq(tk_wait_registered(tk, A, 1, 30000), 0, "the last change was never applied");
+        cr_assert_eq(atomic_load(&flips.sent), FLIPS);
+        unsigned reloads = log_count(e.log, "(the node's labels");
+        unsigned lines = log_count(e.log, "");
+        /* 2 s of flips: a few reloads; one per flip without coalescing. */
+        cr_assert_leq(reloads, FLIPS / 20, "%u reloads for %d flips", reloads, FLIPS);
+        cr_assert_leq(lines, 300, "%u log lines for %d flips", lines, FLIPS);
+        atomic_store(&flips.release, true);
         int status = env_stop(&e, SIGTERM, WAIT_MS);
         cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "no clean stop: %d", status);
 }
