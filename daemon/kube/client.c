@@ -54,7 +54,7 @@ int kube_new_at(const struct kube_settings *s, const char *root, struct kube **r
                 return r == -ENOMEM ? r : -EKEYREJECTED;
         }
         /* Not fatal: the name is looked up again before each attempt. */
-        r = kube_resolve(k, true);
+        r = kube_resolve(k);
         if (r == -ENOMEM) {
                 kube_free(k);
                 return r;
@@ -313,6 +313,7 @@ static int poll_timeout(struct kube *k, uint64_t now) {
         if (!k->watch && k->state == KS_SYNCED && k->watch_due_ms > now)
                 due = dp_due_min(due, k->watch_due_ms);
         due = dp_due_min(due, kube_labels_due(k, now));
+        due = dp_due_min(due, kube_resolve_due(k, now));
         if (due) {
                 uint64_t ms = due - now;
                 if (curl_ms < 0 || (uint64_t)curl_ms > ms)
@@ -337,6 +338,7 @@ static void *kube_main(void *arg) {
                 while ((m = sym_curl_multi_info_read(k->multi, &left)))
                         if (m->msg == CURLMSG_DONE)
                                 on_done(k, m->easy_handle, m->data.result);
+                kube_resolve_step(k, dp_now_ms());
                 drain_inbox(k);
                 drop_cancelled(k);
                 start_claims(k);
@@ -344,6 +346,8 @@ static void *kube_main(void *arg) {
                 /* Without a driver the client only follows the labels. */
                 if (k->driver)
                         kube_reconcile_step(k, dp_now_ms());
+                /* Again: a step that found no address asks for one now. */
+                kube_resolve_step(k, dp_now_ms());
                 sym_curl_multi_poll(k->multi, NULL, 0, poll_timeout(k, dp_now_ms()), NULL);
         }
         return NULL;
@@ -354,6 +358,12 @@ int kube_start(struct kube *k) {
 
         if (!k || k->started)
                 return -EINVAL;
+        r = kube_resolve_start(k);
+        if (r < 0) {
+                log_with(LOG_ERR, &(struct log_fields){ .err = -r },
+                         "kube: cannot start the cdiplug-dns thread: %s", strerror(-r));
+                return r;
+        }
         r = -pthread_create(&k->thread, NULL, kube_main, k);
         if (r < 0) {
                 log_with(LOG_ERR, &(struct log_fields){ .err = -r },
@@ -402,6 +412,7 @@ void kube_free(struct kube *k) {
                 pthread_join(k->thread, NULL);
         }
         cancel_all(k);
+        kube_resolve_stop(k);
         while (k->inbox) {
                 struct kube_inbox *in = k->inbox;
                 k->inbox = in->next;

@@ -208,9 +208,10 @@ struct kube {
         struct kube_creds creds;    /* the thread's once started */
         struct curl_slist *resolve; /* the pinned addresses (resolve.c), NULL: none yet */
         bool resolve_named;         /* the server is a name, not an address */
-        bool resolve_due;           /* look it up before the next request */
+        bool resolve_due;           /* look it up again (cdiplug-dns) */
         bool resolve_warned;
-        uint64_t resolve_next_ms; /* not before (a lookup may block) */
+        uint64_t resolve_next_ms; /* not before (at most once a second) */
+        struct kube_dns *dns;     /* cdiplug-dns, for a name; NULL: none */
         CURLM *multi;
         pthread_t thread;
         bool started;
@@ -272,10 +273,18 @@ int kube_seen_put(struct kube *k, cJSON *seen, cJSON *s);
 void kube_seen_drop(struct kube *k, const char *name, const char *rv, const char *pool);
 void kube_gone_clear(struct kube *k);
 
-/* resolve.c: pin the API server's addresses for libcurl; at start
- * (before the lock-down) and on cdiplug-kube when resolve_due. 0, or
- * -EHOSTUNREACH (logged once a run of failures), -ENOMEM. */
-int kube_resolve(struct kube *k, bool at_start);
+/* resolve.c: pin the API server's addresses for libcurl. kube_resolve at
+ * start (before the lock-down): 0, or -EHOSTUNREACH (logged; not fatal),
+ * -ENOMEM. start/stop the cdiplug-dns thread that looks a name up again
+ * (started after the lock-down; stop never waits for a lookup in
+ * progress). step, on cdiplug-kube: asks for a lookup when resolve_due
+ * (at most once a second), and pins what a finished one found, or keeps
+ * the last address that worked. due: when step must run next (0: none). */
+int kube_resolve(struct kube *k);
+int kube_resolve_start(struct kube *k);
+void kube_resolve_stop(struct kube *k);
+void kube_resolve_step(struct kube *k, uint64_t now_ms);
+uint64_t kube_resolve_due(const struct kube *k, uint64_t now_ms);
 
 /* xfer.c */
 /* Parse an answer of len bytes after checking its cost: -E2BIG past

@@ -24,15 +24,17 @@ struct kube_settings {
 
 /* Reads the credentials (files stay re-readable for token rotation),
  * resolves the API server's host name (pinned for libcurl; looked up
- * again on cdiplug-kube after a failure to connect, and a name that does
- * not resolve now is not an error: it is tried again before each
- * request) and makes the multi handle. -EKEYREJECTED when the kubeconfig
+ * again on cdiplug-dns after a failure to connect, the last address that
+ * worked staying pinned meanwhile, and a name that does not resolve now
+ * is not an error: it is tried again before each request) and makes the
+ * multi handle. -EKEYREJECTED when the kubeconfig
  * or the in-cluster credentials are refused (a configuration error),
  * another -errno otherwise; with a message via log. Before the lock-down:
  * it reads files outside what the filter allows later and starts
  * libcurl's global state. */
 int kube_new(const struct kube_settings *s, struct kube **ret);
-/* Starts cdiplug-kube (after the lock-down). Pools set before it are
+/* Starts cdiplug-kube, and cdiplug-dns for a server named by a host name
+ * (after the lock-down). Pools set before it are
  * published at once; call kube_pool_set() for every DRA resource before
  * kube_start(): the first list deletes slices of this node and driver
  * whose pool is not known then (resources removed while the daemon was

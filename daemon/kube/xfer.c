@@ -160,10 +160,14 @@ int kube_xfer_new(struct kube *k, enum kube_xkind kind, const char *method, cons
                 free(body);
                 return -ENOMEM;
         }
-        if (k->resolve_due && (r = kube_resolve(k, false)) < 0) {
+        /* A name never resolved yet: looked up again (cdiplug-dns), and
+         * this attempt fails. Once it has an address, that address stays
+         * in use until a new lookup succeeds. */
+        if (k->resolve_named && !k->resolve) {
+                k->resolve_due = true;
                 free(x);
                 free(body);
-                return r;
+                return -EHOSTUNREACH;
         }
         x->k = k;
         x->kind = kind;

@@ -7,6 +7,9 @@
  * (VmHWM, against the 64 MiB it is shipped with), what /readyz and
  * /metrics say, what the kubelet gets back, how soon SIGTERM ends it. */
 #include <criterion/criterion.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -628,6 +631,59 @@ Test(dra_hostile, the_api_servers_name_is_resolved_again_after_a_failure) {
                 log_wait(e.log, "pinned to 127.0.0.1 (resolved again after a failure)", WAIT_MS),
                 0);
         tk_stop(tk);
+        server_name = NULL;
+}
+
+/* A DNS outage while the API server answers: one dropped connection
+ * makes the daemon look the name up again, the lookup hangs (a resolver
+ * that never answers, else one that refuses) and then fails, and every
+ * Prepare meanwhile and after is answered through the last address that
+ * worked. */
+Test(dra_hostile, a_dns_outage_fails_no_prepare_while_the_server_answers) {
+        struct sockaddr_in dns = { .sin_family = AF_INET, .sin_port = htons(53) };
+        _cleanup_free_ char *hosts = NULL, *resolv = NULL, *d0 = NULL, *e1 = NULL, *e2 = NULL,
+                            *e3 = NULL;
+        int quiet;
+
+        if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+                cr_skip_test("no private mount namespace here (%s)", strerror(errno));
+        server_name = "fakeapi.test";
+        prepare_env();
+        cr_assert_eq(dra_device_name("ttyS0", &d0), 0);
+        add_claim("ok", "uid-ok", "r", d0);
+        add_claim("dropped", "uid-dropped", "r", d0);
+        cr_assert_eq(asprintf(&hosts, "%s/hosts", e.root) > 0, true);
+        cr_assert_eq(asprintf(&resolv, "%s/resolv.conf", e.root) > 0, true);
+        env_write(&e, "hosts", "127.0.0.1 localhost fakeapi.test\n");
+        env_write(&e, "resolv.conf", "nameserver 127.0.0.1\noptions timeout:4 attempts:2\n");
+        cr_assert_eq(mount(hosts, "/etc/hosts", NULL, MS_BIND, NULL), 0, "%s", strerror(errno));
+        cr_assert_eq(mount(resolv, "/etc/resolv.conf", NULL, MS_BIND, NULL), 0, "%s",
+                     strerror(errno));
+        /* A resolver that takes the queries and never answers. */
+        dns.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        quiet = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        if (quiet >= 0 && bind(quiet, (struct sockaddr *)&dns, sizeof(dns)) < 0) {
+                close(quiet);
+                quiet = -1;
+        }
+        spawn();
+        cr_assert_eq(log_wait(e.log, "pinned to 127.0.0.1 (resolved at start)", WAIT_MS), 0);
+        cr_assert(fakeapi_wait(api, pool_has_two, NULL, 30000), "never published");
+        /* The name is gone from DNS; the server still answers. */
+        rewrite(hosts, "127.0.0.1 localhost\n");
+        /* Two: libcurl tries a reused connection that dies once more. */
+        fakeapi_fault(api, "GET", "/apis/resource.k8s.io/v1/namespaces/ns/resourceclaims/dropped",
+                      2, 0, 0);
+        e1 = prepare_one("dropped", "uid-dropped");
+        e2 = prepare_one("ok", "uid-ok");
+        cr_assert_str_eq(e2, "", "a Prepare failed for the DNS outage alone");
+        (void)e1; /* dropped: it may fail */
+        cr_assert_eq(log_wait(e.log, "the last address that worked stays in use", 30000), 0,
+                     "the lookup never failed (quiet resolver: %d)", quiet >= 0);
+        e3 = prepare_one("ok", "uid-ok");
+        cr_assert_str_eq(e3, "", "a Prepare failed after the failed lookup");
+        if (quiet >= 0)
+                close(quiet);
         server_name = NULL;
 }
 
