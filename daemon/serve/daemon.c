@@ -225,6 +225,7 @@ static void add_timers(struct dp_daemon *d) {
         dp_timer_add(&d->loop, &d->register_timer, dp_register_due, d);
         dp_timer_add(&d->loop, &d->dra_timer, dp_dra_due, d);
         dp_timer_add(&d->loop, &d->nodes_timer, dp_nodes_due, d);
+        dp_timer_add(&d->loop, &d->nfd_timer, dp_nfd_due, d);
         dp_timer_add(&d->loop, &d->stop_timer, dp_server_stop_due, d);
 }
 

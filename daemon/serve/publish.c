@@ -8,6 +8,8 @@
  * disk costs one attempt per back-off period. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -109,6 +111,11 @@ int dp_spec_publish(struct dp_resource *res) {
 
 #define NFD_FILE "cdiplug"
 #define NFD_TMP ".cdiplug.tmp."
+/* A failed write (a full disk, a read-only dir) is tried again after a
+ * back-off from 1 s doubling to 1 min, each spread by up to ±25% so that
+ * the nodes that share a cause do not all retry at once. */
+#define NFD_RETRY_MIN_MS 1000
+#define NFD_RETRY_MAX_MS 60000
 
 static const struct dp_plugin *const *plugins_of(const struct dp_daemon *d,
                                                  const struct dp_plugin **v) {
@@ -139,6 +146,22 @@ int dp_nfd_setup(struct dp_daemon *d) {
         return 0;
 }
 
+/* The old file, if any, stays whole; logged on the first failure and
+ * then once per maximal back-off, not on every attempt. */
+static void nfd_failed(struct dp_daemon *d, int r) {
+        uint64_t delay = dp_backoff_ms(NFD_RETRY_MIN_MS, NFD_RETRY_MAX_MS, d->nfd.failures);
+        unsigned seed = (unsigned)dp_now_ms() ^ (unsigned)(uintptr_t)d;
+
+        if (d->nfd.failures == 0 || delay == NFD_RETRY_MAX_MS)
+                log_with(LOG_ERR,
+                         &(struct log_fields){ .path = d->nfd.dir, .file = NFD_FILE, .err = r },
+                         "nfd: cannot write %s/%s: %s; retrying in about %llu ms", d->nfd.dir,
+                         NFD_FILE, strerror(-r), (unsigned long long)delay);
+        delay = delay - delay / 4 + (uint64_t)rand_r(&seed) % (delay / 2 + 1);
+        d->nfd.failures++;
+        dp_timer_set(&d->nfd_timer, dp_now_ms() + delay);
+}
+
 void dp_nfd_update(struct dp_daemon *d) {
         _cleanup_free_ const struct dp_plugin **plugins = NULL;
         _cleanup_free_ char *text = NULL;
@@ -151,21 +174,33 @@ void dp_nfd_update(struct dp_daemon *d) {
                 log_error("nfd: out of memory; the feature file stays as it was");
                 return;
         }
-        if (d->nfd.last && strcmp(d->nfd.last, text) == 0)
-                return;
-        r = base_write_atomic_at(d->nfd.dfd, NFD_FILE, NFD_TMP, text, strlen(text), 0644);
-        if (r < 0) {
-                /* The next change tries again; the old file, if any, stays whole. */
-                log_with(LOG_ERR,
-                         &(struct log_fields){ .path = d->nfd.dir, .file = NFD_FILE, .err = r },
-                         "nfd: cannot write %s/%s: %s", d->nfd.dir, NFD_FILE, strerror(-r));
+        if (d->nfd.last && strcmp(d->nfd.last, text) == 0) {
+                /* Back to what the file says: nothing left to retry. */
+                d->nfd.failures = 0;
+                dp_timer_set(&d->nfd_timer, 0);
                 return;
         }
+        r = base_write_atomic_at(d->nfd.dfd, NFD_FILE, NFD_TMP, text, strlen(text), 0644);
+        if (r < 0) {
+                nfd_failed(d, r);
+                return;
+        }
+        if (d->nfd.failures)
+                log_with(LOG_INFO, &(struct log_fields){ .path = d->nfd.dir, .file = NFD_FILE },
+                         "nfd: %s/%s written after %u failed attempts", d->nfd.dir, NFD_FILE,
+                         d->nfd.failures);
+        d->nfd.failures = 0;
+        dp_timer_set(&d->nfd_timer, 0);
         free(d->nfd.last);
         d->nfd.last = TAKE_PTR(text);
 }
 
+void dp_nfd_due(void *ctx) {
+        dp_nfd_update(ctx);
+}
+
 void dp_nfd_stop(struct dp_daemon *d) {
+        dp_timer_set(&d->nfd_timer, 0);
         if (d->nfd.dfd < 0 || !d->nfd.last)
                 return;
         /* Stopped, the node serves nothing: its labels go with the file. */

@@ -187,9 +187,10 @@ struct dp_nodes {
 
 /* The Node Feature Discovery feature file (publish.c). */
 struct dp_nfd {
-        int dfd;    /* the features dir, opened before the lock-down, or -1: none */
-        char *dir;  /* its path, for messages */
-        char *last; /* what was last written, or NULL */
+        int dfd;           /* the features dir, opened before the lock-down, or -1: none */
+        char *dir;         /* its path, for messages */
+        char *last;        /* what was last written, or NULL */
+        unsigned failures; /* writes failed in a row; nfd_timer retries */
 };
 
 struct dp_daemon {
@@ -207,10 +208,11 @@ struct dp_daemon {
          * retained.c, publish.c (spec retries), server.c (accept pauses),
          * watch.c (socket re-creation), kubelet.c (Register retries),
          * dra.c (Prepare's lookup deadlines, health resends), server.c (stops'
-         * grace), reload.c (the node's labels changed). */
+         * grace), reload.c (the node's labels changed), publish.c (NFD
+         * feature file retries). */
         struct dp_loop loop;
         struct dp_timer retained_timer, spec_timer, accept_timer, relisten_timer, register_timer,
-                dra_timer, nodes_timer, stop_timer;
+                dra_timer, nodes_timer, nfd_timer, stop_timer;
 
         struct dp_kubelet kubelet;          /* kubelet.c's */
         struct dp_watcher watch;            /* watch.c's */
@@ -311,6 +313,8 @@ void dp_specs_startup(struct dp_daemon *d);
  * hotplug, reload); stop removes it (a clean stop). */
 int dp_nfd_setup(struct dp_daemon *d);
 void dp_nfd_update(struct dp_daemon *d);
+/* A timer callback (ctx: the daemon): a failed feature file write again. */
+void dp_nfd_due(void *ctx);
 void dp_nfd_stop(struct dp_daemon *d);
 void dp_nfd_free(struct dp_daemon *d);
 

@@ -262,6 +262,31 @@ Test(nodes, the_nfd_feature_file_follows_hotplug_and_reload_and_goes_on_sigterm)
         free(file);
 }
 
+/* A write that fails (the dir made read-only, as a full disk would fail
+ * it) is tried again with back-off, without another change to prompt it,
+ * and lands once the dir takes it. */
+Test(nodes, a_failed_nfd_write_is_retried_until_it_lands) {
+        env_init(&e);
+        devices();
+        char *dir, *file = nfd_file();
+        cr_assert(asprintf(&dir, "%s/features.d", e.root) > 0);
+        cr_assert_eq(mkdir(dir, 0755), 0);
+        write_config(NULL);
+        cr_assert_eq(tk_start(e.kubelet_dir, &tk), 0);
+        env_spawn(&e, "--node-name", NODE, "--nfd-features-dir", dir, NULL);
+        cr_assert_eq(log_wait(file, "example.com/ra.count=1", WAIT_MS), 0, "no feature file");
+        /* The daemon has no capabilities: the mode holds for it. */
+        cr_assert_eq(chmod(dir, 0555), 0);
+        env_touch(&e, "dev/ra1");
+        cr_assert_eq(log_wait(e.log, "nfd: cannot write", WAIT_MS), 0, "the write never failed");
+        cr_assert_eq(chmod(dir, 0755), 0);
+        cr_assert_eq(log_wait(file, "example.com/ra.count=2", WAIT_MS), 0, "never retried");
+        cr_assert_eq(log_wait(e.log, "failed attempts", WAIT_MS), 0);
+        cr_assert_eq(env_dir_entries(dir), 1, "a temp file was left");
+        free(dir);
+        free(file);
+}
+
 Test(nodes, check_says_which_resources_a_node_serves_and_why_not_the_others) {
         env_init(&e);
         char *a = resource(A, "{ \"names\": [ \"edge-*\" ], \"labels\": { \"gpu\": \"yes\" } }");
