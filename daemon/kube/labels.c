@@ -49,23 +49,42 @@ static int sorted_members(const cJSON *o, size_t n, const cJSON ***ret) {
         return 0;
 }
 
-/* Sorted once, compared in one pass: n log n, where cJSON_Compare looks
- * every key of one object up in the other (n², 1.3 s of this thread for
- * 30,000 labels, with the claim lookups waiting behind it). A failure to
- * sort counts as a change: one needless call, never a lost one. */
-bool kube_labels_equal(const cJSON *a, const cJSON *b) {
+/* The sorted comparison, for objects of n members each whose orders differ. */
+static bool equal_sorted(const cJSON *a, const cJSON *b, size_t n) {
         _cleanup_free_ const cJSON **va = NULL, **vb = NULL;
-        size_t n = (size_t)cJSON_GetArraySize(a);
         bool same = true;
 
-        if (!cJSON_IsObject(a) || !cJSON_IsObject(b) || n != (size_t)cJSON_GetArraySize(b))
-                return false;
         if (sorted_members(a, n, &va) < 0 || sorted_members(b, n, &vb) < 0)
                 return false;
         for (size_t i = 0; i < n && same; i++)
                 same = strcmp(va[i]->string, vb[i]->string) == 0 &&
                        cJSON_Compare(va[i], vb[i], true);
         return same;
+}
+
+/* Linear where cJSON_Compare is not: it looks every key of one object up
+ * in the other (n², 1.3 s of cdiplug-kube for 30,000 labels, with the
+ * claim lookups waiting behind it). The API server writes a map's keys
+ * sorted, so the two walk in step (about 1 ms for 30,000); only when the
+ * keys part ways, with as many on both sides, are both sorted once (n log
+ * n). A failure to sort counts as a change: one needless call, never a
+ * lost one; so do duplicate keys whose values swapped places. */
+bool kube_labels_equal(const cJSON *a, const cJSON *b) {
+        const cJSON *x, *y;
+        size_t n;
+
+        if (!cJSON_IsObject(a) || !cJSON_IsObject(b))
+                return false;
+        for (x = a->child, y = b->child; x && y; x = x->next, y = y->next) {
+                if (!x->string || !y->string || strcmp(x->string, y->string) != 0)
+                        break;
+                if (!cJSON_Compare(x, y, true))
+                        return false;
+        }
+        if (!x || !y)
+                return !x && !y;
+        n = (size_t)cJSON_GetArraySize(a);
+        return n == (size_t)cJSON_GetArraySize(b) && equal_sorted(a, b, n);
 }
 
 /* Deleted, the Node has no labels: its resources selected by label go,

@@ -91,6 +91,8 @@
 extern char **environ;
 
 static char *root; /* $TMPDIR/cdiplug-bench-XXXXXX */
+/* labels.c: the node labels' cost per event (printed as it runs). */
+void bench_labels(const char *root);
 static char **extra_args;
 static int n_extra;
 
@@ -2027,6 +2029,8 @@ int main(int argc, char **argv) {
                 bench_dra();
         if (section("rollover"))
                 bench_rollover();
+        if (section("labels"))
+                bench_labels(root);
         if (section("discovery") || section("many") || section("scrape") || section("hostile")) {
                 char *nodes = make_nodes();
                 if (section("discovery"))
