@@ -40,7 +40,8 @@ struct kube_dns {
         CURLM *multi; /* woken when a lookup ends; NULL once the kube is gone */
         bool done;    /* a lookup ended: entry, or err */
         char *entry;  /* "HOST:PORT:ADDR,..." */
-        int err;      /* getaddrinfo's, or -errno */
+        int err;      /* -errno */
+        int gai;      /* getaddrinfo's error, 0: none */
 };
 
 /* "HOST:PORT:ADDR[,ADDR...]" for the addresses of res, in *ret. */
@@ -69,20 +70,24 @@ static int pin_entry(const char *host, unsigned port, const struct addrinfo *res
         return 0;
 }
 
-/* One lookup: 0 with *entry, a getaddrinfo error (> 0), or -errno. */
-static int look_up(const char *host, unsigned port, char **entry) {
+/* One lookup: 0 with *entry, or -errno with *gai getaddrinfo's error
+ * (0: none, the failure was ours). */
+static int look_up(const char *host, unsigned port, char **entry, int *gai) {
         struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res = NULL;
         int r = getaddrinfo(host, NULL, &hints, &res);
 
+        *gai = r;
+        if (r == EAI_SYSTEM && errno > 0)
+                return -errno;
         if (r != 0)
-                return r == EAI_SYSTEM ? -errno : r > 0 ? r : -r;
+                return r == EAI_MEMORY ? -ENOMEM : -EHOSTUNREACH;
         r = pin_entry(host, port, res, entry);
         freeaddrinfo(res);
         return r;
 }
 
-static const char *why(int err) {
-        return err > 0 ? gai_strerror(err) : strerror(-err);
+static const char *why(int err, int gai) {
+        return gai && gai != EAI_SYSTEM ? gai_strerror(gai) : strerror(-err);
 }
 
 /* What libcurl takes, logged: the addresses after "HOST:PORT:". */
@@ -101,7 +106,7 @@ static int pin(struct kube *k, const char *entry, const char *how) {
         return 0;
 }
 
-static void failed(struct kube *k, int err, bool at_start) {
+static void failed(struct kube *k, int err, int gai, bool at_start) {
         const struct kube_creds *c = &k->creds;
 
         if (at_start || !k->resolve_warned) {
@@ -109,13 +114,13 @@ static void failed(struct kube *k, int err, bool at_start) {
                         log_with(LOG_WARN, &(struct log_fields){ .path = c->source },
                                  "kube: cannot resolve the API server \"%s\" (from %s) again: "
                                  "%s; the last address that worked stays in use",
-                                 c->host, c->source, why(err));
+                                 c->host, c->source, why(err, gai));
                 else
                         log_with(LOG_WARN, &(struct log_fields){ .path = c->source },
                                  "kube: cannot resolve the API server \"%s\" (from %s): %s; DRA "
                                  "waits and resolves it again before each attempt, the device "
                                  "plugins serve meanwhile",
-                                 c->host, c->source, why(err));
+                                 c->host, c->source, why(err, gai));
         }
         k->resolve_warned = true;
 }
@@ -124,17 +129,17 @@ int kube_resolve(struct kube *k) {
         const struct kube_creds *c = &k->creds;
         unsigned char tmp[sizeof(struct in6_addr)];
         _cleanup_free_ char *entry = NULL;
-        int r;
+        int r, gai;
 
         if (inet_pton(AF_INET, c->host, tmp) == 1 || inet_pton(AF_INET6, c->host, tmp) == 1)
                 return 0;
         k->resolve_named = true;
         k->resolve_next_ms = dp_now_ms() + RESOLVE_EVERY_MS;
-        r = look_up(c->host, c->port, &entry);
+        r = look_up(c->host, c->port, &entry, &gai);
         if (r == -ENOMEM)
                 return r;
-        if (r != 0) {
-                failed(k, r, true);
+        if (r < 0 || !entry) {
+                failed(k, r < 0 ? r : -EHOSTUNREACH, gai, true);
                 k->resolve_due = true;
                 return -EHOSTUNREACH;
         }
@@ -164,7 +169,7 @@ static void *dns_main(void *arg) {
         pthread_mutex_lock(&d->mu);
         for (;;) {
                 char *entry = NULL;
-                int r;
+                int r, gai;
 
                 while (!d->want && !d->stop)
                         pthread_cond_wait(&d->cond, &d->mu);
@@ -172,11 +177,12 @@ static void *dns_main(void *arg) {
                         break;
                 d->want = false;
                 pthread_mutex_unlock(&d->mu);
-                r = look_up(d->host, d->port, &entry);
+                r = look_up(d->host, d->port, &entry, &gai);
                 pthread_mutex_lock(&d->mu);
                 free(d->entry);
                 d->entry = entry;
                 d->err = r;
+                d->gai = gai;
                 d->done = true;
                 if (d->multi)
                         sym_curl_multi_wakeup(d->multi);
@@ -233,7 +239,7 @@ void kube_resolve_step(struct kube *k, uint64_t now) {
         struct kube_dns *d = k->dns;
         char *entry = NULL;
         bool done;
-        int err;
+        int err, gai;
 
         if (!d)
                 return;
@@ -242,6 +248,7 @@ void kube_resolve_step(struct kube *k, uint64_t now) {
         d->done = false;
         entry = TAKE_PTR(d->entry);
         err = d->err;
+        gai = d->gai;
         if (k->resolve_due && now >= k->resolve_next_ms) {
                 /* Asked at most once a RESOLVE_EVERY_MS; meanwhile the
                  * last address that worked stays pinned. */
@@ -251,13 +258,15 @@ void kube_resolve_step(struct kube *k, uint64_t now) {
                 pthread_cond_signal(&d->cond);
         }
         pthread_mutex_unlock(&d->mu);
-        if (done && err == 0 && pin(k, entry, "resolved again after a failure") < 0)
+        if (done && err == 0 && (!entry || pin(k, entry, "resolved again after a failure") < 0)) {
                 err = -ENOMEM;
+                gai = 0;
+        }
         if (done && err == 0)
                 k->resolve_due = false;
         /* With no address at all, the next attempt asks again. */
         if (done && err != 0)
-                failed(k, err, false);
+                failed(k, err, gai, false);
         free(entry);
 }
 

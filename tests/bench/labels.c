@@ -118,8 +118,8 @@ static uint64_t thread_cpu_ns(const char *name) {
                         continue;
                 snprintf(path, sizeof(path), "/proc/self/task/%s/schedstat", de->d_name);
                 f = fopen(path, "re");
-                if (f && fscanf(f, "%lu", &ns) != 1)
-                        ns = 0;
+                if (f && fgets(path, sizeof(path), f))
+                        ns = strtoull(path, NULL, 10);
                 if (f)
                         fclose(f);
                 break;
