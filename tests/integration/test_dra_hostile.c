@@ -592,6 +592,23 @@ static bool pool_has_two(const cJSON *slices, void *ctx) {
         return n == 2;
 }
 
+/* /etc/hosts and /etc/resolv.conf of the test's own (bind mounts in its
+ * private mount namespace, which the daemon inherits): the hosts file's
+ * path, to rewrite in place. */
+static char *bind_resolver(const char *hosts_text, const char *resolv_text) {
+        _cleanup_free_ char *resolv = NULL;
+        char *hosts = NULL;
+
+        cr_assert_eq(asprintf(&hosts, "%s/hosts", e.root) > 0, true);
+        cr_assert_eq(asprintf(&resolv, "%s/resolv.conf", e.root) > 0, true);
+        env_write(&e, "hosts", hosts_text);
+        env_write(&e, "resolv.conf", resolv_text);
+        cr_assert_eq(mount(hosts, "/etc/hosts", NULL, MS_BIND, NULL), 0, "%s", strerror(errno));
+        cr_assert_eq(mount(resolv, "/etc/resolv.conf", NULL, MS_BIND, NULL), 0, "%s",
+                     strerror(errno));
+        return hosts;
+}
+
 /* A kubeconfig naming a DNS host: a name that does not resolve at start
  * leaves the device plugins serving and DRA waiting; once it resolves,
  * to an address where nothing answers, the failure makes the daemon look
@@ -600,7 +617,7 @@ static bool pool_has_two(const cJSON *slices, void *ctx) {
  * which the daemon inherits), resolv.conf points at a port that refuses. */
 Test(dra_hostile, the_api_servers_name_is_resolved_again_after_a_failure) {
         struct tk *tk = NULL;
-        _cleanup_free_ char *hosts = NULL, *resolv = NULL, *body = NULL;
+        _cleanup_free_ char *hosts = NULL, *body = NULL;
 
         if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
                 cr_skip_test("no private mount namespace here (%s)", strerror(errno));
@@ -608,13 +625,8 @@ Test(dra_hostile, the_api_servers_name_is_resolved_again_after_a_failure) {
         prepare_env();
         env_touch(&e, "dev/bus/usb/001/001");
         env_write(&e, "config.json", USB_CONFIG);
-        cr_assert_eq(asprintf(&hosts, "%s/hosts", e.root) > 0, true);
-        cr_assert_eq(asprintf(&resolv, "%s/resolv.conf", e.root) > 0, true);
-        env_write(&e, "hosts", "127.0.0.1 localhost\n");
-        env_write(&e, "resolv.conf", "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n");
-        cr_assert_eq(mount(hosts, "/etc/hosts", NULL, MS_BIND, NULL), 0, "%s", strerror(errno));
-        cr_assert_eq(mount(resolv, "/etc/resolv.conf", NULL, MS_BIND, NULL), 0, "%s",
-                     strerror(errno));
+        hosts = bind_resolver("127.0.0.1 localhost\n",
+                              "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n");
         cr_assert_eq(tk_start(e.kubelet_dir, &tk), 0);
         spawn();
         cr_assert_eq(log_wait(e.log, "cannot resolve the API server \"fakeapi.test\"", WAIT_MS), 0);
@@ -641,8 +653,7 @@ Test(dra_hostile, the_api_servers_name_is_resolved_again_after_a_failure) {
  * worked. */
 Test(dra_hostile, a_dns_outage_fails_no_prepare_while_the_server_answers) {
         struct sockaddr_in dns = { .sin_family = AF_INET, .sin_port = htons(53) };
-        _cleanup_free_ char *hosts = NULL, *resolv = NULL, *d0 = NULL, *e1 = NULL, *e2 = NULL,
-                            *e3 = NULL;
+        _cleanup_free_ char *hosts = NULL, *d0 = NULL, *e1 = NULL, *e2 = NULL, *e3 = NULL;
         int quiet;
 
         if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
@@ -652,13 +663,8 @@ Test(dra_hostile, a_dns_outage_fails_no_prepare_while_the_server_answers) {
         cr_assert_eq(dra_device_name("ttyS0", &d0), 0);
         add_claim("ok", "uid-ok", "r", d0);
         add_claim("dropped", "uid-dropped", "r", d0);
-        cr_assert_eq(asprintf(&hosts, "%s/hosts", e.root) > 0, true);
-        cr_assert_eq(asprintf(&resolv, "%s/resolv.conf", e.root) > 0, true);
-        env_write(&e, "hosts", "127.0.0.1 localhost fakeapi.test\n");
-        env_write(&e, "resolv.conf", "nameserver 127.0.0.1\noptions timeout:4 attempts:2\n");
-        cr_assert_eq(mount(hosts, "/etc/hosts", NULL, MS_BIND, NULL), 0, "%s", strerror(errno));
-        cr_assert_eq(mount(resolv, "/etc/resolv.conf", NULL, MS_BIND, NULL), 0, "%s",
-                     strerror(errno));
+        hosts = bind_resolver("127.0.0.1 localhost fakeapi.test\n",
+                              "nameserver 127.0.0.1\noptions timeout:4 attempts:2\n");
         /* A resolver that takes the queries and never answers. */
         dns.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
         quiet = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);

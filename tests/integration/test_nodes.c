@@ -208,12 +208,18 @@ static char *nfd_file(void) {
         return p;
 }
 
+/* The features dir, made (mode 0755). */
+static char *nfd_dir(void) {
+        char *dir;
+        cr_assert(asprintf(&dir, "%s/features.d", e.root) > 0);
+        cr_assert_eq(mkdir(dir, 0755), 0);
+        return dir;
+}
+
 Test(nodes, the_nfd_feature_file_follows_hotplug_and_reload_and_goes_on_sigterm) {
         env_init(&e);
         devices();
-        char *dir, *file = nfd_file();
-        cr_assert(asprintf(&dir, "%s/features.d", e.root) > 0);
-        cr_assert_eq(mkdir(dir, 0755), 0);
+        char *dir = nfd_dir(), *file = nfd_file();
         /* rb is for other nodes: not in the file. */
         write_config(NULL);
         char *a = resource(A, NULL), *b = resource(B, "{ \"names\": [ \"core-*\" ] }"), *c, *cfg;
@@ -268,9 +274,7 @@ Test(nodes, the_nfd_feature_file_follows_hotplug_and_reload_and_goes_on_sigterm)
 Test(nodes, a_failed_nfd_write_is_retried_until_it_lands) {
         env_init(&e);
         devices();
-        char *dir, *file = nfd_file();
-        cr_assert(asprintf(&dir, "%s/features.d", e.root) > 0);
-        cr_assert_eq(mkdir(dir, 0755), 0);
+        char *dir = nfd_dir(), *file = nfd_file();
         write_config(NULL);
         cr_assert_eq(tk_start(e.kubelet_dir, &tk), 0);
         env_spawn(&e, "--node-name", NODE, "--nfd-features-dir", dir, NULL);
