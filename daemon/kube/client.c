@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include "kube-internal.h"
 #include "log.h"
@@ -36,6 +37,8 @@ int kube_new_at(const struct kube_settings *s, const char *root, struct kube **r
                 return -ENOMEM;
         pthread_mutex_init(&k->mu, NULL);
         k->queue_tail = &k->queue;
+        /* Per process: the jitter of a fleet's instances differs. */
+        k->rng = dp_random_seed();
         k->node = strdup(s->node_name);
         k->driver = s->driver ? strdup(s->driver) : NULL;
         k->seen = cJSON_CreateObject();
@@ -362,6 +365,10 @@ int kube_start(struct kube *k) {
         }
         pthread_setname_np(k->thread, "cdiplug-kube");
         k->started = true;
+        pthread_mutex_lock(&k->mu);
+        k->stats.watch_on[KUBE_WATCH_SLICES] = k->driver != NULL;
+        k->stats.watch_on[KUBE_WATCH_NODE] = k->labels_fn != NULL;
+        pthread_mutex_unlock(&k->mu);
         return 0;
 }
 
@@ -520,7 +527,14 @@ int kube_claim_get(struct kube *k, const char *ns, const char *name, const char 
 }
 
 void kube_stats(struct kube *k, struct kube_stats *ret) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_REALTIME, &ts);
         pthread_mutex_lock(&k->mu);
         *ret = k->stats;
         pthread_mutex_unlock(&k->mu);
+        /* Up now: it last was up now. */
+        for (int w = 0; w < KUBE_WATCH_N; w++)
+                if (ret->watch_up[w])
+                        ret->watch_last_up[w] = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
