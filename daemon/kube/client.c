@@ -14,11 +14,27 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "kube-internal.h"
 #include "log.h"
 #include "loop.h"
+
+/* Our writes' field manager: the start time tells a newer instance from
+ * an older one (a rolling update), the instance two on one node apart. */
+static int make_manager(struct kube *k, const char *instance) {
+        struct timespec ts;
+        char pid[24];
+
+        clock_gettime(CLOCK_REALTIME, &ts);
+        k->start_ms = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+        snprintf(pid, sizeof(pid), "p%ld", (long)getpid());
+        if (xasprintf(&k->manager, KUBE_MANAGER_PREFIX "%llu-%.64s",
+                      (unsigned long long)k->start_ms, instance ? instance : pid) < 0)
+                return -ENOMEM;
+        return 0;
+}
 
 int kube_new_at(const struct kube_settings *s, const char *root, struct kube **ret) {
         struct kube_error e = { { 0 } };
@@ -43,7 +59,9 @@ int kube_new_at(const struct kube_settings *s, const char *root, struct kube **r
         k->driver = s->driver ? strdup(s->driver) : NULL;
         k->seen = cJSON_CreateObject();
         k->gone = cJSON_CreateObject();
-        if (!k->node || (s->driver && !k->driver) || !k->seen || !k->gone) {
+        k->mine = cJSON_CreateObject();
+        if (!k->node || (s->driver && !k->driver) || !k->seen || !k->gone || !k->mine ||
+            make_manager(k, s->instance) < 0) {
                 kube_free(k);
                 return -ENOMEM;
         }
@@ -315,6 +333,8 @@ static int poll_timeout(struct kube *k, uint64_t now) {
                 due = k->ctl_due_ms;
         if (!k->watch && k->state == KS_SYNCED && k->watch_due_ms > now)
                 due = dp_due_min(due, k->watch_due_ms);
+        if (!k->ctl && k->repair_due_ms > now)
+                due = dp_due_min(due, k->repair_due_ms);
         due = dp_due_min(due, kube_labels_due(k, now));
         if (due) {
                 uint64_t ms = due - now;
@@ -423,6 +443,9 @@ void kube_free(struct kube *k) {
         kube_creds_clear(&k->creds);
         cJSON_Delete(k->seen);
         cJSON_Delete(k->gone);
+        cJSON_Delete(k->mine);
+        free(k->manager);
+        free(k->yielded_to);
         cJSON_Delete(k->labels);
         cJSON_Delete(k->list_seen);
         free(k->list_continue);

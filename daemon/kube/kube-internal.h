@@ -212,6 +212,18 @@ struct kube_pool {
         struct kube_pool *next;
 };
 
+/* Another writer changing our slices (another instance with another
+ * config, a Helm install beside a unit): each repair of its change after
+ * the first waits longer, from KUBE_REPAIR_MIN_MS doubling with jitter up
+ * to KUBE_REPAIR_MAX_MS; a war is over after KUBE_REPAIR_QUIET_MS without
+ * a repair. A wipe (a deletion) is not a change: repaired at once. */
+#define KUBE_REPAIR_MIN_MS 1000
+#define KUBE_REPAIR_MAX_MS 60000
+#define KUBE_REPAIR_QUIET_MS 300000
+/* The field manager: "cdiplug-<start, ms since the epoch>-<instance>";
+ * the API allows 128 characters. */
+#define KUBE_MANAGER_PREFIX "cdiplug-"
+
 /* A kube_pool_set() not yet taken by the thread. */
 struct kube_inbox {
         char *pool;
@@ -235,6 +247,8 @@ struct kube_watch_log {
 struct kube {
         char *node, *driver;
         uint64_t rng;               /* dp_random's state, seeded per process */
+        char *manager;              /* our fieldManager (KUBE_MANAGER_PREFIX) */
+        uint64_t start_ms;          /* in it: a newer instance's is higher */
         struct kube_creds creds;    /* the thread's once started */
         struct curl_slist *resolve; /* the pinned addresses (resolve.c), NULL: none yet */
         bool resolve_named;         /* the server is a name, not an address */
@@ -267,9 +281,15 @@ struct kube {
         bool list_endless_said; /* a list without end was logged (until one ends) */
         bool rv_from_list;      /* rv is a list's, no event moved it since */
         struct kube_watch_log wlog[KUBE_WATCH_N];
-        char *rv;                                       /* resourceVersion to watch from */
-        struct kube_xfer *ctl;                          /* the node, list or write in flight */
-        struct kube_xfer *watch;                        /* the watch in flight */
+        cJSON *mine;             /* name → resourceVersion our last write of it made */
+        unsigned repairs;        /* of other writers' changes, in this war */
+        uint64_t repair_due_ms;  /* the next repair not before, 0: now */
+        uint64_t repair_last_ms; /* the last one */
+        bool repair_said;        /* this war was logged */
+        char *yielded_to;        /* a newer cdiplug's manager: we write no slice */
+        char *rv;                /* resourceVersion to watch from */
+        struct kube_xfer *ctl;   /* the node, list or write in flight */
+        struct kube_xfer *watch; /* the watch in flight */
         struct kube_xfer *claim_x[KUBE_CLAIMS_RUNNING]; /* lookups in flight */
         unsigned ctl_failures, watch_failures;
         uint64_t ctl_due_ms, watch_due_ms; /* not before (back-off), 0: now */
@@ -306,6 +326,18 @@ int kube_seen_put(struct kube *k, cJSON *seen, cJSON *s);
  * whether a tombstone is worth keeping. */
 void kube_seen_drop(struct kube *k, const char *name, const char *rv, const char *pool);
 void kube_gone_clear(struct kube *k);
+/* Another writer's field manager in s's metadata.managedFields (the
+ * latest by time), NULL when only ours is there or none is. */
+const char *kube_slice_writer(const struct kube *k, const cJSON *s);
+/* Was s, as it is, written by us (its resourceVersion is our last
+ * write's)? */
+bool kube_slice_mine(const struct kube *k, const cJSON *s);
+void kube_mine_set(struct kube *k, const char *name, const char *rv);
+/* s carries the field manager of a newer cdiplug instance: a rolling
+ * update's new pod. We stop writing (k->yielded_to, said once). */
+void kube_check_newer(struct kube *k, const cJSON *s);
+/* The start time in a cdiplug field manager, 0 when m is not one. */
+uint64_t kube_manager_start(const char *m);
 
 /* resolve.c: pin the API server's addresses for libcurl; at start
  * (before the lock-down) and on cdiplug-kube when resolve_due. 0, or

@@ -20,6 +20,9 @@ struct kube_settings {
         const char *kubeconfig; /* NULL: in-cluster env + /var/run/secrets/... */
         const char *node_name;
         const char *driver; /* NULL: no DRA, only the node's labels */
+        /* This instance among others on the node (the POD_UID tag), NULL:
+         * the pid; part of the field manager our writes carry. */
+        const char *instance;
 };
 
 /* Reads the credentials (files stay re-readable for token rotation),

@@ -342,14 +342,19 @@ static void start_write(struct kube *k, struct op *op, uint64_t now) {
         const char *method = op->kind == KW_CREATE   ? "POST"
                              : op->kind == KW_UPDATE ? "PUT"
                                                      : "DELETE";
+        char *mgr = sym_curl_easy_escape(NULL, k->manager, 0);
         int r = -ENOMEM;
 
-        if (esc &&
-            (op->kind == KW_CREATE ? xasprintf(&path, SLICES_PATH)
-                                   : xasprintf(&path, SLICES_PATH "/%s", esc)) == 0 &&
+        /* Our field manager: what tells our writes from others' in
+         * managedFields (a DELETE takes none). */
+        if (esc && mgr &&
+            (op->kind == KW_CREATE   ? xasprintf(&path, SLICES_PATH "?fieldManager=%s", mgr)
+             : op->kind == KW_UPDATE ? xasprintf(&path, SLICES_PATH "/%s?fieldManager=%s", esc, mgr)
+                                     : xasprintf(&path, SLICES_PATH "/%s", esc)) == 0 &&
             (!op->body || (body = cJSON_PrintUnformatted(op->body))))
                 r = kube_xfer_new(k, KX_WRITE, method, path, body, KUBE_OBJECT_MAX, &k->ctl);
         sym_curl_free(esc);
+        sym_curl_free(mgr);
         if (r == 0) {
                 k->ctl->op = op->kind;
                 k->ctl->slice = TAKE_PTR(op->name);
@@ -390,7 +395,8 @@ static void start_watch(struct kube *k) {
 static void count_slices(struct kube *k) {
         uint64_t unpublished = 0;
 
-        for (const struct kube_pool *p = k->pools; p; p = p->next)
+        /* Yielded: a newer instance publishes the node's devices. */
+        for (const struct kube_pool *p = k->pools; p && !k->yielded_to; p = p->next)
                 unpublished += p->want && !p->done;
         pthread_mutex_lock(&k->mu);
         k->stats.slices = (uint64_t)cJSON_GetArraySize(k->seen);
@@ -414,6 +420,51 @@ static void too_many(struct kube *k, uint64_t now) {
         relist(k);
 }
 
+/* The other writer whose change op would undo, or NULL: none, or an
+ * older cdiplug instance (it yields to us as soon as it sees our write). */
+static const char *rival_of(struct kube *k, const struct op *op) {
+        const cJSON *have = cJSON_GetObjectItemCaseSensitive(k->seen, op->name);
+        const char *w;
+
+        if (op->kind == KW_CREATE || !have || kube_slice_mine(k, have) ||
+            !(w = kube_slice_writer(k, have)))
+                return NULL;
+        if (kube_manager_start(w) && kube_manager_start(w) <= k->start_ms)
+                return NULL;
+        return w;
+}
+
+/* May op be made now? Always unless it repairs another writer's change:
+ * the first such repair of a war at once, each further one only after a
+ * wait growing from KUBE_REPAIR_MIN_MS, and one warning names the writer.
+ * So two writers that disagree make a few writes a minute, not hundreds
+ * a second. */
+static bool repair_allowed(struct kube *k, const struct op *op, uint64_t now) {
+        const char *w = rival_of(k, op);
+        uint64_t wait;
+
+        if (!w)
+                return true;
+        if (k->repairs && now - k->repair_last_ms >= KUBE_REPAIR_QUIET_MS) {
+                k->repairs = 0;
+                k->repair_said = false;
+        }
+        if (k->repairs && now < k->repair_due_ms)
+                return false;
+        k->repairs++;
+        k->repair_last_ms = now;
+        wait = dp_backoff_jitter_ms(KUBE_REPAIR_MIN_MS, KUBE_REPAIR_MAX_MS, k->repairs - 1,
+                                    dp_random(&k->rng));
+        k->repair_due_ms = now + wait;
+        log_with(k->repairs == 2 && !k->repair_said ? LOG_WARN : LOG_DEBUG,
+                 &(struct log_fields){ 0 },
+                 "kube: ResourceSlice \"%s\" was changed by another writer (field manager "
+                 "\"%s\"); repairing it (repair %u of this run; the next waits at least %llu ms)",
+                 op->name, w, k->repairs, (unsigned long long)wait);
+        k->repair_said |= k->repairs == 2;
+        return true;
+}
+
 void kube_reconcile_step(struct kube *k, uint64_t now) {
         struct op op = { 0 };
         int r;
@@ -432,10 +483,16 @@ void kube_reconcile_step(struct kube *k, uint64_t now) {
                 start_ctl(k, now);
                 return;
         }
+        if (k->yielded_to) {
+                count_slices(k);
+                return;
+        }
         r = next_op(k, &op);
         count_slices(k);
         if (r == 0 && k->slices_over)
                 too_many(k, now);
+        else if (r > 0 && !repair_allowed(k, &op, now))
+                ; /* another writer's change: repaired at repair_due_ms */
         else if (r > 0)
                 start_write(k, &op, now);
         else if (r < 0) {
@@ -595,17 +652,21 @@ static void write_done(struct kube *k, struct kube_xfer *x, CURLcode rc, uint64_
         char what[400];
 
         if (cls < 0 || (x->op == KW_DELETE && code == 404)) {
-                if (x->op == KW_DELETE)
+                if (x->op == KW_DELETE) {
                         kube_seen_drop(k, x->slice, NULL, NULL);
-                else {
+                        kube_mine_set(k, x->slice, NULL);
+                } else {
                         cJSON *o = NULL;
                         if (kube_parse(x->buf, x->len, &o) < 0 || !cJSON_IsObject(o) ||
                             !kube_ours(k, o)) {
                                 /* Written, but we cannot tell what came back. */
                                 cJSON_Delete(o);
                                 relist(k);
-                        } else
+                        } else {
+                                kube_mine_set(k, x->slice,
+                                              kube_str_member(o, "metadata", "resourceVersion"));
                                 (void)kube_seen_put(k, k->seen, o);
+                        }
                 }
                 ctl_ok(k);
                 return;

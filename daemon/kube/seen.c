@@ -16,6 +16,7 @@
 
 #include "base.h"
 #include "kube-internal.h"
+#include "log.h"
 
 const cJSON *kube_member(const cJSON *o, const char *a, const char *b) {
         const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, a);
@@ -83,8 +84,31 @@ bool kube_wanted_name(const struct kube *k, const char *pool, const char *name) 
         return false;
 }
 
-/* name, resourceVersion, pool and generation of s: what deleting it, or
- * choosing the pool's next generation, needs. */
+/* The managers and times of s's managedFields, for kube_slice_writer. */
+static bool keep_writers(cJSON *md, const cJSON *s) {
+        const cJSON *e;
+        cJSON *mf = NULL;
+        unsigned n = 0;
+
+        cJSON_ArrayForEach(e, kube_member(s, "metadata", "managedFields")) {
+                const char *m = kube_str_member(e, "manager", NULL);
+                const char *t = kube_str_member(e, "time", NULL);
+                cJSON *c;
+
+                /* A few: a light record stays light whatever a server sends. */
+                if (!m || ++n > 8)
+                        continue;
+                if ((!mf && !(mf = cJSON_AddArrayToObject(md, "managedFields"))) ||
+                    !(c = cJSON_CreateObject()) || !cJSON_AddItemToArray(mf, c) ||
+                    !cJSON_AddStringToObject(c, "manager", m) ||
+                    (t && !cJSON_AddStringToObject(c, "time", t)))
+                        return false;
+        }
+        return true;
+}
+
+/* name, resourceVersion, pool, generation and writers of s: what deleting
+ * it, or choosing the pool's next generation, needs. */
 static cJSON *light(const cJSON *s) {
         const char *name = kube_str_member(s, "metadata", "name");
         const char *rv = kube_str_member(s, "metadata", "resourceVersion");
@@ -97,7 +121,8 @@ static cJSON *light(const cJSON *s) {
         if (!md || !p || !cJSON_AddStringToObject(md, "name", name) ||
             (rv && !cJSON_AddStringToObject(md, "resourceVersion", rv)) ||
             (pool && !cJSON_AddStringToObject(p, "name", pool)) ||
-            !cJSON_AddNumberToObject(p, "generation", (double)kube_slice_gen(s))) {
+            !cJSON_AddNumberToObject(p, "generation", (double)kube_slice_gen(s)) ||
+            !keep_writers(md, s)) {
                 cJSON_Delete(o);
                 return NULL;
         }
@@ -114,6 +139,7 @@ int kube_seen_put(struct kube *k, cJSON *seen, cJSON *s) {
 
         if (!name)
                 return 0;
+        kube_check_newer(k, s);
         old = cJSON_GetObjectItemCaseSensitive(seen, name);
         /* An answer to our write can come after the watch told us the
          * slice was deleted since (the kubelet's wipe): the tombstone
@@ -164,4 +190,73 @@ void kube_seen_drop(struct kube *k, const char *name, const char *rv, const char
 void kube_gone_clear(struct kube *k) {
         while (k->gone->child)
                 cJSON_Delete(cJSON_DetachItemViaPointer(k->gone, k->gone->child));
+}
+
+/* ---- other writers (issue 34): who wrote a slice, and are they newer ---- */
+
+const char *kube_slice_writer(const struct kube *k, const cJSON *s) {
+        const cJSON *mf = kube_member(s, "metadata", "managedFields"), *e;
+        const char *best = NULL, *best_time = "";
+
+        cJSON_ArrayForEach(e, mf) {
+                const char *m = kube_str_member(e, "manager", NULL);
+                const char *t = kube_str_member(e, "time", NULL);
+
+                if (!m || (k->manager && strcmp(m, k->manager) == 0))
+                        continue;
+                /* RFC 3339 in UTC: compared as text. */
+                if (!best || (t && strcmp(t, best_time) >= 0)) {
+                        best = m;
+                        best_time = t ? t : "";
+                }
+        }
+        return best;
+}
+
+bool kube_slice_mine(const struct kube *k, const cJSON *s) {
+        const char *name = kube_str_member(s, "metadata", "name");
+        const char *rv = kube_str_member(s, "metadata", "resourceVersion");
+        const cJSON *m = name ? cJSON_GetObjectItemCaseSensitive(k->mine, name) : NULL;
+
+        return rv && cJSON_IsString(m) && strcmp(m->valuestring, rv) == 0;
+}
+
+void kube_mine_set(struct kube *k, const char *name, const char *rv) {
+        cJSON_DeleteItemFromObjectCaseSensitive(k->mine, name);
+        /* As many as the names we write, and a deleted one goes. */
+        if (rv)
+                cJSON_AddStringToObject(k->mine, name, rv);
+}
+
+uint64_t kube_manager_start(const char *m) {
+        char *end;
+        unsigned long long ms;
+
+        if (strncmp(m, KUBE_MANAGER_PREFIX, strlen(KUBE_MANAGER_PREFIX)) != 0)
+                return 0;
+        ms = strtoull(m + strlen(KUBE_MANAGER_PREFIX), &end, 10);
+        return *end == '-' ? ms : 0;
+}
+
+void kube_check_newer(struct kube *k, const cJSON *s) {
+        const cJSON *mf = kube_member(s, "metadata", "managedFields"), *e;
+
+        if (k->yielded_to || !k->manager)
+                return;
+        cJSON_ArrayForEach(e, mf) {
+                const char *m = kube_str_member(e, "manager", NULL);
+                uint64_t start = m ? kube_manager_start(m) : 0;
+
+                if (!start || strcmp(m, k->manager) == 0 || start < k->start_ms ||
+                    (start == k->start_ms && strcmp(m, k->manager) < 0))
+                        continue;
+                k->yielded_to = strdup(m);
+                log_with(
+                        LOG_WARN, &(struct log_fields){ 0 },
+                        "kube: a newer cdiplug instance (field manager \"%s\") writes this node's "
+                        "ResourceSlices of driver \"%s\" (ResourceSlice \"%s\"); this one (\"%s\") "
+                        "stops writing them, as in a rolling update",
+                        m, k->driver, kube_str_member(s, "metadata", "name"), k->manager);
+                return;
+        }
 }

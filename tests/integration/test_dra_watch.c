@@ -62,7 +62,8 @@ static void start(const char *config, fakeapi_hook_fn *hook) {
         env_write(&e, "config.json", config);
         cr_assert_eq(tk_dra_start(kroot, &kd), 0);
         port = http_free_port();
-        fakeapi_set_hook(api, hook, NULL);
+        if (hook)
+                fakeapi_set_hook(api, hook, NULL);
         snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
         env_spawn(&e, "--kubelet-root", kroot, "--node-name", NODE, "--kubeconfig", kubeconfig,
                   "--metrics-address", addr, NULL);
@@ -279,4 +280,96 @@ Test(dra_watch, each_watch_asks_for_a_random_timeout_of_five_to_ten_minutes) {
         }
         /* Four alike by chance: once in 27 million runs. */
         cr_assert(differ, "every watch asked for %u s", atomic_load(&timeouts[0]));
+}
+
+/* ---- another writer (issue 34 item 3) ---- */
+
+#define RIVALS 30
+
+/* Our one slice as another writer would change it: its first device
+ * renamed, manager the writer's latest entry in managedFields. */
+static void rival_write(const char *manager) {
+        cJSON *all = fakeapi_slices(api), *s = cJSON_DetachItemFromArray(all, 0);
+        cJSON *md, *mf, *entry, *dev;
+
+        cr_assert_not_null(s, "no slice to change");
+        md = cJSON_GetObjectItem(s, "metadata");
+        mf = cJSON_GetObjectItem(md, "managedFields");
+        if (!mf)
+                mf = cJSON_AddArrayToObject(md, "managedFields");
+        entry = cJSON_CreateObject();
+        cJSON_AddStringToObject(entry, "manager", manager);
+        cJSON_AddStringToObject(entry, "operation", "Update");
+        cJSON_AddStringToObject(entry, "time", "2099-01-01T00:00:00Z");
+        cJSON_AddItemToArray(mf, entry);
+        dev = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(s, "spec"), "devices"), 0);
+        cr_assert_not_null(dev);
+        cJSON_ReplaceItemInObject(dev, "name", cJSON_CreateString("rival"));
+        fakeapi_put_slice(api, s);
+        cJSON_Delete(all);
+}
+
+static bool repaired(const cJSON *slices, void *ctx) {
+        const cJSON *s = cJSON_GetArrayItem(slices, 0);
+        const cJSON *dev = cJSON_GetArrayItem(
+                cJSON_GetObjectItem(cJSON_GetObjectItem(s, "spec"), "devices"), 0);
+        const cJSON *name = cJSON_GetObjectItem(dev, "name");
+
+        (void)ctx;
+        return cJSON_IsString(name) && strcmp(name->valuestring, "rival") != 0;
+}
+
+static void settled(void) {
+        start(CONFIG(""), NULL);
+        cr_assert(fakeapi_wait(api, any_slice, NULL, WAIT_MS), "never published");
+        cr_assert_eq(log_wait(e.log, "kube: pool", WAIT_MS), 0);
+}
+
+Test(dra_watch, another_writer_is_repaired_once_then_with_back_off_and_named) {
+        unsigned puts;
+
+        settled();
+        puts = fakeapi_count(api, "PUT");
+        for (int i = 0; i < RIVALS; i++) {
+                rival_write("rival-writer");
+                sleep_ms(50);
+        }
+        cr_assert(fakeapi_wait(api, repaired, NULL, 30000), "the last change was never repaired");
+        puts = fakeapi_count(api, "PUT") - puts;
+        /* At once, then after 0.5-1 s, 1-2 s, ...: a handful, not one each. */
+        cr_assert_geq(puts, 1);
+        cr_assert_leq(puts, 8, "%u writes against %d changes", puts, RIVALS);
+        /* One warning, naming the writer. */
+        cr_assert_eq(log_count(e.log, "warning: kube: ResourceSlice"), 1);
+        cr_assert_geq(
+                log_count(e.log, "changed by another writer (field manager \"rival-writer\")"), 1);
+        /* Our own writes carry our manager, with the instance in it. */
+        cJSON *all = fakeapi_slices(api);
+        char *text = cJSON_PrintUnformatted(all);
+        cr_assert(strstr(text, "\"manager\":\"cdiplug-"), "%s", text);
+        free(text);
+        cJSON_Delete(all);
+}
+
+Test(dra_watch, an_older_instance_stops_writing_once_a_newer_one_wrote) {
+        unsigned puts, posts;
+
+        settled();
+        /* A start time far ahead: the newer instance of a rolling update. */
+        rival_write("cdiplug-99999999999999-newer");
+        cr_assert_eq(log_wait(e.log,
+                              "a newer cdiplug instance (field manager "
+                              "\"cdiplug-99999999999999-newer\")",
+                              WAIT_MS),
+                     0);
+        puts = fakeapi_count(api, "PUT");
+        posts = fakeapi_count(api, "POST");
+        for (int i = 0; i < 5; i++) {
+                rival_write("cdiplug-99999999999999-newer");
+                sleep_ms(100);
+        }
+        sleep_ms(1000);
+        cr_assert_eq(fakeapi_count(api, "PUT"), puts, "the older one still writes");
+        cr_assert_eq(fakeapi_count(api, "POST"), posts);
+        cr_assert_eq(log_count(e.log, "a newer cdiplug instance"), 1);
 }
