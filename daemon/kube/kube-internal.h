@@ -281,8 +281,8 @@ struct kube {
         bool list_endless_said; /* a list without end was logged (until one ends) */
         bool rv_from_list;      /* rv is a list's, no event moved it since */
         struct kube_watch_log wlog[KUBE_WATCH_N];
-        cJSON *mine;             /* name → resourceVersion our last write of it made */
-        unsigned repairs;        /* of other writers' changes, in this war */
+        cJSON *mine;      /* name → resourceVersion our last write of it made ("": deleted) */
+        unsigned repairs; /* of other writers' changes, in this war */
         uint64_t repair_due_ms;  /* the next repair not before, 0: now */
         uint64_t repair_last_ms; /* the last one */
         bool repair_said;        /* this war was logged */
@@ -332,6 +332,7 @@ const char *kube_slice_writer(const struct kube *k, const cJSON *s);
 /* Was s, as it is, written by us (its resourceVersion is our last
  * write's)? */
 bool kube_slice_mine(const struct kube *k, const cJSON *s);
+/* rv "": we deleted it; NULL: forget the name. */
 void kube_mine_set(struct kube *k, const char *name, const char *rv);
 /* s carries the field manager of a newer cdiplug instance: a rolling
  * update's new pod. We stop writing (k->yielded_to, said once). */

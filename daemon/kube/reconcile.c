@@ -426,8 +426,19 @@ static const char *rival_of(struct kube *k, const struct op *op) {
         const cJSON *have = cJSON_GetObjectItemCaseSensitive(k->seen, op->name);
         const char *w;
 
-        if (op->kind == KW_CREATE || !have || kube_slice_mine(k, have) ||
-            !(w = kube_slice_writer(k, have)))
+        if (op->kind == KW_CREATE || !have || kube_slice_mine(k, have))
+                return NULL;
+        /* A delete leaves no trace of who made it: a leftover is deleted
+         * at once, but one that came back after we deleted it is a war
+         * (an older instance that wants that pool), whoever wrote it. */
+        if (op->kind == KW_DELETE) {
+                const cJSON *m = cJSON_GetObjectItemCaseSensitive(k->mine, op->name);
+                if (!cJSON_IsString(m) || *m->valuestring)
+                        return NULL;
+                w = kube_slice_writer(k, have);
+                return w ? w : "unknown";
+        }
+        if (!(w = kube_slice_writer(k, have)))
                 return NULL;
         if (kube_manager_start(w) && kube_manager_start(w) <= k->start_ms)
                 return NULL;
@@ -654,7 +665,7 @@ static void write_done(struct kube *k, struct kube_xfer *x, CURLcode rc, uint64_
         if (cls < 0 || (x->op == KW_DELETE && code == 404)) {
                 if (x->op == KW_DELETE) {
                         kube_seen_drop(k, x->slice, NULL, NULL);
-                        kube_mine_set(k, x->slice, NULL);
+                        kube_mine_set(k, x->slice, "");
                 } else {
                         cJSON *o = NULL;
                         if (kube_parse(x->buf, x->len, &o) < 0 || !cJSON_IsObject(o) ||

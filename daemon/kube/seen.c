@@ -223,7 +223,10 @@ bool kube_slice_mine(const struct kube *k, const cJSON *s) {
 
 void kube_mine_set(struct kube *k, const char *name, const char *rv) {
         cJSON_DeleteItemFromObjectCaseSensitive(k->mine, name);
-        /* As many as the names we write, and a deleted one goes. */
+        /* The names we write and those we deleted (""), bounded like what
+         * is kept in view: the oldest goes first. */
+        if (cJSON_GetArraySize(k->mine) >= 2 * KUBE_SLICES_MAX)
+                cJSON_Delete(cJSON_DetachItemViaPointer(k->mine, k->mine->child));
         if (rv)
                 cJSON_AddStringToObject(k->mine, name, rv);
 }
