@@ -337,6 +337,12 @@ void kube_mine_set(struct kube *k, const char *name, const char *rv);
 /* s carries the field manager of a newer cdiplug instance: a rolling
  * update's new pod. We stop writing (k->yielded_to, said once). */
 void kube_check_newer(struct kube *k, const cJSON *s);
+/* May a write (kind) of slice name be made now? Always unless it undoes
+ * another writer's change: the first such repair of a war at once, each
+ * further one only after a wait growing from KUBE_REPAIR_MIN_MS, and one
+ * warning names the writer. So two writers that disagree make a few
+ * writes a minute, not hundreds a second. */
+bool kube_repair_allowed(struct kube *k, enum kube_wop kind, const char *name, uint64_t now_ms);
 /* The start time in a cdiplug field manager, 0 when m is not one. */
 uint64_t kube_manager_start(const char *m);
 

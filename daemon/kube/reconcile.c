@@ -420,62 +420,6 @@ static void too_many(struct kube *k, uint64_t now) {
         relist(k);
 }
 
-/* The other writer whose change op would undo, or NULL: none, or an
- * older cdiplug instance (it yields to us as soon as it sees our write). */
-static const char *rival_of(struct kube *k, const struct op *op) {
-        const cJSON *have = cJSON_GetObjectItemCaseSensitive(k->seen, op->name);
-        const char *w;
-
-        if (op->kind == KW_CREATE || !have || kube_slice_mine(k, have))
-                return NULL;
-        /* A delete leaves no trace of who made it: a leftover is deleted
-         * at once, but one that came back after we deleted it is a war
-         * (an older instance that wants that pool), whoever wrote it. */
-        if (op->kind == KW_DELETE) {
-                const cJSON *m = cJSON_GetObjectItemCaseSensitive(k->mine, op->name);
-                if (!cJSON_IsString(m) || *m->valuestring)
-                        return NULL;
-                w = kube_slice_writer(k, have);
-                return w ? w : "unknown";
-        }
-        if (!(w = kube_slice_writer(k, have)))
-                return NULL;
-        if (kube_manager_start(w) && kube_manager_start(w) <= k->start_ms)
-                return NULL;
-        return w;
-}
-
-/* May op be made now? Always unless it repairs another writer's change:
- * the first such repair of a war at once, each further one only after a
- * wait growing from KUBE_REPAIR_MIN_MS, and one warning names the writer.
- * So two writers that disagree make a few writes a minute, not hundreds
- * a second. */
-static bool repair_allowed(struct kube *k, const struct op *op, uint64_t now) {
-        const char *w = rival_of(k, op);
-        uint64_t wait;
-
-        if (!w)
-                return true;
-        if (k->repairs && now - k->repair_last_ms >= KUBE_REPAIR_QUIET_MS) {
-                k->repairs = 0;
-                k->repair_said = false;
-        }
-        if (k->repairs && now < k->repair_due_ms)
-                return false;
-        k->repairs++;
-        k->repair_last_ms = now;
-        wait = dp_backoff_jitter_ms(KUBE_REPAIR_MIN_MS, KUBE_REPAIR_MAX_MS, k->repairs - 1,
-                                    dp_random(&k->rng));
-        k->repair_due_ms = now + wait;
-        log_with(k->repairs == 2 && !k->repair_said ? LOG_WARN : LOG_DEBUG,
-                 &(struct log_fields){ 0 },
-                 "kube: ResourceSlice \"%s\" was changed by another writer (field manager "
-                 "\"%s\"); repairing it (repair %u of this run; the next waits at least %llu ms)",
-                 op->name, w, k->repairs, (unsigned long long)wait);
-        k->repair_said |= k->repairs == 2;
-        return true;
-}
-
 void kube_reconcile_step(struct kube *k, uint64_t now) {
         struct op op = { 0 };
         int r;
@@ -502,7 +446,7 @@ void kube_reconcile_step(struct kube *k, uint64_t now) {
         count_slices(k);
         if (r == 0 && k->slices_over)
                 too_many(k, now);
-        else if (r > 0 && !repair_allowed(k, &op, now))
+        else if (r > 0 && !kube_repair_allowed(k, op.kind, op.name, now))
                 ; /* another writer's change: repaired at repair_due_ms */
         else if (r > 0)
                 start_write(k, &op, now);

@@ -9,6 +9,9 @@
  * write, the only ones an answer to our own write can bring back. So a
  * watch streaming ADDED or DELETED events under ever new names costs the
  * same memory and CPU per event at its ten-thousandth as at its first.
+ * Also who wrote them (managedFields, our own writes' resourceVersions):
+ * another writer's change is repaired with back-off, and a newer cdiplug
+ * instance's write makes this one stop writing (docs/design.md).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -17,6 +20,7 @@
 #include "base.h"
 #include "kube-internal.h"
 #include "log.h"
+#include "loop.h"
 
 const cJSON *kube_member(const cJSON *o, const char *a, const char *b) {
         const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, a);
@@ -218,7 +222,7 @@ bool kube_slice_mine(const struct kube *k, const cJSON *s) {
         const char *rv = kube_str_member(s, "metadata", "resourceVersion");
         const cJSON *m = name ? cJSON_GetObjectItemCaseSensitive(k->mine, name) : NULL;
 
-        return rv && cJSON_IsString(m) && strcmp(m->valuestring, rv) == 0;
+        return rv && m && cJSON_IsString(m) && strcmp(m->valuestring, rv) == 0;
 }
 
 void kube_mine_set(struct kube *k, const char *name, const char *rv) {
@@ -262,4 +266,56 @@ void kube_check_newer(struct kube *k, const cJSON *s) {
                         m, k->driver, kube_str_member(s, "metadata", "name"), k->manager);
                 return;
         }
+}
+
+/* The other writer whose change a write (kind) of name would undo, or NULL: none, or an
+ * older cdiplug instance (it yields to us as soon as it sees our write). */
+static const char *rival_of(struct kube *k, enum kube_wop kind, const char *name) {
+        const cJSON *have = cJSON_GetObjectItemCaseSensitive(k->seen, name);
+        const char *w;
+
+        if (kind == KW_CREATE || !have || kube_slice_mine(k, have))
+                return NULL;
+        /* A delete leaves no trace of who made it: a leftover is deleted
+         * at once, but one that came back after we deleted it is a war
+         * (an older instance that wants that pool), whoever wrote it. */
+        if (kind == KW_DELETE) {
+                const cJSON *m = cJSON_GetObjectItemCaseSensitive(k->mine, name);
+                if (!cJSON_IsString(m) || *m->valuestring)
+                        return NULL;
+                w = kube_slice_writer(k, have);
+                return w ? w : "unknown";
+        }
+        if (!(w = kube_slice_writer(k, have)))
+                return NULL;
+        if (kube_manager_start(w) && kube_manager_start(w) <= k->start_ms)
+                return NULL;
+        return w;
+}
+
+/* See kube-internal.h. */
+bool kube_repair_allowed(struct kube *k, enum kube_wop kind, const char *name, uint64_t now) {
+        const char *w = rival_of(k, kind, name);
+        uint64_t wait;
+
+        if (!w)
+                return true;
+        if (k->repairs && now - k->repair_last_ms >= KUBE_REPAIR_QUIET_MS) {
+                k->repairs = 0;
+                k->repair_said = false;
+        }
+        if (k->repairs && now < k->repair_due_ms)
+                return false;
+        k->repairs++;
+        k->repair_last_ms = now;
+        wait = dp_backoff_jitter_ms(KUBE_REPAIR_MIN_MS, KUBE_REPAIR_MAX_MS, k->repairs - 1,
+                                    dp_random(&k->rng));
+        k->repair_due_ms = now + wait;
+        log_with(k->repairs == 2 && !k->repair_said ? LOG_WARN : LOG_DEBUG,
+                 &(struct log_fields){ 0 },
+                 "kube: ResourceSlice \"%s\" was changed by another writer (field manager "
+                 "\"%s\"); repairing it (repair %u of this run; the next waits at least %llu ms)",
+                 name, w, k->repairs, (unsigned long long)wait);
+        k->repair_said |= k->repairs == 2;
+        return true;
 }
