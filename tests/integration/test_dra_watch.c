@@ -175,7 +175,7 @@ static atomic_uint pages;
 static bool endless_hook(void *ctx, struct fakeapi_peer *peer, const char *method, const char *path,
                          const char *query, bool watch, bool *keep) {
         (void)ctx;
-        if (watch || strcmp(method, "GET") != 0 || strcmp(path, SLICES) != 0 ||
+        if (watch || strcmp(method, "GET") != 0 || strcmp(path, SLICES) != 0 || !query ||
             !strstr(query, "limit="))
                 return false;
         atomic_fetch_add(&pages, 1);
@@ -250,7 +250,7 @@ static atomic_uint timeouts[TIMEOUTS];
 /* Each slice watch's timeoutSeconds, then the end of it at once. */
 static bool timeout_hook(void *ctx, struct fakeapi_peer *peer, const char *method, const char *path,
                          const char *query, bool watch, bool *keep) {
-        const char *t = strstr(query, "timeoutSeconds=");
+        const char *t = query ? strstr(query, "timeoutSeconds=") : NULL;
         unsigned i;
 
         (void)ctx;
