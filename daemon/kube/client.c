@@ -14,10 +14,27 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
+#include <time.h>
 
 #include "kube-internal.h"
 #include "log.h"
 #include "loop.h"
+
+/* Our writes' field manager: the start time tells a newer instance from
+ * an older one (a rolling update), the instance two on one node apart. */
+static int make_manager(struct kube *k, const char *instance) {
+        struct timespec ts;
+        char pid[24];
+
+        clock_gettime(CLOCK_REALTIME, &ts);
+        k->start_ms = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+        snprintf(pid, sizeof(pid), "p%ld", (long)getpid());
+        if (xasprintf(&k->manager, KUBE_MANAGER_PREFIX "%llu-%.64s",
+                      (unsigned long long)k->start_ms, instance ? instance : pid) < 0)
+                return -ENOMEM;
+        return 0;
+}
 
 int kube_new_at(const struct kube_settings *s, const char *root, struct kube **ret) {
         struct kube_error e = { { 0 } };
@@ -36,11 +53,15 @@ int kube_new_at(const struct kube_settings *s, const char *root, struct kube **r
                 return -ENOMEM;
         pthread_mutex_init(&k->mu, NULL);
         k->queue_tail = &k->queue;
+        /* Per process: the jitter of a fleet's instances differs. */
+        k->rng = dp_random_seed();
         k->node = strdup(s->node_name);
         k->driver = s->driver ? strdup(s->driver) : NULL;
         k->seen = cJSON_CreateObject();
         k->gone = cJSON_CreateObject();
-        if (!k->node || (s->driver && !k->driver) || !k->seen || !k->gone) {
+        k->mine = cJSON_CreateObject();
+        if (!k->node || (s->driver && !k->driver) || !k->seen || !k->gone || !k->mine ||
+            make_manager(k, s->instance) < 0) {
                 kube_free(k);
                 return -ENOMEM;
         }
@@ -312,6 +333,8 @@ static int poll_timeout(struct kube *k, uint64_t now) {
                 due = k->ctl_due_ms;
         if (!k->watch && k->state == KS_SYNCED && k->watch_due_ms > now)
                 due = dp_due_min(due, k->watch_due_ms);
+        if (!k->ctl && k->repair_due_ms > now)
+                due = dp_due_min(due, k->repair_due_ms);
         due = dp_due_min(due, kube_labels_due(k, now));
         due = dp_due_min(due, kube_resolve_due(k, now));
         if (due) {
@@ -372,6 +395,10 @@ int kube_start(struct kube *k) {
         }
         pthread_setname_np(k->thread, "cdiplug-kube");
         k->started = true;
+        pthread_mutex_lock(&k->mu);
+        k->stats.watch_on[KUBE_WATCH_SLICES] = k->driver != NULL;
+        k->stats.watch_on[KUBE_WATCH_NODE] = k->labels_fn != NULL;
+        pthread_mutex_unlock(&k->mu);
         return 0;
 }
 
@@ -427,6 +454,9 @@ void kube_free(struct kube *k) {
         kube_creds_clear(&k->creds);
         cJSON_Delete(k->seen);
         cJSON_Delete(k->gone);
+        cJSON_Delete(k->mine);
+        free(k->manager);
+        free(k->yielded_to);
         cJSON_Delete(k->labels);
         cJSON_Delete(k->list_seen);
         free(k->list_continue);
@@ -531,7 +561,14 @@ int kube_claim_get(struct kube *k, const char *ns, const char *name, const char 
 }
 
 void kube_stats(struct kube *k, struct kube_stats *ret) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_REALTIME, &ts);
         pthread_mutex_lock(&k->mu);
         *ret = k->stats;
         pthread_mutex_unlock(&k->mu);
+        /* Up now: it last was up now. */
+        for (int w = 0; w < KUBE_WATCH_N; w++)
+                if (ret->watch_up[w])
+                        ret->watch_last_up[w] = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }

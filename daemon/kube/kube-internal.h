@@ -135,18 +135,40 @@ int kube_claim_parse(const char *body, const char *driver, const char *uid, stru
  * besides the pools' own (leftovers to delete, whatever a server sends);
  * past it the rest waits for the next list. */
 #define KUBE_SLICES_MAX 1024
-/* A watch that ends (or is answered 410) sooner than this after it
- * started counts as a failure: back-off, not a list+watch loop. */
+/* A watch that ends (or is answered 410 from a fresh list's version)
+ * sooner than this after it started counts as a failure: back-off, not
+ * a list+watch loop. */
 #define KUBE_WATCH_MIN_MS 1000
+/* A watch that delivered an event or bookmark, or lasted this long, was
+ * healthy: the failures before it are forgiven. */
+#define KUBE_WATCH_HEALTHY_MS 60000
 /* Lookups in flight at once; the rest wait in the queue. */
 #define KUBE_CLAIMS_RUNNING 4
-/* A watch asks the server to end it after this long, and is restarted. */
-#define KUBE_WATCH_SECONDS 300
-/* Back-off between failed attempts (doubling), and the longest a
+/* A watch asks the server to end it after a time uniform in this range
+ * (as client-go's reflector), and is restarted: a fleet's watches do not
+ * all renew in the same second. */
+#define KUBE_WATCH_SECONDS_MIN 300
+#define KUBE_WATCH_SECONDS_MAX 600
+/* Back-off between failed attempts (kube_backoff_next): the first retry
+ * after a run of successes waits uniform in 0..KUBE_FIRST_RETRY_MS (a
+ * fleet whose connections were all cut at once comes back spread over a
+ * second), then doubling from KUBE_BACKOFF_MIN_MS with jitter, up to
+ * KUBE_BACKOFF_MAX_MS for an answer, or KUBE_BACKOFF_CONNECT_MAX_MS when
+ * there was none (a restarting server: probing it costs it nothing, and
+ * we must be back within seconds of it being ready). The longest a
  * Retry-After is obeyed. */
+#define KUBE_FIRST_RETRY_MS 1000
 #define KUBE_BACKOFF_MIN_MS 250
 #define KUBE_BACKOFF_MAX_MS 30000
+#define KUBE_BACKOFF_CONNECT_MAX_MS 4000
 #define KUBE_RETRY_AFTER_MAX_S 600
+/* A wait at least this long is said at info, once per outage. */
+#define KUBE_LOG_WAIT_MS 3000
+/* A list is given up after this many pages without an end: 64 pages of
+ * KUBE_LIST_PAGE are 3,200 slices, three times the KUBE_SLICES_MAX kept
+ * in view, so a real list never gets near it; a continue token that
+ * never ends (a broken server or proxy) costs 64 requests, then back-off. */
+#define KUBE_LIST_PAGES_MAX 64
 
 enum kube_xkind { KX_NODE, KX_LIST, KX_WRITE, KX_WATCH, KX_CLAIM };
 enum kube_wop { KW_CREATE, KW_UPDATE, KW_DELETE };
@@ -174,6 +196,8 @@ struct kube_xfer {
         char *pool;                   /* KX_WRITE: its pool */
         struct kube_claim_req *claim; /* KX_CLAIM */
         int watch_end;                /* KX_WATCH: 0, or why the stream must be given up */
+        bool from_list;               /* KX_WATCH: from a list's resourceVersion */
+        bool delivered;               /* KX_WATCH: an event or bookmark came */
         uint64_t started_ms;          /* when it was made */
         const char *bad;              /* a 2xx answer we could not use: why (static) */
         /* A streamed answer (the watch): each piece goes here as it comes,
@@ -193,6 +217,18 @@ struct kube_pool {
         struct kube_pool *next;
 };
 
+/* Another writer changing our slices (another instance with another
+ * config, a Helm install beside a unit): each repair of its change after
+ * the first waits longer, from KUBE_REPAIR_MIN_MS doubling with jitter up
+ * to KUBE_REPAIR_MAX_MS; a war is over after KUBE_REPAIR_QUIET_MS without
+ * a repair. A wipe (a deletion) is not a change: repaired at once. */
+#define KUBE_REPAIR_MIN_MS 1000
+#define KUBE_REPAIR_MAX_MS 60000
+#define KUBE_REPAIR_QUIET_MS 300000
+/* The field manager: "cdiplug-<start, ms since the epoch>-<instance>";
+ * the API allows 128 characters. */
+#define KUBE_MANAGER_PREFIX "cdiplug-"
+
 /* A kube_pool_set() not yet taken by the thread. */
 struct kube_inbox {
         char *pool;
@@ -203,8 +239,21 @@ struct kube_inbox {
 
 enum kube_state { KS_NODE, KS_LIST, KS_SYNCED };
 
+/* One watch's health, for the log (said once per outage) and /metrics. */
+struct kube_watch_log {
+        bool up;           /* its stream is open (HTTP 200) */
+        bool down_said;    /* the failure that began this outage was logged */
+        bool wait_said;    /* a long wait in this outage was logged */
+        bool back_said;    /* its coming back was logged */
+        uint64_t down_ms;  /* when this outage began, 0: none */
+        unsigned attempts; /* failed attempts in this outage */
+};
+
 struct kube {
         char *node, *driver;
+        uint64_t rng;               /* dp_random's state, seeded per process */
+        char *manager;              /* our fieldManager (KUBE_MANAGER_PREFIX) */
+        uint64_t start_ms;          /* in it: a newer instance's is higher */
         struct kube_creds creds;    /* the thread's once started */
         struct curl_slist *resolve; /* the pinned addresses (resolve.c), NULL: none yet */
         bool resolve_named;         /* the server is a name, not an address */
@@ -228,12 +277,22 @@ struct kube {
         enum kube_state state;
         struct kube_pool *pools;
         char *node_uid;
-        cJSON *seen;             /* our slices by name, as the API server last told us */
-        cJSON *gone;             /* name → resourceVersion of its deletion, since the list */
-        cJSON *list_seen;        /* the list's pages so far, NULL: none read */
-        char *list_continue;     /* the next page's continue token, NULL: first page */
-        bool slices_over;        /* more of our slices than KUBE_SLICES_MAX were offered */
-        unsigned over_failures;  /* lists in a row that found too many */
+        cJSON *seen;            /* our slices by name, as the API server last told us */
+        cJSON *gone;            /* name → resourceVersion of its deletion, since the list */
+        cJSON *list_seen;       /* the list's pages so far, NULL: none read */
+        char *list_continue;    /* the next page's continue token, NULL: first page */
+        bool slices_over;       /* more of our slices than KUBE_SLICES_MAX were offered */
+        unsigned over_failures; /* lists in a row that found too many */
+        unsigned list_pages;    /* pages of the list read so far */
+        bool list_endless_said; /* a list without end was logged (until one ends) */
+        bool rv_from_list;      /* rv is a list's, no event moved it since */
+        struct kube_watch_log wlog[KUBE_WATCH_N];
+        cJSON *mine;      /* name → resourceVersion our last write of it made ("": deleted) */
+        unsigned repairs; /* of other writers' changes, in this war */
+        uint64_t repair_due_ms;  /* the next repair not before, 0: now */
+        uint64_t repair_last_ms; /* the last one */
+        bool repair_said;        /* this war was logged */
+        char *yielded_to;        /* a newer cdiplug's manager: we write no slice */
         char *rv;                /* resourceVersion to watch from */
         struct kube_xfer *ctl;   /* the node, list or write in flight */
         struct kube_xfer *watch; /* the watch in flight */
@@ -241,6 +300,7 @@ struct kube {
         unsigned ctl_failures, watch_failures;
         uint64_t ctl_due_ms, watch_due_ms; /* not before (back-off), 0: now */
         bool token_stale;                  /* re-read before the next request */
+        bool ctl_wait_said;                /* a long wait was logged in this run of failures */
         /* labels.c's: the node's labels, followed when labels_fn is set. */
         kube_labels_fn *labels_fn;
         void *labels_ctx;
@@ -272,6 +332,25 @@ int kube_seen_put(struct kube *k, cJSON *seen, cJSON *s);
  * whether a tombstone is worth keeping. */
 void kube_seen_drop(struct kube *k, const char *name, const char *rv, const char *pool);
 void kube_gone_clear(struct kube *k);
+/* Another writer's field manager in s's metadata.managedFields (the
+ * latest by time), NULL when only ours is there or none is. */
+const char *kube_slice_writer(const struct kube *k, const cJSON *s);
+/* Was s, as it is, written by us (its resourceVersion is our last
+ * write's)? */
+bool kube_slice_mine(const struct kube *k, const cJSON *s);
+/* rv "": we deleted it; NULL: forget the name. */
+void kube_mine_set(struct kube *k, const char *name, const char *rv);
+/* s carries the field manager of a newer cdiplug instance: a rolling
+ * update's new pod. We stop writing (k->yielded_to, said once). */
+void kube_check_newer(struct kube *k, const cJSON *s);
+/* May a write (kind) of slice name be made now? Always unless it undoes
+ * another writer's change: the first such repair of a war at once, each
+ * further one only after a wait growing from KUBE_REPAIR_MIN_MS, and one
+ * warning names the writer. So two writers that disagree make a few
+ * writes a minute, not hundreds a second. */
+bool kube_repair_allowed(struct kube *k, enum kube_wop kind, const char *name, uint64_t now_ms);
+/* The start time in a cdiplug field manager, 0 when m is not one. */
+uint64_t kube_manager_start(const char *m);
 
 /* resolve.c: pin the API server's addresses for libcurl. kube_resolve at
  * start (before the lock-down): 0, or -EHOSTUNREACH (logged; not fatal),
@@ -308,8 +387,28 @@ uint64_t kube_xfer_retry_after_ms(const struct kube_xfer *x);
 /* One failed request, by class and by HTTP code: x's answer (NULL: none
  * to read, a watch's ERROR event or a 410 it sent). */
 void kube_count_error(struct kube *k, int cls, const struct kube_xfer *x);
-/* A short description of a failure for the log (no secrets). */
+/* A short description of a failure for the log (no secrets): the HTTP
+ * status and message, or how the transfer ended (refused, closed,
+ * reset, timed out), also after a 200. */
 void kube_xfer_describe(const struct kube_xfer *x, CURLcode rc, char *buf, size_t size);
+/* The wait before retrying after one more failure (*failures counted up):
+ * see KUBE_FIRST_RETRY_MS; cap_ms the longest; never less than x's
+ * Retry-After (x NULL: none). */
+uint64_t kube_backoff_next(struct kube *k, unsigned *failures, uint64_t cap_ms,
+                           const struct kube_xfer *x);
+/* A uniform random wait in 0..max_ms. */
+uint64_t kube_jitter_ms(struct kube *k, uint64_t max_ms);
+/* Watch w's stream is open: said at info when it was down, once. */
+void kube_watch_up(struct kube *k, enum kube_watch_id w, uint64_t now_ms);
+/* Watch w proved healthy (see KUBE_WATCH_HEALTHY_MS): an outage is over,
+ * the next failure begins a new one (and is said again). Until then a
+ * watch that flaps is said once. */
+void kube_watch_healthy(struct kube *k, enum kube_watch_id w);
+/* Watch w failed (why; the next attempt in wait_ms): the first failure of
+ * an outage at warning, a wait of KUBE_LOG_WAIT_MS or more once at info,
+ * the rest at debug. why NULL: it is down, already said by the caller. */
+void kube_watch_down(struct kube *k, enum kube_watch_id w, const char *why, uint64_t wait_ms,
+                     uint64_t now_ms);
 
 /* labels.c: do two label objects hold the same keys with the same
  * values, in any order (n log n). */

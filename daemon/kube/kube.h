@@ -20,6 +20,9 @@ struct kube_settings {
         const char *kubeconfig; /* NULL: in-cluster env + /var/run/secrets/... */
         const char *node_name;
         const char *driver; /* NULL: no DRA, only the node's labels */
+        /* This instance among others on the node (the POD_UID tag), NULL:
+         * the pid; part of the field manager our writes carry. */
+        const char *instance;
 };
 
 /* Reads the credentials (files stay re-readable for token rotation),
@@ -118,17 +121,29 @@ int kube_code_slot(long code);
 /* "connect", "400", ..., "5xx", "other": a Prometheus label value. */
 const char *kube_code_name(int slot);
 
+/* The watches the client keeps, for /metrics. */
+enum kube_watch_id {
+        KUBE_WATCH_SLICES, /* this node's ResourceSlices of the driver */
+        KUBE_WATCH_NODE,   /* the Node, for its labels */
+        KUBE_WATCH_N,
+};
+/* "resourceslices", "node": a Prometheus label value. */
+const char *kube_watch_name(enum kube_watch_id w);
+
 /* For /metrics: counters under the kube's own lock. */
 struct kube_stats {
-        uint64_t api_errors[KUBE_ERR_N]; /* by enum kube_error_class */
-        uint64_t api_codes[KUBE_CODE_N]; /* the same, by kube_code_slot */
-        uint64_t publishes;              /* pool changes published */
-        double publish_seconds_sum;      /* kube_pool_set → slices written */
-        uint64_t publish_count;          /* the summary's count (== publishes) */
-        double publish_seconds_max;      /* the slowest so far */
-        uint64_t claim_lookups;          /* kube_claim_get answered, any outcome */
-        uint64_t slices;                 /* our slices the API server holds now */
-        uint64_t pools_unpublished;      /* pools whose slices are not (yet) as wanted */
+        uint64_t api_errors[KUBE_ERR_N];    /* by enum kube_error_class */
+        uint64_t api_codes[KUBE_CODE_N];    /* the same, by kube_code_slot */
+        uint64_t publishes;                 /* pool changes published */
+        double publish_seconds_sum;         /* kube_pool_set → slices written */
+        uint64_t publish_count;             /* the summary's count (== publishes) */
+        double publish_seconds_max;         /* the slowest so far */
+        uint64_t claim_lookups;             /* kube_claim_get answered, any outcome */
+        uint64_t slices;                    /* our slices the API server holds now */
+        uint64_t pools_unpublished;         /* pools whose slices are not (yet) as wanted */
+        bool watch_on[KUBE_WATCH_N];        /* the client keeps this watch */
+        bool watch_up[KUBE_WATCH_N];        /* its stream is open now */
+        double watch_last_up[KUBE_WATCH_N]; /* wall-clock time it last was up, 0: never */
 };
 void kube_stats(struct kube *k, struct kube_stats *ret);
 

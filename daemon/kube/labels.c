@@ -111,6 +111,8 @@ static void labels_event(struct kube_xfer *x, const char *line, size_t len) {
                 x->watch_end = -EPROTO;
                 return;
         }
+        /* An open stream, whatever the event. */
+        kube_watch_up(k, KUBE_WATCH_NODE, dp_now_ms());
         if (strcmp(type->valuestring, "BOOKMARK") == 0)
                 return;
         md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
@@ -142,14 +144,16 @@ static void labels_start(struct kube *k, uint64_t now) {
         if (xasprintf(&sel, "metadata.name=%s", k->node) == 0)
                 esc = sym_curl_easy_escape(NULL, sel, 0);
         if (esc && xasprintf(&path, "/api/v1/nodes?watch=true&timeoutSeconds=%d&fieldSelector=%s",
-                             KUBE_WATCH_SECONDS, esc) == 0)
+                             KUBE_WATCH_SECONDS_MIN +
+                                     (int)kube_jitter_ms(k, KUBE_WATCH_SECONDS_MAX -
+                                                                    KUBE_WATCH_SECONDS_MIN),
+                             esc) == 0)
                 r = kube_xfer_new(k, KX_WATCH, "GET", path, NULL, KUBE_EVENT_MAX, &k->labels_x);
         sym_curl_free(esc);
         if (r < 0) {
                 k->labels_x = NULL;
-                k->labels_failures++;
-                k->labels_due_ms = now + dp_backoff_ms(KUBE_BACKOFF_MIN_MS, KUBE_BACKOFF_MAX_MS,
-                                                       k->labels_failures - 1);
+                k->labels_due_ms =
+                        now + kube_backoff_next(k, &k->labels_failures, KUBE_BACKOFF_MAX_MS, NULL);
                 return;
         }
         /* Before any data: it comes only from curl_multi_perform, on this
@@ -169,41 +173,42 @@ uint64_t kube_labels_due(const struct kube *k, uint64_t now) {
 void kube_labels_done(struct kube *k, struct kube_xfer *x, CURLcode rc, uint64_t now) {
         long code = kube_xfer_code(x);
         int cls = kube_xfer_class(x, rc);
+        /* Every watch starts with the Node (ADDED): ending within a second
+         * is a server in trouble, backed off as the slices' watch is. */
+        bool quick = now - x->started_ms < KUBE_WATCH_MIN_MS;
         uint64_t wait;
         char why[320];
 
         k->labels_x = NULL;
-        if (!x->watch_end && code == 200 && rc == CURLE_OK) {
-                /* timeoutSeconds ran out: watch again (it re-reads the Node). */
-                if (k->labels_failures)
-                        log_with(LOG_INFO, &(struct log_fields){ 0 },
-                                 "kube: node \"%s\": its labels are followed again", k->node);
+        if (!quick && now - x->started_ms >= KUBE_WATCH_HEALTHY_MS) {
                 k->labels_failures = 0;
+                kube_watch_healthy(k, KUBE_WATCH_NODE);
+        }
+        if (!x->watch_end && code == 200 && rc == CURLE_OK && !quick) {
+                /* timeoutSeconds ran out: watch again (it re-reads the Node). */
                 k->labels_due_ms = 0;
                 return;
         }
-        if (x->watch_end)
+        if (x->watch_end || (code == 200 && rc == CURLE_OK))
                 cls = KUBE_ERR_CLIENT;
         else if (cls < 0)
                 cls = KUBE_ERR_CONNECT;
         kube_count_error(k, cls, x->watch_end ? NULL : x);
         if (code == 401)
                 k->token_stale = true;
-        k->labels_failures++;
-        wait = dp_backoff_ms(KUBE_BACKOFF_MIN_MS, KUBE_BACKOFF_MAX_MS, k->labels_failures - 1);
-        if (kube_xfer_retry_after_ms(x) > wait)
-                wait = kube_xfer_retry_after_ms(x);
+        wait = kube_backoff_next(
+                k, &k->labels_failures,
+                cls == KUBE_ERR_CONNECT ? KUBE_BACKOFF_CONNECT_MAX_MS : KUBE_BACKOFF_MAX_MS, x);
         k->labels_due_ms = now + wait;
         if (x->watch_end)
                 snprintf(why, sizeof(why), "%s",
                          x->watch_end == -EMSGSIZE ? "an event larger than 1 MiB"
                          : x->watch_end == -EPROTO ? "an ERROR event"
                                                    : "something that is not a Node event");
+        else if (code == 200 && rc == CURLE_OK)
+                snprintf(why, sizeof(why), "the server ended it at once");
         else
                 kube_xfer_describe(x, rc, why, sizeof(why));
-        log_with(k->labels_failures == 1 || k->labels_failures % 16 == 0 ? LOG_WARN : LOG_DEBUG,
-                 &(struct log_fields){ .err = -x->watch_end },
-                 "kube: node \"%s\": cannot follow its labels: %s; the last known stay in force, "
-                 "again in %llu ms",
-                 k->node, why, (unsigned long long)wait);
+        /* The last known labels stay in force meanwhile. */
+        kube_watch_down(k, KUBE_WATCH_NODE, why, wait, now);
 }

@@ -270,19 +270,21 @@ static bool log_now(unsigned failures) {
         return failures == 1 || failures % 16 == 0;
 }
 
-static void backoff(const struct kube_xfer *x, unsigned *failures, uint64_t *due, uint64_t now) {
-        uint64_t d, ra;
+/* The longest wait after a failure of class cls (no answer: a server
+ * restarting, see KUBE_BACKOFF_CONNECT_MAX_MS). */
+static uint64_t cap_of(int cls) {
+        return cls == KUBE_ERR_CONNECT ? KUBE_BACKOFF_CONNECT_MAX_MS : KUBE_BACKOFF_MAX_MS;
+}
 
-        (*failures)++;
-        d = dp_backoff_ms(KUBE_BACKOFF_MIN_MS, KUBE_BACKOFF_MAX_MS, *failures - 1);
-        ra = x ? kube_xfer_retry_after_ms(x) : 0;
-        /* The server said when: not earlier than that. */
-        *due = now + (ra > d ? ra : d);
+static void backoff(struct kube *k, const struct kube_xfer *x, unsigned *failures, uint64_t *due,
+                    uint64_t now, int cls) {
+        *due = now + kube_backoff_next(k, failures, cap_of(cls), x);
 }
 
 static void list_reset(struct kube *k) {
         cJSON_Delete(k->list_seen);
         k->list_seen = NULL;
+        k->list_pages = 0;
         free(k->list_continue);
         k->list_continue = NULL;
 }
@@ -329,7 +331,7 @@ static void start_ctl(struct kube *k, uint64_t now) {
         }
         if (r < 0) {
                 k->ctl = NULL;
-                backoff(NULL, &k->ctl_failures, &k->ctl_due_ms, now);
+                backoff(k, NULL, &k->ctl_failures, &k->ctl_due_ms, now, KUBE_ERR_CLIENT);
         }
 }
 
@@ -340,21 +342,26 @@ static void start_write(struct kube *k, struct op *op, uint64_t now) {
         const char *method = op->kind == KW_CREATE   ? "POST"
                              : op->kind == KW_UPDATE ? "PUT"
                                                      : "DELETE";
+        char *mgr = sym_curl_easy_escape(NULL, k->manager, 0);
         int r = -ENOMEM;
 
-        if (esc &&
-            (op->kind == KW_CREATE ? xasprintf(&path, SLICES_PATH)
-                                   : xasprintf(&path, SLICES_PATH "/%s", esc)) == 0 &&
+        /* Our field manager: what tells our writes from others' in
+         * managedFields (a DELETE takes none). */
+        if (esc && mgr &&
+            (op->kind == KW_CREATE   ? xasprintf(&path, SLICES_PATH "?fieldManager=%s", mgr)
+             : op->kind == KW_UPDATE ? xasprintf(&path, SLICES_PATH "/%s?fieldManager=%s", esc, mgr)
+                                     : xasprintf(&path, SLICES_PATH "/%s", esc)) == 0 &&
             (!op->body || (body = cJSON_PrintUnformatted(op->body))))
                 r = kube_xfer_new(k, KX_WRITE, method, path, body, KUBE_OBJECT_MAX, &k->ctl);
         sym_curl_free(esc);
+        sym_curl_free(mgr);
         if (r == 0) {
                 k->ctl->op = op->kind;
                 k->ctl->slice = TAKE_PTR(op->name);
                 return;
         }
         k->ctl = NULL;
-        backoff(NULL, &k->ctl_failures, &k->ctl_due_ms, now);
+        backoff(k, NULL, &k->ctl_failures, &k->ctl_due_ms, now, KUBE_ERR_CLIENT);
 }
 
 static void start_watch(struct kube *k) {
@@ -367,22 +374,29 @@ static void start_watch(struct kube *k) {
                     &path,
                     SLICES_PATH
                     "?watch=true&allowWatchBookmarks=true&resourceVersion=%s&timeoutSeconds=%d&%s",
-                    esc, KUBE_WATCH_SECONDS, q) == 0)
+                    esc,
+                    KUBE_WATCH_SECONDS_MIN +
+                            (int)kube_jitter_ms(k, KUBE_WATCH_SECONDS_MAX - KUBE_WATCH_SECONDS_MIN),
+                    q) == 0)
                 r = kube_xfer_new(k, KX_WATCH, "GET", path, NULL, KUBE_EVENT_MAX, &k->watch);
-        if (r >= 0)
+        if (r >= 0) {
                 /* Before any data: it comes only from curl_multi_perform,
                  * on this same thread, after this returns. */
                 k->watch->stream = watch_write;
+                k->watch->from_list = k->rv_from_list;
+        }
         if (r < 0) {
                 k->watch = NULL;
-                backoff(NULL, &k->watch_failures, &k->watch_due_ms, dp_now_ms());
+                backoff(k, NULL, &k->watch_failures, &k->watch_due_ms, dp_now_ms(),
+                        KUBE_ERR_CLIENT);
         }
 }
 
 static void count_slices(struct kube *k) {
         uint64_t unpublished = 0;
 
-        for (const struct kube_pool *p = k->pools; p; p = p->next)
+        /* Yielded: a newer instance publishes the node's devices. */
+        for (const struct kube_pool *p = k->pools; p && !k->yielded_to; p = p->next)
                 unpublished += p->want && !p->done;
         pthread_mutex_lock(&k->mu);
         k->stats.slices = (uint64_t)cJSON_GetArraySize(k->seen);
@@ -395,7 +409,7 @@ static void count_slices(struct kube *k) {
  * sees the rest; with back-off, and said, since a server that keeps
  * offering more is not one we can catch up with. */
 static void too_many(struct kube *k, uint64_t now) {
-        backoff(NULL, &k->over_failures, &k->ctl_due_ms, now);
+        backoff(k, NULL, &k->over_failures, &k->ctl_due_ms, now, KUBE_ERR_CLIENT);
         log_with(log_now(k->over_failures) ? LOG_WARN : LOG_DEBUG, &(struct log_fields){ 0 },
                  "kube: the API server holds more than %d ResourceSlices of node \"%s\" and "
                  "driver \"%s\"; those in view are as wanted, listing again in %llu ms "
@@ -412,6 +426,9 @@ void kube_reconcile_step(struct kube *k, uint64_t now) {
 
         if (k->state == KS_SYNCED && !k->watch && now >= k->watch_due_ms)
                 start_watch(k);
+        /* Its answer's head came: the stream is open. */
+        if (k->watch && !k->wlog[KUBE_WATCH_SLICES].up && kube_xfer_code(k->watch) == 200)
+                kube_watch_up(k, KUBE_WATCH_SLICES, now);
         if (k->ctl || now < k->ctl_due_ms) {
                 count_slices(k);
                 return;
@@ -421,16 +438,22 @@ void kube_reconcile_step(struct kube *k, uint64_t now) {
                 start_ctl(k, now);
                 return;
         }
+        if (k->yielded_to) {
+                count_slices(k);
+                return;
+        }
         r = next_op(k, &op);
         count_slices(k);
         if (r == 0 && k->slices_over)
                 too_many(k, now);
+        else if (r > 0 && !kube_repair_allowed(k, op.kind, op.name, now))
+                ; /* another writer's change: repaired at repair_due_ms */
         else if (r > 0)
                 start_write(k, &op, now);
         else if (r < 0) {
                 log_with(LOG_ERR, &(struct log_fields){ .err = -r },
                          "kube: cannot build the slices: %s", strerror(-r));
-                backoff(NULL, &k->ctl_failures, &k->ctl_due_ms, now);
+                backoff(k, NULL, &k->ctl_failures, &k->ctl_due_ms, now, KUBE_ERR_CLIENT);
         }
         op_clear(&op);
 }
@@ -442,14 +465,21 @@ static void ctl_failed(struct kube *k, struct kube_xfer *x, CURLcode rc, int cls
         kube_count_error(k, cls, x);
         if (cls == KUBE_ERR_UNAUTHORIZED && kube_xfer_code(x) == 401)
                 k->token_stale = true;
-        backoff(x, &k->ctl_failures, &k->ctl_due_ms, now);
+        backoff(k, x, &k->ctl_failures, &k->ctl_due_ms, now, cls);
         kube_xfer_describe(x, rc, why, sizeof(why));
-        log_with(log_now(k->ctl_failures) ? LOG_WARN : LOG_DEBUG, &(struct log_fields){ 0 },
-                 "kube: %s: %s; retrying in %llu ms (failure %u)", what, why,
-                 (unsigned long long)(k->ctl_due_ms - now), k->ctl_failures);
+        /* The first failure, one long wait, then every 16th: no line per
+         * retry. */
+        int level = log_now(k->ctl_failures) ? LOG_WARN : LOG_DEBUG;
+        if (level == LOG_DEBUG && !k->ctl_wait_said && k->ctl_due_ms - now >= KUBE_LOG_WAIT_MS) {
+                level = LOG_INFO;
+                k->ctl_wait_said = true;
+        }
+        log_with(level, &(struct log_fields){ 0 }, "kube: %s: %s; retrying in %llu ms (failure %u)",
+                 what, why, (unsigned long long)(k->ctl_due_ms - now), k->ctl_failures);
 }
 
 static void ctl_ok(struct kube *k) {
+        k->ctl_wait_said = false;
         if (k->ctl_failures)
                 log_with(LOG_INFO, &(struct log_fields){ 0 }, "kube: the API server answers again");
         k->ctl_failures = 0;
@@ -486,6 +516,8 @@ static void list_complete(struct kube *k, const char *rv) {
         /* The list is newer than every tombstone. */
         kube_gone_clear(k);
         kube_set_rv(k, rv);
+        k->rv_from_list = true;
+        k->list_endless_said = false;
         ctl_ok(k);
         k->state = KS_SYNCED;
         kube_xfer_free(k->watch);
@@ -503,6 +535,19 @@ static void list_complete(struct kube *k, const char *rv) {
                 p->done = !p->changed;
                 op_clear(&op);
         }
+}
+
+/* A continue token after KUBE_LIST_PAGES_MAX pages: no real list is that
+ * long, so the server (or a proxy) is broken. Given up, from the start
+ * after a back-off, and said once until a list ends. */
+static void endless(struct kube *k, uint64_t now) {
+        list_reset(k);
+        backoff(k, NULL, &k->ctl_failures, &k->ctl_due_ms, now, KUBE_ERR_CLIENT);
+        log_with(k->list_endless_said ? LOG_DEBUG : LOG_WARN, &(struct log_fields){ 0 },
+                 "kube: the ResourceSlice list did not end after %d pages (the API server keeps "
+                 "sending a continue token); listing again from the start in %llu ms",
+                 KUBE_LIST_PAGES_MAX, (unsigned long long)(k->ctl_due_ms - now));
+        k->list_endless_said = true;
 }
 
 static void list_done(struct kube *k, struct kube_xfer *x, CURLcode rc, uint64_t now) {
@@ -533,7 +578,7 @@ static void list_done(struct kube *k, struct kube_xfer *x, CURLcode rc, uint64_t
                 return;
         }
         if (!k->list_seen && !(k->list_seen = cJSON_CreateObject())) {
-                backoff(NULL, &k->ctl_failures, &k->ctl_due_ms, now);
+                backoff(k, NULL, &k->ctl_failures, &k->ctl_due_ms, now, KUBE_ERR_CLIENT);
                 return;
         }
         if (!k->list_continue)
@@ -543,11 +588,15 @@ static void list_done(struct kube *k, struct kube_xfer *x, CURLcode rc, uint64_t
                         (void)kube_seen_put(k, k->list_seen, it);
                 else
                         cJSON_Delete(it);
+        if (cont && *cont && ++k->list_pages >= KUBE_LIST_PAGES_MAX) {
+                endless(k, now);
+                return;
+        }
         if (cont && *cont) {
                 char *c = strdup(cont);
                 if (!c) {
                         list_reset(k);
-                        backoff(NULL, &k->ctl_failures, &k->ctl_due_ms, now);
+                        backoff(k, NULL, &k->ctl_failures, &k->ctl_due_ms, now, KUBE_ERR_CLIENT);
                         return;
                 }
                 free(k->list_continue);
@@ -563,17 +612,21 @@ static void write_done(struct kube *k, struct kube_xfer *x, CURLcode rc, uint64_
         char what[400];
 
         if (cls < 0 || (x->op == KW_DELETE && code == 404)) {
-                if (x->op == KW_DELETE)
+                if (x->op == KW_DELETE) {
                         kube_seen_drop(k, x->slice, NULL, NULL);
-                else {
+                        kube_mine_set(k, x->slice, "");
+                } else {
                         cJSON *o = NULL;
                         if (kube_parse(x->buf, x->len, &o) < 0 || !cJSON_IsObject(o) ||
                             !kube_ours(k, o)) {
                                 /* Written, but we cannot tell what came back. */
                                 cJSON_Delete(o);
                                 relist(k);
-                        } else
+                        } else {
+                                kube_mine_set(k, x->slice,
+                                              kube_str_member(o, "metadata", "resourceVersion"));
                                 (void)kube_seen_put(k, k->seen, o);
+                        }
                 }
                 ctl_ok(k);
                 return;
@@ -614,6 +667,11 @@ static void watch_event(struct kube_xfer *x, const char *line, size_t len) {
                 x->watch_end = cJSON_IsNumber(code) && code->valueint == 410 ? -ESTALE : -EPROTO;
                 return;
         }
+        /* A healthy stream: the failures before it are forgiven. */
+        x->delivered = true;
+        k->watch_failures = 0;
+        kube_watch_healthy(k, KUBE_WATCH_SLICES);
+        k->rv_from_list = false;
         /* First: the object (and rv in it) may be gone after the put. */
         kube_set_rv(k, rv);
         if (strcmp(type, "BOOKMARK") != 0 && name && kube_ours(k, obj)) {
@@ -629,6 +687,27 @@ static size_t watch_write(struct kube_xfer *x, const char *p, size_t n) {
         return kube_xfer_lines(x, p, n, watch_event);
 }
 
+/* The watch's resourceVersion is no longer served (410): what a
+ * restarted or another API server answers, and what compaction does. A
+ * relist after the least wait fixes it, whatever failures came before;
+ * only a 410 at once on a fresh list's own version is a server in
+ * trouble, which backs off. */
+static void watch_gone(struct kube *k, struct kube_xfer *x, bool quick, uint64_t now) {
+        bool trouble = quick && x->from_list;
+        uint64_t wait =
+                trouble ? kube_backoff_next(k, &k->watch_failures, KUBE_BACKOFF_MAX_MS, NULL)
+                        : kube_jitter_ms(k, KUBE_BACKOFF_MIN_MS);
+
+        kube_count_error(k, KUBE_ERR_GONE, NULL);
+        k->ctl_due_ms = now + wait;
+        kube_watch_down(k, KUBE_WATCH_SLICES, NULL, wait, now);
+        log_with(!trouble || log_now(k->watch_failures) ? LOG_INFO : LOG_DEBUG,
+                 &(struct log_fields){ 0 },
+                 "kube: the watch's resourceVersion expired (410 Gone); listing again in %llu ms",
+                 (unsigned long long)wait);
+        relist(k);
+}
+
 static void watch_done(struct kube *k, struct kube_xfer *x, CURLcode rc, uint64_t now) {
         long code = kube_xfer_code(x);
         int cls = kube_xfer_class(x, rc);
@@ -637,38 +716,29 @@ static void watch_done(struct kube *k, struct kube_xfer *x, CURLcode rc, uint64_
         bool quick = now - x->started_ms < KUBE_WATCH_MIN_MS;
         char why[320];
 
+        if (!quick && (x->delivered || now - x->started_ms >= KUBE_WATCH_HEALTHY_MS)) {
+                k->watch_failures = 0;
+                kube_watch_healthy(k, KUBE_WATCH_SLICES);
+        }
         if (x->watch_end == -ESTALE || code == 410) {
-                /* Our resourceVersion is compacted away: list again. */
-                kube_count_error(k, KUBE_ERR_GONE, NULL);
-                if (quick) {
-                        backoff(NULL, &k->watch_failures, &k->watch_due_ms, now);
-                        k->ctl_due_ms = k->watch_due_ms;
-                } else
-                        k->watch_failures = 0;
-                log_with(!quick || log_now(k->watch_failures) ? LOG_INFO : LOG_DEBUG,
-                         &(struct log_fields){ 0 },
-                         "kube: the watch's resourceVersion expired (410 Gone); listing again "
-                         "in %llu ms",
-                         (unsigned long long)(quick ? k->ctl_due_ms - now : 0));
-                relist(k);
+                watch_gone(k, x, quick, now);
                 return;
         }
         if (x->watch_end) {
                 kube_count_error(k, KUBE_ERR_CLIENT, NULL);
-                backoff(NULL, &k->watch_failures, &k->watch_due_ms, now);
-                log_with(LOG_WARN, &(struct log_fields){ .err = -x->watch_end },
-                         "kube: the watch sent %s; listing again",
+                backoff(k, NULL, &k->watch_failures, &k->watch_due_ms, now, KUBE_ERR_CLIENT);
+                snprintf(why, sizeof(why), "it sent %s; listing again",
                          x->watch_end == -EMSGSIZE ? "an event larger than 1 MiB, or of too "
                                                      "many values to parse"
                          : x->watch_end == -EPROTO ? "an ERROR event"
                                                    : "something that is not an event");
+                kube_watch_down(k, KUBE_WATCH_SLICES, why, k->watch_due_ms - now, now);
                 k->ctl_due_ms = k->watch_due_ms;
                 relist(k);
                 return;
         }
         if (code == 200 && rc == CURLE_OK && !quick) {
                 /* timeoutSeconds ran out: carry on from where we are. */
-                k->watch_failures = 0;
                 k->watch_due_ms = 0;
                 return;
         }
@@ -681,11 +751,9 @@ static void watch_done(struct kube *k, struct kube_xfer *x, CURLcode rc, uint64_
         kube_count_error(k, cls, x);
         if (code == 401)
                 k->token_stale = true;
-        backoff(x, &k->watch_failures, &k->watch_due_ms, now);
+        backoff(k, x, &k->watch_failures, &k->watch_due_ms, now, cls);
         kube_xfer_describe(x, rc, why, sizeof(why));
-        log_with(log_now(k->watch_failures) ? LOG_WARN : LOG_DEBUG, &(struct log_fields){ 0 },
-                 "kube: the ResourceSlice watch ended: %s; again in %llu ms", why,
-                 (unsigned long long)(k->watch_due_ms - now));
+        kube_watch_down(k, KUBE_WATCH_SLICES, why, k->watch_due_ms - now, now);
 }
 
 void kube_reconcile_done(struct kube *k, struct kube_xfer *x, CURLcode rc, uint64_t now) {

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "kube-internal.h"
 #include "log.h"
@@ -133,7 +134,7 @@ static int set_time_bounds(CURL *h, enum kube_xkind kind) {
         CURLcode rc = sym_curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
 
         if (rc == CURLE_OK && kind == KX_WATCH)
-                rc = sym_curl_easy_setopt(h, CURLOPT_TIMEOUT, (long)KUBE_WATCH_SECONDS + 30L);
+                rc = sym_curl_easy_setopt(h, CURLOPT_TIMEOUT, (long)KUBE_WATCH_SECONDS_MAX + 30L);
         else if (rc == CURLE_OK) {
                 rc = sym_curl_easy_setopt(h, CURLOPT_TIMEOUT, 60L);
                 if (rc == CURLE_OK)
@@ -375,8 +376,29 @@ static void status_message(const struct kube_xfer *x, char *buf, size_t size) {
                         *c = '?';
 }
 
+/* How a transfer ended without (all of) its answer, in the words an
+ * operator looks for. */
+static const char *ending(CURLcode rc) {
+        switch (rc) {
+        case CURLE_PARTIAL_FILE:
+                return "the connection was closed mid-answer";
+        case CURLE_GOT_NOTHING:
+                return "the connection was closed without an answer";
+        case CURLE_RECV_ERROR:
+        case CURLE_SEND_ERROR:
+                return "the connection was reset";
+        case CURLE_OPERATION_TIMEDOUT:
+                return "it timed out";
+        case CURLE_COULDNT_CONNECT:
+                return "the connection was refused";
+        default:
+                return NULL;
+        }
+}
+
 void kube_xfer_describe(const struct kube_xfer *x, CURLcode rc, char *buf, size_t size) {
         long code = kube_xfer_code(x);
+        const char *end = ending(rc);
         char msg[256];
 
         /* Refused by its Content-Length, or while it came. */
@@ -385,7 +407,11 @@ void kube_xfer_describe(const struct kube_xfer *x, CURLcode rc, char *buf, size_
         else if (x->bad)
                 snprintf(buf, size, "HTTP %ld, but %s", code, x->bad);
         else if (code == 0)
-                snprintf(buf, size, "%s", sym_curl_easy_strerror(rc));
+                snprintf(buf, size, "%s (%s)", end ? end : "no answer", sym_curl_easy_strerror(rc));
+        else if (rc != CURLE_OK && code >= 200 && code < 300)
+                /* A stream cut off: not "HTTP 200", which reads as success. */
+                snprintf(buf, size, "%s after HTTP %ld (%s)", end ? end : "the transfer failed",
+                         code, sym_curl_easy_strerror(rc));
         else {
                 status_message(x, msg, sizeof(msg));
                 snprintf(buf, size, "HTTP %ld%s%s", code, msg[0] ? ": " : "", msg);
@@ -450,4 +476,90 @@ size_t kube_xfer_lines(struct kube_xfer *x, const char *p, size_t n,
                         return 0;
         }
         return n;
+}
+
+uint64_t kube_jitter_ms(struct kube *k, uint64_t max_ms) {
+        return dp_random(&k->rng) % (max_ms + 1);
+}
+
+uint64_t kube_backoff_next(struct kube *k, unsigned *failures, uint64_t cap_ms,
+                           const struct kube_xfer *x) {
+        uint64_t wait, ra = x ? kube_xfer_retry_after_ms(x) : 0;
+
+        (*failures)++;
+        /* The first: a connection cut for a whole fleet at once (a server
+         * restart) is retried spread over a second, not in one burst. */
+        wait = *failures == 1 ? kube_jitter_ms(k, KUBE_FIRST_RETRY_MS)
+                              : dp_backoff_jitter_ms(KUBE_BACKOFF_MIN_MS * 2, cap_ms, *failures - 2,
+                                                     dp_random(&k->rng));
+        /* The server said when: not earlier than that. */
+        return ra > wait ? ra : wait;
+}
+
+const char *kube_watch_name(enum kube_watch_id w) {
+        return w == KUBE_WATCH_SLICES ? "resourceslices" : w == KUBE_WATCH_NODE ? "node" : "?";
+}
+
+static const char *watch_what(enum kube_watch_id w) {
+        return w == KUBE_WATCH_SLICES ? "the ResourceSlice watch" : "the node's label watch";
+}
+
+static double wall_seconds(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+void kube_watch_up(struct kube *k, enum kube_watch_id w, uint64_t now) {
+        struct kube_watch_log *l = &k->wlog[w];
+
+        if (l->up)
+                return;
+        if (l->down_ms && !l->back_said)
+                log_with(LOG_INFO, &(struct log_fields){ 0 },
+                         "kube: %s is back after %.1f s (%u failed attempts)", watch_what(w),
+                         (double)(now - l->down_ms) / 1000.0, l->attempts);
+        l->back_said = l->down_ms != 0;
+        l->up = true;
+        pthread_mutex_lock(&k->mu);
+        k->stats.watch_up[w] = true;
+        k->stats.watch_last_up[w] = wall_seconds();
+        pthread_mutex_unlock(&k->mu);
+}
+
+void kube_watch_healthy(struct kube *k, enum kube_watch_id w) {
+        struct kube_watch_log *l = &k->wlog[w];
+
+        if (l->up)
+                *l = (struct kube_watch_log){ .up = true };
+}
+
+void kube_watch_down(struct kube *k, enum kube_watch_id w, const char *why, uint64_t wait_ms,
+                     uint64_t now) {
+        struct kube_watch_log *l = &k->wlog[w];
+        int level = LOG_DEBUG;
+
+        if (l->up) {
+                pthread_mutex_lock(&k->mu);
+                k->stats.watch_up[w] = false;
+                k->stats.watch_last_up[w] = wall_seconds();
+                pthread_mutex_unlock(&k->mu);
+        }
+        l->up = false;
+        if (!l->down_ms)
+                *l = (struct kube_watch_log){ .down_ms = now };
+        l->attempts++;
+        if (!why)
+                return;
+        if (!l->down_said) {
+                level = LOG_WARN;
+                l->down_said = true;
+        } else if (wait_ms >= KUBE_LOG_WAIT_MS && !l->wait_said) {
+                level = LOG_INFO;
+                l->wait_said = true;
+        }
+        log_with(level, &(struct log_fields){ 0 }, "kube: %s ended: %s; again in %llu ms%s",
+                 watch_what(w), why, (unsigned long long)wait_ms,
+                 level == LOG_INFO ? " (still down; retries are said at debug level)" : "");
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The daemon's clock, back-off and timer list. */
 #include <errno.h>
+#include <sys/random.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,6 +29,33 @@ uint64_t dp_backoff_ms(uint64_t min_ms, uint64_t max_ms, unsigned failures) {
         for (unsigned i = 0; i < failures && delay < max_ms; i++)
                 delay *= 2;
         return delay < max_ms ? delay : max_ms;
+}
+
+uint64_t dp_backoff_jitter_ms(uint64_t min_ms, uint64_t max_ms, unsigned failures, uint64_t rnd) {
+        uint64_t d = dp_backoff_ms(min_ms, max_ms, failures), half = d / 2;
+
+        return half + rnd % (d - half + 1);
+}
+
+uint64_t dp_random(uint64_t *state) {
+        uint64_t z = (*state += 0x9e3779b97f4a7c15u);
+
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+        return z ^ (z >> 31);
+}
+
+uint64_t dp_random_seed(void) {
+        uint64_t seed = 0;
+        struct timespec ts;
+
+        /* Never blocks for long (the pool is ready soon after boot); a
+         * failure falls back on the clock and pid, which still differ
+         * between the instances of a fleet. */
+        if (getrandom(&seed, sizeof(seed), GRND_NONBLOCK) == (ssize_t)sizeof(seed))
+                return seed;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^ ((uint64_t)getpid() << 40);
 }
 
 static void arm(struct dp_loop *l);

@@ -18,6 +18,17 @@ double dp_mono_seconds(void);
  * max_ms. */
 uint64_t dp_backoff_ms(uint64_t min_ms, uint64_t max_ms, unsigned failures);
 
+/* The same with jitter, for waits many peers share (a fleet that lost its
+ * API server at the same instant must not come back in one burst): a
+ * time uniform in [d/2, d] of the delay d above, from the random value
+ * rnd (dp_random). */
+uint64_t dp_backoff_jitter_ms(uint64_t min_ms, uint64_t max_ms, unsigned failures, uint64_t rnd);
+
+/* A fast generator for jitter (splitmix64), not for secrets: *state is
+ * the caller's, seeded once per process from getrandom (dp_random_seed). */
+uint64_t dp_random(uint64_t *state);
+uint64_t dp_random_seed(void);
+
 /* The earlier of two due times, 0 meaning none. */
 static inline uint64_t dp_due_min(uint64_t a, uint64_t b) {
         return !a || (b && b < a) ? b : a;

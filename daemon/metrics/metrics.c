@@ -266,6 +266,31 @@ static void single_u64(struct dp_mbuf *b, const char *name, const char *type, co
         dp_metric_u64(b, v);
 }
 
+/* The API client's watches: a watch that is down leaves the slices as
+ * they were, but a wipe or a change is not repaired until it is back. */
+static void render_watches(struct dp_mbuf *b, const struct dp_metrics_dra *dra) {
+        dp_metric_header(b, "cdiplug_kube_watch_up", "gauge",
+                         "1 while the API client's watch (resourceslices, node) has its stream "
+                         "open, else 0.");
+        for (int w = 0; w < DP_KUBE_WATCHES; w++) {
+                if (!dra->watch_name[w])
+                        continue;
+                dp_metric_start(b, "cdiplug_kube_watch_up");
+                dp_metric_label(b, "watch", dra->watch_name[w]);
+                dp_metric_u64(b, dra->watch_up[w]);
+        }
+        dp_metric_header(b, "cdiplug_kube_watch_last_up_timestamp_seconds", "gauge",
+                         "When the watch last had its stream open (now while it is up; 0: "
+                         "never), in seconds since the epoch.");
+        for (int w = 0; w < DP_KUBE_WATCHES; w++) {
+                if (!dra->watch_name[w])
+                        continue;
+                dp_metric_start(b, "cdiplug_kube_watch_last_up_timestamp_seconds");
+                dp_metric_label(b, "watch", dra->watch_name[w]);
+                dp_metric_double(b, dra->watch_last_up[w]);
+        }
+}
+
 /* Only with a "dra" section: a device-plugin-only page stays as it was.
  * Every label takes values from fixed tables (method, version, outcome,
  * error class), never from a peer. */
@@ -329,6 +354,7 @@ static void render_dra(struct dp_mbuf *b, const struct dp_metrics_dra *dra) {
         single_u64(b, "cdiplug_dra_claim_lookups_total", "counter",
                    "ResourceClaim lookups answered by the API client, any outcome.",
                    dra->claim_lookups);
+        render_watches(b, dra);
 }
 
 double dp_boot_time(const char *stat_path) {

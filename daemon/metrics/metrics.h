@@ -111,6 +111,7 @@ struct dp_metrics_res {
 #define DP_DRA_OUTCOMES 3 /* ok, claim_error, failed */
 #define DP_DRA_API_CLASSES 8
 #define DP_DRA_API_CODES 16
+#define DP_KUBE_WATCHES 2 /* resourceslices, node */
 struct dp_metrics_dra {
         bool on;       /* the config has a "dra" section */
         bool accepted; /* the kubelet's last word on the registration */
@@ -126,6 +127,10 @@ struct dp_metrics_dra {
         uint64_t publish_count;
         uint64_t claim_lookups;
         uint64_t slices; /* our slices the API server holds now */
+        /* The API client's watches: name NULL when it keeps no such one. */
+        const char *watch_name[DP_KUBE_WATCHES]; /* label values */
+        bool watch_up[DP_KUBE_WATCHES];
+        double watch_last_up[DP_KUBE_WATCHES]; /* wall-clock seconds, 0: never */
 };
 
 struct dp_metrics_source {

@@ -88,7 +88,8 @@ static void cancel(void *ctx, struct dra_lookup *l) {
 static int kube_setup(struct dp_daemon *d) {
         struct kube_settings ks = { .kubeconfig = d->opts->kubeconfig,
                                     .node_name = d->opts->node_name,
-                                    .driver = d->cfg->dra_driver };
+                                    .driver = d->cfg->dra_driver,
+                                    .instance = d->opts->instance };
 
         if (!d->opts->node_name) {
                 log_warn("dra: no node name (--node-name, NODE_NAME): no ResourceSlices are "

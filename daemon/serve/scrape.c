@@ -79,6 +79,7 @@ _Static_assert(DP_DRA_METHODS == DRA_CALL_METHODS && DP_DRA_VERSIONS == DRA_CALL
                "metrics.h and dra_node.h count the DRA calls alike");
 _Static_assert(DP_DRA_API_CLASSES == KUBE_ERR_N, "metrics.h has room for every kube error class");
 _Static_assert(DP_DRA_API_CODES == KUBE_CODE_N, "metrics.h has room for every kube error code");
+_Static_assert(DP_KUBE_WATCHES == KUBE_WATCH_N, "metrics.h has room for every kube watch");
 
 static void scrape_dra(void *ctx, struct dp_metrics_dra *ret) {
         const struct dp_daemon *d = ctx;
@@ -112,6 +113,11 @@ static void scrape_dra(void *ctx, struct dp_metrics_dra *ret) {
         ret->publish_count = ks.publish_count;
         ret->claim_lookups = ks.claim_lookups;
         ret->slices = ks.slices;
+        for (int w = 0; w < KUBE_WATCH_N; w++) {
+                ret->watch_name[w] = ks.watch_on[w] ? kube_watch_name((enum kube_watch_id)w) : NULL;
+                ret->watch_up[w] = ks.watch_up[w];
+                ret->watch_last_up[w] = ks.watch_last_up[w];
+        }
 }
 
 void dp_scrape_source(struct dp_daemon *d, struct dp_metrics_source *ret) {

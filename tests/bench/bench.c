@@ -372,6 +372,8 @@ static struct {
         uint64_t roll_w50, roll_wmax; /* Prepare failing, per rollover */
         uint64_t roll_p50, roll_p99;  /* Prepare during the rollovers */
         unsigned roll_calls, roll_failed;
+        uint64_t roll_writes50, roll_writes_max; /* slice writes per rollover, config changed */
+        unsigned war_writes;                     /* two that disagree, side by side, 10 s */
         bool hostile;
         uint64_t hi_sc50, hi_sc99, hi_hz50, hi_hz99; /* beside 1,000 idle connections */
         uint64_t hi_a50, hi_a99;                     /* Allocate alone */
@@ -1442,20 +1444,25 @@ static bool dra_pools_are(const cJSON *slices, void *ctx) {
         return w->devices < 0 ? pools == MANY : devices == w->devices;
 }
 
-static char *dra_config(void) {
+/* The first n of the MANY DRA resources. */
+static char *dra_config_n(int n) {
         char *cfg = NULL;
         size_t len = 0;
         FILE *m = open_memstream(&cfg, &len);
 
         fputs("{ \"dra\": { \"driver\": \"" DRA_DRIVER "\" }, \"resources\": [\n", m);
-        for (int i = 0; i < MANY; i++)
+        for (int i = 0; i < n; i++)
                 fprintf(m,
                         "  { \"name\": \"%s\", \"api\": \"dra\", \"match\": [ { \"path\": "
                         "\"/dev/d%02d*\" } ] }%s\n",
-                        name_of(i), i, i + 1 < MANY ? "," : "");
+                        name_of(i), i, i + 1 < n ? "," : "");
         fputs("] }\n", m);
         fclose(m);
         return cfg;
+}
+
+static char *dra_config(void) {
+        return dra_config_n(MANY);
 }
 
 static void dra_kubeconfig(const char *dir, struct fakeapi *api) {
@@ -1601,6 +1608,7 @@ struct roll_loop {
         char (*uids)[16];
         int next;
         atomic_bool stop;
+        struct fakeapi *api;
         uint64_t first_fail, last_fail, *lat;
         unsigned calls, failed, max_calls;
 };
@@ -1675,9 +1683,15 @@ static pid_t roll_spawn(const char *dir, char *const *more, int n) {
         return spawn_daemon_with(dir, more);
 }
 
+static unsigned slice_writes(struct fakeapi *api) {
+        return fakeapi_count(api, "POST") + fakeapi_count(api, "PUT") +
+               fakeapi_count(api, "DELETE");
+}
+
 static void roll_once(struct roll_loop *l, const char *dir, char *const *more, pid_t *a, int n,
-                      uint64_t *window) {
-        struct timespec settle = { .tv_nsec = 300 * 1000 * 1000L };
+                      uint64_t *window, uint64_t *writes) {
+        struct timespec settle = { .tv_nsec = 300 * 1000 * 1000L }, tail = { .tv_sec = 2 };
+        unsigned w0 = slice_writes(l->api);
         pthread_t th;
 
         l->failed = 0;
@@ -1694,18 +1708,27 @@ static void roll_once(struct roll_loop *l, const char *dir, char *const *more, p
         pthread_join(th, NULL);
         *window = l->failed ? l->last_fail - l->first_fail : 0;
         fig.roll_failed += l->failed;
+        /* The new instance's clean-up of what the old one wanted. */
+        nanosleep(&tail, NULL);
+        *writes = slice_writes(l->api) - w0;
         *a = b;
 }
 
 static void bench_rollover(void) {
         static char uids[ROLL_CLAIMS][16];
         static uint64_t lat[ROLL_CLAIMS];
-        uint64_t windows[ROLLOVERS];
+        uint64_t windows[ROLLOVERS], writes[ROLLOVERS];
         char *cfg = dra_config(), *dir = make_dir("roll", cfg);
         char *kroot = path_join(dir, "k"), *kubeconfig = path_join(dir, "kubeconfig");
+        /* Every other instance without the last resource: each rollover
+         * changes the config, and the two instances disagree on a pool. */
+        char *cfg_b = dra_config_n(MANY - 1), *path_b = path_join(dir, "config-b.json");
         struct fakeapi *api = fakeapi_new(true);
-        struct roll_loop l = { .uids = uids, .lat = lat, .max_calls = ROLL_CLAIMS };
+        struct roll_loop l = { .uids = uids, .lat = lat, .max_calls = ROLL_CLAIMS, .api = api };
+        struct timespec ten = { .tv_sec = 10 };
 
+        write_file(path_b, cfg_b);
+        free(cfg_b);
         free(cfg);
         mkdir(kroot, 0755);
         for (int i = 0; i < MANY; i++) {
@@ -1723,6 +1746,8 @@ static void bench_rollover(void) {
                 die("test kubelet's DRA side");
         char *more[] = { "--kubelet-root", kroot,      "--node-name", DRA_NODE,
                          "--kubeconfig",   kubeconfig, NULL };
+        char *more_b[] = { "--kubelet-root", kroot,      "--node-name", DRA_NODE, "--kubeconfig",
+                           kubeconfig,       "--config", path_b,        NULL };
         pid_t a = roll_spawn(dir, more, 0);
         if (tk_dra_wait_registered(l.kd, DRA_DRIVER, 1, 20000) < 0)
                 die("the DRA driver registering");
@@ -1730,7 +1755,13 @@ static void bench_rollover(void) {
         if (!fakeapi_wait(api, dra_pools_are, &all, 20000))
                 die("64 pools published");
         for (int i = 0; i < ROLLOVERS; i++)
-                roll_once(&l, dir, more, &a, i, &windows[i]);
+                roll_once(&l, dir, i % 2 ? more : more_b, &a, i, &windows[i], &writes[i]);
+        /* One more beside the last, with the other config, for 10 s. */
+        unsigned w0 = slice_writes(api);
+        pid_t c = roll_spawn(dir, ROLLOVERS % 2 ? more : more_b, ROLLOVERS + 1);
+        nanosleep(&ten, NULL);
+        fig.war_writes = slice_writes(api) - w0;
+        stop_daemon(c);
         stop_daemon(a);
         unsetenv("POD_UID");
         tk_dra_stop(l.kd);
@@ -1740,6 +1771,9 @@ static void bench_rollover(void) {
         fig.roll_wmax = pct(windows, ROLLOVERS, 1.0);
         fig.roll_p50 = pct(lat, l.calls, 0.5);
         fig.roll_p99 = pct(lat, l.calls, 0.99);
+        fig.roll_writes50 = pct(writes, ROLLOVERS, 0.5);
+        fig.roll_writes_max = pct(writes, ROLLOVERS, 1.0);
+        free(path_b);
         fig.roll = true;
         free(kroot);
         free(kubeconfig);
@@ -1982,6 +2016,13 @@ static void print_table(void) {
                        t);
                 row_us("DRA Prepare across the rollovers", fig.roll_p50, fig.roll_p99,
                        "(start B beside A, SIGTERM A; calls to the newest)");
+                printf("%-46s %8llu   %8llu    %s\n", "DRA rollover, config changed: slice writes",
+                       (unsigned long long)fig.roll_writes50,
+                       (unsigned long long)fig.roll_writes_max,
+                       "(p50, worst; B beside A until 2 s after A's exit)");
+                snprintf(t, sizeof(t), "at most 30: %s", verdict(fig.war_writes <= 30));
+                printf("%-46s %8u %10s    %s\n", "two that disagree: slice writes in 10 s",
+                       fig.war_writes, "", t);
         }
         if (fig.hostile) {
                 char t3[128];

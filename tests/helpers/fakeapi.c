@@ -344,6 +344,10 @@ static bool handle_create(struct fakeapi *f, SSL *s, const struct request *r) {
                 cJSON_Delete(obj);
                 return fa_send_status(s, 422, "Invalid", bad, 0);
         }
+        if ((bad = fa_managed_fields(obj, NULL, r->query, r->user_agent))) {
+                cJSON_Delete(obj);
+                return fa_send_status(s, 422, "Invalid", bad, 0);
+        }
         name = fa_jstr(obj, "metadata", "name");
         pthread_mutex_lock(&f->mu);
         if (find_slice(f, name, NULL)) {
@@ -401,6 +405,11 @@ static bool handle_update(struct fakeapi *f, SSL *s, const struct request *r, co
                         s, 409, "Conflict",
                         "the object has been modified; please apply your changes to the latest version and try again",
                         0);
+        }
+        if ((bad = fa_managed_fields(obj, cur, r->query, r->user_agent))) {
+                pthread_mutex_unlock(&f->mu);
+                cJSON_Delete(obj);
+                return fa_send_status(s, 422, "Invalid", bad, 0);
         }
         f->rv++;
         cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "metadata"),

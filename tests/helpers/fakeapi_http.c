@@ -154,6 +154,7 @@ static bool fa_read_body(struct rbuf *b, char *dst, size_t n) {
 void fa_request_clear(struct request *r) {
         free(r->path);
         free(r->auth);
+        free(r->user_agent);
         free(r->body);
         memset(r, 0, sizeof(*r));
 }
@@ -206,6 +207,8 @@ bool fa_read_request(struct rbuf *b, struct request *r) {
                         r->content_length = strtoul(v, NULL, 10);
                 else if ((v = fa_header_value(line, "Authorization")))
                         r->auth = strdup(v);
+                else if ((v = fa_header_value(line, "User-Agent")))
+                        r->user_agent = strdup(v);
                 else if ((v = fa_header_value(line, "Expect")))
                         r->expect_continue = strcasecmp(v, "100-continue") == 0;
                 else if ((v = fa_header_value(line, "Connection")))

@@ -29,7 +29,8 @@ struct request {
         char *path, *query; /* owned: one buffer, query points inside */
         size_t content_length;
         bool expect_continue, close;
-        char *auth; /* the Authorization value */
+        char *auth;       /* the Authorization value */
+        char *user_agent; /* the User-Agent value */
         char *body;
 };
 
@@ -51,6 +52,12 @@ bool fa_read_request(struct rbuf *b, struct request *r);
 void fa_request_clear(struct request *r);
 /* The decoded value of key in a query string, or NULL (caller frees). */
 char *fa_query_get(const char *q, const char *key);
+
+/* fakeapi_fields.c: obj's metadata.managedFields after a create or update
+ * (prev: the object before, or NULL) by the request's field manager;
+ * NULL, or the API server's message for a 422. */
+const char *fa_managed_fields(cJSON *obj, const cJSON *prev, const char *query,
+                              const char *user_agent);
 
 /* fakeapi_rules.c */
 /* A string member o.a (.b), or NULL. */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The loop module alone: back-off, the timer list and its one timerfd. */
 #include <criterion/criterion.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <stdint.h>
 #include <sys/timerfd.h>
@@ -166,4 +167,25 @@ Test(loop, timers_set_before_the_timerfd_are_armed_by_init) {
         cr_expect_leq(armed_in_ms(&l), 40000);
         dp_loop_done(&l);
         dp_loop_done(&l); /* twice is harmless */
+}
+
+Test(loop, jittered_backoff_stays_within_half_to_whole_of_the_delay) {
+        uint64_t state = 42, lo = UINT64_MAX, hi = 0;
+
+        for (int i = 0; i < 10000; i++) {
+                uint64_t d = dp_backoff_jitter_ms(250, 30000, 3, dp_random(&state));
+                cr_assert(d >= 1000 && d <= 2000, "%" PRIu64 " ms", d);
+                lo = d < lo ? d : lo;
+                hi = d > hi ? d : hi;
+        }
+        /* Spread over the range, not one value. */
+        cr_expect_lt(lo, 1100);
+        cr_expect_gt(hi, 1900);
+        cr_expect_eq(dp_backoff_jitter_ms(250, 30000, 0, 0), 125);
+        cr_expect_eq(dp_backoff_jitter_ms(250, 30000, 40, UINT64_MAX) <= 30000, true);
+}
+
+Test(loop, random_seeds_differ_between_calls) {
+        /* getrandom: two seeds alike would make a fleet's jitter alike. */
+        cr_expect_neq(dp_random_seed(), dp_random_seed());
 }
