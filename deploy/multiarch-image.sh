@@ -43,26 +43,13 @@ version=$(sed -n 's/^project(cdiplug VERSION \([0-9.]*\).*/\1/p' "$repo/CMakeLis
 name=${2:-localhost/cdiplug:$version}
 arches=(amd64 arm64)
 
+# shellcheck source=packaging/lib/check.sh
+. "$repo/packaging/lib/check.sh" || exit 1
 passed=0
 failed=0
 logs=$(mktemp -d /tmp/cdiplug-image.XXXXXX)
+check_logs=$logs
 trap 'rm -rf "$logs"' EXIT
-check() {
-	local what=$1 log
-	shift
-	log="$logs/$(printf '%s' "$what" | tr -c 'A-Za-z0-9_.-' '_').log"
-	local t0=$SECONDS
-	if "$@" >"$log" 2>&1; then
-		passed=$((passed + 1))
-		echo "ok    $what ($((SECONDS - t0)) s)"
-		return 0
-	fi
-	failed=$((failed + 1))
-	echo "FAIL  $what"
-	tail -n 60 "$log" | sed 's/^/      | /'
-	return 1
-}
-
 # cross ARCH ARGS...: packaging/cross.sh, its lines shown as they come.
 cross() {
 	local what="packaging/cross.sh $*"

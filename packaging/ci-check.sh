@@ -27,10 +27,13 @@ src=${CDIPLUG_PKG_SRC:-$repo}
 max_exposure=${CDIPLUG_PKG_MAX_EXPOSURE:-2.0}
 export DEBIAN_FRONTEND=noninteractive LC_ALL=C.UTF-8
 
+# shellcheck source=packaging/lib/check.sh
+. "$here/lib/check.sh" || exit 1
 passed=0
 failed=0
 work=$(mktemp -d /tmp/cdiplug-pkg.XXXXXX)
-mkdir -p "$work/logs"
+check_logs=$work/logs
+mkdir -p "$check_logs"
 created_dirs=()
 fake_files=()
 deb_installed_by_us=0
@@ -56,8 +59,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# check NAME CMD...: run CMD with its output in a log; print the log's tail
-# on failure.
 # first_match PATTERN-WORDS...: print the first word that names an existing
 # file (an unmatched glob stays literal and does not exist), or nothing.
 first_match() {
@@ -66,21 +67,6 @@ first_match() {
 		[ -e "$f" ] && { printf '%s\n' "$f"; return 0; }
 	done
 	return 0
-}
-
-check() {
-	local name=$1 log
-	shift
-	log="$work/logs/$(printf '%s' "$name" | tr -c 'A-Za-z0-9_.-' '_').log"
-	if "$@" >"$log" 2>&1; then
-		passed=$((passed + 1))
-		echo "ok    $name"
-		return 0
-	fi
-	failed=$((failed + 1))
-	echo "FAIL  $name"
-	tail -n 60 "$log" | sed 's/^/      | /'
-	return 1
 }
 
 # note NAME: count a failure found outside check().
@@ -94,6 +80,38 @@ finish() {
 	[ "$failed" -eq 0 ]
 	exit $?
 }
+
+# ------------------------------------------------------------- runner --
+
+# lib/check.sh runs each check's command inside its own function, so a
+# local of its would hide the caller's global of that name from the
+# command. Proved twice: in a fresh shell, the globals that the callers'
+# checks read (multiarch-image.sh's $name, others' $what, $log, $t0) reach
+# a check's command unchanged; and every name the runner assigns or
+# declares starts with _check_ (or is the counters passed and failed).
+runner_hides_nothing() {
+	local lib=$here/lib/check.sh assigned bad
+	# shellcheck disable=SC2016 # the inner script's variables are its own
+	bash -c 'set -u
+		. "$1" || exit 1
+		check_logs=$2 passed=0 failed=0
+		name=image what=step log=file t0=start
+		reads() { [ "$name/$what/$log/$t0" = image/step/file/start ]; }
+		check "a check sees its caller'\''s globals" reads && [ "$passed/$failed" = 1/0 ]' \
+		bash "$lib" "$work/logs" || return 1
+	# The words after local/declare/read, NAME= anywhere, for NAME.
+	assigned=$(sed 's/#.*//' "$lib" >"$work/runner.sh" && {
+		sed -nE 's/^[[:space:]]*(local|declare|typeset|read)[[:space:]]+(-[a-z]+[[:space:]]+)*//p' \
+			"$work/runner.sh" | tr -s '[:blank:]' '\n' | sed 's/=.*//'
+		grep -oE '(^|[[:space:];(])[A-Za-z_][A-Za-z0-9_]*=' "$work/runner.sh" | tr -d ' \t;(='
+		grep -oE '(^|[[:space:];])for[[:space:]]+[A-Za-z_][A-Za-z0-9_]*' "$work/runner.sh" |
+			awk '{ print $NF }'
+	} | grep -E '^[A-Za-z_][A-Za-z0-9_]*$' | sort -u)
+	echo "assigned in $lib: $(echo "$assigned" | tr '\n' ' ')"
+	bad=$(echo "$assigned" | grep -vE '^(_check_[A-Za-z0-9_]*|passed|failed)$')
+	[ -z "$bad" ] || { echo "not prefixed with _check_: $bad"; return 1; }
+}
+check "runner: a check's command sees its caller's globals" runner_hides_nothing
 
 # ---------------------------------------------------------------- tools --
 

@@ -100,26 +100,13 @@ security=${mirror%/debian}/debian-security
 mkdir -p "$outdir" || exit 1
 outdir=$(cd "$outdir" && pwd)
 
+# shellcheck source=packaging/lib/check.sh
+. "$here/lib/check.sh" || exit 1
 passed=0
 failed=0
 logs=$(mktemp -d /tmp/cdiplug-cross.XXXXXX)
+check_logs=$logs
 trap 'rm -rf "$logs"' EXIT
-
-check() {
-	local name=$1 log
-	shift
-	log="$logs/$(printf '%s' "$name" | tr -c 'A-Za-z0-9_.-' '_').log"
-	local t0=$SECONDS
-	if "$@" >"$log" 2>&1; then
-		passed=$((passed + 1))
-		echo "ok    $name ($((SECONDS - t0)) s)"
-		return 0
-	fi
-	failed=$((failed + 1))
-	echo "FAIL  $name"
-	tail -n 60 "$log" | sed 's/^/      | /'
-	return 1
-}
 
 finish() {
 	echo "cross $arch: $passed passed, $failed failed"

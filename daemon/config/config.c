@@ -266,26 +266,23 @@ static int split_keys(const cJSON *obj, const char *base, const char *const *key
         return 0;
 }
 
-static int parse_resource(const cJSON *obj, size_t idx, unsigned default_modes,
-                          struct cfg_resource *res, struct base_field_error *err) {
-        char base[64], f[512];
-        const cJSON *k[RES_KEYS] = { 0 };
-        const cJSON *name, *match, *shares, *modes, *policy;
-        const char *problem;
-        int r;
+/* "resources[i]": at most 31 characters; with ".KEY" (".allocate" the
+ * longest), at most 40. */
+#define RES_BASE_MAX 32
+#define RES_FIELD_MAX 64
 
-        snprintf(base, sizeof(base), "resources[%zu]", idx);
-        if (!cJSON_IsObject(obj))
-                return fail(err, base, "must be an object");
-        r = split_keys(obj, base, resource_keys, RES_KEYS, k, err);
-        if (r < 0)
-                return r;
-        name = k[RES_NAME];
-        match = k[RES_MATCH];
-        shares = k[RES_SHARES];
-        modes = k[RES_ALLOCATE];
-        policy = k[RES_POLICY];
-        snprintf(f, sizeof(f), "%s.name", base);
+/* f, and BASE.KEY written into it: the field a message about resource key
+ * KEY names. */
+static const char *res_field(char f[static RES_FIELD_MAX], const char *base, size_t key) {
+        snprintf(f, RES_FIELD_MAX, "%s.%s", base, resource_keys[key]);
+        return f;
+}
+
+/* "name": the kubelet's extended resource name, and the socket named after it. */
+static int parse_resource_name(const cJSON *name, const char *f, struct cfg_resource *res,
+                               struct base_field_error *err) {
+        const char *problem;
+
         if (!name)
                 return fail(err, f, "is required");
         if (!cJSON_IsString(name))
@@ -296,58 +293,95 @@ static int parse_resource(const cJSON *obj, size_t idx, unsigned default_modes,
         res->name = strdup(name->valuestring);
         if (!res->name)
                 return -ENOMEM;
-        /* The kubelet takes the bare file name as the endpoint; '/' cannot
-         * appear in it, and the name stays recognisably ours. */
-        r = cfg_socket_name_full(res->name, &res->socket_name);
-        if (r < 0)
-                return r;
+        return cfg_socket_name_full(res->name, &res->socket_name);
+}
 
-        snprintf(f, sizeof(f), "%s.match", base);
-        if (!match)
-                return fail(err, f, "is required");
-        r = parse_match(match, f, res, err);
-        if (r < 0)
-                return r;
+/* "shares": allocatable IDs per device. */
+static int parse_shares(const cJSON *shares, const char *f, unsigned *ret,
+                        struct base_field_error *err) {
+        /* Range first: converting a double outside int's range (1e300,
+         * inf) to int is undefined behaviour. The negated test also
+         * refuses NaN. */
+        if (!cJSON_IsNumber(shares) ||
+            !(shares->valuedouble >= 1 && shares->valuedouble <= CFG_MAX_SHARES) ||
+            shares->valuedouble != (double)(int)shares->valuedouble)
+                return fail(err, f, "must be a whole number from 1 to %d", CFG_MAX_SHARES);
+        *ret = (unsigned)shares->valuedouble;
+        return 0;
+}
+
+/* "api": which kubelet API serves the resource. */
+static int parse_api(const cJSON *api, const char *f, enum cfg_api *ret,
+                     struct base_field_error *err) {
+        if (cJSON_IsString(api) && strcmp(api->valuestring, "dra") == 0)
+                *ret = CFG_API_DRA;
+        else if (!cJSON_IsString(api) || strcmp(api->valuestring, "device-plugin") != 0)
+                return fail(err, f, "must be \"device-plugin\" or \"dra\"");
+        return 0;
+}
+
+/* The keys a resource may leave out, each to its default: how it is
+ * shared, allocated and served, and by which nodes. */
+static int parse_resource_options(const cJSON *const k[static RES_KEYS], const char *base,
+                                  unsigned default_modes, struct cfg_resource *res,
+                                  struct base_field_error *err) {
+        char f[RES_FIELD_MAX];
+        int r;
 
         res->shares = 1;
-        if (shares) {
-                snprintf(f, sizeof(f), "%s.shares", base);
-                /* Range first: converting a double outside int's range
-                 * (1e300, inf) to int is undefined behaviour. The negated
-                 * test also refuses NaN. */
-                if (!cJSON_IsNumber(shares) ||
-                    !(shares->valuedouble >= 1 && shares->valuedouble <= CFG_MAX_SHARES) ||
-                    shares->valuedouble != (double)(int)shares->valuedouble)
-                        return fail(err, f, "must be a whole number from 1 to %d", CFG_MAX_SHARES);
-                res->shares = (unsigned)shares->valuedouble;
+        if (k[RES_SHARES]) {
+                r = parse_shares(k[RES_SHARES], res_field(f, base, RES_SHARES), &res->shares, err);
+                if (r < 0)
+                        return r;
         }
-        if (policy) {
-                snprintf(f, sizeof(f), "%s.policy", base);
-                r = parse_policy(policy, f, &res->policy, err);
+        if (k[RES_POLICY]) {
+                r = parse_policy(k[RES_POLICY], res_field(f, base, RES_POLICY), &res->policy, err);
                 if (r < 0)
                         return r;
         }
         if (k[RES_API]) {
-                snprintf(f, sizeof(f), "%s.api", base);
-                if (cJSON_IsString(k[RES_API]) && strcmp(k[RES_API]->valuestring, "dra") == 0)
-                        res->api = CFG_API_DRA;
-                else if (!cJSON_IsString(k[RES_API]) ||
-                         strcmp(k[RES_API]->valuestring, "device-plugin") != 0)
-                        return fail(err, f, "must be \"device-plugin\" or \"dra\"");
+                r = parse_api(k[RES_API], res_field(f, base, RES_API), &res->api, err);
+                if (r < 0)
+                        return r;
         }
         if (k[RES_NODES]) {
-                snprintf(f, sizeof(f), "%s.nodes", base);
-                r = cfg_nodes_parse(k[RES_NODES], f, &res->nodes, err);
+                r = cfg_nodes_parse(k[RES_NODES], res_field(f, base, RES_NODES), &res->nodes, err);
                 if (r < 0)
                         return r;
         }
         res->alloc_modes = default_modes;
-        if (modes) {
-                snprintf(f, sizeof(f), "%s.allocate", base);
-                r = parse_modes(modes, f, &res->alloc_modes, err);
-                if (r < 0)
-                        return r;
-        }
+        if (k[RES_ALLOCATE])
+                return parse_modes(k[RES_ALLOCATE], res_field(f, base, RES_ALLOCATE),
+                                   &res->alloc_modes, err);
+        return 0;
+}
+
+/* "resources[idx]": its name and devices, which it must have, then the
+ * rest. */
+static int parse_resource(const cJSON *obj, size_t idx, unsigned default_modes,
+                          struct cfg_resource *res, struct base_field_error *err) {
+        char base[RES_BASE_MAX], f[RES_FIELD_MAX];
+        const cJSON *k[RES_KEYS] = { 0 };
+        int r;
+
+        snprintf(base, sizeof(base), "resources[%zu]", idx);
+        if (!cJSON_IsObject(obj))
+                return fail(err, base, "must be an object");
+        r = split_keys(obj, base, resource_keys, RES_KEYS, k, err);
+        if (r < 0)
+                return r;
+        r = parse_resource_name(k[RES_NAME], res_field(f, base, RES_NAME), res, err);
+        if (r < 0)
+                return r;
+        res_field(f, base, RES_MATCH);
+        if (!k[RES_MATCH])
+                return fail(err, f, "is required");
+        r = parse_match(k[RES_MATCH], f, res, err);
+        if (r < 0)
+                return r;
+        r = parse_resource_options(k, base, default_modes, res, err);
+        if (r < 0)
+                return r;
         return settings_json(obj, res->api, &res->settings_json);
 }
 

@@ -20,24 +20,11 @@ if [ "$ARCH" != "$(dpkg --print-architecture)" ]; then
 	toolchain=$src/packaging/cross/$TRIPLET.cmake
 fi
 
+# shellcheck source=packaging/lib/check.sh
+. "$src/packaging/lib/check.sh" || exit 1
+check_logs=$work/logs
 passed=0
 failed=0
-check() {
-	local name=$1 log
-	shift
-	log="$work/logs/$(printf '%s' "$name" | tr -c 'A-Za-z0-9_.-' '_').log"
-	local t0=$SECONDS
-	if "$@" >"$log" 2>&1; then
-		passed=$((passed + 1))
-		echo "ok    $name ($((SECONDS - t0)) s)"
-		return 0
-	fi
-	failed=$((failed + 1))
-	echo "FAIL  $name"
-	tail -n 60 "$log" | sed 's/^/      | /'
-	return 1
-}
-
 # is_arch FILE: FILE is an ELF program for ARCH.
 is_arch() {
 	file -L "$1"
