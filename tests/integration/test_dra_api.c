@@ -449,11 +449,25 @@ Test(dra_api, slices_are_published_only_once_the_kubelet_registered_the_driver) 
         cr_assert_eq(asprintf(&kroot, "%s/kubelet-root", e.root) > 0, true);
         cr_assert_eq(mkdir(kroot, 0755), 0);
         env_write(&e, "config.json", CONFIG(SERIAL));
+        fakeapi_put_slice(api, cJSON_Parse("{\"metadata\":{\"name\":\"leftover\"},\"spec\":{"
+                                           "\"driver\":\"" DRIVER "\",\"nodeName\":\"" NODE "\","
+                                           "\"pool\":{\"name\":\"" NODE "/example.com/gone\","
+                                           "\"generation\":1,\"resourceSliceCount\":1},"
+                                           "\"devices\":[{\"name\":\"x\"}]}}"));
         cr_assert_eq(tk_dra_start(kroot, &kd), 0);
         tk_dra_refuse(kd, "the test refuses");
         spawn();
         cr_assert_eq(tk_dra_wait_registered(kd, DRIVER, 1, WAIT_MS), 0, "never registered");
         cr_assert_eq(log_wait(e.log, "the kubelet refused driver", WAIT_MS), 0);
+        /* The API client has listed and watches: it would have created the
+         * slice by now, were it given one. */
+        /* The API client writes one step at a time, its pools' slices
+         * before the leftovers of pools nobody wants: once it has deleted
+         * the leftover, it would have created our pool's slice, were it
+         * given one. */
+        cr_assert(fakeapi_wait_count(api, "DELETE", 1, WAIT_MS), "the leftover stayed");
+        cr_assert_eq(fakeapi_count(api, "POST"), 0,
+                     "a slice was created before the kubelet registered the driver");
 
         /* Accepted the next time: the registry socket made again. */
         tk_dra_refuse(kd, NULL);
