@@ -74,9 +74,8 @@ static const struct cli_option options[N_OPTS] = {
                               "kubelet device-plugin dir (default\n" DEFAULT_KUBELET_DIR
                               ",\nwhatever --kubelet-root)" },
         [OPT_KUBELET_ROOT] = { "kubelet-root", "DIR",
-                               "the kubelet's root dir (its --root-dir), for DRA's\n"
-                               "plugins_registry and plugins and for pod-resources\n"
-                               "(default " DEFAULT_KUBELET_ROOT ")" },
+                               "the kubelet's root dir (its root-dir flag), for DRA's\n"
+                               "plugins_registry and plugins (default\n" DEFAULT_KUBELET_ROOT ")" },
         [OPT_KUBECONFIG] = { "kubeconfig", "FILE",
                              "API server credentials for DRA (default: the\n"
                              "pod's service account)" },
