@@ -125,7 +125,11 @@ bool base_edits_equal(const struct base_edits *a, const struct base_edits *b);
  * file, -EFBIG past max bytes, else 0 or the errno of open/read. */
 int base_read_file_at(int dfd, const char *path, int flags, size_t max, char **ret_buf,
                       size_t *ret_len);
-/* The same for a file already open (read from its current offset). */
+/* The same for a file already open (read from its current offset). A
+ * procfs or sysfs file (or any that says size 0) is read in one read of
+ * min(max, BASE_PSEUDO_READ) + 1 bytes first: a sysctl answers only the
+ * first read. */
+#define BASE_PSEUDO_READ ((size_t)64 << 10)
 int base_read_fd(int fd, size_t max, char **ret_buf, size_t *ret_len);
 
 /* An upper bound on the values (tree nodes) parsing the JSON text s of len

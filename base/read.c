@@ -3,7 +3,9 @@
  * record, runtime configs. Each is read whole and parsed from memory; a
  * limit keeps a hostile or runaway file from costing more than that. */
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 
 #include "base.h"
 
@@ -18,6 +20,22 @@ int base_read_file_at(int dfd, const char *path, int flags, size_t max, char **r
         return base_read_fd(fd, max, ret_buf, ret_len);
 }
 
+/* The first read's size. A procfs or sysfs file's size says nothing
+ * (0, or a page) and many of them answer only the first read: a sysctl
+ * such as fs.inotify.max_user_instances gives its whole value to a read at
+ * offset 0 and EOF at any other, so read in small pieces it is cut to its
+ * first byte. Such a file gets one read into a buffer that holds any
+ * value it may have (up to max); a regular file one byte more than its
+ * size, to notice it growing under us. */
+static size_t first_read_size(int fd, const struct stat *st, size_t max) {
+        struct statfs sfs;
+
+        if (st->st_size == 0 || (fstatfs(fd, &sfs) == 0 &&
+                                 (sfs.f_type == PROC_SUPER_MAGIC || sfs.f_type == SYSFS_MAGIC)))
+                return (max < BASE_PSEUDO_READ ? max : BASE_PSEUDO_READ) + 1;
+        return (size_t)st->st_size + 1;
+}
+
 int base_read_fd(int fd, size_t max, char **ret_buf, size_t *ret_len) {
         _cleanup_free_ char *buf = NULL;
         struct stat st;
@@ -30,8 +48,7 @@ int base_read_fd(int fd, size_t max, char **ret_buf, size_t *ret_len) {
         if ((unsigned long long)st.st_size > max)
                 return -EFBIG;
 
-        /* One byte more than the size, to notice a file growing under us. */
-        cap = (size_t)st.st_size + 1;
+        cap = first_read_size(fd, &st, max);
         buf = malloc(cap + 1);
         if (!buf)
                 return -ENOMEM;

@@ -515,8 +515,13 @@ def check_daemonset(kinds, c):
     volumes = {v["name"]: v for v in pod.get("volumes", [])}
     mounts = {m["name"]: m for m in ctr.get("volumeMounts", [])}
     host_paths = {v["hostPath"]["path"]: n for n, v in volumes.items() if "hostPath" in v}
-    writable = {prefix + "/device-plugins", prefix + "/plugins_registry", prefix + "/plugins",
-                base.CDI_DIR}
+    # The device plugin dir stays /var/lib/kubelet/device-plugins whatever the
+    # kubelet's --root-dir (KubeletSocket in k8s.io/kubelet's deviceplugin
+    # v1beta1); serve's default, or its --kubelet-dir.
+    dp_dir = base.arg_value(args, "--kubelet-dir") or base.KUBELET_DIR
+    c.check(dp_dir == base.KUBELET_DIR,
+            "the device plugin dir is %s whatever --kubelet-root (got %s)" % (base.KUBELET_DIR, dp_dir))
+    writable = {dp_dir, prefix + "/plugins_registry", prefix + "/plugins", base.CDI_DIR}
     # cdiplug manifests --nfd: NFD's local feature dir, where serve keeps its feature file.
     nfd = base.arg_value(args, "--nfd-features-dir")
     c.check(nfd in (None, NFD_FEATURES_DIR), "--nfd-features-dir is NFD's %s" % NFD_FEATURES_DIR)

@@ -26,6 +26,10 @@
 
 #define DEFAULT_CONFIG "/etc/cdiplug/config.json"
 #define DEFAULT_KUBELET_ROOT "/var/lib/kubelet"
+/* The kubelet serves the device plugin API at this fixed path whatever its
+ * --root-dir (KubeletSocket in k8s.io/kubelet's deviceplugin/v1beta1):
+ * only plugins_registry, plugins and pod-resources follow the root. */
+#define DEFAULT_KUBELET_DIR "/var/lib/kubelet/device-plugins"
 /* deploy/base's image: the one the Containerfile builds. */
 #define DEFAULT_IMAGE "cdiplug:" CDIPLUG_VERSION
 #define DEFAULT_CDI_DIR "/etc/cdi"
@@ -67,11 +71,11 @@ struct cli_option {
 static const struct cli_option options[N_OPTS] = {
         [OPT_CONFIG] = { "config", "FILE", "configuration (default " DEFAULT_CONFIG ")" },
         [OPT_KUBELET_DIR] = { "kubelet-dir", "DIR",
-                              "kubelet device-plugin dir\n"
-                              "(default: the kubelet root's device-plugins)" },
+                              "kubelet device-plugin dir (default\n" DEFAULT_KUBELET_DIR
+                              ",\nwhatever --kubelet-root)" },
         [OPT_KUBELET_ROOT] = { "kubelet-root", "DIR",
-                               "the kubelet's root dir, for DRA's plugins_registry\n"
-                               "and plugins (default " DEFAULT_KUBELET_ROOT ")" },
+                               "the kubelet's root dir (its root-dir flag), for DRA's\n"
+                               "plugins_registry and plugins (default\n" DEFAULT_KUBELET_ROOT ")" },
         [OPT_KUBECONFIG] = { "kubeconfig", "FILE",
                              "API server credentials for DRA (default: the\n"
                              "pod's service account)" },
@@ -469,7 +473,6 @@ int main(int argc, char **argv) {
                 .namespace_name = "cdiplug",
                 .image = DEFAULT_IMAGE,
         };
-        _cleanup_free_ char *kubelet_dir = NULL;
         const struct cli_command *cmd;
         char instance[9];
         int r;
@@ -504,13 +507,8 @@ int main(int argc, char **argv) {
         r = parse_options(cmd, argc, argv, &o);
         if (r != 0)
                 return r == HELP_PRINTED ? CLI_EXIT_OK : r;
-        if (!o.kubelet_dir) {
-                if (xasprintf(&kubelet_dir, "%s/device-plugins", o.kubelet_root) < 0) {
-                        fprintf(stderr, "cdiplug: error: out of memory\n");
-                        return CLI_EXIT_FAILURE;
-                }
-                o.kubelet_dir = kubelet_dir;
-        }
+        if (!o.kubelet_dir)
+                o.kubelet_dir = DEFAULT_KUBELET_DIR;
         if (!o.node_name && (cmd->opts & OPT(OPT_NODE_NAME))) {
                 /* The downward API's way in: env NODE_NAME from
                  * spec.nodeName. Unset or empty is no name. */

@@ -119,7 +119,7 @@ static const char daemonset[] =
         "     'resources': {'requests': {'cpu': '10m', 'memory': '16Mi'},"
         "      'limits': {'cpu': '100m', 'memory': '64Mi'}},"
         "     'volumeMounts': ["
-        "      {'name': 'device-plugins', 'mountPath': '@KUBELET@/device-plugins'},"
+        "      {'name': 'device-plugins', 'mountPath': '@DP_DIR@'},"
         "      {'name': 'plugins-registry', 'mountPath': '@KUBELET@/plugins_registry'},"
         "      {'name': 'plugins', 'mountPath': '@KUBELET@/plugins'},"
         "      {'name': 'cdi', 'mountPath': '/etc/cdi'},"
@@ -128,8 +128,10 @@ static const char daemonset[] =
         "      {'name': 'host-dev', 'mountPath': '/host/dev', 'readOnly': true},"
         "      {'name': 'host-sys', 'mountPath': '/host/sys', 'readOnly': true}]}],"
         "    'volumes': ["
+        /* The kubelet's device plugin dir is not below its --root-dir:
+         * serve's default, the same whatever --kubelet-root. */
         "     {'name': 'device-plugins',"
-        "      'hostPath': {'path': '@KUBELET@/device-plugins', 'type': 'Directory'}},"
+        "      'hostPath': {'path': '@DP_DIR@', 'type': 'Directory'}},"
         /* The kubelet makes the registry dir when it starts: a missing
          * one means another --root-dir, which a pod that fails to start
          * says better than a socket nobody watches. */
@@ -602,6 +604,7 @@ static int build(const struct dp_options *o, const struct cfg_config *cfg, const
                 { "@IMAGE@", o->image },
                 { "@KUBELET_ROOT@", *prefix ? prefix : "/" },
                 { "@KUBELET@", prefix },
+                { "@DP_DIR@", o->kubelet_dir },
                 { "@CONFIG@", config_text },
         };
         for (size_t i = 0; i < ELEMENTSOF(fixed_objects); i++) {

@@ -204,7 +204,7 @@ int dp_names_prepare_instance(struct cfg_config *cfg, const char *kubelet_dir, c
 
 struct dp_options {
         const char *config_path;
-        const char *kubelet_dir;  /* --kubelet-dir, else <kubelet_root>/device-plugins */
+        const char *kubelet_dir;  /* --kubelet-dir, else /var/lib/kubelet/device-plugins */
         const char *kubelet_root; /* --kubelet-root, default /var/lib/kubelet */
         const char *kubeconfig;   /* --kubeconfig, or NULL: the in-cluster credentials */
         const char *node_name;    /* --node-name, else $NODE_NAME, or NULL */

@@ -138,35 +138,54 @@ int dra_node_new(const struct dra_node_settings *s, struct dra_node **ret) {
         return 0;
 }
 
-/* The socket is bound under a hidden name (the kubelet's plugin watcher
- * skips names starting with '.'), listening, and only then renamed into
- * place: the kubelet dials a socket the moment it appears, and one bound
- * but not yet listening refuses it. */
+/* Whether a socket at path answers a connect: another instance's, live
+ * (a rolling update without POD_UID shares the names), and not a dead
+ * run's leftover. */
+static bool socket_answers(const struct sockaddr_un *sa) {
+        _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+
+        return fd >= 0 && (connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) == 0 ||
+                           errno == EAGAIN || errno == EINPROGRESS);
+}
+
+/* Bound under its final name and listening at once, as upstream's helper
+ * does (net.Listen): the kubelet's plugin watcher stats every name it is
+ * told of, and a temporary name renamed away is gone by then (an error
+ * line in its log); it dials only later, from its reconciler. Only a live
+ * socket of another instance under the name is replaced atomically, by a
+ * hidden name (the watcher skips names starting with '.') renamed over it:
+ * unlinked, that instance would see its socket go and make it again. */
 static int listen_on(const char *path, int *ret_fd, struct base_owned *ret_id) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         _cleanup_free_ char *tmp = NULL;
         const char *base = strrchr(path, '/');
         int fd, r;
 
-        r = xasprintf(&tmp, "%.*s/.%s.tmp", (int)(base - path), path, base + 1);
-        if (r < 0)
-                return r;
-        if (strlen(tmp) >= sizeof(sa.sun_path))
+        if (strlen(path) >= sizeof(sa.sun_path))
                 return -ENAMETOOLONG;
-        memcpy(sa.sun_path, tmp, strlen(tmp) + 1);
+        memcpy(sa.sun_path, path, strlen(path) + 1);
+        if (socket_answers(&sa)) {
+                r = xasprintf(&tmp, "%.*s/.%s.tmp", (int)(base - path), path, base + 1);
+                if (r < 0)
+                        return r;
+                if (strlen(tmp) >= sizeof(sa.sun_path))
+                        return -ENAMETOOLONG;
+                memcpy(sa.sun_path, tmp, strlen(tmp) + 1);
+        }
         /* Left by an earlier run: bind would fail. The names are ours. */
-        if (unlink(tmp) < 0 && errno != ENOENT)
-                log_with(LOG_WARN, &(struct log_fields){ .path = tmp, .err = errno },
-                         "dra: cannot remove stale socket %s: %m", tmp);
+        if (unlink(sa.sun_path) < 0 && errno != ENOENT)
+                log_with(LOG_WARN, &(struct log_fields){ .path = sa.sun_path, .err = errno },
+                         "dra: cannot remove stale socket %s: %m", sa.sun_path);
         fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 64) < 0 ||
-            base_owned_id(tmp, ret_id) < 0 || rename(tmp, path) < 0) {
+            base_owned_id(sa.sun_path, ret_id) < 0 || (tmp && rename(tmp, path) < 0)) {
                 r = -errno;
                 log_with(LOG_ERR, &(struct log_fields){ .path = path, .err = -r },
                          "dra: cannot listen on %s: %s", path, strerror(-r));
                 if (fd >= 0)
                         close(fd);
-                (void)unlink(tmp);
+                if (tmp)
+                        (void)unlink(tmp);
                 return r;
         }
         *ret_fd = fd;

@@ -53,8 +53,19 @@ static void set_registered(struct dp_daemon *d, bool accepted) {
                         d->res[i]->stats.registered = accepted;
 }
 
+static void publish_slices(struct dp_daemon *d);
+
+/* The kubelet's NotifyRegistrationStatus on this instance's registry
+ * socket. Only now may the slices go out: the scheduler allocates a
+ * published device at once, and a kubelet that has not registered the
+ * driver fails that claim's Prepare ("not registered") and backs the pod
+ * off for a minute. A refusal publishes nothing. */
 static void registered(void *ctx, bool accepted) {
-        set_registered(ctx, accepted);
+        struct dp_daemon *d = ctx;
+
+        set_registered(d, accepted);
+        if (accepted && d->dra.kube && d->opts->node_name)
+                publish_slices(d);
 }
 
 /* A claim's outcome, on cdiplug-kube: handed to the node server. */
@@ -167,6 +178,12 @@ int dp_dra_start(struct dp_daemon *d) {
 
         if (!d->dra.node)
                 return 0;
+        if (d->dra.kube)
+                log_with(LOG_INFO,
+                         &(struct log_fields){ .path = dra_node_registry_path(d->dra.node) },
+                         "dra: ResourceSlices wait until the kubelet registers driver \"%s\" "
+                         "(%s)",
+                         d->cfg->dra_driver, dra_node_registry_path(d->dra.node));
         dp_dra_publish(d);
         r = dra_node_start(d->dra.node, d->cq);
         if (r >= 0 && d->dra.kube)
@@ -330,6 +347,11 @@ static int idents_update(const struct dp_daemon *d, struct dp_resource *res) {
  * blocks. */
 static void publish_slices(struct dp_daemon *d) {
         _cleanup_strvec_ struct base_strvec now = { 0 };
+        /* Until the kubelet has registered this instance's driver, a
+         * pool's devices wait (its dra_gen stays behind); registered()
+         * publishes them. Pools already given to the API client stay
+         * kept and repaired (a kubelet restart's wipe). */
+        bool accepted = dra_node_accepted(d->dra.node);
         int r;
 
         for (size_t i = 0; i < d->n_res; i++) {
@@ -350,7 +372,7 @@ static void publish_slices(struct dp_daemon *d) {
                         r = -ENOMEM;
                 if (r >= 0)
                         r = base_strvec_push(&now, pool);
-                if (r < 0 || res->dra_gen == res->plugin->generation)
+                if (r < 0 || res->dra_gen == res->plugin->generation || !accepted)
                         continue;
                 r = idents_update(d, res);
                 if (r >= 0)

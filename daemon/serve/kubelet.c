@@ -9,6 +9,7 @@
 #include <grpc/support/alloc.h>
 #include <string.h>
 #include <malloc.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <time.h>
@@ -24,8 +25,11 @@
 #define RETRY_MAX_MS 10000
 /* A kubelet.sock that refuses the connection is bound but not yet
  * listening (we act on its IN_CREATE, which comes at bind) or a dead
- * kubelet's: nothing reached a kubelet, so try again soon. */
+ * kubelet's: nothing reached a kubelet, so try again soon, and never
+ * later than RETRY_CONNECT_MAX_MS: the kubelet answers the moment it
+ * listens. */
 #define RETRY_CONNECT_MIN_MS 2
+#define RETRY_CONNECT_MAX_MS 250
 
 struct dp_reg {
         struct dp_tag tag;
@@ -111,6 +115,22 @@ void dp_kubelet_channel_close(struct dp_daemon *d) {
 void dp_kubelet_new_gen(struct dp_daemon *d) {
         d->kubelet.gen++;
         dp_kubelet_channel_close(d);
+        /* Failures against the dead kubelet's socket (refused while it
+         * was down) say nothing about the new one: its first refusal (bound,
+         * not yet listening) is retried in milliseconds, not after the
+         * back-off those failures built up. */
+        for (size_t i = 0; i < d->n_res; i++)
+                d->res[i]->registration.failures = 0;
+}
+
+/* A delay of d ms, spread over [d, 3d/2]: the resources (and the
+ * nodes) that found kubelet.sock refusing together do not retry in step. */
+static uint64_t jittered(uint64_t d) {
+        static unsigned seed;
+
+        if (!seed)
+                seed = (unsigned)dp_now_ms() ^ (unsigned)(uintptr_t)&seed; /* ASLR: per process */
+        return d + (uint64_t)rand_r(&seed) % (d / 2 + 1);
 }
 
 void dp_kubelet_sock_created(struct dp_daemon *d) {
@@ -164,14 +184,22 @@ static void on_registered(struct dp_daemon *d, struct dp_tag *tag, bool ok) {
         } else if (!d->stopping && !res->registration.again && !res->life.retired) {
                 char *why = grpc_slice_to_c_string(g->u.details);
                 bool refused = connect_failed(d, g);
-                uint64_t delay = dp_backoff_ms(refused ? RETRY_CONNECT_MIN_MS : RETRY_MIN_MS,
-                                               RETRY_MAX_MS, res->registration.failures);
+                uint64_t delay =
+                        refused ? jittered(dp_backoff_ms(RETRY_CONNECT_MIN_MS, RETRY_CONNECT_MAX_MS,
+                                                         res->registration.failures))
+                                : dp_backoff_ms(RETRY_MIN_MS, RETRY_MAX_MS,
+                                                res->registration.failures);
                 res->registration.failures++;
                 if (dp_kubelet_present(d)) {
                         res->registration.retry_at_ms = dp_now_ms() + delay;
+                        /* A dead kubelet's socket refuses every few hundred ms:
+                         * one warning in 16 says so. */
+                        int level = !refused                               ? LOG_WARN
+                                    : delay < RETRY_MIN_MS                 ? LOG_INFO
+                                    : res->registration.failures % 16 == 0 ? LOG_WARN
+                                                                           : LOG_DEBUG;
                         log_with(
-                                refused && delay < RETRY_MIN_MS ? LOG_INFO : LOG_WARN,
-                                &(struct log_fields){ .resource = res->cfg->name },
+                                level, &(struct log_fields){ .resource = res->cfg->name },
                                 "resource \"%s\": Register failed (status %d: %s), retrying in %llu ms",
                                 res->cfg->name, g->u.status, why, (unsigned long long)delay);
                 } else

@@ -75,6 +75,19 @@ func TestReleaseNamespace(t *testing.T) {
 	}
 }
 
+// celBreaker's resource name closes its CEL string literal: rendered as it
+// was, the DeviceClass selected `... == "x" || true || "" == ""`, every
+// device of every driver.
+const celBreaker = `{"dra": {"driver": "cdiplug.example.com"}, "resources": [
+	{"name": "example.com/x\" || true || \"", "match": [{"path": "/dev/fuse"}], "api": "dra"}]}`
+
+// strconvQuote: a Go string as a YAML double-quoted scalar (JSON's quoting
+// is YAML's).
+func strconvQuote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
 // Values the chart refuses, each with the words its message must hold;
 // where `cdiplug manifests` can be given the same thing, it refuses too.
 func TestRefusals(t *testing.T) {
@@ -100,7 +113,26 @@ func TestRefusals(t *testing.T) {
 		{name: "misspelt value", values: "nodeselector: {a: b}", want: []string{"nodeselector"}},
 		{name: "a string for a switch", values: "nfd: {enabled: \"yes\"}",
 			want: []string{"/nfd/enabled", "boolean"}},
-		{name: "a config that is no object", values: "config: \"{}\"", want: []string{"config"}},
+		// A string is the config's JSON (--set-file): one that is no
+		// JSON object is refused, saying so.
+		{name: "a config string that is no JSON object", values: "config: \"[1, 2]\"",
+			want: []string{"config", "no JSON object"}},
+		{name: "a config string that is no JSON", values: "config: \"resources: []\"",
+			want: []string{"config", "no JSON object"}},
+		{name: "a config that is neither object nor string", values: "config: [1, 2]",
+			want: []string{"/config"}},
+		// A resource name goes into the DeviceClass's CEL selector: one
+		// holding '"' would make it match every device of every driver.
+		// values.schema.json refuses it in an object, the template in a
+		// string; `cdiplug manifests` refuses it too.
+		{name: "a resource name that ends its CEL literal", config: celBreaker,
+			want: []string{"/config/resources/0/name"}, manifests: []string{}},
+		{name: "a resource name that ends its CEL literal, from a file",
+			values: "config: " + strconvQuote(celBreaker),
+			want:   []string{"config.resources[0].name", `must be <domain>/<name>`}},
+		{name: "a reserved domain", config: `{"resources": [{"name": "kubernetes.io/fuse",
+				"match": [{"path": "/dev/fuse"}]}]}`,
+			want: []string{"/config/resources/0/name"}, manifests: []string{}},
 		{name: "dra resource without a dra section",
 			config: `{"resources": [{"name": "example.com/fuse", "match": [{"path": "/dev/fuse"}]},
 				{"name": "example.com/kvm", "match": [{"path": "/dev/kvm"}], "api": "dra"}]}`,
@@ -170,5 +202,46 @@ func TestNotes(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The kubelet serves the device plugin API at /var/lib/kubelet/device-plugins
+// whatever its --root-dir: with another kubeletRoot the chart still mounts
+// that dir (for device plugins and DRA alike), and only plugins_registry,
+// plugins and pod-resources move with the root.
+func TestDevicePluginDirIgnoresKubeletRoot(t *testing.T) {
+	for _, config := range []string{"", draConfig} {
+		vals := values(t, "kubeletRoot: /var/lib/k0s/kubelet")
+		if config != "" {
+			vals["config"] = jsonValue(t, config)
+		}
+		manifest, err := render(t, vals, "default")
+		if err != nil {
+			t.Fatalf("helm template: %v", err)
+		}
+		ds := byKey(t, parseStream(t, manifest))["DaemonSet/cdiplug"]
+		paths := map[string]string{}
+		for _, v := range get(ds, "spec", "template", "spec", "volumes").([]any) {
+			if p, ok := get(v, "hostPath", "path").(string); ok {
+				paths[get(v, "name").(string)] = p
+			}
+		}
+		want := map[string]string{"device-plugins": "/var/lib/kubelet/device-plugins",
+			"pod-resources": "/var/lib/k0s/kubelet/pod-resources"}
+		if config != "" {
+			want["plugins-registry"] = "/var/lib/k0s/kubelet/plugins_registry"
+			want["plugins"] = "/var/lib/k0s/kubelet/plugins"
+		}
+		for name, p := range want {
+			if paths[name] != p {
+				t.Errorf("dra %v: volume %s is %q, want %q", config != "", name, paths[name], p)
+			}
+		}
+		for _, a := range get(ds, "spec", "template", "spec", "containers", 0, "args").([]any) {
+			if s := a.(string); strings.HasPrefix(s, "--kubelet-dir=") &&
+				s != "--kubelet-dir=/var/lib/kubelet/device-plugins" {
+				t.Errorf("dra %v: %s", config != "", s)
+			}
+		}
 	}
 }

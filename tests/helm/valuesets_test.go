@@ -50,6 +50,9 @@ type valueSet struct {
 	// unknownKey: the set is skipped when `cdiplug manifests` refuses
 	// this key as unknown (a binary from before the key).
 	unknownKey string
+	// configText: the config given as a string holding its JSON, as
+	// `--set-file config=config.json` gives it, not as an object.
+	configText bool
 }
 
 var valueSets = []valueSet{
@@ -106,6 +109,9 @@ metrics:
 		extra: []string{"Service/cdiplug-metrics", "ServiceMonitor/cdiplug"},
 	},
 	{name: "dra-nfd", values: "nfd: {enabled: true}", config: draConfig, change: addNFD},
+	// --set-file config=config.json, as operators of NVIDIA's chart give
+	// theirs: the same objects as the config given as an object.
+	{name: "dra-set-file", config: draConfig, configText: true},
 	{name: "dra-node-labels", config: labelsConfig, unknownKey: "resources[0].nodes: unknown key"},
 }
 
@@ -138,7 +144,9 @@ func addNFD(t *testing.T, ref map[string]object) {
 func setValues(t *testing.T, vs valueSet) map[string]any {
 	t.Helper()
 	vals := values(t, vs.values)
-	if vs.config != "" {
+	if vs.configText {
+		vals["config"] = vs.config
+	} else if vs.config != "" {
 		vals["config"] = jsonValue(t, vs.config)
 	}
 	return vals

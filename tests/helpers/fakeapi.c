@@ -1024,6 +1024,31 @@ cJSON *fakeapi_slices(struct fakeapi *f) {
         return copy;
 }
 
+bool fakeapi_wait_count(struct fakeapi *f, const char *method, unsigned n, int timeout_ms) {
+        struct timespec ts;
+        int c = -1;
+
+        for (int i = 0; i < C_N; i++)
+                if (strcmp(method, count_names[i]) == 0)
+                        c = i;
+        if (c < 0)
+                return false;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_sec += timeout_ms / 1000;
+        ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+        if (ts.tv_nsec >= 1000000000) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000;
+        }
+        pthread_mutex_lock(&f->mu);
+        while (f->counts[c] < n)
+                if (pthread_cond_timedwait(&f->cond, &f->mu, &ts) == ETIMEDOUT)
+                        break;
+        bool held = f->counts[c] >= n;
+        pthread_mutex_unlock(&f->mu);
+        return held;
+}
+
 bool fakeapi_wait(struct fakeapi *f, bool (*pred)(const cJSON *slices, void *ctx), void *ctx,
                   int timeout_ms) {
         struct timespec ts;

@@ -66,6 +66,10 @@ void fakeapi_wipe(struct fakeapi *f, const char *node);
  * counts watch GETs, which are not in "GET"). */
 unsigned fakeapi_count(struct fakeapi *f, const char *method);
 
+/* Wait until n requests with method (as fakeapi_count names them) have
+ * come, at most timeout_ms; returns whether they have. */
+bool fakeapi_wait_count(struct fakeapi *f, const char *method, unsigned n, int timeout_ms);
+
 /* The monotonic time (CLOCK_MONOTONIC, ns) of the last request matching
  * method and path prefix (NULL: any), 0 if none. */
 uint64_t fakeapi_last_request_ns(struct fakeapi *f, const char *method, const char *path_prefix);

@@ -370,25 +370,27 @@ Test(cli, dra_config_mistakes_name_their_field) {
         free(out);
 }
 
-/* --kubelet-dir defaults to <--kubelet-root>/device-plugins: a root too
- * long for any socket below its device-plugins dir is named as that dir;
- * --kubelet-dir given wins. */
-Test(cli, kubelet_root_sets_the_device_plugin_dir) {
+/* The kubelet serves the device plugin API at /var/lib/kubelet/device-plugins
+ * whatever its --root-dir: --kubelet-root leaves the device plugin dir
+ * alone (a root too long for a socket below it is no matter), and only
+ * --kubelet-dir moves it (one too long is named). */
+Test(cli, kubelet_root_leaves_the_device_plugin_dir) {
         char *root, *out = NULL, *want;
         env_write(
                 &e, "config.json",
                 "{ \"resources\": [ { \"name\": \"example.com/fuse\", \"match\": [ { \"path\": \"/dev/fuse\" } ] } ] }");
         env_touch(&e, "dev/fuse");
         cr_assert(asprintf(&root, "%s/%0100d", e.root, 0) > 0);
-        cr_assert(asprintf(&want, "kubelet dir %s/device-plugins is too long", root) > 0);
         int rc = env_run(&e, &out, "check", "--config", e.config, "--host-root", e.host,
                          "--kubelet-root", root, NULL);
-        cr_assert_eq(rc, 2, "exit %d: %s", rc, out);
-        cr_assert_not_null(strstr(out, want), "%s", out);
-        free(out);
-        rc = env_run(&e, &out, "check", "--config", e.config, "--host-root", e.host,
-                     "--kubelet-root", root, "--kubelet-dir", e.kubelet_dir, NULL);
         cr_assert_eq(rc, 0, "exit %d: %s", rc, out);
+        cr_assert_null(strstr(out, "device-plugins"), "%s", out);
+        free(out);
+        cr_assert(asprintf(&want, "%s/device-plugins", root) > 0);
+        rc = env_run(&e, &out, "check", "--config", e.config, "--host-root", e.host,
+                     "--kubelet-dir", want, NULL);
+        cr_assert_eq(rc, 2, "exit %d: %s", rc, out);
+        cr_assert_not_null(strstr(out, "is too long"), "%s", out);
         free(out);
         free(want);
         free(root);

@@ -6,6 +6,8 @@
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +17,7 @@
 #include <sys/un.h>
 #include <poll.h>
 #include <sys/inotify.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -375,6 +378,66 @@ Test(doctor, config_kubelet_dir_and_kernel) {
         assert_has(out, "fs.inotify.max_user_instances is 1, cdiplug needs 2");
         assert_has(out, "/dev/char is missing");
         free(out);
+}
+
+/* The line doctor writes for a limit: "fs.inotify.NAME VALUE, " with the
+ * value the real /proc/sys file gives to one read. */
+static char *limit_line(const char *name) {
+        char path[128], val[64], *line;
+        snprintf(path, sizeof(path), "/proc/sys/fs/inotify/%s", name);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        cr_assert_geq(fd, 0, "%s", path);
+        ssize_t n = read(fd, val, sizeof(val) - 1);
+        close(fd);
+        cr_assert_gt(n, 0);
+        while (n > 0 && val[n - 1] == '\n')
+                n--;
+        val[n] = '\0';
+        cr_assert(asprintf(&line, "fs.inotify.%s %s, ", name, val) > 0);
+        return line;
+}
+
+/* A sysctl gives its value only to the first read (EOF at any offset past
+ * 0): read in pieces, 128 was "1" and doctor found 3 problems on a healthy
+ * node. Here the limits are the real kernel's, read through the host root. */
+Test(doctor, inotify_limits_are_the_real_proc_values) {
+        char *out = NULL, *watches = limit_line("max_user_watches"),
+             *instances = limit_line("max_user_instances");
+
+        /* The host root "/": its /proc is the real one. */
+        healthy_root(SERIAL_CONFIG);
+        env_run(&e, &out, "doctor", "--config", e.config, "--host-root", "/", "--kubelet-dir",
+                e.kubelet_dir, "--cdi-dir", e.cdi_dir, NULL);
+        assert_has(out, watches);
+        assert_has(out, instances);
+        assert_lacks(out, "fs.inotify.max_user_watches is");
+        assert_lacks(out, "fs.inotify.max_user_instances is");
+        free(out);
+
+        /* A healthy fake host root whose /proc/sys/fs/inotify is the real
+         * one (bind-mounted in a mount namespace of this test's own). */
+        if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+                free(watches);
+                free(instances);
+                cr_skip_test("no mount namespace here (%s): the host-root / case ran",
+                             strerror(errno));
+        }
+        char *dir;
+        cr_assert(asprintf(&dir, "%s/proc/sys/fs/inotify", e.host) > 0);
+        cr_assert_eq(mount("/proc/sys/fs/inotify", dir, NULL, MS_BIND, NULL), 0, "%s: %s", dir,
+                     strerror(errno));
+        struct tk *tk = serve("example.com/serial");
+        int rc = doctor(&out, NULL);
+        cr_assert_eq(rc, 0, "exit %d:\n%s", rc, out);
+        assert_has(out, "doctor: no problems found");
+        assert_has(out, watches);
+        assert_has(out, instances);
+        free(out);
+        stop_serving(tk);
+        umount(dir);
+        free(dir);
+        free(watches);
+        free(instances);
 }
 
 /* A unix socket file nobody listens on: bound, then closed. */

@@ -432,3 +432,57 @@ Test(dra_api, a_kubelet_restart_is_repaired) {
         cr_assert_eq(tk_dra_wait_registered(kd, DRIVER, 2, WAIT_MS), 0);
         cr_assert(fakeapi_wait(api, pool_is, &w, 30000), "the wiped slices never came back");
 }
+
+/* The scheduler allocates a published device at once, and a kubelet that
+ * has not registered the driver fails that claim's Prepare and backs the
+ * pod off for a minute: the slices go out only once the kubelet has called
+ * NotifyRegistrationStatus(true) on this instance's registry socket. A
+ * refused registration publishes nothing; the next, accepted, does. */
+Test(dra_api, slices_are_published_only_once_the_kubelet_registered_the_driver) {
+        env_init(&e);
+        env_touch(&e, "dev/ttyS0");
+        api = fakeapi_new(true);
+        fakeapi_add_node(api, NODE, "6d1b3a4e-0000-4000-8000-000000000001");
+        fakeapi_set_token(api, "token-one");
+        kubeconfig = fakeapi_write_kubeconfig(api, e.root, "token-one");
+        cr_assert_not_null(kubeconfig);
+        cr_assert_eq(asprintf(&kroot, "%s/kubelet-root", e.root) > 0, true);
+        cr_assert_eq(mkdir(kroot, 0755), 0);
+        env_write(&e, "config.json", CONFIG(SERIAL));
+        fakeapi_put_slice(api, cJSON_Parse("{\"metadata\":{\"name\":\"leftover\"},\"spec\":{"
+                                           "\"driver\":\"" DRIVER "\",\"nodeName\":\"" NODE "\","
+                                           "\"pool\":{\"name\":\"" NODE "/example.com/gone\","
+                                           "\"generation\":1,\"resourceSliceCount\":1},"
+                                           "\"devices\":[{\"name\":\"x\"}]}}"));
+        cr_assert_eq(tk_dra_start(kroot, &kd), 0);
+        tk_dra_refuse(kd, "the test refuses");
+        spawn();
+        cr_assert_eq(tk_dra_wait_registered(kd, DRIVER, 1, WAIT_MS), 0, "never registered");
+        cr_assert_eq(log_wait(e.log, "the kubelet refused driver", WAIT_MS), 0);
+        /* The API client has listed and watches: it would have created the
+         * slice by now, were it given one. */
+        /* The API client writes one step at a time, its pools' slices
+         * before the leftovers of pools nobody wants: once it has deleted
+         * the leftover, it would have created our pool's slice, were it
+         * given one. */
+        cr_assert(fakeapi_wait_count(api, "DELETE", 1, WAIT_MS), "the leftover stayed");
+        cr_assert_eq(fakeapi_count(api, "POST"), 0,
+                     "a slice was created before the kubelet registered the driver");
+
+        /* Accepted the next time: the registry socket made again. */
+        tk_dra_refuse(kd, NULL);
+        char *reg;
+        cr_assert(asprintf(&reg, "%s/plugins_registry/" DRIVER "-reg.sock", kroot) > 0);
+        cr_assert_eq(unlink(reg), 0);
+        free(reg);
+        cr_assert_eq(tk_dra_wait_registered(kd, DRIVER, 2, WAIT_MS), 0, "never registered again");
+        char *id = dev("ttyS0");
+        struct want w = { POOL, id };
+        cr_assert(fakeapi_wait(api, pool_is, &w, WAIT_MS), "the slice never came");
+        free(id);
+        uint64_t post =
+                fakeapi_last_request_ns(api, "POST", "/apis/resource.k8s.io/v1/resourceslices");
+        cr_assert_gt(post, tk_dra_notified_ns(kd, DRIVER),
+                     "the slice was created before the kubelet registered the driver");
+        cr_assert_eq(fakeapi_count(api, "POST"), 1, "one slice, created once");
+}

@@ -240,11 +240,16 @@ Test(manifests, prints_device_classes_rbac_and_a_daemonset) {
         expect_node_fence(docs, n, "devices");
         const cJSON *vols = cJSON_GetObjectItemCaseSensitive(pod, "volumes");
         const cJSON *mounts = cJSON_GetObjectItemCaseSensitive(ctr, "volumeMounts");
+        /* The device plugin dir does not follow the kubelet's root: the
+         * kubelet serves that API at /var/lib/kubelet/device-plugins
+         * whatever its --root-dir. */
         static const char *const dirs[][2] = {
                 { "plugins-registry", "/srv/kubelet/plugins_registry" },
                 { "plugins", "/srv/kubelet/plugins" },
+                { "pod-resources", "/srv/kubelet/pod-resources" },
+                { "device-plugins", "/var/lib/kubelet/device-plugins" },
         };
-        for (size_t i = 0; i < 2; i++) {
+        for (size_t i = 0; i < 4; i++) {
                 cr_assert_str_eq(str_at(named(vols, dirs[i][0]), "hostPath", "path", NULL),
                                  dirs[i][1]);
                 cr_assert_str_eq(str_at(named(mounts, dirs[i][0]), "mountPath", NULL, NULL),

@@ -6,13 +6,17 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "calls.h"
 #include "env.h"
 #include "kubelet.h"
+#include "logwait.h"
 
 static const char config[] =
         "{ \"resources\": [\n"
@@ -184,5 +188,83 @@ Test(restart, survives_the_kubelet_dir_being_removed_and_recreated, .timeout = 6
         int status = env_stop(&e, SIGTERM, 5000);
         cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
         tk_stop(tk);
+        env_cleanup(&e);
+}
+
+/* A kubelet.sock bound and not listening: what a starting kubelet shows
+ * between its bind and its listen, or a dead one leaves behind. */
+static int refusing_socket(const char *path) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+        cr_assert_geq(fd, 0);
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+        cr_assert_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0, "bind %s", path);
+        return fd;
+}
+
+/* The delay of the first "retrying in N ms" after the last "kubelet.sock
+ * appeared" in the log, waiting for it. */
+static long retry_after_appeared(const struct env *e) {
+        for (unsigned n = log_count(e->log, "retrying in") + 1;; n++) {
+                cr_assert_geq(log_wait_count(e->log, "retrying in", n, 10000), 0,
+                              "no Register retried after the new kubelet.sock");
+                FILE *f = fopen(e->log, "r");
+                char line[1024];
+                long ms = -1;
+                bool after = false;
+                cr_assert_not_null(f);
+                while (fgets(line, sizeof(line), f)) {
+                        const char *p = strstr(line, "retrying in ");
+                        if (strstr(line, "kubelet.sock appeared"))
+                                after = true, ms = -1;
+                        else if (after && p && ms < 0)
+                                ms = strtol(p + strlen("retrying in "), NULL, 10);
+                }
+                fclose(f);
+                if (ms >= 0)
+                        return ms;
+        }
+}
+
+/* A kubelet restart on a real node: the old kubelet.sock refuses while the
+ * kubelet is down (every Register fails, the back-off grows), then the new
+ * kubelet binds its socket, which refuses until it listens. That refusal
+ * is retried in milliseconds: what failed against the dead kubelet says
+ * nothing about the new one (it used to wait out 2 s of back-off). */
+Test(restart, a_new_kubelet_sock_that_refuses_is_retried_at_once, .timeout = 60) {
+        struct env e;
+        struct tk *tk;
+        char *sock;
+
+        env_init(&e);
+        env_write(&e, "config.json",
+                  "{ \"resources\": [ { \"name\": \"example.com/fuse\", \"match\": [ { \"path\": "
+                  "\"/dev/fuse\" } ], \"shares\": 8 } ] }");
+        env_touch(&e, "dev/fuse");
+        env_spawn(&e, NULL);
+        cr_assert_eq(tk_start(e.kubelet_dir, &tk), 0);
+        cr_assert_eq(tk_wait_registered(tk, "example.com/fuse", 1, 10000), 0);
+        cr_assert(asprintf(&sock, "%s/kubelet.sock", e.kubelet_dir) > 0);
+        tk_stop(tk);
+
+        /* The dead kubelet's socket: six refusals, the back-off at 64 ms. */
+        int fd = refusing_socket(sock);
+        cr_assert_geq(log_wait_count(e.log, "retrying in", 6, 10000), 0);
+        close(fd);
+        cr_assert_eq(unlink(sock), 0);
+        /* The new kubelet, bound, not yet listening. */
+        fd = refusing_socket(sock);
+        cr_assert_geq(log_wait_count(e.log, "kubelet.sock appeared", 2, 10000), 0);
+        long ms = retry_after_appeared(&e);
+        cr_assert_lt(ms, 100, "the new kubelet's first refusal waits %ld ms", ms);
+        close(fd);
+        cr_assert_eq(unlink(sock), 0);
+
+        /* It listens: registered. */
+        cr_assert_eq(tk_start(e.kubelet_dir, &tk), 0);
+        cr_assert_eq(tk_wait_registered(tk, "example.com/fuse", 1, 10000), 0);
+        tk_stop(tk);
+        free(sock);
         env_cleanup(&e);
 }

@@ -5,12 +5,14 @@ package k8stest
 import (
 	"context"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/kubernetes/pkg/kubelet/cm/dra"
 	"k8s.io/kubernetes/pkg/kubelet/config"
 	"k8s.io/kubernetes/pkg/kubelet/pluginmanager"
+	"k8s.io/kubernetes/pkg/kubelet/pluginmanager/cache"
 )
 
 var draFeaturesOnce sync.Once
@@ -44,3 +46,15 @@ func draUpdateStatus(_ context.Context, m *dra.Manager, pod *corev1.Pod, status 
 
 // 1.34's ResourceHealth has no message.
 func draHealthMessage(corev1.ResourceHealth) (string, bool) { return "", false }
+
+// observedHandler calls before() ahead of the DRA handler's RegisterPlugin:
+// the plugin manager sends NotifyRegistrationStatus only after that.
+type observedHandler struct {
+	cache.PluginHandler
+	before func()
+}
+
+func (h observedHandler) RegisterPlugin(name, endpoint string, versions []string, timeout *time.Duration) error {
+	h.before()
+	return h.PluginHandler.RegisterPlugin(name, endpoint, versions, timeout)
+}

@@ -4,12 +4,14 @@ package k8stest
 
 import (
 	"context"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/kubelet/cm/dra"
 	"k8s.io/kubernetes/pkg/kubelet/config"
 	"k8s.io/kubernetes/pkg/kubelet/pluginmanager"
+	"k8s.io/kubernetes/pkg/kubelet/pluginmanager/cache"
 )
 
 // draFeatures: ResourceHealthStatus and ResourceHealthStatusMessage are
@@ -38,4 +40,16 @@ func draHealthMessage(rh corev1.ResourceHealth) (string, bool) {
 		return "", true
 	}
 	return *rh.Message, true
+}
+
+// observedHandler calls before() ahead of the DRA handler's RegisterPlugin:
+// the plugin manager sends NotifyRegistrationStatus only after that.
+type observedHandler struct {
+	cache.PluginHandler
+	before func()
+}
+
+func (h observedHandler) RegisterPlugin(ctx context.Context, name, endpoint string, versions []string, timeout *time.Duration) error {
+	h.before()
+	return h.PluginHandler.RegisterPlugin(ctx, name, endpoint, versions, timeout)
 }

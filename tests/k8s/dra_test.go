@@ -74,9 +74,14 @@ type readySources struct{}
 func (readySources) AddSource(string) {}
 func (readySources) AllReady() bool   { return true }
 
-// startDRA runs cdiplug with two serial ports, waits for its slices, then
-// starts the kubelet's managers as the kubelet does, and waits until the
-// plugin manager has registered the driver.
+// startDRA starts the kubelet's managers as the kubelet does, runs cdiplug
+// with two serial ports, waits until the plugin manager has
+// registered the driver, then for its slices. cdiplug publishes them only
+// once the kubelet has registered the driver: the scheduler allocates a
+// published device at once, and a Prepare before the registration fails
+// ("not registered") and backs the pod off for a minute. Nor may the
+// kubelet's plugin watcher log an error about cdiplug's sockets (it stats
+// every name it is told of: a temporary name renamed away did).
 func startDRA(t *testing.T) *draKubelet {
 	t.Helper()
 	draFeatures()
@@ -93,10 +98,7 @@ func startDRA(t *testing.T) *draKubelet {
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(root) })
 	k.Root = root
-	k.D.Start("--kubelet-root", k.Root, "--node-name", draNode, "--kubeconfig", k.API.Kubeconfig)
-	k.waitDevices(2)
-
-	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(2)))
+	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(2), ktesting.BufferLogs(true)))
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
 	k.ctx = ctx
 	m, err := dra.NewManager(logger, k.API.Client, t.TempDir())
@@ -111,16 +113,40 @@ func startDRA(t *testing.T) *draKubelet {
 		t.Fatal(err)
 	}
 	pm := pluginmanager.NewPluginManager(filepath.Join(k.Root, "plugins_registry"), &record.FakeRecorder{})
-	pm.AddHandler(pluginregistration.DRAPlugin, m.GetWatcherHandler())
+	var once sync.Once
+	created := -1 // slices created when the kubelet first registered the driver
+	pm.AddHandler(pluginregistration.DRAPlugin, observedHandler{m.GetWatcherHandler(), func() {
+		once.Do(func() { created = k.API.Store.SliceEvents(watch.Added) })
+	}})
 	go draRunPluginManager(ctx, pm, readySources{})
 	t.Cleanup(func() {
 		cancel()
 		draStop(m)
 	})
+	// The kubelet runs first, as on a node where the driver's pod starts:
+	// its plugin watcher sees each name cdiplug makes as it is made.
+	eventually(t, 20*time.Second, "the plugin watcher", func() bool {
+		_, err := os.Stat(filepath.Join(k.Root, "plugins_registry"))
+		return err == nil
+	})
+	k.D.Start("--kubelet-root", k.Root, "--node-name", draNode, "--kubeconfig", k.API.Kubeconfig)
 	eventually(t, 20*time.Second, "the kubelet to register "+draDriver, func() bool {
 		_, err := m.GetWatcherHandler().(*draplugin.DRAPluginManager).GetPlugin(draDriver)
 		return err == nil
 	})
+	k.waitDevices(2)
+	if created != 0 {
+		t.Errorf("cdiplug created %d ResourceSlices before the kubelet registered its driver", created)
+	}
+	u, ok := logger.GetSink().(ktesting.Underlier)
+	if !ok {
+		t.Fatal("the kubelet's log cannot be read back (no ktesting.Underlier)")
+	}
+	for _, line := range strings.Split(u.GetBuffer().String(), "\n") {
+		if strings.HasPrefix(line, "ERROR") && strings.Contains(line, draDriver) {
+			t.Errorf("the kubelet logged an error about cdiplug's sockets: %s", line)
+		}
+	}
 	return k
 }
 
@@ -316,12 +342,29 @@ func (k *draKubelet) claimUID(name string) types.UID {
 	return c.UID
 }
 
-// The kubelet wipes the node's ResourceSlices when it starts (startDRA
-// starts it after cdiplug published); cdiplug publishes them again.
+// The kubelet wipes the node's ResourceSlices when it starts: a kubelet
+// restarting after cdiplug published (a second DRA manager, as the new
+// kubelet makes) deletes them, and cdiplug publishes them again at once,
+// without waiting for the new kubelet to register the driver.
 func TestDRASlicesWipedAtKubeletStartArePublishedAgain(t *testing.T) {
 	t.Parallel()
 	k := startDRA(t)
-	eventually(t, 20*time.Second, "the kubelet's wipe of the node's slices", func() bool {
+	m, err := dra.NewManager(klog.FromContext(k.ctx), k.API.Client, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	getNode := func(ctx context.Context) (*corev1.Node, error) {
+		return k.API.Client.CoreV1().Nodes().Get(ctx, draNode, metav1.GetOptions{})
+	}
+	ctx, cancel := context.WithCancel(k.ctx)
+	if err := draStart(ctx, m, k.activePods, getNode, readySources{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		draStop(m)
+	})
+	eventually(t, 20*time.Second, "the restarted kubelet's wipe of the node's slices", func() bool {
 		return k.API.Store.SliceEvents(watch.Deleted) > 0
 	})
 	devs := k.waitDevices(2)

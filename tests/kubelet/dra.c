@@ -29,6 +29,7 @@ struct tk_dra_driver {
         grpc_channel *ch; /* to its endpoint */
         Pluginregistration__PluginInfo *info;
         unsigned registrations;
+        uint64_t notified_ns; /* CLOCK_MONOTONIC as the latest Notify was sent */
         /* Channels of earlier registrations: a call another thread made on
          * one may still run (the kubelet lets a call to the old instance
          * of a rolling update finish), so they go only at tk_dra_stop. */
@@ -122,12 +123,25 @@ static void register_socket(struct tk_dra *k, const char *name) {
 
         if (name[0] == '.' || xasprintf(&path, "%s/%s", k->dir, name) < 0)
                 return;
-        reg = dp_channel_unix(path);
-        if (!reg)
-                return;
-        s = dp_call_unary(reg, "/pluginregistration.Registration/GetInfo", &req.base,
-                          &pluginregistration__plugin_info__descriptor, (ProtobufCMessage **)&info,
-                          &details, TK_DRA_CALL_MS);
+        /* The kubelet dials the registry socket blocking (grpc WithBlock,
+         * up to its dial timeout): a socket seen at bind, before its
+         * listen, is dialled again until it answers, not dropped. A
+         * fresh channel each time, as grpc's reconnect back-off would wait
+         * a second. */
+        for (int tries = 0;; tries++) {
+                reg = dp_channel_unix(path);
+                if (!reg)
+                        return;
+                s = dp_call_unary(reg, "/pluginregistration.Registration/GetInfo", &req.base,
+                                  &pluginregistration__plugin_info__descriptor,
+                                  (ProtobufCMessage **)&info, &details, TK_DRA_CALL_MS);
+                if (s != GRPC_STATUS_UNAVAILABLE || tries >= TK_DRA_CALL_MS || access(path, F_OK))
+                        break;
+                grpc_channel_destroy(reg);
+                free(details);
+                details = NULL;
+                nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
+        }
         if (s != GRPC_STATUS_OK || !info) {
                 fprintf(stderr, "tk_dra: GetInfo on %s: status %d %s\n", path, s,
                         details ? details : "");
@@ -147,6 +161,8 @@ static void register_socket(struct tk_dra *k, const char *name) {
         st.error = refuse ? refuse : (char *)"";
         free(details);
         details = NULL;
+        struct timespec sent;
+        clock_gettime(CLOCK_MONOTONIC, &sent);
         s = dp_call_unary(reg, "/pluginregistration.Registration/NotifyRegistrationStatus",
                           &st.base, &pluginregistration__registration_status_response__descriptor,
                           NULL, &details, TK_DRA_CALL_MS);
@@ -168,6 +184,7 @@ static void register_socket(struct tk_dra *k, const char *name) {
                 info = NULL;
                 ch = NULL;
                 d->registrations++;
+                d->notified_ns = (uint64_t)sent.tv_sec * 1000000000u + (uint64_t)sent.tv_nsec;
         }
         pthread_cond_broadcast(&k->cond);
         pthread_mutex_unlock(&k->lock);
@@ -287,6 +304,14 @@ unsigned tk_dra_registrations(struct tk_dra *k, const char *driver) {
         unsigned n = d ? d->registrations : 0;
         pthread_mutex_unlock(&k->lock);
         return n;
+}
+
+uint64_t tk_dra_notified_ns(struct tk_dra *k, const char *driver) {
+        pthread_mutex_lock(&k->lock);
+        struct tk_dra_driver *d = driver_get(k, driver, false);
+        uint64_t ns = d ? d->notified_ns : 0;
+        pthread_mutex_unlock(&k->lock);
+        return ns;
 }
 
 int tk_dra_wait_registered(struct tk_dra *k, const char *driver, unsigned count, int timeout_ms) {

@@ -118,6 +118,9 @@ void tk_dra_refuse(struct tk_dra *k, const char *reason);
  * count times (accepted or refused). */
 int tk_dra_wait_registered(struct tk_dra *k, const char *driver, unsigned count, int timeout_ms);
 unsigned tk_dra_registrations(struct tk_dra *k, const char *driver);
+/* CLOCK_MONOTONIC (ns) as driver's latest NotifyRegistrationStatus was
+ * sent, 0 if none: what a request to the fake API server is ordered by. */
+uint64_t tk_dra_notified_ns(struct tk_dra *k, const char *driver);
 /* A copy of the GetInfo answer of driver's latest registration. */
 int tk_dra_info(struct tk_dra *k, const char *driver, Pluginregistration__PluginInfo **ret);
 /* GetInfo again on the registry socket, as the kubelet's health probe:

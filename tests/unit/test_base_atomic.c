@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The atomic file writer (base/atomic.c) the CDI specs, their ownership
- * record and the DRA checkpoint are written with. */
+ * record and the DRA checkpoint are written with, and the bounded reader
+ * (base/read.c) on the real /proc. */
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "base.h"
 
@@ -113,4 +116,49 @@ Test(base_atomic, remove_temps_takes_only_regular_files_with_the_prefix) {
         cr_expect_str_eq(ls, PREFIX "dir " PREFIX "link keep");
         cr_expect_eq(base_remove_temps_at(dfd, PREFIX), 0);
         cr_expect_eq(base_remove_temps_at(dfd, ""), -EINVAL);
+}
+
+/* What one read of a large buffer gets from path: the text a sysctl gives. */
+static size_t one_read(const char *path, char *buf, size_t sz) {
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));
+        ssize_t n = read(fd, buf, sz - 1);
+        cr_assert_gt(n, 0, "%s", path);
+        buf[n] = '\0';
+        close(fd);
+        return (size_t)n;
+}
+
+/* A sysctl answers only the read at offset 0 (EOF at any other) and says
+ * size 0: read a byte at a time it is its first digit, "128" read as "1".
+ * The reader gets the whole value, with a max as small as a caller's. */
+Test(base_read, a_sysctl_is_read_whole_from_the_real_proc) {
+        static const char *const files[] = { "/proc/sys/fs/inotify/max_user_instances",
+                                             "/proc/sys/fs/inotify/max_user_watches",
+                                             "/proc/sys/kernel/pid_max" };
+        for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+                char want[256];
+                size_t n = one_read(files[i], want, sizeof(want));
+                char *buf = NULL;
+                size_t len = 0;
+                cr_assert_eq(base_read_file_at(AT_FDCWD, files[i], 0, 63, &buf, &len), 0, "%s",
+                             files[i]);
+                cr_assert_eq(len, n, "%s: read %zu bytes \"%s\", the file says \"%s\"", files[i],
+                             len, buf, want);
+                cr_assert_str_eq(buf, want, "%s", files[i]);
+                free(buf);
+                /* A value past max is refused, never cut. */
+                cr_assert_eq(base_read_file_at(AT_FDCWD, files[i], 0, n - 1, &buf, &len), -EFBIG,
+                             "%s", files[i]);
+        }
+}
+
+/* A procfs file longer than one page is read to its end too. */
+Test(base_read, a_long_proc_file_is_read_to_its_end) {
+        char *buf = NULL;
+        size_t len = 0;
+        cr_assert_eq(base_read_file_at(AT_FDCWD, "/proc/self/maps", 0, 1 << 20, &buf, &len), 0);
+        cr_assert_eq(strlen(buf), len);
+        cr_assert_eq(buf[len - 1], '\n', "ends with a whole line");
+        free(buf);
 }

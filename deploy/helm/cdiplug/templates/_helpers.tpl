@@ -9,10 +9,34 @@
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion (toString .Values.image.tag)) -}}
 {{- end -}}
 
+{{/* The config value as an object, whichever way it came: a map, or a
+string holding its JSON (--set-file config=config.json, as NVIDIA's
+charts take theirs). The string is parsed once, in place, so every
+template reads .Values.config as a map; each template that reads it
+includes this first (Helm gives no order among templates). Helm's fromJson
+says a failed parse as an "Error" key, which no config has (cdiplug refuses
+unknown keys). */}}
+{{- define "cdiplug.loadConfig" -}}
+{{- if kindIs "string" .Values.config -}}
+{{- $cfg := fromJson .Values.config -}}
+{{- if hasKey $cfg "Error" -}}
+{{- fail (printf "config: the string given (--set-file config=FILE) is no JSON object: %s" (get $cfg "Error")) -}}
+{{- end -}}
+{{- $_ := set .Values "config" $cfg -}}
+{{- end -}}
+{{- end -}}
+
 {{/* "true" when the config serves resources through DRA (it has a "dra"
 section), "" when only through device plugins. */}}
 {{- define "cdiplug.dra" -}}
+{{- include "cdiplug.loadConfig" . -}}
 {{- if hasKey (.Values.config | default dict) "dra" -}}true{{- end -}}
+{{- end -}}
+
+{{/* A string as a CEL string literal: in double quotes, with '\' and '"'
+escaped, so no value can end the literal and change the expression. */}}
+{{- define "cdiplug.celString" -}}
+{{- printf "\"%s\"" (. | replace "\\" "\\\\" | replace "\"" "\\\"" | replace "\n" "\\n" | replace "\r" "\\r") -}}
 {{- end -}}
 
 {{/* kubeletRoot without a trailing '/': the prefix of the kubelet's paths. */}}
@@ -33,6 +57,7 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | toJson }}
 
 {{/* The values `cdiplug manifests` refuses, refused alike, by name. */}}
 {{- define "cdiplug.validate" -}}
+{{- include "cdiplug.loadConfig" . -}}
 {{- $ns := include "cdiplug.namespace" . -}}
 {{- if not (regexMatch "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$" $ns) -}}
 {{- fail (printf "namespace.name %q: must be a DNS label (at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit)" $ns) -}}
@@ -62,9 +87,28 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | toJson }}
 {{- end -}}
 {{- end -}}
 {{- range $i, $r := (.Values.config.resources | default list) -}}
+{{- $name := "" -}}
+{{- if kindIs "map" $r -}}{{- $name = toString (get $r "name") -}}{{- end -}}
+{{- if and (kindIs "map" $r) (not (include "cdiplug.resourceNameOK" $name)) -}}
+{{- fail (printf "config.resources[%d].name %q: must be <domain>/<name> as cdiplug check has it: a lowercase DNS subdomain, not kubernetes.io's, then 1 to 63 letters, digits, '-', '_' and '.', starting and ending with a letter or digit" $i $name) -}}
+{{- end -}}
 {{- if and (kindIs "map" $r) (eq (toString (get $r "api")) "dra") (not $dra) -}}
 {{- fail (printf "config.resources[%d]: \"api\": \"dra\" needs a \"dra\": {\"driver\": ...} section in config" $i) -}}
 {{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* "true" when a resource name is one the config takes
+(cfg_resource_name_problem): a lowercase DNS subdomain of at most 253, not
+kubernetes.io's, '/', a name part of 1 to 63; "" otherwise. */}}
+{{- define "cdiplug.resourceNameOK" -}}
+{{- $domain := regexReplaceAll "/.*$" . "" -}}
+{{- if and (regexMatch "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$" .) (le (len $domain) 253) (not (regexMatch "^(requests\\.|(.*\\.)?kubernetes\\.io$)" $domain)) -}}
+{{- $ok := true -}}
+{{- range $label := splitList "." $domain -}}
+{{- if gt (len $label) 63 -}}{{- $ok = false -}}{{- end -}}
+{{- end -}}
+{{- if $ok -}}true{{- end -}}
 {{- end -}}
 {{- end -}}
 
