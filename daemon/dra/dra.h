@@ -180,6 +180,8 @@ int dra_prepare_devices(struct dra_pool *pools, size_t n_pools, const struct dra
  *                "cdiDevices": ["kind=name"]}]}}}.
  * The caller writes it atomically and reads it back whole. */
 #define DRA_CHECKPOINT_VERSION 1
+/* Its name in <kubelet root>/plugins/<driver>. */
+#define DRA_CHECKPOINT_FILE "checkpoint.json"
 #define DRA_CHECKPOINT_MAX_CLAIMS 8192
 /* What is read back is bounded in bytes and in JSON values (tree nodes,
  * counted before parsing: "[0,0,...]" is 40 times its size as a tree),

@@ -90,7 +90,7 @@ int dra_node_new(const struct dra_node_settings *s, struct dra_node **ret) {
 
         if (!n)
                 return -ENOMEM;
-        n->reg_fd = n->dra_fd = n->dir_fd = -1;
+        n->reg_fd = n->dra_fd = n->dir_fd = n->lock_fd = -1;
         n->lookup = s->lookup;
         n->lookup_ctx = s->lookup_ctx;
         n->cancel = s->cancel;
@@ -131,7 +131,9 @@ int dra_node_new(const struct dra_node_settings *s, struct dra_node **ret) {
                          "dra: cannot open %s: %s", n->plugin_dir, strerror(-r));
                 return r;
         }
-        r = dra_checkpoint_load(n);
+        r = dra_checkpoint_open(n);
+        if (r >= 0)
+                r = dra_checkpoint_load(n);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(n);
@@ -472,7 +474,9 @@ void dra_node_free(struct dra_node *n) {
                 close(n->dir_fd);
         dra_health_free(n);
         dra_prepare_free(n);
-        dra_checkpoint_sync_free(n);
+        if (n->lock_fd >= 0)
+                close(n->lock_fd);
+        free(n->ck_error);
         free(n->driver);
         free(n->registry_dir);
         free(n->registry_name);

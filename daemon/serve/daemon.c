@@ -384,7 +384,7 @@ int dp_daemon_run(const struct dp_options *opts, struct cfg_config *cfg) {
                         .config_wd = -1,
                         .config_real_wd = -1,
                 },
-                .dra = { .wd = -1, .root_wd = -1 },
+                .dra = { .wd = -1, .root_wd = -1, .ck_wd = -1 },
                 .nfd = { .dfd = -1 },
         };
         pthread_t thread;

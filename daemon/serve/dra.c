@@ -112,6 +112,20 @@ static int watch_registry(struct dp_daemon *d) {
         return 0;
 }
 
+/* The checkpoint replaced (by the other instance of a rolling update, or
+ * by ours): read again, so the specs kept for prepared claims follow it
+ * (retained.c) between calls too. Every write is a rename into place. */
+static void watch_checkpoint(struct dp_daemon *d) {
+        const char *dir = dra_node_plugin_dir(d->dra.node);
+
+        d->dra.ck_wd = inotify_add_watch(d->watch.inotify_fd, dir, IN_MOVED_TO | IN_ONLYDIR);
+        if (d->dra.ck_wd < 0)
+                log_with(LOG_WARN, &(struct log_fields){ .path = dir, .err = errno },
+                         "dra: cannot watch %s: %s; the checkpoint is read again only at each "
+                         "call",
+                         dir, strerror(errno));
+}
+
 int dp_dra_setup(struct dp_daemon *d) {
         struct dra_node_settings s = {
                 .kubelet_root = d->opts->kubelet_root,
@@ -148,6 +162,7 @@ int dp_dra_setup(struct dp_daemon *d) {
                          "dra: cannot watch %s: %s; a deleted plugins_registry is not noticed "
                          "when it comes back, going on",
                          d->opts->kubelet_root, strerror(errno));
+        watch_checkpoint(d);
         r = watch_registry(d);
         if (r < 0)
                 log_with(LOG_ERR,
@@ -434,6 +449,11 @@ void dp_dra_event(struct dp_daemon *d, const struct inotify_event *ev) {
 
         if (!d->dra.node || d->stopping)
                 return;
+        if (ev->wd == d->dra.ck_wd && d->dra.ck_wd >= 0) {
+                if (ev->len && strcmp(ev->name, DRA_CHECKPOINT_FILE) == 0)
+                        (void)dra_node_refresh(d->dra.node);
+                return;
+        }
         if (ev->wd == d->dra.wd && (ev->mask & IN_IGNORED)) {
                 d->dra.wd = -1;
                 /* Made again before this event was read. */

@@ -172,6 +172,7 @@ struct dp_dra {
         struct base_strvec published; /* pools given to the API client, not yet dropped */
         int wd;                       /* watch on plugins_registry, or -1 */
         int root_wd;                  /* watch on the kubelet root, for plugins_registry's return */
+        int ck_wd;                    /* watch on the plugin dir, for the checkpoint, or -1 */
         uint64_t due_ms;              /* dra_timer's: the earliest Prepare deadline, 0 none */
 };
 
