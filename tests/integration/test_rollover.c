@@ -397,52 +397,62 @@ struct stress {
         enum held held[STRESS_UIDS];
 };
 
-/* One call of one claim: true when it answered with no error, so the
- * claim is what the call asked; anything else leaves it unknown. */
-static bool stress_call(const char *path, unsigned i, bool prepare) {
+/* One call of one claim: 0 when it answered with no error, else -1 with
+ * the claim's error (or the status) in err. */
+static int claim_call(const char *path, const char *name, const char *uid, bool prepare,
+                      char err[256]) {
         K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourcesRequest req =
                 K8S__IO__KUBELET__PKG__APIS__DRA__V1__NODE_PREPARE_RESOURCES_REQUEST__INIT;
         K8s__Io__Kubelet__Pkg__Apis__Dra__V1__Claim c =
                 K8S__IO__KUBELET__PKG__APIS__DRA__V1__CLAIM__INIT;
         K8s__Io__Kubelet__Pkg__Apis__Dra__V1__Claim *cp = &c;
         ProtobufCMessage *resp = NULL;
-        char name[16], uid[16];
         grpc_channel *ch = dp_channel_unix(path);
-        bool ok = false;
+        grpc_status_code st;
+        const char *why = "no answer";
 
-        snprintf(name, sizeof(name), "s%u", i);
-        snprintf(uid, sizeof(uid), "uid-s%u", i);
         c.namespace_ = "ns";
-        c.name = name;
-        c.uid = uid;
+        c.name = (char *)name;
+        c.uid = (char *)uid;
         req.claims = &cp;
         req.n_claims = 1;
         if (!ch)
-                return false;
-        if (prepare &&
-            dp_call_unary(
-                    ch, "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodePrepareResources", &req.base,
-                    &k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_response__descriptor,
-                    &resp, NULL, WAIT_MS) == GRPC_STATUS_OK) {
+                return -1;
+        st = dp_call_unary(
+                ch,
+                prepare ? "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodePrepareResources"
+                        : "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodeUnprepareResources",
+                &req.base,
+                prepare ? &k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_response__descriptor
+                        : &k8s__io__kubelet__pkg__apis__dra__v1__node_unprepare_resources_response__descriptor,
+                &resp, NULL, WAIT_MS);
+        if (st == GRPC_STATUS_OK && prepare) {
                 K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourcesResponse *r =
                         (void *)resp;
-                ok = r->n_claims == 1 && !*r->claims[0]->value->error &&
-                     r->claims[0]->value->n_devices == 1;
-        } else if (
-                !prepare &&
-                dp_call_unary(
-                        ch, "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodeUnprepareResources",
-                        &req.base,
-                        &k8s__io__kubelet__pkg__apis__dra__v1__node_unprepare_resources_response__descriptor,
-                        &resp, NULL, WAIT_MS) == GRPC_STATUS_OK) {
+                if (r->n_claims == 1)
+                        why = *r->claims[0]->value->error      ? r->claims[0]->value->error
+                              : r->claims[0]->value->n_devices ? NULL
+                                                               : "no device";
+        } else if (st == GRPC_STATUS_OK) {
                 K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourcesResponse *r =
                         (void *)resp;
-                ok = r->n_claims == 1 && !*r->claims[0]->value->error;
+                if (r->n_claims == 1)
+                        why = *r->claims[0]->value->error ? r->claims[0]->value->error : NULL;
         }
+        if (err)
+                snprintf(err, 256, "%s", why ? why : "");
         if (resp)
                 protobuf_c_message_free_unpacked(resp, NULL);
         grpc_channel_destroy(ch);
-        return ok;
+        return why ? -1 : 0;
+}
+
+static bool stress_call(const char *path, unsigned i, bool prepare) {
+        char name[16], uid[16];
+
+        snprintf(name, sizeof(name), "s%u", i);
+        snprintf(uid, sizeof(uid), "uid-s%u", i);
+        return claim_call(path, name, uid, prepare, NULL) == 0;
 }
 
 struct worker {
@@ -574,6 +584,65 @@ Test(rollover, overlapping_calls_on_both_instances_lose_and_resurrect_nothing, .
         /* Most calls worked: A was down only for its restart. */
         cr_expect_gt(st.ok, st.done / 2, "%u of %u ok", st.ok, st.done);
         dra_claims_free(claims, n);
+        socks_free(&a);
+        socks_free(&b);
+}
+
+/* Replace path's content by a rename, as any writer of it does. */
+static void put_file(const char *path, const char *text) {
+        _cleanup_free_ char *tmp = NULL;
+        FILE *f;
+
+        cr_assert(asprintf(&tmp, "%s.test-tmp", path) > 0);
+        f = fopen(tmp, "w");
+        cr_assert_not_null(f);
+        cr_assert_eq(fputs(text, f) >= 0, true);
+        cr_assert_eq(fclose(f), 0);
+        cr_assert_eq(rename(tmp, path), 0);
+}
+
+/* A new instance finding the checkpoint corrupt writes nothing over it,
+ * and neither does the running one: both fail their calls' claims naming
+ * the file, doctor says what it is and what to do, and once it reads
+ * again nothing either held is lost. */
+Test(rollover, a_corrupt_checkpoint_wipes_no_claims_of_either_instance) {
+        char tag_a[9], tag_b[9], err[256];
+        _cleanup_free_ char *path = NULL, *good = NULL, *got = NULL, *out = NULL;
+        const char *bad = "{\"version\": 1, \"claims\": {\"uid-1\": ";
+
+        cfg_instance_tag(UID_A, tag_a);
+        cfg_instance_tag(UID_B, tag_b);
+        start_a(UID_A);
+        struct socks a = socks_of(tag_a), b = socks_of(tag_b);
+        call_on(a.dra, "c1", "uid-1", true);
+        cr_assert(asprintf(&path, "%s/plugins/" DRIVER "/checkpoint.json", kroot) > 0);
+        good = env_read(path);
+        cr_assert_not_null(good);
+        put_file(path, bad);
+        spawn(UID_B);
+        cr_assert_eq(tk_dra_wait_registered(kd, DRIVER, 2, WAIT_MS), 0, "B never registered");
+        cr_expect_eq(log_wait(e.log, "is unusable", WAIT_MS), 0);
+        add_claim("c2", "uid-2");
+        cr_expect_eq(claim_call(b.dra, "c2", "uid-2", true, err), -1);
+        cr_expect(strstr(err, "checkpoint.json cannot be read"), "B: %s", err);
+        cr_expect_eq(claim_call(a.dra, "c2", "uid-2", true, err), -1);
+        cr_expect(strstr(err, "checkpoint.json cannot be read"), "A: %s", err);
+        cr_expect_eq(claim_call(b.dra, "c1", "uid-1", false, err), -1);
+        cr_expect(strstr(err, "checkpoint.json cannot be read"), "B: %s", err);
+        _cleanup_free_ char *still = env_read(path);
+        cr_expect_str_eq(still, bad, "the corrupt file was written over");
+        unsetenv("POD_UID");
+        env_run(&e, &out, "doctor", "--config", e.config, "--kubelet-dir", e.kubelet_dir,
+                "--kubelet-root", kroot, "--host-root", e.host, NULL);
+        cr_expect_not_null(strstr(out, "is corrupt"), "%s", out);
+        cr_expect_not_null(strstr(out, "checkpoint.json.bad"), "%s", out);
+        /* Good again: both serve, and uid-1 is still prepared. */
+        put_file(path, good);
+        cr_expect_eq(claim_call(b.dra, "c2", "uid-2", true, err), 0, "B: %s", err);
+        cr_expect_eq(claim_call(a.dra, "c1", "uid-1", true, err), 0, "A: %s", err);
+        stop_a();
+        got = checkpoint_uids();
+        cr_expect_str_eq(got, "uid-1,uid-2");
         socks_free(&a);
         socks_free(&b);
 }
