@@ -45,8 +45,8 @@
 #define LOCK_WAIT_MS 2000
 
 int dra_checkpoint_open(struct dra_node *n) {
-        n->lock_fd = openat(n->dir_fd, CHECKPOINT_LOCK, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
-                            0600);
+        n->lock_fd =
+                openat(n->dir_fd, CHECKPOINT_LOCK, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (n->lock_fd < 0) {
                 int r = -errno;
                 log_with(LOG_ERR, &(struct log_fields){ .path = n->plugin_dir, .err = -r },

@@ -334,6 +334,14 @@ static int setup(struct dp_daemon *d) {
         return r;
 }
 
+static bool resource_sock_match(const char *name, void *unused) {
+        size_t len = strlen(name);
+
+        (void)unused;
+        return strncmp(name, "cdiplug-", 8) == 0 && len > 13 &&
+               strcmp(name + len - 5, ".sock") == 0;
+}
+
 /* After grpc_init, under d->lock: every resource's devices and spec, then
  * its server, then its Register. */
 static int start_serving(struct dp_daemon *d) {
@@ -347,6 +355,8 @@ static int start_serving(struct dp_daemon *d) {
         }
         dp_specs_startup(d);
         warn_overlaps(d);
+        /* Any instance's resource sockets are cdiplug-*.sock. */
+        dp_sweep_dead_sockets(d->opts->kubelet_dir, resource_sock_match, NULL);
         /* Serve first, then register: the kubelet dials back at once. The
          * sockets wait for kubelet.sock (watch.c), like after a restart. */
         bool kubelet = d->watch.kubelet_wd >= 0 && dp_kubelet_present(d);

@@ -173,6 +173,24 @@ int dp_dra_setup(struct dp_daemon *d) {
         return r;
 }
 
+/* The sockets of this driver's instances that died without removing them
+ * (SIGKILL, a node crash) stay for good otherwise, and the kubelet's
+ * GetInfo on them is refused: removed at start. A live instance's answer
+ * a connect(), so it keeps its own. */
+void dp_sweep_dead_sockets(const char *dir, bool (*match)(const char *name, void *ctx), void *ctx) {
+        _cleanup_strv_ char **gone = NULL;
+        int r = base_remove_dead_sockets(dir, match, ctx, &gone);
+
+        if (r < 0 && r != -ENOENT)
+                log_with(LOG_WARN, &(struct log_fields){ .path = dir, .err = -r },
+                         "cannot look for dead sockets in %s: %s", dir, strerror(-r));
+        for (char **g = gone; g && *g; g++)
+                log_with(LOG_INFO, &(struct log_fields){ .path = *g },
+                         "removed %s: no process listens on it any more (an instance that "
+                         "stopped without removing it)",
+                         *g);
+}
+
 /* Every pool first, then the API client: its first list deletes this
  * node's slices of pools it was not given (resources removed while the
  * daemon was down). */
@@ -182,6 +200,9 @@ int dp_dra_start(struct dp_daemon *d) {
         if (!d->dra.node)
                 return 0;
         dp_dra_publish(d);
+        dp_sweep_dead_sockets(dra_node_registry_dir(d->dra.node), dra_registry_sock_match,
+                              (void *)d->cfg->dra_driver);
+        dp_sweep_dead_sockets(dra_node_plugin_dir(d->dra.node), dra_endpoint_sock_match, NULL);
         r = dra_node_start(d->dra.node, d->cq);
         if (r >= 0 && d->dra.kube)
                 r = kube_start(d->dra.kube);

@@ -7,6 +7,7 @@
  * stopping, still removes nothing it did not bind. */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
+#include <ftw.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -645,4 +646,96 @@ Test(rollover, a_corrupt_checkpoint_wipes_no_claims_of_either_instance) {
         cr_expect_str_eq(got, "uid-1,uid-2");
         socks_free(&a);
         socks_free(&b);
+}
+
+/* An instance killed with SIGKILL leaves its three sockets, which refuse
+ * every connect: the next instance removes them at start, and leaves a
+ * live instance's (two_instances_register_side_by_side). */
+Test(rollover, a_killed_instances_sockets_are_removed_by_the_next) {
+        char tag_a[9], tag_b[9];
+
+        cfg_instance_tag(UID_A, tag_a);
+        cfg_instance_tag(UID_B, tag_b);
+        start_a(UID_A);
+        struct socks a = socks_of(tag_a), b = socks_of(tag_b);
+        kill(pid_a, SIGKILL);
+        waitpid(pid_a, NULL, 0);
+        pid_a = 0;
+        cr_assert_eq(access(a.reg, F_OK), 0, "%s", a.reg);
+        cr_assert_eq(access(a.dra, F_OK), 0, "%s", a.dra);
+        cr_assert_eq(access(a.dp, F_OK), 0, "%s", a.dp);
+        cr_assert(!answers(a.reg) && !answers(a.dra) && !answers(a.dp));
+        spawn(UID_B);
+        cr_assert_eq(tk_dra_wait_registered(kd, DRIVER, 2, WAIT_MS), 0, "B never registered");
+        cr_assert_eq(tk_wait_registered(tk, USB, 2, WAIT_MS), 0);
+        cr_expect_eq(access(a.reg, F_OK), -1, "%s is left", a.reg);
+        cr_expect_eq(access(a.dra, F_OK), -1, "%s is left", a.dra);
+        cr_expect_eq(access(a.dp, F_OK), -1, "%s is left", a.dp);
+        cr_expect_eq(log_wait(e.log, "no process listens on it any more", WAIT_MS), 0);
+        expect_answering(&b, "B");
+        socks_free(&a);
+        socks_free(&b);
+}
+
+/* A driver name of 63 characters with a pod UID: the registration socket
+ * takes a hashed name that fits, check accepts what serve binds, and the
+ * kubelet registers the driver. A kubelet root too long for the DRA
+ * socket is refused by check, naming the field. */
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *f) {
+        (void)st;
+        (void)flag;
+        (void)f;
+        return remove(path);
+}
+
+#define LONG_DRIVER "a123456789b123456789c123456789d123456789e123456789f12345678.com"
+
+Test(rollover, a_63_character_driver_name_registers_under_a_hashed_name) {
+        char tmpl[] = "/tmp/k-XXXXXX", tag[9], hash[9];
+        _cleanup_free_ char *out = NULL, *reg = NULL, *long_root = NULL;
+        Pluginregistration__PluginInfo *info = NULL;
+
+        cr_assert_eq(strlen(LONG_DRIVER), 63);
+        env_init(&e);
+        env_touch(&e, "dev/ttyS0");
+        env_write(&e, "config.json",
+                  "{ \"dra\": { \"driver\": \"" LONG_DRIVER "\" }, \"resources\": ["
+                  " { \"name\": \"example.com/serial\", \"api\": \"dra\","
+                  " \"match\": [ { \"path\": \"/dev/ttyS*\" } ] } ] }");
+        cr_assert_not_null(mkdtemp(tmpl));
+        kroot = strdup(tmpl);
+        cr_assert_eq(setenv("POD_UID", UID_A, 1), 0);
+        int rc = env_run(&e, &out, "check", "--config", e.config, "--kubelet-root", kroot,
+                         "--host-root", e.host, NULL);
+        cr_expect_eq(rc, 0, "check: exit %d: %s", rc, out);
+        cr_assert_eq(tk_dra_start(kroot, &kd), 0);
+        api = fakeapi_new(true);
+        fakeapi_add_node(api, NODE, "6d1b3a4e-0000-4000-8000-000000000001");
+        fakeapi_set_token(api, "token-one");
+        kubeconfig = fakeapi_write_kubeconfig(api, e.root, "token-one");
+        cr_assert_not_null(kubeconfig);
+        env_spawn(&e, "--kubelet-root", kroot, "--node-name", NODE, "--kubeconfig", kubeconfig,
+                  NULL);
+        cr_assert_eq(tk_dra_wait_registered(kd, LONG_DRIVER, 1, WAIT_MS), 0, "never registered");
+        cr_assert_eq(tk_dra_info(kd, LONG_DRIVER, &info), 0);
+        cr_expect_str_eq(info->name, LONG_DRIVER);
+        pluginregistration__plugin_info__free_unpacked(info, NULL);
+        cfg_instance_tag(UID_A, tag);
+        snprintf(hash, sizeof(hash), "%08x", base_fnv1a32(LONG_DRIVER));
+        cr_assert(asprintf(&reg, "%s/plugins_registry/%.*s-%s-%s-reg.sock", kroot,
+                           (int)(107 - strlen(kroot) - strlen("/plugins_registry/") - 27),
+                           LONG_DRIVER, hash, tag) > 0);
+        cr_expect(answers(reg), "%s", reg);
+        cr_expect_eq(tk_dra_probe(kd, LONG_DRIVER, NULL), GRPC_STATUS_OK);
+        /* A kubelet root that leaves no room for the DRA socket. */
+        free(out);
+        out = NULL;
+        cr_assert(asprintf(&long_root, "%s/%040d", kroot, 0) > 0);
+        rc = env_run(&e, &out, "check", "--config", e.config, "--kubelet-root", long_root,
+                     "--host-root", e.host, NULL);
+        cr_expect_eq(rc, 2, "exit %d: %s", rc, out);
+        cr_expect_not_null(strstr(out, "dra.driver \"" LONG_DRIVER "\""), "%s", out);
+        /* The root is outside the env's dir: emptied here. */
+        cr_expect_eq(env_stop(&e, SIGTERM, WAIT_MS), 0);
+        cr_expect_eq(nftw(kroot, rm_one, 8, FTW_DEPTH | FTW_PHYS), 0);
 }
