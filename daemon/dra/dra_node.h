@@ -141,8 +141,9 @@ int dra_node_new(const struct dra_node_settings *s, struct dra_node **ret);
 /* The server on cq, then the DRA socket, then the registry socket last:
  * the kubelet dials as soon as it sees that one. */
 int dra_node_start(struct dra_node *n, grpc_completion_queue *cq);
-/* The registry socket made again when it is gone (the kubelet deletes the
- * sockets in plugins_registry when it starts): 0 when it is there. */
+/* The registry socket made again when it is gone (an operator or a
+ * node's cleanup deleted it; the kubelet leaves it): 0 when it is
+ * there. */
 int dra_node_relisten(struct dra_node *n);
 /* Where the registry socket lives, and its name there, for the watcher's
  * inotify watch. */

@@ -4,7 +4,8 @@
  * finds the driver through its plugin registry: it watches plugins_registry,
  * calls GetInfo on every new socket there, dials the endpoint GetInfo
  * names and tells the plugin with NotifyRegistrationStatus whether it took
- * it. It calls GetInfo again from time to time as a health probe. */
+ * it. It does not call GetInfo again: the registration stands until the
+ * socket goes or the kubelet restarts. */
 #include <errno.h>
 #include <fcntl.h>
 #include <grpc/grpc_posix.h>

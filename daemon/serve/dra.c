@@ -99,8 +99,8 @@ static int kube_setup(struct dp_daemon *d) {
         return kube_new(&ks, &d->dra.kube);
 }
 
-/* The kubelet deletes every socket in plugins_registry when it starts:
- * the registry socket is made again at once. The dir's own deletion ends
+/* A registry socket someone deletes (an operator, a node's cleanup; the
+ * kubelet does not) is made again at once. The dir's own deletion ends
  * the watch (IN_IGNORED); the kubelet root's watch brings it back. */
 static int watch_registry(struct dp_daemon *d) {
         int wd = inotify_add_watch(d->watch.inotify_fd, dra_node_registry_dir(d->dra.node),
