@@ -249,8 +249,8 @@ func TestDRARolloverSharedCheckpoint(t *testing.T) {
 	<-sampled
 
 	lost, back := 0, 0
-	for i, p := range pods {
-		uid := k.claimUID(p.Name)
+	for i := range pods {
+		uid := k.claimUID(fmt.Sprintf("roll-%02d", i))
 		if held := k.checkpointHolds(uid); i < n/2 && held {
 			back++
 		} else if i >= n/2 && !held {
