@@ -161,6 +161,11 @@ void dra_node_accept(struct dra_node *n, int fd);
  * every DRA_HEALTH_RESEND_S with each device's timeout
  * (DRA_HEALTH_TIMEOUT_S) and, when not healthy, its message. */
 int dra_node_health_set(struct dra_node *n, const struct dra_health_device *devs, size_t count);
+/* The list sent again on every open stream delay_ms from now, whatever
+ * the resend period says: another instance of the driver went (a rolling
+ * update's old pod), and a 1.37 kubelet then clears the health of all the
+ * driver's devices until the next list. NULL n: nothing. */
+void dra_node_health_resend(struct dra_node *n, unsigned delay_ms);
 /* Streams end with a status, the sockets are removed, the server shuts
  * down; dra_node_done() once every tag came back. */
 void dra_node_stop(struct dra_node *n);

@@ -112,13 +112,19 @@ static int watch_registry(struct dp_daemon *d) {
         return 0;
 }
 
+/* How long after another instance's DRA socket went the health list is
+ * sent again: the kubelet must have handled the end of that instance's
+ * stream first, or it clears what we send. */
+#define HEALTH_AFTER_PEER_MS 200
+
 /* The checkpoint replaced (by the other instance of a rolling update, or
  * by ours): read again, so the specs kept for prepared claims follow it
  * (retained.c) between calls too. Every write is a rename into place. */
 static void watch_checkpoint(struct dp_daemon *d) {
         const char *dir = dra_node_plugin_dir(d->dra.node);
 
-        d->dra.ck_wd = inotify_add_watch(d->watch.inotify_fd, dir, IN_MOVED_TO | IN_ONLYDIR);
+        d->dra.ck_wd =
+                inotify_add_watch(d->watch.inotify_fd, dir, IN_MOVED_TO | IN_DELETE | IN_ONLYDIR);
         if (d->dra.ck_wd < 0)
                 log_with(LOG_WARN, &(struct log_fields){ .path = dir, .err = errno },
                          "dra: cannot watch %s: %s; the checkpoint is read again only at each "
@@ -471,8 +477,15 @@ void dp_dra_event(struct dp_daemon *d, const struct inotify_event *ev) {
         if (!d->dra.node || d->stopping)
                 return;
         if (ev->wd == d->dra.ck_wd && d->dra.ck_wd >= 0) {
-                if (ev->len && strcmp(ev->name, DRA_CHECKPOINT_FILE) == 0)
+                if (ev->len && (ev->mask & IN_MOVED_TO) &&
+                    strcmp(ev->name, DRA_CHECKPOINT_FILE) == 0)
                         (void)dra_node_refresh(d->dra.node);
+                /* Another instance's DRA socket gone: it stopped, and the
+                 * kubelet forgets the driver's health until the next list
+                 * (sent once it has seen that stream end). */
+                if (ev->len && (ev->mask & IN_DELETE) && dra_endpoint_sock_match(ev->name, NULL) &&
+                    strcmp(strrchr(dra_node_endpoint(d->dra.node), '/') + 1, ev->name) != 0)
+                        dra_node_health_resend(d->dra.node, HEALTH_AFTER_PEER_MS);
                 return;
         }
         if (ev->wd == d->dra.wd && (ev->mask & IN_IGNORED)) {

@@ -152,8 +152,8 @@ func unavailableAPIServer(t *testing.T) string {
 // the claims prepared and not unprepared. A failed call is retried, as
 // the kubelet retries at a pod's next sync. The time the kubelet reports
 // a device of a pod that stays prepared as not Healthy after A stops is
-// measured and logged: the 1.37 kubelet clears the health of a driver's
-// devices when one of its instances goes.
+// measured: the 1.37 kubelet clears the health of a driver's devices when
+// one of its instances' stream ends, until the next list comes.
 func TestDRARolloverSharedCheckpoint(t *testing.T) {
 	t.Setenv("POD_UID", "7e1f0a2b-0000-4000-8000-0000000000a1")
 	k := startDRA(t)
@@ -267,5 +267,13 @@ func TestDRARolloverSharedCheckpoint(t *testing.T) {
 	hmu.Unlock()
 	if lost != 0 || back != 0 {
 		t.Errorf("the checkpoint lost %d prepared claims and kept %d unprepared ones", lost, back)
+	}
+	// The new instance sends its list again once the old one's socket
+	// goes (200 ms later); without that, the next list came with the 10 s
+	// resend, and the device stayed without health that long.
+	hmu.Lock()
+	defer hmu.Unlock()
+	if notHealthy > 5*time.Second {
+		t.Errorf("the kubelet reported the device not Healthy for %v across the rollover; at most 5 s", notHealthy)
 	}
 }
