@@ -180,6 +180,14 @@ bool base_owned_is(const char *path, const struct base_owned *id);
  * -ESTALE when it holds something else (another instance's socket) or
  * id was never set, -ENOENT when gone. id is cleared either way. */
 int base_owned_unlink(const char *path, struct base_owned *id);
+/* Remove the unix sockets in dir whose names match (match(name, ctx))
+ * and which no process listens on any more (connect() refused: an
+ * instance killed before it could remove its own). A socket that accepts,
+ * or is anything but refused, stays. How many went (their paths in
+ * *ret_removed, NULL-terminated, when asked), or a negative errno when
+ * dir cannot be read. */
+int base_remove_dead_sockets(const char *dir, bool (*match)(const char *name, void *ctx),
+                             void *ctx, char ***ret_removed);
 
 /* s for a message (quote.c): at most max bytes of it, anything but
  * printable ASCII (and the backslash) as \xHH, cut to fit size (>= 1). */

@@ -5,8 +5,15 @@
  * other instance bound in its place: the path is compared by device and
  * inode with what this process bound before it is unlinked. A rename keeps
  * the inode, so an id taken on the temp name holds for the final one. */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "base.h"
@@ -44,4 +51,58 @@ int base_owned_unlink(const char *path, struct base_owned *id) {
         if (unlink(path) < 0)
                 return -errno;
         return 0;
+}
+
+/* Whether a unix socket at path is dead: connect() refused, so no
+ * process listens on it (a SIGKILLed instance's). A listener accepts (or,
+ * its backlog full, says EAGAIN): alive, left alone. The one live socket
+ * that refuses is one between its bind() and its listen(), a few
+ * instructions apart on one thread: cdiplug's instances call both at
+ * once, before any other work. */
+static bool dead_socket(int dfd, const char *name, const char *path) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        struct stat st;
+        int fd, r;
+
+        if (strlen(path) >= sizeof(sa.sun_path) ||
+            fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISSOCK(st.st_mode))
+                return false;
+        memcpy(sa.sun_path, path, strlen(path) + 1);
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0)
+                return false;
+        r = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ? errno : 0;
+        close(fd);
+        return r == ECONNREFUSED;
+}
+
+int base_remove_dead_sockets(const char *dir, bool (*match)(const char *name, void *ctx), void *ctx,
+                             char ***ret_removed) {
+        _cleanup_strv_ char **removed = NULL;
+        size_t n = 0;
+        DIR *d = opendir(dir);
+        struct dirent *de;
+
+        if (!d)
+                return -errno;
+        while ((de = readdir(d))) {
+                _cleanup_free_ char *path = NULL;
+                if (de->d_type != DT_SOCK && de->d_type != DT_UNKNOWN)
+                        continue;
+                if (!match(de->d_name, ctx) || asprintf(&path, "%s/%s", dir, de->d_name) < 0)
+                        continue;
+                if (!dead_socket(dirfd(d), de->d_name, path) ||
+                    unlinkat(dirfd(d), de->d_name, 0) < 0)
+                        continue;
+                char **more = reallocarray(removed, n + 2, sizeof(char *));
+                if (!more)
+                        continue;
+                removed = more;
+                removed[n++] = TAKE_PTR(path);
+                removed[n] = NULL;
+        }
+        closedir(d);
+        if (ret_removed)
+                *ret_removed = TAKE_PTR(removed);
+        return (int)n;
 }

@@ -442,12 +442,15 @@ static int check_options(const struct cli_command *cmd, const struct dp_options 
  * metadata.uid, as upstream's kubelet plugin helper takes it. Unset or
  * empty (outside a pod: a service manager runs one instance at a time)
  * keeps the single-instance socket names. serve names its sockets by it,
- * and doctor, run in the pod (kubectl exec), looks for that pod's. */
+ * check checks those names fit, and doctor, run in the pod (kubectl exec),
+ * looks for that pod's. */
 static int instance_from_env(const struct cli_command *cmd, struct dp_options *o,
                              char tag[static 9]) {
         const char *env = getenv("POD_UID");
 
-        if ((strcmp(cmd->name, "serve") != 0 && strcmp(cmd->name, "doctor") != 0) || !env || !*env)
+        if ((strcmp(cmd->name, "serve") != 0 && strcmp(cmd->name, "doctor") != 0 &&
+             strcmp(cmd->name, "check") != 0) ||
+            !env || !*env)
                 return 0;
         if (cfg_pod_uid_problem(env)) {
                 /* What the environment holds may be anything: shown escaped. */

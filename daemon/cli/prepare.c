@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "dra.h"
 #include "log.h"
 #include "resources.h"
 #include "sandbox.h"
@@ -127,6 +128,30 @@ int cli_select(const struct dp_options *o, struct cfg_config *cfg, const cJSON *
 
 static void drop_same_names(struct cfg_config *cfg);
 
+/* The DRA driver's socket paths, worked out as serve binds them (its
+ * kubelet root, its instance): what does not fit is a config error here
+ * rather than a failure once serving. */
+static int check_dra_sockets(const struct dp_options *o, const struct cfg_config *cfg) {
+        struct dra_socket_paths p;
+        _cleanup_free_ char *msg = NULL;
+        int r;
+
+        if (!cfg->dra_driver)
+                return 0;
+        r = dra_socket_paths(o->kubelet_root, cfg->dra_driver, o->instance, &p, &msg);
+        if (r == -ENAMETOOLONG) {
+                fprintf(stderr, "cdiplug: error: %s: dra.driver \"%s\": %s\n", o->config_path,
+                        cfg->dra_driver, msg ? msg : strerror(-r));
+                return CLI_EXIT_USAGE;
+        }
+        if (r < 0) {
+                fprintf(stderr, "cdiplug: error: %s\n", strerror(-r));
+                return CLI_EXIT_FAILURE;
+        }
+        dra_socket_paths_clear(&p);
+        return 0;
+}
+
 static int load_prepared(const struct dp_options *o, bool sockets, bool select, cfg_select_fn *fn,
                          void *ctx, struct cfg_config **ret) {
         _cleanup_(cJSON_Delete_p) cJSON *labels = NULL;
@@ -155,6 +180,11 @@ static int load_prepared(const struct dp_options *o, bool sockets, bool select, 
                                  "%s: %s", o->config_path, strerror(-r));
                 cfg_free(cfg);
                 return r == -EINVAL ? CLI_EXIT_USAGE : CLI_EXIT_FAILURE;
+        }
+        r = sockets ? check_dra_sockets(o, cfg) : 0;
+        if (r != 0) {
+                cfg_free(cfg);
+                return r;
         }
         *ret = cfg;
         return 0;

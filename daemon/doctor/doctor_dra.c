@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "config.h"
+#include "dra.h"
 #include "kube.h"
 #include "log.h"
 
@@ -106,6 +107,51 @@ static void check_plugins(struct doc_ctx *c, const char *root) {
                         mine, dir, (unsigned)c->uid, (unsigned)c->gid);
         else
                 doc_add(c, "dra", DOC_OK, NULL, "%s: writable; serve makes %s in it", dir, mine);
+}
+
+/* The checkpoint of prepared claims, shared by the instances of a rolling
+ * update: one that does not read stops every Prepare and Unprepare (serve
+ * never writes over it: another instance may hold claims only it
+ * records), so a person must decide. */
+static void check_checkpoint(struct doc_ctx *c, const char *root) {
+        _cleanup_free_ char *path = NULL, *text = NULL, *msg = NULL;
+        struct dra_claim *claims = NULL;
+        size_t len = 0, n = 0;
+        int r;
+
+        if (xasprintf(&path, "%s/plugins/%s/" DRA_CHECKPOINT_FILE, root, c->cfg->dra_driver) < 0) {
+                c->oom = true;
+                return;
+        }
+        r = base_read_file_at(AT_FDCWD, path, O_NOFOLLOW, DRA_CHECKPOINT_MAX_BYTES, &text, &len);
+        if (r == -ENOENT) {
+                doc_add(c, "dra", DOC_OK, NULL, "%s: none yet, no claim prepared", path);
+                return;
+        }
+        if (r == -EACCES || r == -EPERM) {
+                doc_add(c, "dra", DOC_WARN, "run doctor as root to read it", "%s: %s", path,
+                        strerror(-r));
+                return;
+        }
+        if (r >= 0)
+                r = dra_checkpoint_decode(text, len, &claims, &n, &msg);
+        if (r == -ENOMEM) {
+                c->oom = true;
+                return;
+        }
+        if (r < 0) {
+                doc_add(c, "dra", DOC_PROBLEM,
+                        "restore a good copy if there is one; otherwise move it aside (mv it to "
+                        "checkpoint.json.bad), which forgets every prepared claim: the kubelet "
+                        "prepares the claims of running pods again when it restarts, and an "
+                        "Unprepare of a claim not in the file succeeds",
+                        "%s is corrupt (%s): every cdiplug instance on this node fails each "
+                        "Prepare and Unprepare until it reads again, and none writes over it",
+                        path, msg ? msg : strerror(-r));
+                return;
+        }
+        doc_add(c, "dra", DOC_OK, NULL, "%s: reads, %zu prepared claims", path, n);
+        dra_claims_free(claims, n);
 }
 
 /* A credentials file: there, a regular file, not empty, readable by the
@@ -204,5 +250,6 @@ void doc_check_dra(struct doc_ctx *c) {
                 return;
         check_registry(c, root);
         check_plugins(c, root);
+        check_checkpoint(c, root);
         doc_check_credentials(c, SA_DIR);
 }

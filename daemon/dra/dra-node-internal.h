@@ -61,21 +61,11 @@ struct dra_node {
         struct dra_node_stats stats;
 
         /* checkpoint_io.c's */
-        int dir_fd; /* plugin_dir, opened before the lock-down */
-        /* checkpoint_sync.c's: the checkpoint as this instance last read
-         * or wrote it, the base of a merge when another instance (the
-         * other pod of a rolling update) has written it since. */
-        struct dra_ck_sync {
-                bool known;
-                /* The file: inode numbers are reused at once, so its
-                 * times and size too. */
-                dev_t dev;
-                ino_t ino;
-                struct timespec mtime, ctime;
-                off_t size;
-                char **uids; /* sorted */
-                size_t n_uids;
-        } ck;
+        int dir_fd;  /* plugin_dir, opened before the lock-down */
+        int lock_fd; /* <plugin_dir>/checkpoint.lock, flocked around each change */
+        /* Why the file did not read the last time, for each claim's
+         * error until it does (NULL: it read). */
+        char *ck_error;
 };
 
 /* A call from its slot to its end (node.c starts it, call.c ends it). */
@@ -106,16 +96,18 @@ void dra_prepare_free(struct dra_node *n);
 /* call.c: answer c with its c->send (or the status alone). */
 void dra_call_finish(struct dra_call *c, grpc_status_code status, const char *msg);
 
-/* checkpoint_io.c: the prepared claims on disk, replaced atomically. */
+/* checkpoint_io.c: the prepared claims on disk, the one truth two
+ * instances share. open: the lock file (before the lock-down); load: at
+ * start; lock/unlock: around every read-modify-write (bounded wait,
+ * -ETIMEDOUT); read: the file into n->prepared (-EBADMSG when it cannot
+ * be read: n->ck_error says why, n->prepared stays); save: n->prepared
+ * written atomically, under the lock. */
+int dra_checkpoint_open(struct dra_node *n);
 int dra_checkpoint_load(struct dra_node *n);
+int dra_checkpoint_lock(struct dra_node *n);
+void dra_checkpoint_unlock(struct dra_node *n);
+int dra_checkpoint_read(struct dra_node *n);
 int dra_checkpoint_save(struct dra_node *n);
-/* checkpoint_sync.c: before a save, what another instance wrote since
- * this one last read or wrote the checkpoint is merged into n->prepared
- * (three ways: its additions adopted, its removals applied, ours kept);
- * after a load or a save, that file is the new base. */
-void dra_checkpoint_merge(struct dra_node *n);
-void dra_checkpoint_synced(struct dra_node *n);
-void dra_checkpoint_sync_free(struct dra_node *n);
 
 /* node_health.c */
 void dra_health_open(struct dra_call *c);

@@ -44,6 +44,33 @@ int dra_pool_name(const char *node, const char *resource, char **ret);
  * hex digits, for as long as both are there. */
 int dra_device_name(const char *id, char **ret);
 
+/* The DRA driver's sockets (names.c): the registration socket
+ * <kubelet root>/plugins_registry/<driver>[-<instance>]-reg.sock and the
+ * endpoint <kubelet root>/plugins/<driver>/dra[-<instance>].sock. A
+ * registration path past a unix socket's 107 bytes (a driver name of
+ * 51-63 characters with an instance tag under /var/lib/kubelet) takes a
+ * hashed name instead, as upstream's plugin helper does: the driver
+ * name's start, '-', its 32-bit FNV-1a as 8 hex digits, then
+ * [-<instance>]-reg.sock (the kubelet knows the driver by GetInfo's
+ * answer, not by the file's name). -ENAMETOOLONG, with *ret_msg, when a
+ * path still does not fit (a long kubelet root): what check reports and
+ * serve refuses alike. */
+struct dra_socket_paths {
+        char *registry_dir;  /* <root>/plugins_registry */
+        char *registry_name; /* the file's name there */
+        char *registry_path;
+        char *plugin_dir; /* <root>/plugins/<driver> */
+        char *endpoint;
+};
+int dra_socket_paths(const char *kubelet_root, const char *driver, const char *instance,
+                     struct dra_socket_paths *ret, char **ret_msg);
+void dra_socket_paths_clear(struct dra_socket_paths *p);
+/* Whether a file name in plugins_registry (ctx: the driver name) or in
+ * the plugin dir (ctx unused) is one an instance of this driver binds:
+ * for removing the sockets of instances that died. */
+bool dra_registry_sock_match(const char *name, void *driver);
+bool dra_endpoint_sock_match(const char *name, void *unused);
+
 /* Why resource cannot be served under DRA (a static sentence), or NULL:
  * its name must fit the "resource" attribute that DeviceClasses select on
  * (at most DRA_ATTR_STRING_MAX bytes). */
@@ -180,6 +207,8 @@ int dra_prepare_devices(struct dra_pool *pools, size_t n_pools, const struct dra
  *                "cdiDevices": ["kind=name"]}]}}}.
  * The caller writes it atomically and reads it back whole. */
 #define DRA_CHECKPOINT_VERSION 1
+/* Its name in <kubelet root>/plugins/<driver>. */
+#define DRA_CHECKPOINT_FILE "checkpoint.json"
 #define DRA_CHECKPOINT_MAX_CLAIMS 8192
 /* What is read back is bounded in bytes and in JSON values (tree nodes,
  * counted before parsing: "[0,0,...]" is 40 times its size as a tree),

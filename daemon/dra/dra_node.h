@@ -101,9 +101,17 @@ size_t dra_node_prepared(const struct dra_node *n);
  * keep resolving until their Unprepare. NULL n: none. */
 struct dra_claim;
 const struct dra_claim *dra_node_prepared_claims(const struct dra_node *n, size_t *ret_n);
-/* fn(ctx) is called (under the lock) whenever an Unprepare forgot
- * prepared claims, for whoever keeps things for them. NULL n: nothing. */
+/* fn(ctx) is called (under the lock) whenever prepared claims leave the
+ * set (an Unprepare here, or a read of the checkpoint another instance
+ * changed), for whoever keeps things for them. NULL n: nothing. */
 void dra_node_on_unprepared(struct dra_node *n, void (*fn)(void *ctx), void *ctx);
+/* The checkpoint read again (another instance may have changed it: call
+ * it when the file is replaced): 0, or -EBADMSG when it cannot be read
+ * (the claims known stay). NULL n: nothing. */
+int dra_node_refresh(struct dra_node *n);
+/* The plugin dir, which holds the checkpoint (DRA_CHECKPOINT_FILE), for
+ * the watcher. */
+const char *dra_node_plugin_dir(const struct dra_node *n);
 
 /* DRAPlugin calls answered, for /metrics: by method, by the API version
  * the kubelet called, and by outcome (ok: every claim answered without an
@@ -126,14 +134,16 @@ struct dra_health_device {
 };
 
 /* The paths, the two directories made if missing, and the checkpoint of
- * prepared claims read (a bad one is logged and moved aside to
- * checkpoint.json.bad); no socket yet. -errno, logged, naming the path. */
+ * prepared claims read (a bad one is logged and left as it is: every
+ * Prepare and Unprepare then fails its claims until it reads again); no
+ * socket yet. -errno, logged, naming the path. */
 int dra_node_new(const struct dra_node_settings *s, struct dra_node **ret);
 /* The server on cq, then the DRA socket, then the registry socket last:
  * the kubelet dials as soon as it sees that one. */
 int dra_node_start(struct dra_node *n, grpc_completion_queue *cq);
-/* The registry socket made again when it is gone (the kubelet deletes the
- * sockets in plugins_registry when it starts): 0 when it is there. */
+/* The registry socket made again when it is gone (an operator or a
+ * node's cleanup deleted it; the kubelet leaves it): 0 when it is
+ * there. */
 int dra_node_relisten(struct dra_node *n);
 /* Where the registry socket lives, and its name there, for the watcher's
  * inotify watch. */
@@ -151,6 +161,11 @@ void dra_node_accept(struct dra_node *n, int fd);
  * every DRA_HEALTH_RESEND_S with each device's timeout
  * (DRA_HEALTH_TIMEOUT_S) and, when not healthy, its message. */
 int dra_node_health_set(struct dra_node *n, const struct dra_health_device *devs, size_t count);
+/* The list sent again on every open stream delay_ms from now, whatever
+ * the resend period says: another instance of the driver went (a rolling
+ * update's old pod), and a 1.37 kubelet then clears the health of all the
+ * driver's devices until the next list. NULL n: nothing. */
+void dra_node_health_resend(struct dra_node *n, unsigned delay_ms);
 /* Streams end with a status, the sockets are removed, the server shuts
  * down; dra_node_done() once every tag came back. */
 void dra_node_stop(struct dra_node *n);

@@ -1,9 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The names a DRA resource and its devices go by in the API: pool names,
- * device names, and the table from a device name back to its ID. */
+ * device names, and the table from a device name back to its ID; and the
+ * names of the driver's sockets on the node. */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 
 #include "model-internal.h"
 
@@ -361,4 +366,118 @@ int dra_device_find(const struct dp_plugin *p, const char *name, size_t *ret_id)
                 return -ENOENT;
         *ret_id = best;
         return 0;
+}
+
+/* The longest path a unix socket binds: sun_path less its NUL. */
+#define SOCK_PATH_MAX (sizeof(((struct sockaddr_un *)0)->sun_path) - 1)
+
+void dra_socket_paths_clear(struct dra_socket_paths *p) {
+        free(p->registry_dir);
+        free(p->registry_name);
+        free(p->registry_path);
+        free(p->plugin_dir);
+        free(p->endpoint);
+        *p = (struct dra_socket_paths){ 0 };
+}
+
+/* The registration socket's name in dir: the plain one when it fits,
+ * else the hashed one. */
+static int registry_name(const char *dir, const char *driver, const char *instance, char **ret) {
+        char suffix[64];
+        size_t room, keep = strlen(driver);
+
+        if (asprintf(ret, "%s%s%s-reg.sock", driver, instance ? "-" : "",
+                     instance ? instance : "") < 0)
+                return -ENOMEM;
+        if (strlen(dir) + 1 + strlen(*ret) <= SOCK_PATH_MAX)
+                return 0;
+        free(*ret);
+        *ret = NULL;
+        snprintf(suffix, sizeof(suffix), "-%08x%s%s-reg.sock", base_fnv1a32(driver),
+                 instance ? "-" : "", instance ? instance : "");
+        if (strlen(dir) + 1 + strlen(suffix) + 1 > SOCK_PATH_MAX)
+                return -ENAMETOOLONG;
+        room = SOCK_PATH_MAX - strlen(dir) - 1 - strlen(suffix);
+        if (keep > room)
+                keep = room;
+        while (keep > 1 && (driver[keep - 1] == '.' || driver[keep - 1] == '-'))
+                keep--;
+        return asprintf(ret, "%.*s%s", (int)keep, driver, suffix) < 0 ? -ENOMEM : 0;
+}
+
+static int too_long(char **ret_msg, const char *what, const char *path) {
+        if (asprintf(ret_msg,
+                     "the DRA %s %s is %zu bytes, more than a unix socket path's %zu: use a "
+                     "shorter kubelet root (--kubelet-root) or driver name",
+                     what, path, strlen(path), SOCK_PATH_MAX) < 0)
+                *ret_msg = NULL;
+        return -ENAMETOOLONG;
+}
+
+int dra_socket_paths(const char *kubelet_root, const char *driver, const char *instance,
+                     struct dra_socket_paths *ret, char **ret_msg) {
+        struct dra_socket_paths p = { 0 };
+        int r = asprintf(&p.registry_dir, "%s/plugins_registry", kubelet_root) < 0 ? -ENOMEM : 0;
+
+        *ret_msg = NULL;
+        if (r >= 0)
+                r = registry_name(p.registry_dir, driver, instance, &p.registry_name);
+        if (r == -ENAMETOOLONG)
+                r = too_long(ret_msg, "registration dir", p.registry_dir);
+        if (r >= 0 && (asprintf(&p.registry_path, "%s/%s", p.registry_dir, p.registry_name) < 0 ||
+                       asprintf(&p.plugin_dir, "%s/plugins/%s", kubelet_root, driver) < 0 ||
+                       asprintf(&p.endpoint, "%s/dra%s%s.sock", p.plugin_dir, instance ? "-" : "",
+                                instance ? instance : "") < 0))
+                r = -ENOMEM;
+        if (r >= 0 && strlen(p.endpoint) > SOCK_PATH_MAX)
+                r = too_long(ret_msg, "socket", p.endpoint);
+        if (r < 0) {
+                dra_socket_paths_clear(&p);
+                return r;
+        }
+        *ret = p;
+        return 0;
+}
+
+static bool is_hex8(const char *s, size_t len) {
+        if (len != 8)
+                return false;
+        for (size_t i = 0; i < 8; i++)
+                if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+                        return false;
+        return true;
+}
+
+/* base is <driver>, or <start of driver>-<hash of driver>. */
+static bool driver_base(const char *base, size_t len, const char *driver) {
+        char hash[9];
+
+        if (len == strlen(driver) && strncmp(base, driver, len) == 0)
+                return true;
+        snprintf(hash, sizeof(hash), "%08x", base_fnv1a32(driver));
+        return len > 9 && base[len - 9] == '-' && strncmp(base + len - 8, hash, 8) == 0 &&
+               strncmp(base, driver, len - 9) == 0;
+}
+
+bool dra_registry_sock_match(const char *name, void *driver) {
+        static const char end[] = "-reg.sock";
+        size_t len = strlen(name);
+
+        if (len <= sizeof(end) - 1 || strcmp(name + len - (sizeof(end) - 1), end) != 0)
+                return false;
+        len -= sizeof(end) - 1;
+        if (driver_base(name, len, driver))
+                return true;
+        /* With an instance tag. */
+        return len > 9 && name[len - 9] == '-' && is_hex8(name + len - 8, 8) &&
+               driver_base(name, len - 9, driver);
+}
+
+bool dra_endpoint_sock_match(const char *name, void *unused) {
+        size_t len = strlen(name);
+
+        (void)unused;
+        return strcmp(name, "dra.sock") == 0 ||
+               (len == 17 && strncmp(name, "dra-", 4) == 0 && is_hex8(name + 4, 8) &&
+                strcmp(name + 12, ".sock") == 0);
 }

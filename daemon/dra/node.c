@@ -4,7 +4,8 @@
  * finds the driver through its plugin registry: it watches plugins_registry,
  * calls GetInfo on every new socket there, dials the endpoint GetInfo
  * names and tells the plugin with NotifyRegistrationStatus whether it took
- * it. It calls GetInfo again from time to time as a health probe. */
+ * it. It does not call GetInfo again: the registration stands until the
+ * socket goes or the kubelet restarts. */
 #include <errno.h>
 #include <fcntl.h>
 #include <grpc/grpc_posix.h>
@@ -73,24 +74,13 @@ static int make_dirs(struct dra_node *n) {
         return r;
 }
 
-/* The hidden name it is bound under first (listen_on) is 5 bytes longer. */
-static int check_path(const char *path) {
-        if (strlen(path) + 5 >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
-                log_with(LOG_ERR, &(struct log_fields){ .path = path, .err = ENAMETOOLONG },
-                         "dra: socket path %s is too long for a unix socket (at most %zu bytes)",
-                         path, sizeof(((struct sockaddr_un *)0)->sun_path) - 6);
-                return -ENAMETOOLONG;
-        }
-        return 0;
-}
-
 int dra_node_new(const struct dra_node_settings *s, struct dra_node **ret) {
         _cleanup_(dra_node_freep) struct dra_node *n = calloc(1, sizeof(*n));
         int r;
 
         if (!n)
                 return -ENOMEM;
-        n->reg_fd = n->dra_fd = n->dir_fd = -1;
+        n->reg_fd = n->dra_fd = n->dir_fd = n->lock_fd = -1;
         n->lookup = s->lookup;
         n->lookup_ctx = s->lookup_ctx;
         n->cancel = s->cancel;
@@ -102,26 +92,20 @@ int dra_node_new(const struct dra_node_settings *s, struct dra_node **ret) {
         n->driver = strdup(s->driver);
         if (!n->driver)
                 return -ENOMEM;
-        r = xasprintf(&n->registry_dir, "%s/plugins_registry", s->kubelet_root);
-        if (r >= 0)
-                r = s->instance
-                            ? xasprintf(&n->registry_name, "%s-%s-reg.sock", s->driver, s->instance)
-                            : xasprintf(&n->registry_name, "%s-reg.sock", s->driver);
-        if (r >= 0)
-                r = xasprintf(&n->registry_path, "%s/%s", n->registry_dir, n->registry_name);
-        if (r >= 0)
-                r = xasprintf(&n->plugin_dir, "%s/plugins/%s", s->kubelet_root, s->driver);
-        if (r >= 0)
-                r = s->instance
-                            ? xasprintf(&n->endpoint, "%s/dra-%s.sock", n->plugin_dir, s->instance)
-                            : xasprintf(&n->endpoint, "%s/dra.sock", n->plugin_dir);
+        struct dra_socket_paths p;
+        _cleanup_free_ char *msg = NULL;
+        r = dra_socket_paths(s->kubelet_root, s->driver, s->instance, &p, &msg);
+        if (r == -ENAMETOOLONG)
+                log_with(LOG_ERR, &(struct log_fields){ .path = s->kubelet_root, .err = -r },
+                         "dra: %s", msg ? msg : strerror(-r));
         if (r < 0)
                 return r;
-        r = check_path(n->registry_path);
-        if (r >= 0)
-                r = check_path(n->endpoint);
-        if (r >= 0)
-                r = make_dirs(n);
+        n->registry_dir = p.registry_dir;
+        n->registry_name = p.registry_name;
+        n->registry_path = p.registry_path;
+        n->plugin_dir = p.plugin_dir;
+        n->endpoint = p.endpoint;
+        r = make_dirs(n);
         if (r < 0)
                 return r;
         n->dir_fd = open(n->plugin_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -131,7 +115,9 @@ int dra_node_new(const struct dra_node_settings *s, struct dra_node **ret) {
                          "dra: cannot open %s: %s", n->plugin_dir, strerror(-r));
                 return r;
         }
-        r = dra_checkpoint_load(n);
+        r = dra_checkpoint_open(n);
+        if (r >= 0)
+                r = dra_checkpoint_load(n);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(n);
@@ -165,7 +151,10 @@ static int listen_on(const char *path, int *ret_fd, struct base_owned *ret_id) {
                 return -ENAMETOOLONG;
         memcpy(sa.sun_path, path, strlen(path) + 1);
         if (socket_answers(&sa)) {
-                r = xasprintf(&tmp, "%.*s/.%s.tmp", (int)(base - path), path, base + 1);
+                /* ".<name less .sock>.t": shorter than the name itself, so
+                 * what fits sun_path as named fits as bound (dra_socket_paths). */
+                r = xasprintf(&tmp, "%.*s/.%.*s.t", (int)(base - path), path,
+                              (int)(strlen(base + 1) - strlen(".sock")), base + 1);
                 if (r < 0)
                         return r;
                 if (strlen(tmp) >= sizeof(sa.sun_path))
@@ -491,7 +480,9 @@ void dra_node_free(struct dra_node *n) {
                 close(n->dir_fd);
         dra_health_free(n);
         dra_prepare_free(n);
-        dra_checkpoint_sync_free(n);
+        if (n->lock_fd >= 0)
+                close(n->lock_fd);
+        free(n->ck_error);
         free(n->driver);
         free(n->registry_dir);
         free(n->registry_name);

@@ -261,3 +261,11 @@ void dra_health_free(struct dra_node *n) {
         free(n->health_bare);
         n->health_buf = n->health_bare = NULL;
 }
+
+void dra_node_health_resend(struct dra_node *n, unsigned delay_ms) {
+        if (!n || !n->streams || !n->health_bare || n->stopping)
+                return;
+        n->health_due_ms = dp_now_ms() + delay_ms;
+        if (n->deadline_set)
+                n->deadline_set(n->deadline_ctx, n->health_due_ms);
+}

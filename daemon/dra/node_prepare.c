@@ -10,6 +10,10 @@
  * that claim's error string, never a gRPC error: the kubelet would drop
  * the whole answer.
  *
+ * The checkpoint file is the one truth the instances of a rolling update
+ * share: read at the start of every call, and changed only under its
+ * lock, after the lookups (checkpoint_io.c).
+ *
  * Idempotent: a claim already prepared (same uid) answers what the
  * checkpoint holds, without asking the API server. A uid names one claim
  * object, whose allocation cannot change while it is reserved for a pod,
@@ -50,6 +54,7 @@ struct dra_lookup {
         struct dra_prep *prep;
         char *ns, *name, *uid;
         bool done;         /* it has an outcome (the lookup may still be running) */
+        bool fresh;        /* looked up: to be added to the checkpoint */
         bool in_flight;    /* dra_node_claim_done is still to come */
         char *error;       /* the claim's error, or NULL */
         bool error_static; /* the error is oom (no memory for a copy) */
@@ -164,6 +169,37 @@ static void free_answer(PrepareResponse *resp) {
         free(resp->claims);
 }
 
+static int record(struct dra_node *n, const struct dra_lookup *l, char **ret_msg);
+
+static const char save_failed[] =
+        "cannot write the checkpoint of prepared claims (see cdiplug's log)";
+
+/* The claims looked up, added to the checkpoint as it is now: lock, read,
+ * change, write, unlock. NULL, or why the fresh claims fail (valid until
+ * the next call into n). What failed leaves n->prepared as the file. */
+static const char *commit(struct dra_prep *p) {
+        struct dra_node *n = p->n;
+        const char *why = NULL;
+        int r = dra_checkpoint_lock(n);
+
+        if (r < 0)
+                return "cannot lock the checkpoint of prepared claims (see cdiplug's log)";
+        r = dra_checkpoint_read(n);
+        if (r == -EBADMSG)
+                why = n->ck_error;
+        for (size_t i = 0; r >= 0 && i < p->n_claims; i++)
+                if (p->claims[i].fresh)
+                        r = record(n, &p->claims[i], NULL);
+        if (r >= 0)
+                r = dra_checkpoint_save(n);
+        if (r < 0 && r != -EBADMSG) {
+                why = save_failed;
+                (void)dra_checkpoint_read(n);
+        }
+        dra_checkpoint_unlock(n);
+        return why;
+}
+
 /* Every claim has its outcome: checkpoint what changed, then answer. A
  * checkpoint that cannot be written fails the claims it would have held:
  * Unprepare after a restart could not know them. */
@@ -182,8 +218,8 @@ static void answer(struct dra_prep *p) {
                 unlink_prep(p);
                 return;
         }
-        if (p->dirty && dra_checkpoint_save(n) < 0)
-                save_error = "cannot write the checkpoint of prepared claims (see cdiplug's log)";
+        if (p->dirty)
+                save_error = commit(p);
         resp.claims = calloc(p->n_claims + 1, sizeof(*resp.claims));
         if (!resp.claims)
                 r = -ENOMEM;
@@ -205,7 +241,7 @@ static void answer(struct dra_prep *p) {
                 resp.claims[resp.n_claims++] = e;
                 if (l->error || l->error_static)
                         pc->error = l->error ? l->error : (char *)oom;
-                else if (save_error && l->devices)
+                else if (save_error && l->fresh)
                         pc->error = (char *)save_error;
                 else
                         r = fill_devices(pc, l->devices, l->n_devices);
@@ -262,11 +298,10 @@ static int copy_devices(const struct dra_device *src, size_t n, struct dra_devic
         return 0;
 }
 
-/* Record l's devices as prepared (replacing what its uid had), once
- * checked to fit the checkpoint: -EINVAL with *ret_msg otherwise. */
-static int record(struct dra_node *n, struct dra_lookup *l, char **ret_msg) {
+/* l's devices as a claim, checked to fit the checkpoint: -EINVAL with
+ * *ret_msg otherwise. */
+static int claim_of(const struct dra_lookup *l, struct dra_claim *ret, char **ret_msg) {
         struct dra_claim c = { 0 };
-        size_t at;
         int r;
 
         c.uid = strdup(l->uid);
@@ -282,6 +317,19 @@ static int record(struct dra_node *n, struct dra_lookup *l, char **ret_msg) {
                 dra_claim_clear(&c);
                 return r;
         }
+        *ret = c;
+        return 0;
+}
+
+/* Record l's devices as prepared (replacing what its uid had). */
+static int record(struct dra_node *n, const struct dra_lookup *l, char **ret_msg) {
+        _cleanup_free_ char *msg = NULL;
+        struct dra_claim c;
+        size_t at;
+        int r = claim_of(l, &c, ret_msg ? ret_msg : &msg);
+
+        if (r < 0)
+                return r;
         if (find_prepared(n, l->uid, &at) == 0) {
                 dra_claim_clear(&n->prepared[at]);
                 n->prepared[at] = c;
@@ -326,12 +374,16 @@ void dra_node_claim_done(struct dra_lookup *l, int err, const char *msg,
                 else {
                         int r = dra_prepare_devices(n->pools, n->n_pools, results, n_results,
                                                     &l->devices, &l->n_devices, &map_msg);
+                        struct dra_claim check = { 0 };
+                        /* Checked now, recorded under the lock in answer(). */
                         if (r >= 0)
-                                r = record(n, l, &map_msg);
+                                r = claim_of(l, &check, &map_msg);
+                        dra_claim_clear(&check);
                         if (r < 0)
                                 claim_failed(l, map_msg ? map_msg : strerror(-r));
                         else {
                                 l->done = true;
+                                l->fresh = true;
                                 p->pending--;
                                 p->dirty = true;
                         }
@@ -354,6 +406,9 @@ static bool claim_fields_ok(struct dra_lookup *l, const Claim *c) {
 /* Each claim: answered from the checkpoint, or looked up. */
 static void start_claims(struct dra_prep *p, const PrepareRequest *req) {
         struct dra_node *n = p->n;
+        /* Without the lock: every write is a rename, so a read sees one
+         * whole file. */
+        int rd = dra_checkpoint_read(n);
 
         for (size_t i = 0; i < p->n_claims; i++) {
                 struct dra_lookup *l = &p->claims[i];
@@ -370,6 +425,10 @@ static void start_claims(struct dra_prep *p, const PrepareRequest *req) {
                 }
                 if (!claim_fields_ok(l, c))
                         continue;
+                if (rd < 0) {
+                        claim_failed(l, rd == -EBADMSG ? n->ck_error : oom);
+                        continue;
+                }
                 if (find_prepared(n, l->uid, &at) == 0) {
                         const struct dra_claim *pc = &n->prepared[at];
                         if (copy_devices(pc->devices, pc->n_devices, &l->devices) < 0) {
@@ -439,9 +498,40 @@ static grpc_status_code prepare(struct dra_call *c, enum dra_call_version versio
         return GRPC_STATUS_OK;
 }
 
+/* The uids of req leave the checkpoint as it is now (lock, read, change,
+ * write, unlock): NULL, or why every claim fails. */
+static const char *forget(struct dra_node *n, const UnprepareRequest *req, bool *ret_changed) {
+        const char *why = NULL;
+        bool changed = false;
+        int r = dra_checkpoint_lock(n);
+
+        if (r < 0)
+                return "cannot lock the checkpoint of prepared claims (see cdiplug's log)";
+        r = dra_checkpoint_read(n);
+        if (r < 0)
+                why = r == -EBADMSG ? n->ck_error : oom;
+        for (size_t i = 0; r >= 0 && i < req->n_claims; i++) {
+                size_t at;
+                const char *uid = req->claims[i]->uid ? req->claims[i]->uid : "";
+                if (*uid && find_prepared(n, uid, &at) == 0) {
+                        dra_claim_clear(&n->prepared[at]);
+                        n->prepared[at] = n->prepared[--n->n_prepared];
+                        changed = true;
+                }
+        }
+        if (changed && dra_checkpoint_save(n) < 0) {
+                why = save_failed;
+                changed = false;
+                (void)dra_checkpoint_read(n); /* back to what the file holds */
+        }
+        dra_checkpoint_unlock(n);
+        *ret_changed = changed;
+        return why;
+}
+
 /* Unprepare needs nothing from the API server: the claim may be gone. An
- * unknown uid was never prepared here, or its Unprepare already ran:
- * success either way. */
+ * unknown uid was never prepared (by either instance), or its Unprepare
+ * already ran: success either way. */
 static grpc_status_code unprepare(struct dra_call *c, bool *ret_claim_error, char **ret_msg) {
         struct dra_node *n = c->n;
         _cleanup_(message_freep) ProtobufCMessage *m = NULL;
@@ -454,6 +544,7 @@ static grpc_status_code unprepare(struct dra_call *c, bool *ret_claim_error, cha
         _cleanup_free_ UnprepareEntry *entries = NULL;
         _cleanup_free_ UnprepareEntry **ptrs = NULL;
         const UnprepareRequest *req;
+        const char *why;
         bool changed = false;
         int r;
 
@@ -475,17 +566,8 @@ static grpc_status_code unprepare(struct dra_call *c, bool *ret_claim_error, cha
         ptrs = calloc(req->n_claims + 1, sizeof(*ptrs));
         if (!entries || !ptrs)
                 return GRPC_STATUS_RESOURCE_EXHAUSTED;
-        for (size_t i = 0; i < req->n_claims; i++) {
-                size_t at;
-                const char *uid = req->claims[i]->uid ? req->claims[i]->uid : "";
-                if (*uid && find_prepared(n, uid, &at) == 0) {
-                        dra_claim_clear(&n->prepared[at]);
-                        n->prepared[at] = n->prepared[--n->n_prepared];
-                        changed = true;
-                }
-        }
-        failed.error = (char *)"cannot write the checkpoint of prepared claims (see cdiplug's log)";
-        r = changed ? dra_checkpoint_save(n) : 0;
+        why = req->n_claims ? forget(n, req, &changed) : NULL;
+        failed.error = (char *)why;
         /* What they held may leave the CDI specs now. */
         if (changed && n->unprepared)
                 n->unprepared(n->unprepared_ctx);
@@ -493,12 +575,12 @@ static grpc_status_code unprepare(struct dra_call *c, bool *ret_claim_error, cha
                 k8s__io__kubelet__pkg__apis__dra__v1__node_unprepare_resources_response__claims_entry__init(
                         &entries[i]);
                 entries[i].key = req->claims[i]->uid ? req->claims[i]->uid : (char *)"";
-                entries[i].value = r < 0 ? &failed : &ok;
+                entries[i].value = why ? &failed : &ok;
                 ptrs[i] = &entries[i];
         }
         resp.claims = ptrs;
         resp.n_claims = req->n_claims;
-        *ret_claim_error = r < 0 && req->n_claims > 0;
+        *ret_claim_error = why != NULL;
         c->sc.send = dp_pack(&resp.base);
         return c->sc.send ? GRPC_STATUS_OK : GRPC_STATUS_RESOURCE_EXHAUSTED;
 }

@@ -335,6 +335,14 @@ static int setup(struct dp_daemon *d) {
         return r;
 }
 
+static bool resource_sock_match(const char *name, void *unused) {
+        size_t len = strlen(name);
+
+        (void)unused;
+        return strncmp(name, "cdiplug-", 8) == 0 && len > 13 &&
+               strcmp(name + len - 5, ".sock") == 0;
+}
+
 /* After grpc_init, under d->lock: every resource's devices and spec, then
  * its server, then its Register. */
 static int start_serving(struct dp_daemon *d) {
@@ -348,6 +356,8 @@ static int start_serving(struct dp_daemon *d) {
         }
         dp_specs_startup(d);
         warn_overlaps(d);
+        /* Any instance's resource sockets are cdiplug-*.sock. */
+        dp_sweep_dead_sockets(d->opts->kubelet_dir, resource_sock_match, NULL);
         /* Serve first, then register: the kubelet dials back at once. The
          * sockets wait for kubelet.sock (watch.c), like after a restart. */
         bool kubelet = d->watch.kubelet_wd >= 0 && dp_kubelet_present(d);
@@ -385,7 +395,7 @@ int dp_daemon_run(const struct dp_options *opts, struct cfg_config *cfg) {
                         .config_wd = -1,
                         .config_real_wd = -1,
                 },
-                .dra = { .wd = -1, .root_wd = -1 },
+                .dra = { .wd = -1, .root_wd = -1, .ck_wd = -1 },
                 .nfd = { .dfd = -1 },
         };
         pthread_t thread;

@@ -111,8 +111,8 @@ static int kube_setup(struct dp_daemon *d) {
         return kube_new(&ks, &d->dra.kube);
 }
 
-/* The kubelet deletes every socket in plugins_registry when it starts:
- * the registry socket is made again at once. The dir's own deletion ends
+/* A registry socket someone deletes (an operator, a node's cleanup; the
+ * kubelet does not) is made again at once. The dir's own deletion ends
  * the watch (IN_IGNORED); the kubelet root's watch brings it back. */
 static int watch_registry(struct dp_daemon *d) {
         int wd = inotify_add_watch(d->watch.inotify_fd, dra_node_registry_dir(d->dra.node),
@@ -122,6 +122,26 @@ static int watch_registry(struct dp_daemon *d) {
                 return -errno;
         d->dra.wd = wd;
         return 0;
+}
+
+/* How long after another instance's DRA socket went the health list is
+ * sent again: the kubelet must have handled the end of that instance's
+ * stream first, or it clears what we send. */
+#define HEALTH_AFTER_PEER_MS 200
+
+/* The checkpoint replaced (by the other instance of a rolling update, or
+ * by ours): read again, so the specs kept for prepared claims follow it
+ * (retained.c) between calls too. Every write is a rename into place. */
+static void watch_checkpoint(struct dp_daemon *d) {
+        const char *dir = dra_node_plugin_dir(d->dra.node);
+
+        d->dra.ck_wd =
+                inotify_add_watch(d->watch.inotify_fd, dir, IN_MOVED_TO | IN_DELETE | IN_ONLYDIR);
+        if (d->dra.ck_wd < 0)
+                log_with(LOG_WARN, &(struct log_fields){ .path = dir, .err = errno },
+                         "dra: cannot watch %s: %s; the checkpoint is read again only at each "
+                         "call",
+                         dir, strerror(errno));
 }
 
 int dp_dra_setup(struct dp_daemon *d) {
@@ -160,6 +180,7 @@ int dp_dra_setup(struct dp_daemon *d) {
                          "dra: cannot watch %s: %s; a deleted plugins_registry is not noticed "
                          "when it comes back, going on",
                          d->opts->kubelet_root, strerror(errno));
+        watch_checkpoint(d);
         r = watch_registry(d);
         if (r < 0)
                 log_with(LOG_ERR,
@@ -168,6 +189,24 @@ int dp_dra_setup(struct dp_daemon *d) {
                          "dra: cannot watch %s: %s", dra_node_registry_dir(d->dra.node),
                          strerror(-r));
         return r;
+}
+
+/* The sockets of this driver's instances that died without removing them
+ * (SIGKILL, a node crash) stay for good otherwise, and the kubelet's
+ * GetInfo on them is refused: removed at start. A live instance's answer
+ * a connect(), so it keeps its own. */
+void dp_sweep_dead_sockets(const char *dir, bool (*match)(const char *name, void *ctx), void *ctx) {
+        _cleanup_strv_ char **gone = NULL;
+        int r = base_remove_dead_sockets(dir, match, ctx, &gone);
+
+        if (r < 0 && r != -ENOENT)
+                log_with(LOG_WARN, &(struct log_fields){ .path = dir, .err = -r },
+                         "cannot look for dead sockets in %s: %s", dir, strerror(-r));
+        for (char **g = gone; g && *g; g++)
+                log_with(LOG_INFO, &(struct log_fields){ .path = *g },
+                         "removed %s: no process listens on it any more (an instance that "
+                         "stopped without removing it)",
+                         *g);
 }
 
 /* Every pool first, then the API client: its first list deletes this
@@ -185,6 +224,9 @@ int dp_dra_start(struct dp_daemon *d) {
                          "(%s)",
                          d->cfg->dra_driver, dra_node_registry_path(d->dra.node));
         dp_dra_publish(d);
+        dp_sweep_dead_sockets(dra_node_registry_dir(d->dra.node), dra_registry_sock_match,
+                              (void *)d->cfg->dra_driver);
+        dp_sweep_dead_sockets(dra_node_plugin_dir(d->dra.node), dra_endpoint_sock_match, NULL);
         r = dra_node_start(d->dra.node, d->cq);
         if (r >= 0 && d->dra.kube)
                 r = kube_start(d->dra.kube);
@@ -457,6 +499,18 @@ void dp_dra_event(struct dp_daemon *d, const struct inotify_event *ev) {
 
         if (!d->dra.node || d->stopping)
                 return;
+        if (ev->wd == d->dra.ck_wd && d->dra.ck_wd >= 0) {
+                if (ev->len && (ev->mask & IN_MOVED_TO) &&
+                    strcmp(ev->name, DRA_CHECKPOINT_FILE) == 0)
+                        (void)dra_node_refresh(d->dra.node);
+                /* Another instance's DRA socket gone: it stopped, and the
+                 * kubelet forgets the driver's health until the next list
+                 * (sent once it has seen that stream end). */
+                if (ev->len && (ev->mask & IN_DELETE) && dra_endpoint_sock_match(ev->name, NULL) &&
+                    strcmp(strrchr(dra_node_endpoint(d->dra.node), '/') + 1, ev->name) != 0)
+                        dra_node_health_resend(d->dra.node, HEALTH_AFTER_PEER_MS);
+                return;
+        }
         if (ev->wd == d->dra.wd && (ev->mask & IN_IGNORED)) {
                 d->dra.wd = -1;
                 /* Made again before this event was read. */

@@ -172,6 +172,7 @@ struct dp_dra {
         struct base_strvec published; /* pools given to the API client, not yet dropped */
         int wd;                       /* watch on plugins_registry, or -1 */
         int root_wd;                  /* watch on the kubelet root, for plugins_registry's return */
+        int ck_wd;                    /* watch on the plugin dir, for the checkpoint, or -1 */
         uint64_t due_ms;              /* dra_timer's: the earliest Prepare deadline, 0 none */
 };
 
@@ -247,6 +248,10 @@ void dp_resource_free(struct dp_resource *res);
 struct inotify_event;
 int dp_dra_setup(struct dp_daemon *d);
 int dp_dra_start(struct dp_daemon *d);
+/* The sockets in dir that match and refuse a connect(), removed and
+ * logged (dra.c). */
+void dp_sweep_dead_sockets(const char *dir, bool (*match)(const char *name, void *ctx),
+                           void *ctx);
 bool dp_resource_is_dra(const struct dp_resource *res);
 void dp_dra_publish(struct dp_daemon *d);
 void dp_dra_event(struct dp_daemon *d, const struct inotify_event *ev);

@@ -385,7 +385,7 @@ static int split_real(const char *path, char **ret_dir, char **ret_name) {
  * watch per inode, so removing it would end theirs too. */
 static bool wd_shared(const struct dp_daemon *d, int wd) {
         if (wd == d->watch.config_wd || wd == d->watch.kubelet_wd || wd == d->watch.ancestor_wd ||
-            wd == d->dra.wd || wd == d->dra.root_wd)
+            wd == d->dra.wd || wd == d->dra.root_wd || wd == d->dra.ck_wd)
                 return true;
         for (size_t i = 0; i < d->watch.dev_wd_dirs.n; i++)
                 if (d->watch.dev_wds[i] == wd)

@@ -26,7 +26,9 @@
  *   DRA with 64 resources against the fake API server: Prepare of one
  *   claim p50/p99, hotplug → ResourceSlice updated p50/p99, RssAnon;
  *   rollover (a second instance started, then SIGTERM to the first, 5
- *   times): how long Prepare fails per rollover, Prepare p50/p99 across.
+ *   times): how long Prepare fails per rollover, Prepare p50/p99 across;
+ *   the same again under load (4 client threads at once), with how many
+ *   Prepares failed and how many unprepared claims the checkpoint kept.
  *
  * Extra arguments are passed to `cdiplug serve` (e.g. --no-sandbox).
  * BENCH_ONLY=alloc,exec,restart,hotplug,reload,dra,rollover,discovery,many,preferred,scrape,
@@ -91,8 +93,6 @@
 extern char **environ;
 
 static char *root; /* $TMPDIR/cdiplug-bench-XXXXXX */
-/* labels.c: the node labels' cost per event (printed as it runs). */
-void bench_labels(const char *root);
 static char **extra_args;
 static int n_extra;
 
@@ -369,11 +369,12 @@ static struct {
         long dra_rss_anon, dra_vm_rss; /* 64 DRA resources, published */
         long dra_rss_anon_after;       /* after the Prepares and hotplugs */
         bool roll;
-        uint64_t roll_w50, roll_wmax; /* Prepare failing, per rollover */
-        uint64_t roll_p50, roll_p99;  /* Prepare during the rollovers */
-        unsigned roll_calls, roll_failed;
-        uint64_t roll_writes50, roll_writes_max; /* slice writes per rollover, config changed */
-        unsigned war_writes;                     /* two that disagree, side by side, 10 s */
+        struct roll_fig {
+                uint64_t w50, wmax; /* Prepare failing, per rollover */
+                uint64_t p50, p99;  /* Prepare during the rollovers */
+                unsigned calls, failed;
+                unsigned back; /* unprepared (answered so) but still in the checkpoint */
+        } roll_fig[2];         /* 1 client thread; ROLL_LOAD clients */
         bool hostile;
         uint64_t hi_sc50, hi_sc99, hi_hz50, hi_hz99; /* beside 1,000 idle connections */
         uint64_t hi_a50, hi_a99;                     /* Allocate alone */
@@ -1444,25 +1445,20 @@ static bool dra_pools_are(const cJSON *slices, void *ctx) {
         return w->devices < 0 ? pools == MANY : devices == w->devices;
 }
 
-/* The first n of the MANY DRA resources. */
-static char *dra_config_n(int n) {
+static char *dra_config(void) {
         char *cfg = NULL;
         size_t len = 0;
         FILE *m = open_memstream(&cfg, &len);
 
         fputs("{ \"dra\": { \"driver\": \"" DRA_DRIVER "\" }, \"resources\": [\n", m);
-        for (int i = 0; i < n; i++)
+        for (int i = 0; i < MANY; i++)
                 fprintf(m,
                         "  { \"name\": \"%s\", \"api\": \"dra\", \"match\": [ { \"path\": "
                         "\"/dev/d%02d*\" } ] }%s\n",
-                        name_of(i), i, i + 1 < n ? "," : "");
+                        name_of(i), i, i + 1 < MANY ? "," : "");
         fputs("] }\n", m);
         fclose(m);
         return cfg;
-}
-
-static char *dra_config(void) {
-        return dra_config_n(MANY);
 }
 
 static void dra_kubeconfig(const char *dir, struct fakeapi *api) {
@@ -1602,16 +1598,30 @@ static void bench_dra(void) {
  * first failed call to the end of the last one (0 when none failed). */
 #define ROLLOVERS 5
 #define ROLL_CLAIMS 20000
+#define ROLL_LOAD 4
 
 struct roll_loop {
         struct tk_dra *kd;
         char (*uids)[16];
+        bool *unprepared; /* per claim: its Unprepare answered without error */
         int next;
         atomic_bool stop;
-        struct fakeapi *api;
+        pthread_mutex_t mu; /* the fields below, between the client threads */
         uint64_t first_fail, last_fail, *lat;
         unsigned calls, failed, max_calls;
 };
+
+static void roll_note(struct roll_loop *l, bool ok, uint64_t t0, uint64_t t1) {
+        pthread_mutex_lock(&l->mu);
+        if (!ok) {
+                if (!l->failed++ || t0 < l->first_fail)
+                        l->first_fail = t0;
+                if (t1 > l->last_fail)
+                        l->last_fail = t1;
+        }
+        l->lat[l->calls++] = t1 - t0;
+        pthread_mutex_unlock(&l->mu);
+}
 
 static void *roll_prepares(void *arg) {
         struct roll_loop *l = arg;
@@ -1620,10 +1630,13 @@ static void *roll_prepares(void *arg) {
                 K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourcesResponse *r = NULL;
                 K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourcesResponse *u = NULL;
                 char name[16];
+                pthread_mutex_lock(&l->mu);
                 if (l->next == ROLL_CLAIMS || l->calls == l->max_calls)
                         die("rollover: out of claims");
-                snprintf(name, sizeof(name), "c%d", l->next);
-                struct tk_dra_claim c = { "ns", name, l->uids[l->next++] };
+                int i = l->next++;
+                pthread_mutex_unlock(&l->mu);
+                snprintf(name, sizeof(name), "c%d", i);
+                struct tk_dra_claim c = { "ns", name, l->uids[i] };
                 uint64_t t0 = now_ns();
                 grpc_status_code st = tk_dra_prepare(l->kd, DRA_DRIVER, "v1", &c, 1, &r);
                 bool ok =
@@ -1637,15 +1650,12 @@ static void *roll_prepares(void *arg) {
                 if (r)
                         k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_response__free_unpacked(
                                 r, NULL);
-                if (!ok) {
-                        if (!l->failed++)
-                                l->first_fail = t0;
-                        l->last_fail = t1;
-                }
-                l->lat[l->calls++] = t1 - t0;
-                if (tk_dra_unprepare(l->kd, DRA_DRIVER, "v1", &c, 1, &u) == GRPC_STATUS_OK)
+                roll_note(l, ok, t0, t1);
+                if (tk_dra_unprepare(l->kd, DRA_DRIVER, "v1", &c, 1, &u) == GRPC_STATUS_OK) {
+                        l->unprepared[i] = u->n_claims == 1 && !u->claims[0]->value->error[0];
                         k8s__io__kubelet__pkg__apis__dra__v1__node_unprepare_resources_response__free_unpacked(
                                 u, NULL);
+                }
         }
         return NULL;
 }
@@ -1683,21 +1693,17 @@ static pid_t roll_spawn(const char *dir, char *const *more, int n) {
         return spawn_daemon_with(dir, more);
 }
 
-static unsigned slice_writes(struct fakeapi *api) {
-        return fakeapi_count(api, "POST") + fakeapi_count(api, "PUT") +
-               fakeapi_count(api, "DELETE");
-}
-
 static void roll_once(struct roll_loop *l, const char *dir, char *const *more, pid_t *a, int n,
-                      uint64_t *window, uint64_t *writes) {
-        struct timespec settle = { .tv_nsec = 300 * 1000 * 1000L }, tail = { .tv_sec = 2 };
-        unsigned w0 = slice_writes(l->api);
-        pthread_t th;
+                      int clients, uint64_t *window, struct roll_fig *f) {
+        struct timespec settle = { .tv_nsec = 300 * 1000 * 1000L };
+        pthread_t th[ROLL_LOAD];
 
         l->failed = 0;
+        l->first_fail = l->last_fail = 0;
         atomic_store(&l->stop, false);
-        if (pthread_create(&th, NULL, roll_prepares, l) != 0)
-                die("pthread_create");
+        for (int k = 0; k < clients; k++)
+                if (pthread_create(&th[k], NULL, roll_prepares, l) != 0)
+                        die("pthread_create");
         nanosleep(&settle, NULL);
         pid_t b = roll_spawn(dir, more, n + 1);
         if (tk_dra_wait_registered(l->kd, DRA_DRIVER, (unsigned)n + 2, 20000) < 0)
@@ -1705,30 +1711,58 @@ static void roll_once(struct roll_loop *l, const char *dir, char *const *more, p
         stop_daemon(*a);
         nanosleep(&settle, NULL);
         atomic_store(&l->stop, true);
-        pthread_join(th, NULL);
+        for (int k = 0; k < clients; k++)
+                pthread_join(th[k], NULL);
         *window = l->failed ? l->last_fail - l->first_fail : 0;
-        fig.roll_failed += l->failed;
-        /* The new instance's clean-up of what the old one wanted. */
-        nanosleep(&tail, NULL);
-        *writes = slice_writes(l->api) - w0;
+        f->failed += l->failed;
         *a = b;
 }
 
-static void bench_rollover(void) {
+/* Claims whose Unprepare was answered without error and which the
+ * checkpoint still holds (0 unless an instance wrote back a claim the
+ * other unprepared). */
+static unsigned roll_back(const char *kroot, const struct roll_loop *l) {
+        char *path = NULL, *text = NULL, *msg = NULL;
+        struct dra_claim *claims = NULL;
+        size_t n = 0, len = 0;
+        unsigned back = 0;
+        FILE *f;
+
+        if (asprintf(&path, "%s/plugins/" DRA_DRIVER "/checkpoint.json", kroot) < 0)
+                die("asprintf");
+        f = fopen(path, "r");
+        if (f && getdelim(&text, &len, '\0', f) > 0 &&
+            dra_checkpoint_decode(text, strlen(text), &claims, &n, &msg) >= 0)
+                for (size_t k = 0; k < n; k++) {
+                        int i = -1;
+                        sscanf(claims[k].uid, "roll-%d", &i);
+                        back += i >= 0 && i < ROLL_CLAIMS && l->unprepared[i];
+                }
+        if (f)
+                fclose(f);
+        dra_claims_free(claims, n);
+        free(msg);
+        free(text);
+        free(path);
+        return back;
+}
+
+static void bench_rollover_with(int clients, struct roll_fig *f) {
         static char uids[ROLL_CLAIMS][16];
         static uint64_t lat[ROLL_CLAIMS];
-        uint64_t windows[ROLLOVERS], writes[ROLLOVERS];
-        char *cfg = dra_config(), *dir = make_dir("roll", cfg);
+        static bool unprepared[ROLL_CLAIMS];
+        uint64_t windows[ROLLOVERS];
+        char *cfg = dra_config(), *dir = make_dir(clients > 1 ? "rollload" : "roll", cfg);
         char *kroot = path_join(dir, "k"), *kubeconfig = path_join(dir, "kubeconfig");
-        /* Every other instance without the last resource: each rollover
-         * changes the config, and the two instances disagree on a pool. */
-        char *cfg_b = dra_config_n(MANY - 1), *path_b = path_join(dir, "config-b.json");
         struct fakeapi *api = fakeapi_new(true);
-        struct roll_loop l = { .uids = uids, .lat = lat, .max_calls = ROLL_CLAIMS, .api = api };
-        struct timespec ten = { .tv_sec = 10 };
+        struct roll_loop l = { .uids = uids,
+                               .unprepared = unprepared,
+                               .lat = lat,
+                               .max_calls = ROLL_CLAIMS,
+                               .mu = PTHREAD_MUTEX_INITIALIZER };
 
-        write_file(path_b, cfg_b);
-        free(cfg_b);
+        memset(unprepared, 0, sizeof(unprepared));
+
         free(cfg);
         mkdir(kroot, 0755);
         for (int i = 0; i < MANY; i++) {
@@ -1746,8 +1780,6 @@ static void bench_rollover(void) {
                 die("test kubelet's DRA side");
         char *more[] = { "--kubelet-root", kroot,      "--node-name", DRA_NODE,
                          "--kubeconfig",   kubeconfig, NULL };
-        char *more_b[] = { "--kubelet-root", kroot,      "--node-name", DRA_NODE, "--kubeconfig",
-                           kubeconfig,       "--config", path_b,        NULL };
         pid_t a = roll_spawn(dir, more, 0);
         if (tk_dra_wait_registered(l.kd, DRA_DRIVER, 1, 20000) < 0)
                 die("the DRA driver registering");
@@ -1755,29 +1787,26 @@ static void bench_rollover(void) {
         if (!fakeapi_wait(api, dra_pools_are, &all, 20000))
                 die("64 pools published");
         for (int i = 0; i < ROLLOVERS; i++)
-                roll_once(&l, dir, i % 2 ? more : more_b, &a, i, &windows[i], &writes[i]);
-        /* One more beside the last, with the other config, for 10 s. */
-        unsigned w0 = slice_writes(api);
-        pid_t c = roll_spawn(dir, ROLLOVERS % 2 ? more : more_b, ROLLOVERS + 1);
-        nanosleep(&ten, NULL);
-        fig.war_writes = slice_writes(api) - w0;
-        stop_daemon(c);
+                roll_once(&l, dir, more, &a, i, clients, &windows[i], f);
         stop_daemon(a);
         unsetenv("POD_UID");
         tk_dra_stop(l.kd);
         fakeapi_free(api);
-        fig.roll_calls = l.calls;
-        fig.roll_w50 = pct(windows, ROLLOVERS, 0.5);
-        fig.roll_wmax = pct(windows, ROLLOVERS, 1.0);
-        fig.roll_p50 = pct(lat, l.calls, 0.5);
-        fig.roll_p99 = pct(lat, l.calls, 0.99);
-        fig.roll_writes50 = pct(writes, ROLLOVERS, 0.5);
-        fig.roll_writes_max = pct(writes, ROLLOVERS, 1.0);
-        free(path_b);
+        f->back = roll_back(kroot, &l);
+        f->calls = l.calls;
+        f->w50 = pct(windows, ROLLOVERS, 0.5);
+        f->wmax = pct(windows, ROLLOVERS, 1.0);
+        f->p50 = pct(lat, l.calls, 0.5);
+        f->p99 = pct(lat, l.calls, 0.99);
         fig.roll = true;
         free(kroot);
         free(kubeconfig);
         free(dir);
+}
+
+static void bench_rollover(void) {
+        bench_rollover_with(1, &fig.roll_fig[0]);
+        bench_rollover_with(ROLL_LOAD, &fig.roll_fig[1]);
 }
 
 static void bench_scrape_small(void) {
@@ -2009,20 +2038,20 @@ static void print_table(void) {
                 row_kb("VmRSS, 64 DRA resources", fig.dra_vm_rss, "");
         }
         if (fig.roll) {
+                const struct roll_fig *r = &fig.roll_fig[0], *rl = &fig.roll_fig[1];
                 snprintf(t, sizeof(t), "at most 1 s: %s (%u of %u Prepares failed, %d rollovers)",
-                         verdict(fig.roll_wmax <= 1000000000), fig.roll_failed, fig.roll_calls,
-                         ROLLOVERS);
-                row_ms("DRA rollover: Prepare failing (p50, worst)", fig.roll_w50, fig.roll_wmax,
-                       t);
-                row_us("DRA Prepare across the rollovers", fig.roll_p50, fig.roll_p99,
+                         verdict(r->wmax <= 1000000000), r->failed, r->calls, ROLLOVERS);
+                row_ms("DRA rollover: Prepare failing (p50, worst)", r->w50, r->wmax, t);
+                row_us("DRA Prepare across the rollovers", r->p50, r->p99,
                        "(start B beside A, SIGTERM A; calls to the newest)");
-                printf("%-46s %8llu   %8llu    %s\n", "DRA rollover, config changed: slice writes",
-                       (unsigned long long)fig.roll_writes50,
-                       (unsigned long long)fig.roll_writes_max,
-                       "(p50, worst; B beside A until 2 s after A's exit)");
-                snprintf(t, sizeof(t), "at most 30: %s", verdict(fig.war_writes <= 30));
-                printf("%-46s %8u %10s    %s\n", "two that disagree: slice writes in 10 s",
-                       fig.war_writes, "", t);
+                snprintf(t, sizeof(t),
+                         "at most 1 s: %s (%u of %u Prepares failed; %u unprepared claims kept: "
+                         "0 %s)",
+                         verdict(rl->wmax <= 1000000000), rl->failed, rl->calls, rl->back,
+                         verdict(rl->back == 0));
+                row_ms("DRA rollover, 4 clients: failing (p50, worst)", rl->w50, rl->wmax, t);
+                row_us("DRA Prepare across them, 4 clients", rl->p50, rl->p99,
+                       "(the same rollovers, 4 client threads at once)");
         }
         if (fig.hostile) {
                 char t3[128];
@@ -2070,8 +2099,6 @@ int main(int argc, char **argv) {
                 bench_dra();
         if (section("rollover"))
                 bench_rollover();
-        if (section("labels"))
-                bench_labels(root);
         if (section("discovery") || section("many") || section("scrape") || section("hostile")) {
                 char *nodes = make_nodes();
                 if (section("discovery"))

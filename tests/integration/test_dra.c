@@ -2,7 +2,7 @@
 /* The DRA driver's node side in the real daemon, sandboxed: registration
  * through the plugin registry, the health streams following hotplug, a
  * device-plugin resource beside a DRA one, the API switched by a reload,
- * and the registry socket made again when the kubelet deletes it. */
+ * and the registry socket made again when it is deleted. */
 #include <criterion/criterion.h>
 #include <signal.h>
 #include <stdio.h>

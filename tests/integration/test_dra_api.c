@@ -417,8 +417,9 @@ Test(dra_api, a_thousand_claims_are_answered) {
         free(uids);
 }
 
-/* The kubelet's start: it deletes the sockets in plugins_registry and
- * every slice of its node. Both come back. */
+/* The sockets in plugins_registry deleted (a node's cleanup; the kubelet
+ * leaves them) and every slice of the node wiped (the kubelet's start).
+ * Both come back. */
 Test(dra_api, a_kubelet_restart_is_repaired) {
         _cleanup_free_ char *d0 = dev("ttyS0"), *d1 = dev("ttyS1");
         char two[256];

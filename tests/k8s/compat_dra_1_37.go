@@ -14,8 +14,8 @@ import (
 	"k8s.io/kubernetes/pkg/kubelet/pluginmanager/cache"
 )
 
-// draFeatures: ResourceHealthStatus and ResourceHealthStatusMessage are
-// beta and on by default in 1.37.
+// draFeatures: ResourceHealthStatus is on by default since 1.36, and
+// ResourceHealthStatusMessage is on by default in 1.37.
 func draFeatures() {}
 
 func draStart(ctx context.Context, m *dra.Manager, active dra.ActivePodsFunc,

@@ -58,3 +58,7 @@ func newDRAManager(ctx context.Context, client kubernetes.Interface) *plugin.DRA
 func neverPrepared() *drapbv1.Claim {
 	return &drapbv1.Claim{Namespace: "ns", Name: "c", Uid: "never-prepared"}
 }
+
+// draHealthGapChecked: the 1.37 kubelet clears a driver's device health
+// when one instance's stream ends; the rollover test bounds how long.
+const draHealthGapChecked = true

@@ -266,7 +266,7 @@ func (k *draKubelet) containerDevices(pod *corev1.Pod) []string {
 
 // health is the health the kubelet reports for the one device of the
 // pod's container, as it writes it into the pod's status (the ResourceID
-// is the CDI name from 1.37 on, driver/pool/device before).
+// is the CDI device ID, in 1.34 as in 1.37).
 func (k *draKubelet) health(pod *corev1.Pod) corev1.ResourceHealth {
 	status := &corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "ctr"}}}
 	draUpdateStatus(k.ctx, k.M, pod, status)

@@ -123,7 +123,8 @@ unsigned tk_dra_registrations(struct tk_dra *k, const char *driver);
 uint64_t tk_dra_notified_ns(struct tk_dra *k, const char *driver);
 /* A copy of the GetInfo answer of driver's latest registration. */
 int tk_dra_info(struct tk_dra *k, const char *driver, Pluginregistration__PluginInfo **ret);
-/* GetInfo again on the registry socket, as the kubelet's health probe:
+/* GetInfo again on the registry socket (the kubelet never calls it again
+ * once registered: this asks whether the socket still answers):
  * the gRPC status; the answer in *ret when OK and ret is non-NULL. */
 grpc_status_code tk_dra_probe(struct tk_dra *k, const char *driver,
                               Pluginregistration__PluginInfo **ret);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/file.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -776,22 +777,92 @@ Test(dra_prepare, unprepare_after_a_restart_works_from_the_checkpoint) {
         harness_stop(&h);
 }
 
-Test(dra_prepare, a_bad_checkpoint_is_moved_aside_and_serving_starts) {
+/* A checkpoint that does not read is left as it is (another instance may
+ * hold claims in it) and every call fails its claims naming it, until it
+ * reads again; then the claims it holds are answered from it. */
+Test(dra_prepare, a_bad_checkpoint_is_left_and_fails_the_calls_until_it_reads) {
         struct harness h;
-        char *root = ft_new(), *dir = NULL, *bad = NULL;
-        struct stat st;
+        struct tk_dra *k;
+        PrepResp *r = NULL;
+        UnprepResp *u = NULL;
+        char *root = ft_new(), *rel = NULL, *path = NULL, *text = NULL, *msg = NULL;
+        const char *bad = "{\"version\": 1, \"claims\": [truncated";
+        struct tk_dra_claim c[] = { { "ns", "a0", "uid-a0" } };
+        struct dra_device dev = { .request = "req", .pool = POOL, .device = "x" };
+        char *ids[] = { "example.com/serial=x", NULL };
+        struct dra_claim kept = { .uid = "uid-kept", .ns = "ns", .name = "kept" };
+        size_t len;
 
-        cr_assert_eq(asprintf(&dir, "plugins/%s/checkpoint.json", DRIVER) > 0, true);
-        cr_assert_eq(ft_file(root, dir, "{\"version\": 1, \"claims\": [truncated"), 0);
-        harness_start_at(&h, root, NULL, 0, two, 2);
+        fixture();
+        cr_assert_eq(asprintf(&rel, "plugins/%s/checkpoint.json", DRIVER) > 0, true);
+        cr_assert_eq(ft_file(root, rel, bad), 0);
+        harness_start_at(&h, root, claims, n_claims, two, 2);
         cr_assert_eq(log_wait(h.log, "is unusable", WAIT_MS), 0);
-        cr_assert_eq(asprintf(&bad, "%s/plugins/%s/checkpoint.json.bad", root, DRIVER) > 0, true);
-        cr_assert_eq(stat(bad, &st), 0);
-        pthread_mutex_lock(&h.lock);
-        cr_assert_eq(dra_node_prepared(h.n), 0);
-        pthread_mutex_unlock(&h.lock);
-        free(dir);
-        free(bad);
+        cr_assert_eq(tk_dra_start(h.root, &k), 0);
+        cr_assert_eq(tk_dra_wait_registered(k, DRIVER, 1, WAIT_MS), 0);
+        cr_assert_eq(tk_dra_prepare(k, DRIVER, "v1", c, 1, &r), GRPC_STATUS_OK);
+        cr_expect(strstr(claim_of(r, "uid-a0")->error, "checkpoint.json cannot be read"), "%s",
+                  claim_of(r, "uid-a0")->error);
+        k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_response__free_unpacked(r,
+                                                                                             NULL);
+        cr_assert_eq(tk_dra_unprepare(k, DRIVER, "v1", c, 1, &u), GRPC_STATUS_OK);
+        cr_expect(strstr(u->claims[0]->value->error, "checkpoint.json cannot be read"), "%s",
+                  u->claims[0]->value->error);
+        k8s__io__kubelet__pkg__apis__dra__v1__node_unprepare_resources_response__free_unpacked(
+                u, NULL);
+        _cleanup_free_ char *still = checkpoint(&h);
+        cr_expect_str_eq(still, bad, "the bad file was replaced");
+        /* Readable again, holding a claim another instance prepared. */
+        dev.cdi_ids = ids;
+        kept.devices = &dev;
+        kept.n_devices = 1;
+        cr_assert_eq(dra_checkpoint_encode(&kept, 1, &text, &len, &msg), 0);
+        cr_assert_eq(asprintf(&path, "%s/%s", root, rel) > 0, true);
+        FILE *f = fopen(path, "w");
+        cr_assert_not_null(f);
+        cr_assert_eq(fwrite(text, 1, len, f), len);
+        cr_assert_eq(fclose(f), 0);
+        cr_assert_eq(tk_dra_prepare(k, DRIVER, "v1", c, 1, &r), GRPC_STATUS_OK);
+        cr_expect_str_eq(claim_of(r, "uid-a0")->error, "");
+        k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_response__free_unpacked(r,
+                                                                                             NULL);
+        _cleanup_free_ char *both = checkpoint(&h);
+        cr_expect(both && strstr(both, "uid-kept") && strstr(both, "uid-a0"), "%s", both);
+        tk_dra_stop(k);
+        free(rel);
+        free(path);
+        free(text);
+        harness_stop(&h);
+}
+
+/* The lock held elsewhere past the bound: the claims that would change
+ * the checkpoint fail, the call is answered, and once the lock is free
+ * again they prepare. */
+Test(dra_prepare, a_lock_held_too_long_fails_the_claims_and_serving_goes_on) {
+        struct harness h;
+        struct tk_dra *k;
+        PrepResp *r = NULL;
+        struct tk_dra_claim c[] = { { "ns", "a0", "uid-a0" } };
+        _cleanup_free_ char *lock = NULL;
+        int fd;
+
+        start_prepare(&h, &k);
+        cr_assert_eq(asprintf(&lock, "%s/plugins/%s/checkpoint.lock", h.root, DRIVER) > 0, true);
+        fd = open(lock, O_RDWR | O_CLOEXEC);
+        cr_assert_geq(fd, 0);
+        cr_assert_eq(flock(fd, LOCK_EX), 0);
+        cr_assert_eq(tk_dra_prepare(k, DRIVER, "v1", c, 1, &r), GRPC_STATUS_OK);
+        cr_expect(strstr(claim_of(r, "uid-a0")->error, "cannot lock the checkpoint"), "%s",
+                  claim_of(r, "uid-a0")->error);
+        k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_response__free_unpacked(r,
+                                                                                             NULL);
+        cr_assert_eq(log_wait(h.log, "held it for more than 2 s", WAIT_MS), 0);
+        close(fd);
+        cr_assert_eq(tk_dra_prepare(k, DRIVER, "v1", c, 1, &r), GRPC_STATUS_OK);
+        cr_expect_str_eq(claim_of(r, "uid-a0")->error, "");
+        k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_response__free_unpacked(r,
+                                                                                             NULL);
+        tk_dra_stop(k);
         harness_stop(&h);
 }
 
