@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 # Build the test cluster's programs into OUT_DIR: the Kubernetes commands
 # and etcd from this module (pinned by go.mod at the release of tests/k8s),
-# containerd and ctr from containerd/ (a module of its own), and the pause
-# program of the pause image.
+# containerd and ctr from containerd/ (a module of its own), the pause
+# program of the pause image, the image writer (cmd/ociimage) and, from
+# tests/helm's module, the chart renderer (helm-render).
 #
 #   tests/cluster/build.sh OUT_DIR
 #
@@ -33,9 +34,11 @@ go build -ldflags "-s -w$ldv" -o "$out/" \
         k8s.io/kubernetes/cmd/kube-proxy \
         k8s.io/kubernetes/cmd/kubelet \
         k8s.io/kubernetes/cmd/kubectl \
-        ./cmd/etcd ./cmd/pause
+        ./cmd/etcd ./cmd/pause ./cmd/ociimage
 echo "== cluster: build containerd"
 (cd containerd && go build -tags "no_btrfs no_devmapper no_zfs" -ldflags "-s -w" -o "$out/" \
         github.com/containerd/containerd/v2/cmd/containerd \
         github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 \
         github.com/containerd/containerd/v2/cmd/ctr)
+echo "== cluster: build the Helm chart renderer (tests/helm)"
+(cd ../helm && go build -ldflags "-s -w" -o "$out/helm-render" ./cmd/render)

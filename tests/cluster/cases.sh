@@ -277,16 +277,21 @@ EOY
 . "$(dirname "${BASH_SOURCE[0]}")/lifecycle.sh"
 # shellcheck source=SCRIPTDIR/measure.sh
 . "$(dirname "${BASH_SOURCE[0]}")/measure.sh"
+# shellcheck source=SCRIPTDIR/helm.sh
+. "$(dirname "${BASH_SOURCE[0]}")/helm.sh"
 
 # In this order: each starts from what the one before left. A developer
 # can run some with CDIPLUG_CLUSTER_CASES="install_manifests dra_claim".
 ALL_CASES="install_manifests devplugin_pod dra_claim dra_extended_resource dra_prioritized_list
 all_held_pending node_fence kubelet_restart cdiplug_pod_recreated rolling_update hotplug
-device_health configmap_reload measure_pod_start measure_restarts"
+device_health doctor configmap_reload measure_pod_start measure_restarts install_helm"
 
 cases_run() {
         local results=$1 c rc log
         kubectl create namespace "$TEST_NS"
+        # Pods need the namespace's default ServiceAccount, which the
+        # controller manager makes a moment later.
+        until_true 60 kubectl -n "$TEST_NS" get serviceaccount default
         for c in ${CDIPLUG_CLUSTER_CASES:-$ALL_CASES}; do
                 log="$DIR/log/case-$c.log"
                 set +e

@@ -19,7 +19,9 @@ SERVICE_CIDR=10.211.0.0/24
 SERVICE_IP=10.211.0.1
 POD_CIDR=10.212.0.0/24
 PAUSE_IMAGE=localhost/pause:test
-export BIN DIR CDIPLUG NODE NODE_IP POD_CIDR PAUSE_IMAGE
+TOP=$(cd "$here/../.." && pwd)
+K8S_VERSION=$(sed -nE 's/^\s*k8s.io\/kubernetes v([0-9.]+).*/\1/p' "$here/go.mod" | head -n1)
+export BIN DIR CDIPLUG NODE NODE_IP POD_CIDR PAUSE_IMAGE TOP K8S_VERSION
 # shellcheck source=SCRIPTDIR/pki.sh
 . "$here/pki.sh"
 # shellcheck source=SCRIPTDIR/controlplane.sh

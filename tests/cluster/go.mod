@@ -1,8 +1,7 @@
-// The real Kubernetes that tests/k8s runs cdiplug against: the
-// kubelet's managers, the API server's validation and the CDI library,
-// pinned at one release. k8s.io/kubernetes names its staging modules as
-// v0.0.0 with replace lines to its own tree, so each is pinned here to the
-// same release (docs/HACKING.md says how to move to a newer one).
+// The real cluster that tests/cluster runs cdiplug in: the Kubernetes
+// commands (tools.go) and etcd (cmd/etcd), pinned at the release tests/k8s
+// pins, with the same replace block (docs/HACKING.md says how to move it).
+// containerd is a module of its own, in containerd/.
 module cdiplug.test/cluster
 
 go 1.26.0

@@ -176,3 +176,16 @@ EOP
         kubectl replace -f "$DIR/cm.json"
         until_true 120 allocatable_is example.com/extra 1
 }
+
+# cdiplug doctor in the DaemonSet's pod (as cdiplug(8) says: --host-root
+# /host) and on the node, each finding no problem where there is none.
+# Depends on fix33's doctor fixes (issue 33, item 5: its /proc reads and
+# the device-plugin dir under --kubelet-root).
+case_doctor() {
+        local pod
+        pod=$(cdiplug_pods)
+        kubectl -n "$CDIPLUG_NS" exec "$pod" -- cdiplug doctor --config /etc/cdiplug/config.json \
+                --cdi-dir /etc/cdi --host-root /host --node-name "$NODE"
+        "$CDIPLUG" doctor --config "$DIR/cdiplug-config.json" --cdi-dir /etc/cdi --node-name "$NODE" \
+                --kubeconfig "$DIR/admin.kubeconfig"
+}
