@@ -264,7 +264,8 @@ kind: Node
 metadata: {name: node-2, labels: {kubernetes.io/os: linux}}
 EOY
         pod=$(kubectl -n "$CDIPLUG_NS" get pods -l app.kubernetes.io/name=cdiplug -o jsonpath='{.items[0].metadata.name}')
-        TOKEN=$(kubectl -n "$CDIPLUG_NS" create token cdiplug --bound-object-kind Pod --bound-object-name "$pod")
+        TOKEN=$(kubectl -n "$CDIPLUG_NS" create token cdiplug --bound-object-kind Pod --bound-object-name "$pod" \
+                --bound-object-uid "$(kubectl -n "$CDIPLUG_NS" get pod "$pod" -o jsonpath='{.metadata.uid}')")
         # RBAC alone would let this through: the denial is the policy's,
         # in force about a second after it was applied.
         until_true 30 fence_denies

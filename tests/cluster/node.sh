@@ -38,6 +38,10 @@ state = "/run/containerd"
   snapshotter = "native"
   [plugins."io.containerd.cri.v1.images".pinned_images]
     sandbox = "$PAUSE_IMAGE"
+# ctr's import unpacks through the transfer service: for the CRI's snapshotter.
+[[plugins."io.containerd.transfer.v1.local".unpack_config]]
+  platform = "linux/$(dpkg --print-architecture)"
+  snapshotter = "native"
 [plugins."io.containerd.grpc.v1.cri"]
   disable_tcp_service = true
   stream_server_address = "127.0.0.1"
@@ -58,7 +62,7 @@ node_import() {
         shift
         for t in "$@"; do
                 "$bin/ctr" --address /run/containerd/containerd.sock -n k8s.io images import \
-                        --snapshotter native "$t" >/dev/null || return 1
+                        --snapshotter native --platform "linux/$(dpkg --print-architecture)" "$t" >/dev/null || return 1
         done
 }
 
