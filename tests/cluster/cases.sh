@@ -299,6 +299,7 @@ cases_run() {
                 (set -e; "case_$c") >"$log" 2>&1
                 rc=$?
                 set -e
+                grep '^MEASURE' "$log" || true # the figures, for docs/performance.md
                 if [ "$rc" -eq 0 ]; then
                         echo "ok $c" | tee -a "$results"
                 elif [ "$rc" -eq 77 ]; then
