@@ -8,9 +8,10 @@
 #   tests/k8s/run.sh [BUILD_DIR]     (default: build; needs BUILD_DIR/cdiplug)
 #
 # Ends with one line per release: "k8s <version>: N passed, F failed, S skipped".
-# Exits 0 when all pass, 1 when a test or a build fails, 77 when the tests
-# cannot run here (no Go new enough, or the modules cannot be fetched), with
-# the reason on stderr. Module and build caches live under
+# Exits 0 when all pass, 1 when a test or a build fails (with
+# CDIPLUG_REQUIRE_K8S=1, as in .ci/run, a skipped test counts as failed),
+# 77 when the tests cannot run here (no Go new enough, or the modules
+# cannot be fetched), with the reason on stderr. Module and build caches live under
 # ${CDIPLUG_GO_CACHE:-BUILD_DIR/go}, kept between the steps of one run and
 # never shared with another checkout.
 set -euo pipefail
@@ -84,6 +85,13 @@ for r in "${releases[@]}"; do
         skipped=$(grep -cE '^\s*--- SKIP' "$log" || true)
         if [ "$rc" -ne 0 ] && [ "$failed" -eq 0 ]; then
                 failed=1 # a panic or a time-out ends the binary before it says FAIL
+        fi
+        # Where the tests are required (.ci/run), a skipped one (a refused
+        # mknod skips every daemon test) is a test that did not run.
+        if [ "${CDIPLUG_REQUIRE_K8S:-0}" = 1 ] && [ "$skipped" -gt 0 ]; then
+                grep -E '^\s*--- SKIP' "$log" >&2
+                echo "k8s $version: CDIPLUG_REQUIRE_K8S=1: the $skipped skipped test(s) count as failed" >&2
+                failed=$((failed + skipped))
         fi
         [ "$failed" -eq 0 ] || status=1
         summary+=("k8s $version: $passed passed, $failed failed, $skipped skipped")
