@@ -90,6 +90,10 @@ func (f *fleet) setup(pki string, n int) error {
 	if f.cs, err = kubernetes.NewForConfig(cfg); err != nil {
 		return err
 	}
+	// fleet.sh has just started the API server.
+	if _, err := f.waitReady(context.Background(), 90*time.Second); err != nil {
+		return err
+	}
 	if f.ca, err = loadCA(pki); err != nil {
 		return err
 	}
@@ -237,7 +241,7 @@ func (f *fleet) idleRate() map[string]map[string]bool {
 		figure("watch timeoutSeconds asked so far: %d watches, min %.0f, mean %.0f, max %.0f",
 			len(ts), minF(ts), meanF(ts), maxF(ts))
 	}
-	return watched(reqs, to)
+	return watched(inWindow(reqs, f.want, time.Time{}, to), to)
 }
 
 func (f *fleet) hookRun(action string) error {

@@ -19,10 +19,12 @@ import (
 func (f *fleet) restartAPI(ctx context.Context, i int, kinds map[string]map[string]bool) {
 	name := fmt.Sprintf("restart %d: all %d nodes' slices back", i, len(f.ins))
 	f.tr.begin()
+	stop := time.Now()
 	if err := f.hookRun("stop"); err != nil {
 		f.check(name, err)
 		return
 	}
+	figure("restart %d: kube-apiserver gone %s after SIGTERM (SIGKILL after 10 s)", i, fmtDur(time.Since(stop)))
 	time.Sleep(f.outage)
 	start := time.Now()
 	if err := f.hookRun("start"); err != nil {
