@@ -186,8 +186,8 @@ int base_owned_unlink(const char *path, struct base_owned *id);
  * or is anything but refused, stays. How many went (their paths in
  * *ret_removed, NULL-terminated, when asked), or a negative errno when
  * dir cannot be read. */
-int base_remove_dead_sockets(const char *dir, bool (*match)(const char *name, void *ctx),
-                             void *ctx, char ***ret_removed);
+int base_remove_dead_sockets(const char *dir, bool (*match)(const char *name, void *ctx), void *ctx,
+                             char ***ret_removed);
 
 /* s for a message (quote.c): at most max bytes of it, anything but
  * printable ASCII (and the backslash) as \xHH, cut to fit size (>= 1). */

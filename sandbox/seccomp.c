@@ -81,8 +81,8 @@ static const struct sbx_syscall_group groups[] = {
          * update: each read-modify-write holds an exclusive flock of
          * checkpoint.lock beside it (LOCK_NB, retried with a bound). flock
          * only takes advisory locks on files the daemon has open. */
-        { "fs-lock", "the DRA checkpoint's lock, shared with another instance", "flock",
-          SBX_ALLOW, SBX_ARG_ANY },
+        { "fs-lock", "the DRA checkpoint's lock, shared with another instance", "flock", SBX_ALLOW,
+          SBX_ARG_ANY },
         { "inotify", "the watcher: new devices, kubelet restarts",
           "inotify_init1 inotify_add_watch inotify_rm_watch", SBX_ALLOW, SBX_ARG_ANY },
         /* grpc core over unix sockets only: the daemon never needs a network

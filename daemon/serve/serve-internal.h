@@ -250,8 +250,7 @@ int dp_dra_setup(struct dp_daemon *d);
 int dp_dra_start(struct dp_daemon *d);
 /* The sockets in dir that match and refuse a connect(), removed and
  * logged (dra.c). */
-void dp_sweep_dead_sockets(const char *dir, bool (*match)(const char *name, void *ctx),
-                           void *ctx);
+void dp_sweep_dead_sockets(const char *dir, bool (*match)(const char *name, void *ctx), void *ctx);
 bool dp_resource_is_dra(const struct dp_resource *res);
 void dp_dra_publish(struct dp_daemon *d);
 void dp_dra_event(struct dp_daemon *d, const struct inotify_event *ev);
