@@ -26,8 +26,10 @@
  *   DRA with 64 resources against the fake API server: Prepare of one
  *   claim p50/p99, hotplug → ResourceSlice updated p50/p99, RssAnon;
  *   rollover (a second instance started, then SIGTERM to the first, 5
- *   times): how long Prepare fails per rollover, Prepare p50/p99 across;
- *   the same again under load (4 client threads at once), with how many
+ *   times): how long Prepare fails per rollover, Prepare p50/p99 across,
+ *   slice writes per rollover with every other instance on a config
+ *   without the last resource, and slice writes in 10 s of two that
+ *   disagree side by side; the same rollovers again under load (4 client threads at once), with how many
  *   Prepares failed and how many unprepared claims the checkpoint kept.
  *
  * Extra arguments are passed to `cdiplug serve` (e.g. --no-sandbox).
@@ -374,7 +376,9 @@ static struct {
                 uint64_t p50, p99;  /* Prepare during the rollovers */
                 unsigned calls, failed;
                 unsigned back; /* unprepared (answered so) but still in the checkpoint */
-        } roll_fig[2];         /* 1 client thread; ROLL_LOAD clients */
+                uint64_t writes50, writes_max; /* slice writes per rollover, config changed */
+        } roll_fig[2];                         /* 1 client thread; ROLL_LOAD clients */
+        unsigned war_writes;                   /* two that disagree, side by side, 10 s */
         bool hostile;
         uint64_t hi_sc50, hi_sc99, hi_hz50, hi_hz99; /* beside 1,000 idle connections */
         uint64_t hi_a50, hi_a99;                     /* Allocate alone */
@@ -1445,20 +1449,25 @@ static bool dra_pools_are(const cJSON *slices, void *ctx) {
         return w->devices < 0 ? pools == MANY : devices == w->devices;
 }
 
-static char *dra_config(void) {
+/* The first n of the MANY DRA resources. */
+static char *dra_config_n(int n) {
         char *cfg = NULL;
         size_t len = 0;
         FILE *m = open_memstream(&cfg, &len);
 
         fputs("{ \"dra\": { \"driver\": \"" DRA_DRIVER "\" }, \"resources\": [\n", m);
-        for (int i = 0; i < MANY; i++)
+        for (int i = 0; i < n; i++)
                 fprintf(m,
                         "  { \"name\": \"%s\", \"api\": \"dra\", \"match\": [ { \"path\": "
                         "\"/dev/d%02d*\" } ] }%s\n",
-                        name_of(i), i, i + 1 < MANY ? "," : "");
+                        name_of(i), i, i + 1 < n ? "," : "");
         fputs("] }\n", m);
         fclose(m);
         return cfg;
+}
+
+static char *dra_config(void) {
+        return dra_config_n(MANY);
 }
 
 static void dra_kubeconfig(const char *dir, struct fakeapi *api) {
@@ -1606,6 +1615,7 @@ struct roll_loop {
         bool *unprepared; /* per claim: its Unprepare answered without error */
         int next;
         atomic_bool stop;
+        struct fakeapi *api;
         pthread_mutex_t mu; /* the fields below, between the client threads */
         uint64_t first_fail, last_fail, *lat;
         unsigned calls, failed, max_calls;
@@ -1693,9 +1703,15 @@ static pid_t roll_spawn(const char *dir, char *const *more, int n) {
         return spawn_daemon_with(dir, more);
 }
 
+static unsigned slice_writes(struct fakeapi *api) {
+        return fakeapi_count(api, "POST") + fakeapi_count(api, "PUT") +
+               fakeapi_count(api, "DELETE");
+}
+
 static void roll_once(struct roll_loop *l, const char *dir, char *const *more, pid_t *a, int n,
-                      int clients, uint64_t *window, struct roll_fig *f) {
-        struct timespec settle = { .tv_nsec = 300 * 1000 * 1000L };
+                      int clients, uint64_t *window, uint64_t *writes, struct roll_fig *f) {
+        struct timespec settle = { .tv_nsec = 300 * 1000 * 1000L }, tail = { .tv_sec = 2 };
+        unsigned w0 = slice_writes(l->api);
         pthread_t th[ROLL_LOAD];
 
         l->failed = 0;
@@ -1715,7 +1731,22 @@ static void roll_once(struct roll_loop *l, const char *dir, char *const *more, p
                 pthread_join(th[k], NULL);
         *window = l->failed ? l->last_fail - l->first_fail : 0;
         f->failed += l->failed;
+        /* The new instance's clean-up of what the old one wanted. */
+        nanosleep(&tail, NULL);
+        *writes = slice_writes(l->api) - w0;
         *a = b;
+}
+
+/* One more instance, with the other config, beside the last for 10 s:
+ * the slice writes the two make while they disagree on a pool. */
+static void roll_war(struct fakeapi *api, const char *dir, char *const *more) {
+        struct timespec ten = { .tv_sec = 10 };
+        unsigned w0 = slice_writes(api);
+        pid_t c = roll_spawn(dir, more, ROLLOVERS + 1);
+
+        nanosleep(&ten, NULL);
+        fig.war_writes = slice_writes(api) - w0;
+        stop_daemon(c);
 }
 
 /* Claims whose Unprepare was answered without error and which the
@@ -1734,9 +1765,11 @@ static unsigned roll_back(const char *kroot, const struct roll_loop *l) {
         if (f && getdelim(&text, &len, '\0', f) > 0 &&
             dra_checkpoint_decode(text, strlen(text), &claims, &n, &msg) >= 0)
                 for (size_t k = 0; k < n; k++) {
-                        int i = -1;
-                        sscanf(claims[k].uid, "roll-%d", &i);
-                        back += i >= 0 && i < ROLL_CLAIMS && l->unprepared[i];
+                        const char *u = claims[k].uid;
+                        char *end = NULL;
+                        long i = strncmp(u, "roll-", 5) ? -1 : strtol(u + 5, &end, 10);
+                        back += end && end > u + 5 && !*end && i >= 0 && i < ROLL_CLAIMS &&
+                                l->unprepared[i];
                 }
         if (f)
                 fclose(f);
@@ -1751,18 +1784,23 @@ static void bench_rollover_with(int clients, struct roll_fig *f) {
         static char uids[ROLL_CLAIMS][16];
         static uint64_t lat[ROLL_CLAIMS];
         static bool unprepared[ROLL_CLAIMS];
-        uint64_t windows[ROLLOVERS];
+        uint64_t windows[ROLLOVERS], writes[ROLLOVERS];
         char *cfg = dra_config(), *dir = make_dir(clients > 1 ? "rollload" : "roll", cfg);
         char *kroot = path_join(dir, "k"), *kubeconfig = path_join(dir, "kubeconfig");
+        /* Every other instance without the last resource: each rollover
+         * changes the config, and the two instances disagree on a pool. */
+        char *cfg_b = dra_config_n(MANY - 1), *path_b = path_join(dir, "config-b.json");
         struct fakeapi *api = fakeapi_new(true);
         struct roll_loop l = { .uids = uids,
                                .unprepared = unprepared,
+                               .api = api,
                                .lat = lat,
                                .max_calls = ROLL_CLAIMS,
                                .mu = PTHREAD_MUTEX_INITIALIZER };
 
         memset(unprepared, 0, sizeof(unprepared));
-
+        write_file(path_b, cfg_b);
+        free(cfg_b);
         free(cfg);
         mkdir(kroot, 0755);
         for (int i = 0; i < MANY; i++) {
@@ -1780,6 +1818,8 @@ static void bench_rollover_with(int clients, struct roll_fig *f) {
                 die("test kubelet's DRA side");
         char *more[] = { "--kubelet-root", kroot,      "--node-name", DRA_NODE,
                          "--kubeconfig",   kubeconfig, NULL };
+        char *more_b[] = { "--kubelet-root", kroot,      "--node-name", DRA_NODE, "--kubeconfig",
+                           kubeconfig,       "--config", path_b,        NULL };
         pid_t a = roll_spawn(dir, more, 0);
         if (tk_dra_wait_registered(l.kd, DRA_DRIVER, 1, 20000) < 0)
                 die("the DRA driver registering");
@@ -1787,7 +1827,10 @@ static void bench_rollover_with(int clients, struct roll_fig *f) {
         if (!fakeapi_wait(api, dra_pools_are, &all, 20000))
                 die("64 pools published");
         for (int i = 0; i < ROLLOVERS; i++)
-                roll_once(&l, dir, more, &a, i, clients, &windows[i], f);
+                roll_once(&l, dir, i % 2 ? more : more_b, &a, i, clients, &windows[i], &writes[i],
+                          f);
+        if (clients == 1)
+                roll_war(api, dir, ROLLOVERS % 2 ? more : more_b);
         stop_daemon(a);
         unsetenv("POD_UID");
         tk_dra_stop(l.kd);
@@ -1798,7 +1841,10 @@ static void bench_rollover_with(int clients, struct roll_fig *f) {
         f->wmax = pct(windows, ROLLOVERS, 1.0);
         f->p50 = pct(lat, l.calls, 0.5);
         f->p99 = pct(lat, l.calls, 0.99);
+        f->writes50 = pct(writes, ROLLOVERS, 0.5);
+        f->writes_max = pct(writes, ROLLOVERS, 1.0);
         fig.roll = true;
+        free(path_b);
         free(kroot);
         free(kubeconfig);
         free(dir);
@@ -2044,6 +2090,12 @@ static void print_table(void) {
                 row_ms("DRA rollover: Prepare failing (p50, worst)", r->w50, r->wmax, t);
                 row_us("DRA Prepare across the rollovers", r->p50, r->p99,
                        "(start B beside A, SIGTERM A; calls to the newest)");
+                printf("%-46s %8llu   %8llu    %s\n", "DRA rollover, config changed: slice writes",
+                       (unsigned long long)r->writes50, (unsigned long long)r->writes_max,
+                       "(p50, worst; B beside A until 2 s after A's exit)");
+                snprintf(t, sizeof(t), "at most 30: %s", verdict(fig.war_writes <= 30));
+                printf("%-46s %8u %10s    %s\n", "two that disagree: slice writes in 10 s",
+                       fig.war_writes, "", t);
                 snprintf(t, sizeof(t),
                          "at most 1 s: %s (%u of %u Prepares failed; %u unprepared claims kept: "
                          "0 %s)",
