@@ -87,3 +87,19 @@ if [ "$helm_rc" -eq 77 ]; then
 elif [ "$helm_rc" -ne 0 ]; then
         exit "$helm_rc"
 fi
+# 100 DRA instances against a real kube-apiserver and etcd built from the
+# same Go modules (tests/cluster/fleet.sh, about 3 minutes after the
+# build): restarts, a wipe, two instances that disagree. Skipped, and
+# required, exactly as the real-Kubernetes tests are.
+echo "== a fleet against a real API server (tests/cluster/fleet.sh)"
+fleet_rc=0
+tests/cluster/fleet.sh build || fleet_rc=$?
+if [ "$fleet_rc" -eq 77 ]; then
+        if [ "${CDIPLUG_REQUIRE_K8S:-0}" = 1 ]; then
+                echo "the fleet test is required here (CDIPLUG_REQUIRE_K8S=1)" >&2
+                exit 1
+        fi
+        echo "NOTE: the fleet test (tests/cluster/fleet.sh) was skipped: see the reason above"
+elif [ "$fleet_rc" -ne 0 ]; then
+        exit "$fleet_rc"
+fi

@@ -58,6 +58,7 @@ int kube_new_at(const struct kube_settings *s, const char *root, struct kube **r
         k->node = strdup(s->node_name);
         k->driver = s->driver ? strdup(s->driver) : NULL;
         k->seen = cJSON_CreateObject();
+        k->hold_leftovers = s->hold_leftovers;
         k->gone = cJSON_CreateObject();
         k->mine = cJSON_CreateObject();
         if (!k->node || (s->driver && !k->driver) || !k->seen || !k->gone || !k->mine ||
@@ -482,6 +483,28 @@ static bool pool_name_ok(const char *p) {
         return true;
 }
 
+static void inbox_push(struct kube *k, struct kube_inbox *in) {
+        in->at_ns = (uint64_t)(dp_mono_seconds() * 1e9);
+        pthread_mutex_lock(&k->mu);
+        in->next = k->inbox;
+        k->inbox = in;
+        pthread_mutex_unlock(&k->mu);
+        if (k->multi)
+                sym_curl_multi_wakeup(k->multi);
+}
+
+int kube_pools_complete(struct kube *k) {
+        struct kube_inbox *in;
+
+        if (!k)
+                return -EINVAL;
+        in = calloc(1, sizeof(*in));
+        if (!in)
+                return -ENOMEM;
+        inbox_push(k, in);
+        return 0;
+}
+
 int kube_pool_set(struct kube *k, const char *pool, cJSON *devices) {
         struct kube_inbox *in;
 
@@ -496,13 +519,7 @@ int kube_pool_set(struct kube *k, const char *pool, cJSON *devices) {
                 return -ENOMEM;
         }
         in->devices = devices;
-        in->at_ns = (uint64_t)(dp_mono_seconds() * 1e9);
-        pthread_mutex_lock(&k->mu);
-        in->next = k->inbox;
-        k->inbox = in;
-        pthread_mutex_unlock(&k->mu);
-        if (k->multi)
-                sym_curl_multi_wakeup(k->multi);
+        inbox_push(k, in);
         return 0;
 }
 

@@ -231,7 +231,7 @@ struct kube_pool {
 
 /* A kube_pool_set() not yet taken by the thread. */
 struct kube_inbox {
-        char *pool;
+        char *pool; /* NULL: kube_pools_complete() */
         cJSON *devices;
         uint64_t at_ns;
         struct kube_inbox *next;
@@ -254,6 +254,7 @@ struct kube {
         uint64_t rng;               /* dp_random's state, seeded per process */
         char *manager;              /* our fieldManager (KUBE_MANAGER_PREFIX) */
         uint64_t start_ms;          /* in it: a newer instance's is higher */
+        bool hold_leftovers;        /* kube_settings; until kube_pools_complete() */
         struct kube_creds creds;    /* the thread's once started */
         struct curl_slist *resolve; /* the pinned addresses (resolve.c), NULL: none yet */
         bool resolve_named;         /* the server is a name, not an address */

@@ -24,6 +24,11 @@ struct kube_settings {
         /* This instance among others on the node (the POD_UID tag), NULL:
          * the pid; part of the field manager our writes carry. */
         const char *instance;
+        /* Keep this node's slices of pools not set yet until
+         * kube_pools_complete(): until the kubelet has registered this
+         * instance, they may be a rolling update's older instance's,
+         * which still serves them. */
+        bool hold_leftovers;
 };
 
 /* Reads the credentials (files stay re-readable for token rotation),
@@ -44,6 +49,10 @@ int kube_new(const struct kube_settings *s, struct kube **ret);
  * whose pool is not known then (resources removed while the daemon was
  * down). */
 int kube_start(struct kube *k);
+/* With hold_leftovers: every pool this instance wants has been set, so
+ * slices of this node and driver in no set pool are leftovers from now on,
+ * deleted. */
+int kube_pools_complete(struct kube *k);
 void kube_free(struct kube *k); /* stops the thread first; NULL ok */
 
 /* Follow this node's labels (labels.c), for the resources' "nodes":

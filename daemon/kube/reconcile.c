@@ -70,8 +70,15 @@ static int pool_op(struct kube *k, struct kube_pool *p, struct op *op);
 static void published(struct kube *k, struct kube_pool *p);
 
 void kube_pool_apply(struct kube *k, struct kube_inbox *in) {
-        struct kube_pool *p = pool_find(k, in->pool);
+        struct kube_pool *p;
         struct op op = { 0 };
+
+        if (!in->pool) {
+                k->hold_leftovers = false;
+                free(in);
+                return;
+        }
+        p = pool_find(k, in->pool);
 
         /* A change written just before this one arrived counts as
          * published before the new one starts. */
@@ -256,6 +263,8 @@ static int next_op(struct kube *k, struct op *op) {
         }
         /* Slices of pools nobody wants (resources removed while we were
          * down, or renamed nodes' leftovers under our node name). */
+        if (k->hold_leftovers)
+                return 0;
         cJSON_ArrayForEach(s, k->seen) {
                 const char *sp = kube_slice_pool(s);
                 if (!sp || !pool_find(k, sp))

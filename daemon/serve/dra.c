@@ -100,7 +100,8 @@ static int kube_setup(struct dp_daemon *d) {
         struct kube_settings ks = { .kubeconfig = d->opts->kubeconfig,
                                     .node_name = d->opts->node_name,
                                     .driver = d->cfg->dra_driver,
-                                    .instance = d->opts->instance };
+                                    .instance = d->opts->instance,
+                                    .hold_leftovers = true };
 
         if (!d->opts->node_name) {
                 log_warn("dra: no node name (--node-name, NODE_NAME): no ResourceSlices are "
@@ -445,6 +446,11 @@ static void publish_slices(struct dp_daemon *d) {
         base_strvec_clear(&d->dra.published);
         d->dra.published = now;
         now = (struct base_strvec){ 0 };
+        /* Only a registered instance's view is the node's: before it, a
+         * rolling update's older instance still serves the slices that
+         * this one's pools do not name yet. */
+        if (accepted)
+                (void)kube_pools_complete(d->dra.kube);
 }
 
 /* Every DRA resource's devices, for the health streams. Called at start

@@ -6,7 +6,10 @@
 # program of the pause image, the image writer (cmd/ociimage) and, from
 # tests/helm's module, the chart renderer (helm-render).
 #
-#   tests/cluster/build.sh OUT_DIR
+#   tests/cluster/build.sh OUT_DIR [control-plane]
+#
+# With "control-plane", only kube-apiserver and etcd (what fleet.sh needs):
+# the rest, containerd above all, is minutes of a CI run's budget.
 #
 # Expects GOMODCACHE, GOCACHE and the rest of the Go environment set by
 # run.sh; prints each step and exits non-zero when a build fails.
@@ -26,6 +29,10 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
         ldv+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
 done
 
+if [ "${2:-}" = control-plane ]; then
+        echo "== cluster: build kube-apiserver v$major.$minor.$patch and etcd"
+        exec go build -ldflags "-s -w$ldv" -o "$out/" k8s.io/kubernetes/cmd/kube-apiserver ./cmd/etcd
+fi
 echo "== cluster: build Kubernetes v$major.$minor.$patch and etcd"
 go build -ldflags "-s -w$ldv" -o "$out/" \
         k8s.io/kubernetes/cmd/kube-apiserver \

@@ -134,7 +134,7 @@ version=$(sed -nE 's/^\s*k8s.io\/kubernetes v([0-9.]+).*/\1/p' go.mod | head -n1
 bin=${CLUSTER_BIN:-$cache/cluster-$version}
 t0=$SECONDS
 if ! [ -x "$bin/kube-apiserver" ] || ! [ -x "$bin/etcd" ]; then
-        ./build.sh "$bin" || { echo "fleet: 0 passed, 1 failed, 0 skipped (build failed)"; exit 1; }
+        ./build.sh "$bin" control-plane || { echo "fleet: 0 passed, 1 failed, 0 skipped (build failed)"; exit 1; }
 fi
 run=$(mktemp -d /tmp/fleet.XXXXXX)
 trap 'if [ "${FLEET_KEEP:-0}" = 1 ]; then echo "== fleet: kept $run" >&2; else rm -rf "$run"; fi' EXIT

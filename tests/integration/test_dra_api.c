@@ -438,7 +438,10 @@ Test(dra_api, a_kubelet_restart_is_repaired) {
  * has not registered the driver fails that claim's Prepare and backs the
  * pod off for a minute: the slices go out only once the kubelet has called
  * NotifyRegistrationStatus(true) on this instance's registry socket. A
- * refused registration publishes nothing; the next, accepted, does. */
+ * refused registration publishes nothing; the next, accepted, does. Until
+ * then the node's other slices of the driver stay too: in a rolling update
+ * they are the older instance's, which still serves them (deleted, they
+ * were made again by it at once, a write burst of every pool). */
 Test(dra_api, slices_are_published_only_once_the_kubelet_registered_the_driver) {
         env_init(&e);
         env_touch(&e, "dev/ttyS0");
@@ -460,15 +463,14 @@ Test(dra_api, slices_are_published_only_once_the_kubelet_registered_the_driver) 
         spawn();
         cr_assert_eq(tk_dra_wait_registered(kd, DRIVER, 1, WAIT_MS), 0, "never registered");
         cr_assert_eq(log_wait(e.log, "the kubelet refused driver", WAIT_MS), 0);
-        /* The API client has listed and watches: it would have created the
-         * slice by now, were it given one. */
-        /* The API client writes one step at a time, its pools' slices
-         * before the leftovers of pools nobody wants: once it has deleted
-         * the leftover, it would have created our pool's slice, were it
-         * given one. */
-        cr_assert(fakeapi_wait_count(api, "DELETE", 1, WAIT_MS), "the leftover stayed");
+        /* The API client has listed and watches (the list, then the
+         * watch): it would have written by now, were it allowed to. */
+        cr_assert(fakeapi_wait_count(api, "GET", 2, WAIT_MS), "never listed and watched");
         cr_assert_eq(fakeapi_count(api, "POST"), 0,
                      "a slice was created before the kubelet registered the driver");
+        cr_assert_eq(fakeapi_count(api, "DELETE"), 0,
+                     "the node's other slice was deleted before the kubelet registered the "
+                     "driver");
 
         /* Accepted the next time: the registry socket made again. */
         tk_dra_refuse(kd, NULL);
@@ -486,4 +488,6 @@ Test(dra_api, slices_are_published_only_once_the_kubelet_registered_the_driver) 
         cr_assert_gt(post, tk_dra_notified_ns(kd, DRIVER),
                      "the slice was created before the kubelet registered the driver");
         cr_assert_eq(fakeapi_count(api, "POST"), 1, "one slice, created once");
+        cr_assert(fakeapi_wait_count(api, "DELETE", 1, WAIT_MS),
+                  "the leftover stayed once the driver was registered");
 }
