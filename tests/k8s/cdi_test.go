@@ -84,14 +84,19 @@ func cdiRegistrar(t *testing.T) string {
 }
 
 // cdiPlugin dials the one plugin socket cdiplug serves in kdir with the
-// kubelet's generated client.
+// kubelet's generated client, once it accepts: the file is there from
+// bind(), a moment before listen(), and a dial in between is refused.
 func cdiPlugin(t *testing.T, kdir string) pluginapi.DevicePluginClient {
 	t.Helper()
 	var sock string
-	eventually(t, dpWait, "a plugin socket in "+kdir, func() bool {
+	eventually(t, dpWait, "a plugin socket in "+kdir+" that accepts", func() bool {
 		socks, _ := filepath.Glob(filepath.Join(kdir, "*.sock"))
 		for _, s := range socks {
-			if filepath.Base(s) != "kubelet.sock" {
+			if filepath.Base(s) == "kubelet.sock" {
+				continue
+			}
+			if c, err := net.Dial("unix", s); err == nil {
+				_ = c.Close()
 				sock = s
 			}
 		}
