@@ -39,6 +39,7 @@ struct doc_ctx {
         gid_t gid;
         /* What the runtimes read, from their configs (host paths). */
         char **runtime_dirs;    /* NULL-terminated; NULL: no runtime config found */
+        bool runtime_assumed;   /* no config seen: runtime_dirs are the defaults */
         int ownership_from_ctx; /* device_ownership_from_security_context: -1 unknown */
         struct doc_finding *v;
         size_t n, cap;

@@ -397,6 +397,7 @@ void doc_check_runtime(struct doc_ctx *c) {
                         c->o->host_root);
         if (!c->runtime_dirs && strv_dup(default_dirs, &c->runtime_dirs) < 0)
                 c->oom = true;
+        c->runtime_assumed = !containerd && !crio;
 
         if (uses_mode(c, CFG_ALLOC_DEVICE_SPECS)) {
                 if (c->ownership_from_ctx == 1)
@@ -424,6 +425,13 @@ static bool same_dir(const struct doc_ctx *c, const char *runtime_dir, const str
                 return true;
         return st && doc_root_stat(c, runtime_dir, &rs) == 0 && S_ISDIR(rs.st_mode) &&
                rs.st_dev == st->st_dev && rs.st_ino == st->st_ino;
+}
+
+static bool is_default_dir(const char *dir) {
+        for (const char *const *d = default_dirs; *d; d++)
+                if (strcmp(*d, dir) == 0)
+                        return true;
+        return false;
 }
 
 /* Our specs as `serve` would write them now. */
@@ -670,6 +678,19 @@ void doc_check_cdi(struct doc_ctx *c) {
         _cleanup_free_ char *list = join_dirs(c->runtime_dirs);
         if (runtime_reads)
                 doc_add(c, "cdi", DOC_OK, NULL, "%s is read by the runtime", dir);
+        else if (c->runtime_assumed)
+                /* No runtime config in sight (doctor in the DaemonSet's pod,
+                 * which mounts the host's CDI dir but not /etc/containerd):
+                 * only the default dirs are known, and not where they are
+                 * mounted here, so a name is all there is to compare. */
+                doc_add(c, "cdi", is_default_dir(dir) ? DOC_OK : DOC_WARN,
+                        is_default_dir(dir)
+                                ? NULL
+                                : "serve with --cdi-dir /etc/cdi, or run doctor where the "
+                                  "runtime's config is visible",
+                        "%s %s a dir runtimes read by default (%s); the runtime's own config "
+                        "is not visible here",
+                        dir, is_default_dir(dir) ? "is" : "is not", list ? list : "?");
         else {
                 _cleanup_free_ char *fix = NULL;
                 (void)!xasprintf(

@@ -175,6 +175,28 @@ Test(doctor, containerd_cdi_switch_in_config_versions_2_and_3) {
         free(out);
 }
 
+/* Doctor in the DaemonSet's pod: the host's CDI dir is mounted at /etc/cdi,
+ * /etc/containerd is not. With no runtime config in sight the default dirs
+ * are all doctor knows, by name: /etc/cdi is one (no problem), another dir
+ * cannot be told (a warning, not a problem). */
+Test(doctor, no_runtime_config_in_sight_is_no_cdi_problem) {
+        char *out = NULL;
+        healthy_root(SERIAL_CONFIG);
+        env_rm(&e, "etc/containerd/config.toml");
+
+        env_run(&e, &out, "doctor", "--config", e.config, "--host-root", e.host, "--kubelet-dir",
+                e.kubelet_dir, "--cdi-dir", "/etc/cdi", NULL);
+        assert_lacks(out, "PROBLEM cdi");
+        assert_has(out, "/etc/cdi is a dir runtimes read by default");
+        free(out);
+
+        env_run(&e, &out, "doctor", "--config", e.config, "--host-root", e.host, "--kubelet-dir",
+                e.kubelet_dir, "--cdi-dir", "/nonexistent/cdiplug-test-cdi", NULL);
+        assert_lacks(out, "PROBLEM cdi");
+        assert_has(out, "is not a dir runtimes read by default");
+        free(out);
+}
+
 Test(doctor, crio_conf_and_drop_ins) {
         char *out = NULL;
         healthy_root(
