@@ -44,8 +44,6 @@ case_measure_pod_start() {
         [ "$(echo "$(p99 "$DIR/claim-times") <= $(p99 "$DIR/dp-times") + 1" | bc)" = 1 ]
 }
 
-registered_lines() { grep -c 'Got registration request from device plugin with resource.*example.com/dp' "$DIR/log/kubelet.log" || true; }
-registered_more() { [ "$(registered_lines)" -gt "$1" ]; }
 allocatable_not() { ! allocatable_is "$1" "$2"; }
 
 # kubelet restart -> cdiplug registered again (the kubelet's log says so);
