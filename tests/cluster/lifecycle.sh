@@ -198,10 +198,12 @@ EOP
 # Depends on fix33's doctor fixes (issue 33, item 5: its /proc reads and
 # the device-plugin dir under --kubelet-root).
 case_doctor() {
-        local pod
+        local pod rc=0
         pod=$(cdiplug_pods)
         kubectl -n "$CDIPLUG_NS" exec "$pod" -- cdiplug doctor --config /etc/cdiplug/config.json \
-                --cdi-dir /etc/cdi --host-root /host --node-name "$NODE"
+                --cdi-dir /etc/cdi --host-root /host --node-name "$NODE" || rc=1
+        # on the node as well, whatever the pod's said: both verdicts in the log
         "$CDIPLUG" doctor --config "$DIR/cdiplug-config.json" --cdi-dir /etc/cdi --node-name "$NODE" \
-                --kubeconfig "$DIR/admin.kubeconfig"
+                --kubeconfig "$DIR/admin.kubeconfig" || rc=1
+        return "$rc"
 }
