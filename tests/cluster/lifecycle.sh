@@ -4,8 +4,9 @@
 # the kubelet restarts, cdiplug's pod is replaced or rolled, devices come,
 # go and fail, and the config changes.
 
+# cdiplug's pods on this node (a Node with no kubelet may have one too).
 cdiplug_pods() {
-        kubectl -n "$CDIPLUG_NS" get pods -l app.kubernetes.io/name=cdiplug \
+        kubectl -n "$CDIPLUG_NS" get pods -l app.kubernetes.io/name=cdiplug --field-selector "spec.nodeName=$NODE" \
                 -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}'
 }
 
