@@ -701,11 +701,15 @@ static size_t watch_write(struct kube_xfer *x, const char *p, size_t n) {
  * relist after the least wait fixes it, whatever failures came before;
  * only a 410 at once on a fresh list's own version is a server in
  * trouble, which backs off. */
+/* The wait is a first retry's, 0-1 s: after an API server restart every
+ * watch of a fleet gets its 410 in the same instant (the server answers the
+ * connections queued while it started all at once), and the lists that
+ * follow are the costly requests; spread over a second, not a burst. */
 static void watch_gone(struct kube *k, struct kube_xfer *x, bool quick, uint64_t now) {
         bool trouble = quick && x->from_list;
         uint64_t wait =
                 trouble ? kube_backoff_next(k, &k->watch_failures, KUBE_BACKOFF_MAX_MS, NULL)
-                        : kube_jitter_ms(k, KUBE_BACKOFF_MIN_MS);
+                        : kube_jitter_ms(k, KUBE_FIRST_RETRY_MS);
 
         kube_count_error(k, KUBE_ERR_GONE, NULL);
         k->ctl_due_ms = now + wait;

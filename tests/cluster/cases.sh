@@ -258,12 +258,19 @@ fence_denies() {
 
 case_node_fence() {
         local pod
+        # cdiplug's own pod, bound to this node: a pod-bound token names
+        # the node only once the pod has one.
+        pod=$(kubectl -n "$CDIPLUG_NS" get pods -l app.kubernetes.io/name=cdiplug \
+                --field-selector "spec.nodeName=$NODE,status.phase=Running" -o jsonpath='{.items[0].metadata.name}')
+        # Without the kubernetes.io/os label the DaemonSet's nodeSelector
+        # passes node-2 over (its pod would stay Pending and hold up every
+        # later rollout); gone at the end, whatever the outcome.
+        trap 'kubectl delete node node-2 --ignore-not-found --wait=false' EXIT
         kubectl apply -f - <<EOY
 apiVersion: v1
 kind: Node
-metadata: {name: node-2, labels: {kubernetes.io/os: linux}}
+metadata: {name: node-2}
 EOY
-        pod=$(kubectl -n "$CDIPLUG_NS" get pods -l app.kubernetes.io/name=cdiplug -o jsonpath='{.items[0].metadata.name}')
         TOKEN=$(kubectl -n "$CDIPLUG_NS" create token cdiplug --bound-object-kind Pod --bound-object-name "$pod" \
                 --bound-object-uid "$(kubectl -n "$CDIPLUG_NS" get pod "$pod" -o jsonpath='{.metadata.uid}')")
         # RBAC alone would let this through: the denial is the policy's,
@@ -271,7 +278,6 @@ EOY
         until_true 30 fence_denies
         slice_yaml "$NODE" | "$BIN/kubectl" --server "https://$NODE_IP:6443" \
                 --certificate-authority "$DIR/ca.crt" --token "$TOKEN" create --dry-run=server -f -
-        kubectl delete node node-2 --wait=false
 }
 
 # shellcheck source=SCRIPTDIR/lifecycle.sh

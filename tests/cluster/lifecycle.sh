@@ -4,8 +4,9 @@
 # the kubelet restarts, cdiplug's pod is replaced or rolled, devices come,
 # go and fail, and the config changes.
 
+# cdiplug's pods on this node (a Node with no kubelet may have one too).
 cdiplug_pods() {
-        kubectl -n "$CDIPLUG_NS" get pods -l app.kubernetes.io/name=cdiplug \
+        kubectl -n "$CDIPLUG_NS" get pods -l app.kubernetes.io/name=cdiplug --field-selector "spec.nodeName=$NODE" \
                 -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}'
 }
 
@@ -33,20 +34,36 @@ no_failed_prepare() {
         [ -z "$ev" ] || { kubectl -n "$TEST_NS" get events --field-selector reason=FailedPrepareDynamicResources >&2; return 1; }
 }
 
+# The kubelet's log (appended to across restarts) counts its
+# registrations: the device plugin's, and the DRA driver's connection.
+registered_lines() { grep -c 'Got registration request from device plugin with resource.*example.com/dp' "$DIR/log/kubelet.log" || true; }
+registered_more() { [ "$(registered_lines)" -gt "$1" ]; }
+dra_connected_lines() { grep -c "Connection changed.*driverName=\"$DRIVER\".*connected=true" "$DIR/log/kubelet.log" || true; }
+dra_connected_more() { [ "$(dra_connected_lines)" -gt "$1" ]; }
+# The kubelet serves exec (port 10250) again.
+exec_works() { kubectl -n "$TEST_NS" exec "$1" -- true; }
+
 # The kubelet restarts with pods running: they stay Running with their
-# devices, cdiplug registers again (allocatable back) and a new pod of each
-# API starts.
+# devices, cdiplug registers again through both APIs (the kubelet's log
+# says so; the node's allocatable is stale until then and proves nothing)
+# and a new pod of each API starts.
 case_kubelet_restart() {
-        local t0
+        local t0 dp dra
         cleanup_pods
         pod_yaml lr-dp example.com/dp | kubectl apply -f -
         claim_pod lr-dra
         wait_running lr-dp
         wait_running lr-dra
+        dp=$(registered_lines)
+        dra=$(dra_connected_lines)
         t0=$(date +%s.%N)
         restart_kubelet
+        until_true 60 registered_more "$dp"
+        echo "MEASURE kubelet restart -> example.com/dp registered again: $(echo "$(date +%s.%N) - $t0" | bc) s"
+        until_true 60 dra_connected_more "$dra"
+        echo "MEASURE kubelet restart -> DRA driver connected again: $(echo "$(date +%s.%N) - $t0" | bc) s"
         until_true 60 allocatable_is example.com/dp 2
-        echo "kubelet restart -> example.com/dp allocatable again: $(echo "$(date +%s.%N) - $t0" | bc) s"
+        until_true 30 exec_works lr-dp
         expect_devices lr-dp dp 1
         expect_devices lr-dra dra 1
         pod_yaml lr-dp2 example.com/dp | kubectl apply -f -
@@ -182,10 +199,12 @@ EOP
 # Depends on fix33's doctor fixes (issue 33, item 5: its /proc reads and
 # the device-plugin dir under --kubelet-root).
 case_doctor() {
-        local pod
+        local pod rc=0
         pod=$(cdiplug_pods)
         kubectl -n "$CDIPLUG_NS" exec "$pod" -- cdiplug doctor --config /etc/cdiplug/config.json \
-                --cdi-dir /etc/cdi --host-root /host --node-name "$NODE"
+                --cdi-dir /etc/cdi --host-root /host --node-name "$NODE" || rc=1
+        # on the node as well, whatever the pod's said: both verdicts in the log
         "$CDIPLUG" doctor --config "$DIR/cdiplug-config.json" --cdi-dir /etc/cdi --node-name "$NODE" \
-                --kubeconfig "$DIR/admin.kubeconfig"
+                --kubeconfig "$DIR/admin.kubeconfig" || rc=1
+        return "$rc"
 }

@@ -8,12 +8,13 @@ MEASURE_PODS=${CDIPLUG_CLUSTER_PODS:-20}
 now() { date +%s.%N; }
 since() { echo "$(now) - $1" | bc; }
 
-# stats FILE: "p50 X s, p99 Y s, max Z s" of the numbers in FILE.
+# stats FILE [NOUN]: "p50 X s, p99 Y s, max Z s (N NOUN)" of the numbers
+# in FILE (NOUN: pods unless given).
 stats() {
-        sort -n "$1" | awk '{v[NR] = $1} END {
+        sort -n "$1" | awk -v noun="${2:-pods}" '{v[NR] = $1} END {
                 p50 = v[int((NR + 1) * 0.50)]; p99 = v[int(NR * 0.99 + 0.999)]
                 if (p99 == "") p99 = v[NR]
-                printf "p50 %.2f s, p99 %.2f s, max %.2f s (%d pods)\n", p50, p99, v[NR], NR }'
+                printf "p50 %.2f s, p99 %.2f s, max %.2f s (%d %s)\n", p50, p99, v[NR], NR, noun }'
 }
 
 p99() { sort -n "$1" | awk '{v[NR] = $1} END {i = int(NR * 0.99 + 0.999); print v[i]}'; }
@@ -44,8 +45,6 @@ case_measure_pod_start() {
         [ "$(echo "$(p99 "$DIR/claim-times") <= $(p99 "$DIR/dp-times") + 1" | bc)" = 1 ]
 }
 
-registered_lines() { grep -c 'Got registration request from device plugin with resource.*example.com/dp' "$DIR/log/kubelet.log" || true; }
-registered_more() { [ "$(registered_lines)" -gt "$1" ]; }
 allocatable_not() { ! allocatable_is "$1" "$2"; }
 
 # kubelet restart -> cdiplug registered again (the kubelet's log says so);
@@ -69,6 +68,6 @@ case_measure_restarts() {
                 until_true 120 allocatable_is example.com/dp 2
                 since "$t" >>"$DIR/alloc-times"
         done
-        echo "MEASURE kubelet restart -> cdiplug registered again: $(stats "$DIR/reg-times")"
-        echo "MEASURE cdiplug pod deleted -> allocatable showing its devices again: $(stats "$DIR/alloc-times")"
+        echo "MEASURE kubelet restart -> cdiplug registered again: $(stats "$DIR/reg-times" restarts)"
+        echo "MEASURE cdiplug pod deleted -> allocatable showing its devices again: $(stats "$DIR/alloc-times" restarts)"
 }
