@@ -132,7 +132,7 @@ static int watch_registry(struct dp_daemon *d) {
 
 /* The checkpoint replaced (by the other instance of a rolling update, or
  * by ours): read again, so the specs kept for prepared claims follow it
- * (retained.c) between calls too. Every write is a rename into place. */
+ * (retained_claims.c) between calls too. Every write is a rename into place. */
 static void watch_checkpoint(struct dp_daemon *d) {
         const char *dir = dra_node_plugin_dir(d->dra.node);
 

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* What is kept for pods that may still need it, decided by the kubelet's
  * PodResources List: the CDI specs of resources no longer configured, and
- * devices a reload no longer names (at the end of this file).
+ * devices a reload no longer names (at the end of this file). What
+ * prepared DRA claims hold keeps them too: retained_claims.c.
  *
  * CDI specs of resources no longer configured: removed by a reload, or
  * found at start-up in the ownership record with no resource of the
@@ -441,35 +442,6 @@ static int flatten(grpc_byte_buffer *recv, grpc_slice *ret) {
         return 0;
 }
 
-/* The prepared DRA claim that holds a CDI device of spec file file
- * (cdi_id NULL) or the device cdi_id itself, and which device; NULL when
- * none. The kubelet starts a claim's containers again with the CDI IDs
- * Prepare answered until it unprepares the claim, so those must resolve
- * whatever PodResources says (it lists running containers only). */
-static const struct dra_claim *claim_holding(const struct dp_daemon *d, const char *file,
-                                             const char *cdi_id, const char **ret_dev) {
-        size_t n;
-        const struct dra_claim *c = dra_node_prepared_claims(d->dra.node, &n);
-
-        for (size_t i = 0; i < n; i++)
-                for (size_t k = 0; k < c[i].n_devices; k++)
-                        for (char **id = c[i].devices[k].cdi_ids; *id; id++) {
-                                _cleanup_free_ char *kind = NULL, *f = NULL;
-                                bool hit;
-                                if (cdi_id)
-                                        hit = strcmp(*id, cdi_id) == 0;
-                                else
-                                        hit = file && (kind = strndup(*id, strcspn(*id, "="))) &&
-                                              cdi_spec_file_name(kind, &f) >= 0 &&
-                                              strcmp(f, file) == 0;
-                                if (hit) {
-                                        *ret_dev = *id;
-                                        return &c[i];
-                                }
-                        }
-        return NULL;
-}
-
 /* A kept spec a prepared claim holds: said once, asked again later. */
 static void held_by_claim(struct dp_daemon *d, struct kept *k, const struct dra_claim *c,
                           const char *dev) {
@@ -505,7 +477,7 @@ static void judge(struct dp_daemon *d, struct holder *holders, const grpc_slice 
                 bool removed = false;
                 int r;
 
-                if (!pod->pod && (claim = claim_holding(d, k->file, NULL, &dev))) {
+                if (!pod->pod && (claim = dp_claim_holding(d, k->file, NULL, &dev))) {
                         again = true;
                         held_by_claim(d, k, claim, dev);
                         i++;
@@ -700,26 +672,6 @@ static int mark_held(void *arg, const struct dp_podres_devices *dv) {
         return r;
 }
 
-/* Whether a prepared DRA claim holds device dev of res (its CDI ID, as
- * Prepare answered it); said once per device. */
-static bool prepared(struct dp_resource *res, size_t dev) {
-        _cleanup_free_ char *cdi = NULL;
-        const struct dra_claim *c;
-        const char *id = NULL;
-
-        if (dp_plugin_qualified(res->plugin, dev, &cdi) < 0)
-                return true; /* cannot tell: keep it */
-        c = claim_holding(res->d, NULL, cdi, &id);
-        if (c)
-                log_with(LOG_DEBUG,
-                         &(struct log_fields){ .resource = res->cfg->name,
-                                               .device = dp_device_id(res->plugin, dev) },
-                         "resource \"%s\": device \"%s\", no longer named by the config, stays "
-                         "in its CDI spec: DRA claim %s/%s is prepared with %s",
-                         res->cfg->name, dp_device_id(res->plugin, dev), c->ns, c->name, id);
-        return c != NULL;
-}
-
 /* One resource: its gone devices no pod holds, and no prepared claim,
  * leave its spec. Whether one is still held (ask again later). */
 static bool judge_resource(struct dp_resource *res, const void *wire, size_t len) {
@@ -740,7 +692,7 @@ static bool judge_resource(struct dp_resource *res, const void *wire, size_t len
                 if (!p->devs[i].gone)
                         continue;
                 if (!held[i])
-                        held[i] = prepared(res, i);
+                        held[i] = dp_gone_prepared(res, i);
                 again |= held[i];
                 forget[i] = !held[i];
                 any |= forget[i];

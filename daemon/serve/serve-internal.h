@@ -230,7 +230,7 @@ const char *dp_podres_socket(const struct dp_daemon *d);
 
 /* resource.c: a resource's lifetime. */
 int dp_resource_new(struct dp_daemon *d, const struct cfg_resource *cfg, struct dp_resource **ret);
-/* refresh.c: discover its devices again; *ret_changed when its list changed (its
+/* specs.c: discover its devices again; *ret_changed when its list changed (its
  * spec is then written first). */
 int dp_resource_refresh(struct dp_resource *res, bool *ret_changed);
 /* Keep its settings in room, past the config they came from. */
@@ -293,7 +293,7 @@ void dp_kubelet_sock_created(struct dp_daemon *d);
 void dp_maybe_finish(struct dp_daemon *d);
 
 /* The CDI specs the daemon writes: per resource with retries
- * (publish.c), and the clean-up at start-up (specs.c). */
+ * (publish.c), the clean-up at start-up, refresh and retries (specs.c). */
 
 struct dp_daemon;
 struct dp_plugin;
@@ -305,7 +305,7 @@ struct dp_resource;
 int dp_spec_write(struct dp_resource *res, const struct dp_plugin *plugin);
 int dp_spec_publish(struct dp_resource *res);
 /* A timer callback: ctx is the daemon. */
-void dp_spec_due(void *ctx); /* refresh.c */
+void dp_spec_due(void *ctx); /* specs.c */
 /* The spec timer set to the earliest retry any resource waits for. */
 void dp_spec_timer_set(struct dp_daemon *d);
 
@@ -369,6 +369,17 @@ void dp_retained_devices(struct dp_daemon *d);
  * is rewritten). Returns whether one is still held. */
 bool dp_gone_any(const struct dp_daemon *d);
 bool dp_gone_judge(struct dp_daemon *d, const void *wire, size_t len);
+
+/* What prepared DRA claims hold (retained_claims.c). claim_holding: the
+ * prepared claim that holds a CDI device of spec file file (cdi_id NULL)
+ * or the device cdi_id itself, and which device (*ret_dev); NULL when
+ * none. gone_prepared: whether one holds gone device dev of res. */
+
+struct dra_claim;
+
+const struct dra_claim *dp_claim_holding(const struct dp_daemon *d, const char *file,
+                                         const char *cdi_id, const char **ret_dev);
+bool dp_gone_prepared(struct dp_resource *res, size_t dev);
 
 /* One resource's grpc server (server.c): its socket in the kubelet dir,
  * the DevicePlugin calls and the ListAndWatch streams it pushes to. */

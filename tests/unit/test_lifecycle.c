@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* A resource's lifetime (serve/resource.c, serve/refresh.c) alone, on a small daemon
+/* A resource's lifetime (serve/resource.c, serve/specs.c) alone, on a small daemon
  * struct: no grpc, no kubelet, a fake host root and temp dirs. */
 #include <criterion/criterion.h>
 #include <errno.h>
