@@ -54,52 +54,32 @@ CC=clang-14 cmake -S . -B build-ubsan -DCDIPLUG_WERROR=ON \
         -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=undefined" >/dev/null
 cmake --build build-ubsan -j "$jobs" >/dev/null
 (cd build-ubsan && ctest --output-on-failure -j "$jobs" -L unit)
-# Real Kubernetes as the peer (tests/k8s: the kubelet's device manager and
-# DRA manager, the API server's validation, the CDI library, at the oldest
-# and newest supported releases), against the release build. It needs Go and
-# the Go module proxy; without them it is skipped and says why, except where
-# CDIPLUG_REQUIRE_K8S=1 (.ci/run), where a skip fails.
-echo "== real Kubernetes (tests/k8s/run.sh)"
-k8s_rc=0
-tests/k8s/run.sh build || k8s_rc=$?
-if [ "$k8s_rc" -eq 77 ]; then
-        if [ "${CDIPLUG_REQUIRE_K8S:-0}" = 1 ]; then
-                echo "the real-Kubernetes tests are required here (CDIPLUG_REQUIRE_K8S=1)" >&2
-                exit 1
+# go_tier WHAT SCRIPT: a Go tier, against the release build. It needs Go
+# and the Go module proxy; without them (exit 77) it is skipped and says
+# why, except where CDIPLUG_REQUIRE_K8S=1 (.ci/run), where a skip fails.
+go_tier() {
+        local rc=0
+        echo "== $1 ($2)"
+        "$2" build || rc=$?
+        if [ "$rc" -eq 77 ]; then
+                if [ "${CDIPLUG_REQUIRE_K8S:-0}" = 1 ]; then
+                        echo "$1 is required here (CDIPLUG_REQUIRE_K8S=1)" >&2
+                        exit 1
+                fi
+                echo "NOTE: $1 ($2) was skipped: see the reason above"
+        elif [ "$rc" -ne 0 ]; then
+                exit "$rc"
         fi
-        echo "NOTE: the real-Kubernetes tests (tests/k8s) were skipped: see the reason above"
-elif [ "$k8s_rc" -ne 0 ]; then
-        exit "$k8s_rc"
-fi
+}
+# Real Kubernetes as the peer: the kubelet's device manager and DRA
+# manager, the API server's validation, the CDI library, at the oldest and
+# newest supported releases.
+go_tier "real Kubernetes" tests/k8s/run.sh
 # The Helm chart (deploy/helm/cdiplug) with real Helm, built from its Go
 # module: lint, the renderings through the manifests' offline checks, and
-# agreement with `cdiplug manifests` and deploy/base. Skipped, and required,
-# exactly as the real-Kubernetes tests are.
-echo "== Helm chart (tests/helm/run.sh)"
-helm_rc=0
-tests/helm/run.sh build || helm_rc=$?
-if [ "$helm_rc" -eq 77 ]; then
-        if [ "${CDIPLUG_REQUIRE_K8S:-0}" = 1 ]; then
-                echo "the Helm chart's tests are required here (CDIPLUG_REQUIRE_K8S=1)" >&2
-                exit 1
-        fi
-        echo "NOTE: the Helm chart's tests (tests/helm) were skipped: see the reason above"
-elif [ "$helm_rc" -ne 0 ]; then
-        exit "$helm_rc"
-fi
+# agreement with `cdiplug manifests` and deploy/base.
+go_tier "the Helm chart" tests/helm/run.sh
 # 100 DRA instances against a real kube-apiserver and etcd built from the
-# same Go modules (tests/cluster/fleet.sh, about 3 minutes after the
-# build): restarts, a wipe, two instances that disagree. Skipped, and
-# required, exactly as the real-Kubernetes tests are.
-echo "== a fleet against a real API server (tests/cluster/fleet.sh)"
-fleet_rc=0
-tests/cluster/fleet.sh build || fleet_rc=$?
-if [ "$fleet_rc" -eq 77 ]; then
-        if [ "${CDIPLUG_REQUIRE_K8S:-0}" = 1 ]; then
-                echo "the fleet test is required here (CDIPLUG_REQUIRE_K8S=1)" >&2
-                exit 1
-        fi
-        echo "NOTE: the fleet test (tests/cluster/fleet.sh) was skipped: see the reason above"
-elif [ "$fleet_rc" -ne 0 ]; then
-        exit "$fleet_rc"
-fi
+# same Go modules (about 3 minutes after the build): restarts, a wipe, two
+# instances that disagree.
+go_tier "a fleet against a real API server" tests/cluster/fleet.sh
