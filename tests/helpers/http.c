@@ -146,6 +146,22 @@ int http_get(int port, const char *path, char **ret_body) {
         return http_raw(port, req, (size_t)n, ret_body, 10000);
 }
 
+double http_metric(int port, const char *sample) {
+        char *body = NULL, needle[160];
+        const char *p;
+        double v;
+
+        if (http_get(port, "/metrics", &body) != 200) {
+                free(body);
+                return -1;
+        }
+        snprintf(needle, sizeof(needle), "\n%s ", sample);
+        p = strstr(body, needle);
+        v = p ? strtod(p + strlen(needle), NULL) : -1;
+        free(body);
+        return v;
+}
+
 int file_count(const char *path, const char *needle) {
         FILE *f = fopen(path, "r");
         char *line = NULL;

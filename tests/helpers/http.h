@@ -14,6 +14,9 @@ int http_connect(int port);
  * not NULL, gets the body (malloc'd). */
 int http_raw(int port, const char *raw, size_t len, char **ret_body, int timeout_ms);
 int http_get(int port, const char *path, char **ret_body);
+/* The value of a sample on 127.0.0.1:port's /metrics (the first line that
+ * starts with sample and a space), or -1 when there is none. */
+double http_metric(int port, const char *sample);
 /* A kubelet-style probe: GET path on a new connection, everything
  * (connect included) within timeout_ms; the status, or -ETIMEDOUT. */
 int http_probe(int port, const char *path, int timeout_ms);

@@ -134,17 +134,8 @@ static void sleep_ms(long ms) {
         nanosleep(&ts, NULL);
 }
 
-/* A metric's value on /metrics (the first sample of name), or -1. */
 static double metric(const char *name) {
-        _cleanup_free_ char *body = NULL;
-        char needle[128];
-        const char *p;
-
-        if (http_get(port, "/metrics", &body) != 200)
-                return -1;
-        snprintf(needle, sizeof(needle), "\n%s ", name);
-        p = strstr(body, needle);
-        return p ? strtod(p + strlen(needle), NULL) : -1;
+        return http_metric(port, name);
 }
 
 /* ---- bounded parsing ---- */

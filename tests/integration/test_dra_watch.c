@@ -75,17 +75,8 @@ static void sleep_ms(long ms) {
         nanosleep(&ts, NULL);
 }
 
-/* A sample's value on /metrics (the first line starting with sample), or -1. */
 static double metric(const char *sample) {
-        _cleanup_free_ char *body = NULL;
-        char needle[160];
-        const char *p;
-
-        if (http_get(port, "/metrics", &body) != 200)
-                return -1;
-        snprintf(needle, sizeof(needle), "\n%s ", sample);
-        p = strstr(body, needle);
-        return p ? strtod(p + strlen(needle), NULL) : -1;
+        return http_metric(port, sample);
 }
 
 static bool any_slice(const cJSON *slices, void *ctx) {
