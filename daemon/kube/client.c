@@ -52,6 +52,7 @@ int kube_new_at(const struct kube_settings *s, const char *root, struct kube **r
         if (!k)
                 return -ENOMEM;
         pthread_mutex_init(&k->mu, NULL);
+        pthread_mutex_init(&k->net_mu, NULL);
         k->queue_tail = &k->queue;
         /* Per process: the jitter of a fleet's instances differs. */
         k->rng = dp_random_seed();
@@ -84,7 +85,9 @@ int kube_new_at(const struct kube_settings *s, const char *root, struct kube **r
         /* Made now, before the lock-down: the multi handle's wake-up pair
          * is a socketpair(), which the filter does not allow. */
         k->multi = sym_curl_multi_init();
-        if (!k->multi) {
+        if (s->driver)
+                k->claims_multi = sym_curl_multi_init();
+        if (!k->multi || (s->driver && !k->claims_multi)) {
                 kube_free(k);
                 return -ENOMEM;
         }
@@ -96,7 +99,7 @@ int kube_new(const struct kube_settings *s, struct kube **ret) {
         return kube_new_at(s, NULL, ret);
 }
 
-static bool stopping(struct kube *k) {
+bool kube_stopping(struct kube *k) {
         bool stop;
 
         pthread_mutex_lock(&k->mu);
@@ -130,194 +133,13 @@ static void drain_inbox(struct kube *k) {
         }
 }
 
-static void claim_answer(struct kube *k, struct kube_claim_req *q, struct kube_claim *c) {
-        pthread_mutex_lock(&k->mu);
-        k->stats.claim_lookups++;
-        pthread_mutex_unlock(&k->mu);
-        q->fn(q->ctx, c);
-        free(q->ns);
-        free(q->name);
-        free(q->uid);
-        free(q);
-}
-
-static void claim_fail(struct kube *k, struct kube_claim_req *q, int err, const char *fmt, ...)
-        _printf_(4, 5);
-static void claim_fail(struct kube *k, struct kube_claim_req *q, int err, const char *fmt, ...) {
-        struct kube_claim c = { .err = err };
-        va_list ap;
-
-        va_start(ap, fmt);
-        if (vasprintf(&c.msg, fmt, ap) < 0)
-                c.msg = NULL;
-        va_end(ap);
-        claim_answer(k, q, &c);
-}
-
-static void claim_start(struct kube *k, struct kube_claim_req *q) {
-        _cleanup_free_ char *ns = sym_curl_easy_escape(NULL, q->ns, 0);
-        _cleanup_free_ char *name = sym_curl_easy_escape(NULL, q->name, 0);
-        _cleanup_free_ char *path = NULL;
-        struct kube_xfer *x;
-        int r = -ENOMEM;
-
-        if (ns && name &&
-            xasprintf(&path, "/apis/resource.k8s.io/v1/namespaces/%s/resourceclaims/%s", ns,
-                      name) == 0)
-                r = kube_xfer_new(k, KX_CLAIM, "GET", path, NULL, KUBE_CLAIM_MAX, &x);
-        if (r < 0) {
-                claim_fail(k, q, r, "cannot start the lookup: %s", strerror(-r));
-                return;
-        }
-        x->claim = q;
-        for (size_t i = 0; i < KUBE_CLAIMS_RUNNING; i++)
-                if (!k->claim_x[i]) {
-                        k->claim_x[i] = x;
-                        pthread_mutex_lock(&k->mu);
-                        k->running[i] = q;
-                        pthread_mutex_unlock(&k->mu);
-                        return;
-                }
-}
-
-static void slot_clear(struct kube *k, size_t i) {
-        k->claim_x[i] = NULL;
-        pthread_mutex_lock(&k->mu);
-        k->running[i] = NULL;
-        pthread_mutex_unlock(&k->mu);
-}
-
-/* Lookups whose asker gave up: out of the queue, or their transfer
- * ended, and answered -ECANCELED. */
-static void drop_cancelled(struct kube *k) {
-        struct kube_claim_req *gone = NULL, **pp;
-        bool ended[KUBE_CLAIMS_RUNNING] = { false };
-
-        pthread_mutex_lock(&k->mu);
-        for (pp = &k->queue; *pp;) {
-                struct kube_claim_req *q = *pp;
-                if (!q->cancelled) {
-                        pp = &q->next;
-                        continue;
-                }
-                *pp = q->next;
-                k->queued--;
-                q->next = gone;
-                gone = q;
-        }
-        k->queue_tail = &k->queue;
-        while (*k->queue_tail)
-                k->queue_tail = &(*k->queue_tail)->next;
-        for (size_t i = 0; i < KUBE_CLAIMS_RUNNING; i++)
-                ended[i] = k->running[i] && k->running[i]->cancelled;
-        pthread_mutex_unlock(&k->mu);
-        while (gone) {
-                struct kube_claim_req *q = gone;
-                gone = q->next;
-                claim_fail(k, q, -ECANCELED, "the Prepare that asked gave up waiting");
-        }
-        for (size_t i = 0; i < KUBE_CLAIMS_RUNNING; i++) {
-                struct kube_xfer *x = k->claim_x[i];
-
-                if (!ended[i] || !x)
-                        continue;
-                slot_clear(k, i);
-                claim_fail(k, x->claim, -ECANCELED, "the Prepare that asked gave up waiting");
-                x->claim = NULL;
-                kube_xfer_free(x);
-        }
-}
-
-void kube_claim_cancel(struct kube *k, void *ctx) {
-        bool any = false;
-
-        if (!k)
-                return;
-        pthread_mutex_lock(&k->mu);
-        for (struct kube_claim_req *q = k->queue; q; q = q->next)
-                if (q->ctx == ctx)
-                        any = q->cancelled = true;
-        for (size_t i = 0; i < KUBE_CLAIMS_RUNNING; i++)
-                if (k->running[i] && k->running[i]->ctx == ctx)
-                        any = k->running[i]->cancelled = true;
-        pthread_mutex_unlock(&k->mu);
-        if (any)
-                sym_curl_multi_wakeup(k->multi);
-}
-
-static size_t claims_running(const struct kube *k) {
-        size_t n = 0;
-
-        for (size_t i = 0; i < KUBE_CLAIMS_RUNNING; i++)
-                n += k->claim_x[i] != NULL;
-        return n;
-}
-
-static void start_claims(struct kube *k) {
-        while (claims_running(k) < KUBE_CLAIMS_RUNNING) {
-                struct kube_claim_req *q;
-
-                pthread_mutex_lock(&k->mu);
-                q = k->queue;
-                if (q) {
-                        k->queue = q->next;
-                        if (!k->queue)
-                                k->queue_tail = &k->queue;
-                        k->queued--;
-                }
-                pthread_mutex_unlock(&k->mu);
-                if (!q)
-                        return;
-                q->next = NULL;
-                claim_start(k, q);
-        }
-}
-
-static void claim_done(struct kube *k, struct kube_xfer *x, CURLcode rc) {
-        struct kube_claim_req *q = x->claim;
-        int cls = kube_xfer_class(x, rc);
-        long code = kube_xfer_code(x);
-        struct kube_claim c;
-        char why[320];
-
-        x->claim = NULL;
-        for (size_t i = 0; i < KUBE_CLAIMS_RUNNING; i++)
-                if (k->claim_x[i] == x)
-                        slot_clear(k, i);
-        if (cls < 0) {
-                kube_claim_parse(x->buf ? x->buf : "", k->driver, q->uid, &c);
-                claim_answer(k, q, &c);
-                return;
-        }
-        kube_count_error(k, cls, x);
-        if (cls == KUBE_ERR_UNAUTHORIZED && code == 401 && !q->retried) {
-                /* The token rotated under us: re-read it and ask again. */
-                k->token_stale = true;
-                q->retried = true;
-                claim_start(k, q);
-                return;
-        }
-        if (code == 404) {
-                claim_fail(k, q, -ENOENT, "claim %s/%s not found", q->ns, q->name);
-                return;
-        }
-        kube_xfer_describe(x, rc, why, sizeof(why));
-        claim_fail(k, q,
-                   code == 0                    ? -ECONNREFUSED
-                   : code == 401 || code == 403 ? -EACCES
-                                                : -EIO,
-                   "cannot get claim %s/%s from the API server: %s", q->ns, q->name, why);
-}
-
 static void on_done(struct kube *k, CURL *h, CURLcode rc) {
         struct kube_xfer *x = NULL;
 
         sym_curl_easy_getinfo(h, CURLINFO_PRIVATE, (char **)&x);
         if (!x)
                 return;
-        if (x->kind == KX_CLAIM)
-                claim_done(k, x, rc);
-        else if (x == k->labels_x)
+        if (x == k->labels_x)
                 kube_labels_done(k, x, rc, dp_now_ms());
         else
                 kube_reconcile_done(k, x, rc, dp_now_ms());
@@ -350,7 +172,7 @@ static int poll_timeout(struct kube *k, uint64_t now) {
 static void *kube_main(void *arg) {
         struct kube *k = arg;
 
-        while (!stopping(k)) {
+        while (!kube_stopping(k)) {
                 struct CURLMsg *m;
                 int running, left;
 
@@ -364,8 +186,6 @@ static void *kube_main(void *arg) {
                                 on_done(k, m->easy_handle, m->data.result);
                 kube_resolve_step(k, dp_now_ms());
                 drain_inbox(k);
-                drop_cancelled(k);
-                start_claims(k);
                 kube_labels_step(k, dp_now_ms());
                 /* Without a driver the client only follows the labels. */
                 if (k->driver)
@@ -396,6 +216,9 @@ int kube_start(struct kube *k) {
         }
         pthread_setname_np(k->thread, "cdiplug-kube");
         k->started = true;
+        r = kube_claims_start(k);
+        if (r < 0)
+                return r;
         pthread_mutex_lock(&k->mu);
         k->stats.watch_on[KUBE_WATCH_SLICES] = k->driver != NULL;
         k->stats.watch_on[KUBE_WATCH_NODE] = k->labels_fn != NULL;
@@ -404,29 +227,10 @@ int kube_start(struct kube *k) {
 }
 
 static void cancel_all(struct kube *k) {
-        struct kube_claim_req *q;
-
-        /* Transfers still in flight; their claims are answered. */
-        for (size_t i = 0; i < KUBE_CLAIMS_RUNNING; i++) {
-                struct kube_xfer *x = k->claim_x[i];
-
-                if (!x)
-                        continue;
-                slot_clear(k, i);
-                claim_fail(k, x->claim, -ECANCELED, "the API client is stopping");
-                x->claim = NULL;
-                kube_xfer_free(x);
-        }
         kube_xfer_free(k->ctl);
         kube_xfer_free(k->watch);
         kube_xfer_free(k->labels_x);
         k->ctl = k->watch = k->labels_x = NULL;
-        while ((q = k->queue)) {
-                k->queue = q->next;
-                claim_fail(k, q, -ECANCELED, "the API client is stopping");
-        }
-        k->queue_tail = &k->queue;
-        k->queued = 0;
 }
 
 void kube_free(struct kube *k) {
@@ -439,6 +243,7 @@ void kube_free(struct kube *k) {
                 sym_curl_multi_wakeup(k->multi);
                 pthread_join(k->thread, NULL);
         }
+        kube_claims_stop(k);
         cancel_all(k);
         kube_resolve_stop(k);
         while (k->inbox) {
@@ -451,6 +256,8 @@ void kube_free(struct kube *k) {
         kube_pools_free(k);
         if (k->multi)
                 sym_curl_multi_cleanup(k->multi);
+        if (k->claims_multi)
+                sym_curl_multi_cleanup(k->claims_multi);
         sym_curl_slist_free_all(k->resolve);
         kube_creds_clear(&k->creds);
         cJSON_Delete(k->seen);
@@ -466,6 +273,7 @@ void kube_free(struct kube *k) {
         free(k->node);
         free(k->driver);
         pthread_mutex_destroy(&k->mu);
+        pthread_mutex_destroy(&k->net_mu);
         free(k);
 }
 
@@ -520,60 +328,6 @@ int kube_pool_set(struct kube *k, const char *pool, cJSON *devices) {
         }
         in->devices = devices;
         inbox_push(k, in);
-        return 0;
-}
-
-/* A namespace or object name as the API allows (DNS subdomain). */
-static bool object_name_ok(const char *s) {
-        size_t n = s ? strlen(s) : 0;
-
-        if (n == 0 || n > 253)
-                return false;
-        for (size_t i = 0; i < n; i++)
-                if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-' ||
-                      s[i] == '.'))
-                        return false;
-        return true;
-}
-
-int kube_claim_get(struct kube *k, const char *ns, const char *name, const char *uid,
-                   kube_claim_fn *fn, void *ctx) {
-        struct kube_claim_req *q;
-        int r = 0;
-
-        if (!k || !fn || !object_name_ok(ns) || !object_name_ok(name))
-                return -EINVAL;
-        q = calloc(1, sizeof(*q));
-        if (!q || !(q->ns = strdup(ns)) || !(q->name = strdup(name)) ||
-            (uid && !(q->uid = strdup(uid)))) {
-                if (q) {
-                        free(q->ns);
-                        free(q->name);
-                }
-                free(q);
-                return -ENOMEM;
-        }
-        q->fn = fn;
-        q->ctx = ctx;
-        pthread_mutex_lock(&k->mu);
-        if (k->stop)
-                r = -ECANCELED;
-        else if (k->queued >= KUBE_CLAIMS_QUEUED)
-                r = -ENOBUFS;
-        else {
-                *k->queue_tail = q;
-                k->queue_tail = &q->next;
-                k->queued++;
-        }
-        pthread_mutex_unlock(&k->mu);
-        if (r < 0) {
-                free(q->ns);
-                free(q->name);
-                free(q->uid);
-                free(q);
-                return r;
-        }
-        sym_curl_multi_wakeup(k->multi);
         return 0;
 }
 

@@ -184,7 +184,9 @@ struct kube_claim_req {
 
 struct kube_xfer {
         struct kube *k;
+        CURLM *multi; /* the thread's it runs on */
         CURL *h;
+        struct curl_slist *resolve; /* its own copy of the pinned addresses */
         enum kube_xkind kind;
         struct curl_slist *headers;
         char *body_out;
@@ -251,20 +253,32 @@ struct kube_watch_log {
 
 struct kube {
         char *node, *driver;
-        uint64_t rng;               /* dp_random's state, seeded per process */
-        char *manager;              /* our fieldManager (KUBE_MANAGER_PREFIX) */
-        uint64_t start_ms;          /* in it: a newer instance's is higher */
-        bool hold_leftovers;        /* kube_settings; until kube_pools_complete() */
-        struct kube_creds creds;    /* the thread's once started */
-        struct curl_slist *resolve; /* the pinned addresses (resolve.c), NULL: none yet */
-        bool resolve_named;         /* the server is a name, not an address */
+        uint64_t rng;         /* dp_random's state, seeded per process */
+        char *manager;        /* our fieldManager (KUBE_MANAGER_PREFIX) */
+        uint64_t start_ms;    /* in it: a newer instance's is higher */
+        bool hold_leftovers;  /* kube_settings; until kube_pools_complete() */
+        bool resolve_named;   /* the server is a name, not an address */
+        struct kube_dns *dns; /* cdiplug-dns, for a name; NULL: none */
+        CURLM *multi;         /* cdiplug-kube's: slices, labels */
+        pthread_t thread;
+        bool started;
+        /* cdiplug-claims (claim.c): the lookups' own thread and multi
+         * handle, so that no work on cdiplug-kube (a list's pages, a label
+         * storm, the labels' callback) ever holds a Prepare up. NULL
+         * without a driver. */
+        CURLM *claims_multi;
+        pthread_t claims_thread;
+        bool claims_started;
+
+        /* What both threads read to make a transfer (xfer.c, resolve.c). */
+        pthread_mutex_t net_mu;
+        struct kube_creds creds;    /* the token in it; the rest is fixed */
+        bool token_stale;           /* re-read before the next request */
+        bool token_warned;          /* a failed re-read was logged */
+        struct curl_slist *resolve; /* the pinned addresses, NULL: none yet */
         bool resolve_due;           /* look it up again (cdiplug-dns) */
         bool resolve_warned;
         uint64_t resolve_next_ms; /* not before (at most once a second) */
-        struct kube_dns *dns;     /* cdiplug-dns, for a name; NULL: none */
-        CURLM *multi;
-        pthread_t thread;
-        bool started;
 
         pthread_mutex_t mu; /* the fields down to stats */
         bool stop;
@@ -297,10 +311,8 @@ struct kube {
         char *rv;                /* resourceVersion to watch from */
         struct kube_xfer *ctl;   /* the node, list or write in flight */
         struct kube_xfer *watch; /* the watch in flight */
-        struct kube_xfer *claim_x[KUBE_CLAIMS_RUNNING]; /* lookups in flight */
         unsigned ctl_failures, watch_failures;
         uint64_t ctl_due_ms, watch_due_ms; /* not before (back-off), 0: now */
-        bool token_stale;                  /* re-read before the next request */
         bool ctl_wait_said;                /* a long wait was logged in this run of failures */
         /* labels.c's: the node's labels, followed when labels_fn is set. */
         kube_labels_fn *labels_fn;
@@ -309,7 +321,9 @@ struct kube {
         struct kube_xfer *labels_x; /* the watch in flight */
         unsigned labels_failures;
         uint64_t labels_due_ms;
-        bool token_warned;
+
+        /* cdiplug-claims only: */
+        struct kube_xfer *claim_x[KUBE_CLAIMS_RUNNING]; /* lookups in flight */
 };
 
 /* seen.c: what the API server told us of our slices, bounded. */
@@ -364,9 +378,28 @@ int kube_resolve(struct kube *k);
 int kube_resolve_start(struct kube *k);
 void kube_resolve_stop(struct kube *k);
 void kube_resolve_step(struct kube *k, uint64_t now_ms);
-uint64_t kube_resolve_due(const struct kube *k, uint64_t now_ms);
+uint64_t kube_resolve_due(struct kube *k, uint64_t now_ms);
+/* On either thread: a copy of the pinned addresses for one transfer
+ * (*ret NULL: none needed, the server is an address), or -EHOSTUNREACH
+ * when a name never resolved yet (a lookup is asked for); -ENOMEM. */
+int kube_resolve_pins(struct kube *k, struct curl_slist **ret);
+/* On either thread: a connection failed, the name may have moved: look
+ * it up again before the next attempt (cdiplug-kube is woken for it). */
+void kube_resolve_ask(struct kube *k);
+
+/* client.c: kube_free() began: the threads end their loops. */
+bool kube_stopping(struct kube *k);
+
+/* claim.c: start cdiplug-claims (with a driver); stop and join it (after
+ * k->stop was set; also when it never started), then answer every lookup
+ * still waiting or in flight with -ECANCELED. */
+int kube_claims_start(struct kube *k);
+void kube_claims_stop(struct kube *k);
 
 /* xfer.c */
+/* On either thread: the token is re-read before the next request (after
+ * a 401). */
+void kube_token_stale(struct kube *k);
 /* Parse an answer of len bytes after checking its cost: -E2BIG past
  * KUBE_PARSE_VALUES_MAX values, -EBADMSG when it is not JSON. */
 int kube_parse(const char *buf, size_t len, cJSON **ret);

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* kube: the daemon's Kubernetes API client, for DRA and for the node
- * labels the resources' "nodes" select on (labels.c). One thread of its own,
- * cdiplug-kube, started after the lock-down, drives every HTTPS transfer
- * through one libcurl multi handle (curl_multi_poll + curl_multi_wakeup:
+ * labels the resources' "nodes" select on (labels.c). A thread of its own,
+ * cdiplug-kube, started after the lock-down, drives its HTTPS transfers
+ * through a libcurl multi handle (curl_multi_poll + curl_multi_wakeup:
  * idle means blocked in poll). It publishes this node's ResourceSlices
  * (one pool per DRA resource), keeps them right through a watch (the
- * kubelet's wipe, other writers, API errors with back-off), and looks up
- * ResourceClaims for Prepare. Functions return 0 or a negative errno.
+ * kubelet's wipe, other writers, API errors with back-off), and follows
+ * the labels. ResourceClaims for Prepare are looked up the same way on a
+ * second thread, cdiplug-claims, so that none of that work ever delays
+ * them. Functions return 0 or a negative errno.
  */
 #pragma once
 
@@ -42,9 +44,9 @@ struct kube_settings {
  * it reads files outside what the filter allows later and starts
  * libcurl's global state. */
 int kube_new(const struct kube_settings *s, struct kube **ret);
-/* Starts cdiplug-kube, and cdiplug-dns for a server named by a host name
- * (after the lock-down). Pools set before it are
- * published at once; call kube_pool_set() for every DRA resource before
+/* Starts cdiplug-kube, cdiplug-claims with a driver, and cdiplug-dns for a
+ * server named by a host name (after the lock-down). Pools set before it
+ * are published at once; call kube_pool_set() for every DRA resource before
  * kube_start(): the first list deletes slices of this node and driver
  * whose pool is not known then (resources removed while the daemon was
  * down). */
@@ -88,18 +90,18 @@ struct kube_claim {
         size_t n_results;
 };
 void kube_claim_clear(struct kube_claim *c);
-/* GET the ResourceClaim; fn(ctx, claim) is called once, on cdiplug-kube,
+/* GET the ResourceClaim; fn(ctx, claim) is called once, on cdiplug-claims,
  * with the outcome (the callee owns *claim: kube_claim_clear). uid NULL:
  * not checked. At most KUBE_CLAIMS_QUEUED lookups wait (-ENOBUFS beyond);
  * a few run at once. After kube_free() began, fn is called with -ECANCELED
- * for every lookup still waiting. */
+ * for every lookup still waiting. -EINVAL for a client without a driver. */
 #define KUBE_CLAIMS_QUEUED 4096
 typedef void kube_claim_fn(void *ctx, struct kube_claim *claim);
 int kube_claim_get(struct kube *k, const char *ns, const char *name, const char *uid,
                    kube_claim_fn *fn, void *ctx);
 /* The asker of the lookups with ctx gave up (its Prepare timed out):
  * they leave the queue, or their transfer is ended, and fn is called
- * with -ECANCELED soon, on cdiplug-kube as always, so a server that
+ * with -ECANCELED soon, on cdiplug-claims as always, so a server that
  * hangs cannot keep the lookup slots from the claims that come next.
  * Thread-safe; never calls fn itself. */
 void kube_claim_cancel(struct kube *k, void *ctx);

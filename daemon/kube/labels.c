@@ -195,7 +195,7 @@ void kube_labels_done(struct kube *k, struct kube_xfer *x, CURLcode rc, uint64_t
                 cls = KUBE_ERR_CONNECT;
         kube_count_error(k, cls, x->watch_end ? NULL : x);
         if (code == 401)
-                k->token_stale = true;
+                kube_token_stale(k);
         wait = kube_backoff_next(
                 k, &k->labels_failures,
                 cls == KUBE_ERR_CONNECT ? KUBE_BACKOFF_CONNECT_MAX_MS : KUBE_BACKOFF_MAX_MS, x);

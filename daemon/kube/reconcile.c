@@ -473,7 +473,7 @@ static void ctl_failed(struct kube *k, struct kube_xfer *x, CURLcode rc, int cls
 
         kube_count_error(k, cls, x);
         if (cls == KUBE_ERR_UNAUTHORIZED && kube_xfer_code(x) == 401)
-                k->token_stale = true;
+                kube_token_stale(k);
         backoff(k, x, &k->ctl_failures, &k->ctl_due_ms, now, cls);
         kube_xfer_describe(x, rc, why, sizeof(why));
         /* The first failure, one long wait, then every 16th: no line per
@@ -763,7 +763,7 @@ static void watch_done(struct kube *k, struct kube_xfer *x, CURLcode rc, uint64_
                 cls = KUBE_ERR_CONNECT;
         kube_count_error(k, cls, x);
         if (code == 401)
-                k->token_stale = true;
+                kube_token_stale(k);
         backoff(k, x, &k->watch_failures, &k->watch_due_ms, now, cls);
         kube_xfer_describe(x, rc, why, sizeof(why));
         kube_watch_down(k, KUBE_WATCH_SLICES, why, k->watch_due_ms - now, now);

@@ -90,7 +90,8 @@ static const char *why(int err, int gai) {
         return gai && gai != EAI_SYSTEM ? gai_strerror(gai) : strerror(-err);
 }
 
-/* What libcurl takes, logged: the addresses after "HOST:PORT:". */
+/* What libcurl takes, logged: the addresses after "HOST:PORT:". Under
+ * net_mu once the threads run: each transfer copies the list. */
 static int pin(struct kube *k, const char *entry, const char *how) {
         struct curl_slist *l = sym_curl_slist_append(NULL, entry);
 
@@ -243,6 +244,8 @@ void kube_resolve_step(struct kube *k, uint64_t now) {
 
         if (!d)
                 return;
+        /* net_mu, then the resolver's: never the other way round. */
+        pthread_mutex_lock(&k->net_mu);
         pthread_mutex_lock(&d->mu);
         done = d->done;
         d->done = false;
@@ -267,9 +270,55 @@ void kube_resolve_step(struct kube *k, uint64_t now) {
         /* With no address at all, the next attempt asks again. */
         if (done && err != 0)
                 failed(k, err, gai, false);
+        pthread_mutex_unlock(&k->net_mu);
         free(entry);
 }
 
-uint64_t kube_resolve_due(const struct kube *k, uint64_t now) {
-        return k->dns && k->resolve_due && k->resolve_next_ms > now ? k->resolve_next_ms : 0;
+uint64_t kube_resolve_due(struct kube *k, uint64_t now) {
+        uint64_t due;
+
+        pthread_mutex_lock(&k->net_mu);
+        due = k->dns && k->resolve_due && k->resolve_next_ms > now ? k->resolve_next_ms : 0;
+        pthread_mutex_unlock(&k->net_mu);
+        return due;
+}
+
+int kube_resolve_pins(struct kube *k, struct curl_slist **ret) {
+        struct curl_slist *copy = NULL;
+        int r = 0;
+
+        *ret = NULL;
+        pthread_mutex_lock(&k->net_mu);
+        if (k->resolve_named && !k->resolve) {
+                k->resolve_due = true;
+                r = -EHOSTUNREACH;
+        }
+        /* A copy each: cdiplug-kube may pin new addresses (freeing the
+         * list) before a transfer made on cdiplug-claims has started. */
+        for (const struct curl_slist *l = k->resolve; l && r == 0; l = l->next) {
+                struct curl_slist *n = sym_curl_slist_append(copy, l->data);
+                if (!n)
+                        r = -ENOMEM;
+                else
+                        copy = n;
+        }
+        pthread_mutex_unlock(&k->net_mu);
+        if (r == -EHOSTUNREACH && k->multi)
+                sym_curl_multi_wakeup(k->multi);
+        if (r < 0) {
+                sym_curl_slist_free_all(copy);
+                return r;
+        }
+        *ret = copy;
+        return 0;
+}
+
+void kube_resolve_ask(struct kube *k) {
+        if (!k->resolve_named)
+                return;
+        pthread_mutex_lock(&k->net_mu);
+        k->resolve_due = true;
+        pthread_mutex_unlock(&k->net_mu);
+        /* Its step runs on cdiplug-kube. */
+        sym_curl_multi_wakeup(k->multi);
 }

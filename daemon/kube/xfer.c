@@ -87,11 +87,20 @@ static int set_tls(struct kube *k, CURL *h) {
         return rc == CURLE_OK ? 0 : -EINVAL;
 }
 
+void kube_token_stale(struct kube *k) {
+        pthread_mutex_lock(&k->net_mu);
+        k->token_stale = true;
+        pthread_mutex_unlock(&k->net_mu);
+}
+
+/* Under net_mu: the token is shared by both threads, and a re-read
+ * replaces it. */
 static int set_auth(struct kube *k, struct curl_slist **headers) {
         const char *tok = NULL;
         char *h = NULL;
         int r;
 
+        pthread_mutex_lock(&k->net_mu);
         r = kube_creds_token(&k->creds, dp_now_ms(), k->token_stale, &tok);
         k->token_stale = false;
         if (r < 0 && !k->token_warned) {
@@ -102,10 +111,10 @@ static int set_auth(struct kube *k, struct curl_slist **headers) {
                 k->token_warned = true;
         } else if (r == 0)
                 k->token_warned = false;
-        if (!tok)
-                return 0;
-        if (xasprintf(&h, "Authorization: Bearer %s", tok) < 0)
-                return -ENOMEM;
+        r = tok && xasprintf(&h, "Authorization: Bearer %s", tok) < 0 ? -ENOMEM : 0;
+        pthread_mutex_unlock(&k->net_mu);
+        if (!h)
+                return r;
         r = add_header(headers, h);
         explicit_bzero(h, strlen(h));
         free(h);
@@ -164,13 +173,14 @@ int kube_xfer_new(struct kube *k, enum kube_xkind kind, const char *method, cons
         /* A name never resolved yet: looked up again (cdiplug-dns), and
          * this attempt fails. Once it has an address, that address stays
          * in use until a new lookup succeeds. */
-        if (k->resolve_named && !k->resolve) {
-                k->resolve_due = true;
+        r = kube_resolve_pins(k, &x->resolve);
+        if (r < 0) {
                 free(x);
                 free(body);
-                return -EHOSTUNREACH;
+                return r;
         }
         x->k = k;
+        x->multi = kind == KX_CLAIM ? k->claims_multi : k->multi;
         x->kind = kind;
         x->limit = limit;
         x->body_out = body;
@@ -209,9 +219,9 @@ int kube_xfer_new(struct kube *k, enum kube_xkind kind, const char *method, cons
               * stream (its events are bounded one by one instead). */
              (kind != KX_WATCH && sym_curl_easy_setopt(x->h, CURLOPT_MAXFILESIZE_LARGE,
                                                        (curl_off_t)limit) != CURLE_OK) ||
-             (k->resolve && sym_curl_easy_setopt(x->h, CURLOPT_RESOLVE, k->resolve) != CURLE_OK)))
+             (x->resolve && sym_curl_easy_setopt(x->h, CURLOPT_RESOLVE, x->resolve) != CURLE_OK)))
                 r = -EINVAL;
-        if (r == 0 && sym_curl_multi_add_handle(k->multi, x->h) != CURLM_OK)
+        if (r == 0 && sym_curl_multi_add_handle(x->multi, x->h) != CURLM_OK)
                 r = -ENOMEM;
         if (r < 0) {
                 kube_xfer_free(x);
@@ -225,9 +235,10 @@ void kube_xfer_free(struct kube_xfer *x) {
         if (!x)
                 return;
         if (x->h) {
-                sym_curl_multi_remove_handle(x->k->multi, x->h);
+                sym_curl_multi_remove_handle(x->multi, x->h);
                 sym_curl_easy_cleanup(x->h);
         }
+        sym_curl_slist_free_all(x->resolve);
         if (x->headers) {
                 /* The Authorization line holds the token. */
                 for (struct curl_slist *l = x->headers; l; l = l->next)
@@ -338,8 +349,8 @@ void kube_count_error(struct kube *k, int cls, const struct kube_xfer *x) {
         if (cls < 0 || cls >= KUBE_ERR_N)
                 return;
         /* The name may have moved: look it up again before the next try. */
-        if (cls == KUBE_ERR_CONNECT && k->resolve_named)
-                k->resolve_due = true;
+        if (cls == KUBE_ERR_CONNECT)
+                kube_resolve_ask(k);
         pthread_mutex_lock(&k->mu);
         k->stats.api_errors[cls]++;
         k->stats.api_codes[kube_code_slot(code)]++;
@@ -438,7 +449,6 @@ static size_t keep_error(struct kube_xfer *x, const char *p, size_t n) {
 size_t kube_xfer_lines(struct kube_xfer *x, const char *p, size_t n,
                        void (*event)(struct kube_xfer *x, const char *line, size_t len)) {
         size_t used = 0;
-        bool stop;
 
         if (kube_xfer_code(x) != 200)
                 return keep_error(x, p, n);
@@ -469,10 +479,7 @@ size_t kube_xfer_lines(struct kube_xfer *x, const char *p, size_t n,
                 if (x->watch_end)
                         return 0; /* ends the transfer */
                 /* A stream that never pauses must not hold up a stop. */
-                pthread_mutex_lock(&x->k->mu);
-                stop = x->k->stop;
-                pthread_mutex_unlock(&x->k->mu);
-                if (stop)
+                if (kube_stopping(x->k))
                         return 0;
         }
         return n;

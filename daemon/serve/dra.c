@@ -68,7 +68,7 @@ static void registered(void *ctx, bool accepted) {
                 publish_slices(d);
 }
 
-/* A claim's outcome, on cdiplug-kube: handed to the node server. */
+/* A claim's outcome, on cdiplug-claims: handed to the node server. */
 static void claim_got(void *ctx, struct kube_claim *claim) {
         _cleanup_free_ struct dra_result *v = calloc(claim->n_results + 1, sizeof(*v));
 

@@ -61,7 +61,7 @@ static struct dp_plugin *serial_plugin(struct cfg_resource *cfg) {
 }
 
 /* The API server's part: claims by name, answered on a thread of its own
- * as the API client answers on cdiplug-kube. */
+ * as the API client answers on cdiplug-claims. */
 struct fake_claim {
         const char *ns, *name, *uid;
         int err;   /* 0 or the lookup's error */

@@ -2,7 +2,7 @@
 /* daemon/kube ResourceClaim lookups over real HTTPS against the fake API
  * server: allocated (other drivers' results filtered out), missing,
  * replaced (uid), unallocated, too large, API down, token rotated; many at
- * once. */
+ * once; never held up by work on cdiplug-kube. */
 #include <pthread.h>
 #include <stdatomic.h>
 
@@ -112,7 +112,7 @@ Test(kube_claims, outcomes) {
         cr_assert_eq(ans.got[3].err, -ENODATA);
         cr_assert_eq(ans.got[4].err, 0);
         for (size_t i = 0; i < 5; i++)
-                cr_assert(!pthread_equal(ans.thread[i], self), "answered on cdiplug-kube");
+                cr_assert(!pthread_equal(ans.thread[i], self), "answered on cdiplug-claims");
         clear_answers();
         cr_assert_eq(kube_claim_get(t.k, "Bad/NS", "ok", NULL, on_claim, NULL), -EINVAL);
         cr_assert_eq(kube_claim_get(t.k, NS, "", NULL, on_claim, NULL), -EINVAL);
@@ -254,5 +254,63 @@ Test(kube_claims, cancelled_lookups_free_their_slots) {
         cr_assert_eq(ans.got[KUBE_CLAIMS_RUNNING + 2].err, 0);
         cr_assert_lt(t1.tv_sec - t0.tv_sec, 3, "the next claim waited %ld s",
                      (long)(t1.tv_sec - t0.tv_sec));
+        clear_answers();
+}
+
+/* cdiplug-kube held (the labels' callback, which in the daemon takes its
+ * lock, here blocked until the lookup is answered; a list's pages or a
+ * label storm cost the same way): lookups go on, on their own thread. */
+struct held {
+        pthread_mutex_t mu;
+        pthread_cond_t cond;
+        bool in, release;
+};
+
+static void held_labels(void *ctx, const cJSON *labels) {
+        struct held *h = ctx;
+        struct timespec until;
+
+        (void)labels;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += 2 * WAIT_MS / 1000;
+        pthread_mutex_lock(&h->mu);
+        h->in = true;
+        pthread_cond_broadcast(&h->cond);
+        while (!h->release)
+                if (pthread_cond_timedwait(&h->cond, &h->mu, &until) != 0)
+                        break;
+        pthread_mutex_unlock(&h->mu);
+}
+
+static void held_release(struct held *h) {
+        pthread_mutex_lock(&h->mu);
+        h->release = true;
+        pthread_cond_broadcast(&h->cond);
+        pthread_mutex_unlock(&h->mu);
+}
+
+Test(kube_claims, lookups_never_wait_behind_cdiplug_kube) {
+        static struct held h = { .mu = PTHREAD_MUTEX_INITIALIZER,
+                                 .cond = PTHREAD_COND_INITIALIZER };
+        struct timespec until;
+
+        add_claim("c", "u", ALLOCATED);
+        fakeapi_set_node_labels(t.f, KT_NODE, cJSON_Parse("{\"zone\":\"a\"}"));
+        kt_kube(&t);
+        cr_assert_eq(kube_labels_follow(t.k, held_labels, &h), 0);
+        cr_assert_eq(kube_start(t.k), 0);
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += WAIT_MS / 1000;
+        pthread_mutex_lock(&h.mu);
+        while (!h.in)
+                if (pthread_cond_timedwait(&h.cond, &h.mu, &until) != 0)
+                        break;
+        pthread_mutex_unlock(&h.mu);
+        cr_assert(h.in, "the labels were never read");
+        cr_assert_eq(kube_claim_get(t.k, NS, "c", "u", on_claim, (void *)0), 0);
+        wait_answers(1);
+        held_release(&h);
+        cr_assert_eq(ans.got[0].err, 0, "%s", ans.got[0].msg);
+        cr_assert_eq(ans.got[0].n_results, 2);
         clear_answers();
 }
