@@ -18,6 +18,9 @@ pkgs+=(python3 python3-yaml)
 pkgs+=(clang-format-14)
 # The static checks in tests/run-all.sh (.clang-tidy; every shell script).
 pkgs+=(clang-tidy-14 shellcheck)
+# The real cluster (tests/cluster): kube-proxy's iptables, the CNI bridge,
+# the namespaces' veth, the PKI, the figures' arithmetic.
+pkgs+=(iptables containernetworking-plugins iproute2 openssl bc)
 missing=()
 for p in "${pkgs[@]}"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

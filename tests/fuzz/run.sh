@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 # tests/fuzz/run.sh [SECONDS [HARNESS...]]: build the libFuzzer harnesses
 # with clang 14 (-fsanitize=fuzzer,address,undefined) in build-fuzz/ and run
-# each for SECONDS (default 60), starting from its committed seed corpus in
-# tests/fuzz/corpus/<name>/. Any crash, sanitizer report, leak, or input
-# slower than 10 s fails the run; the input is left in build-fuzz/artifacts/.
+# each for SECONDS (default 60; as many at once as there are CPUs),
+# starting from its committed seed corpus in tests/fuzz/corpus/<name>/. Any
+# crash, sanitizer report, leak, or input slower than 10 s fails the run;
+# the input is left in build-fuzz/artifacts/.
 # New inputs go to build-fuzz/corpus/<name>/ (kept between runs), never into
 # the repository: to commit a regression input, copy it there by hand.
 set -euo pipefail
@@ -34,17 +35,38 @@ done
 cmake --build "$dir" -j "$jobs" "${targets[@]}" >/dev/null
 
 mkdir -p "$dir/artifacts"
+# fuzz_one H: one harness for $seconds s; its exit status in fuzz-H.rc.
+fuzz_one() {
+        local h=$1 rc=0
+        mkdir -p "$dir/corpus/$h"
+        ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+                "$dir/fuzz/fuzz-$h" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+                -max_len=4096 -print_final_stats=1 -artifact_prefix="$dir/artifacts/$h-" \
+                "$dir/corpus/$h" "tests/fuzz/corpus/$h" >"$dir/fuzz-$h.log" 2>&1 || rc=$?
+        echo "$rc" >"$dir/fuzz-$h.rc"
+}
+# One harness per CPU at a time: each is single-threaded, so every one
+# still gets its $seconds s of a whole CPU, in less wall time.
+running=0
+for h in "${harnesses[@]}"; do
+        echo "== fuzz-$h for $seconds s"
+        rm -f "$dir/fuzz-$h.rc"
+        fuzz_one "$h" &
+        running=$((running + 1))
+        if [ "$running" -ge "$jobs" ]; then
+                wait -n || true
+                running=$((running - 1))
+        fi
+done
+wait
 failed=()
 for h in "${harnesses[@]}"; do
-        mkdir -p "$dir/corpus/$h"
-        echo "== fuzz-$h for $seconds s"
-        if ! ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-             "$dir/fuzz/fuzz-$h" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
-                -max_len=4096 -print_final_stats=1 -artifact_prefix="$dir/artifacts/$h-" \
-                "$dir/corpus/$h" "tests/fuzz/corpus/$h" >"$dir/fuzz-$h.log" 2>&1; then
+        if [ "$(cat "$dir/fuzz-$h.rc" 2>/dev/null)" != 0 ]; then
+                echo "== fuzz-$h failed:"
                 tail -50 "$dir/fuzz-$h.log"
                 failed+=("$h")
         else
+                echo "== fuzz-$h:"
                 grep -E '^(#[0-9]+.*DONE|stat::number_of_executed_units|stat::new_units_added)' \
                         "$dir/fuzz-$h.log" || true
         fi
