@@ -79,7 +79,11 @@ go_tier "real Kubernetes" tests/k8s/run.sh
 # module: lint, the renderings through the manifests' offline checks, and
 # agreement with `cdiplug manifests` and deploy/base.
 go_tier "the Helm chart" tests/helm/run.sh
-# 100 DRA instances against a real kube-apiserver and etcd built from the
-# same Go modules (about 3 minutes after the build): restarts, a wipe, two
-# instances that disagree.
+# A real one-node cluster built from the same Go modules (kube-apiserver,
+# etcd, controller-manager, scheduler, kubelet, kube-proxy, containerd):
+# cdiplug as the printed DaemonSet and from the chart, pods getting devices
+# by both APIs, the lifecycle (about 8 minutes after the build).
+go_tier "a real cluster" tests/cluster/run.sh
+# 100 DRA instances against the cluster's kube-apiserver and etcd (built
+# above; about 3 minutes): restarts, a wipe, two instances that disagree.
 go_tier "a fleet against a real API server" tests/cluster/fleet.sh

@@ -106,24 +106,14 @@ EOP
 esac
 
 build=$(cd "${1:-$top/build}" && pwd)
-export PATH="/usr/local/go/bin:$PATH"
-skip() { echo "fleet tests skipped: $*" >&2; exit 77; }
-
-[ -x "$build/cdiplug" ] || { echo "no cdiplug binary in $build: build it first" >&2; exit 1; }
+# shellcheck source=SCRIPTDIR/../lib/go.sh
+. "$top/tests/lib/go.sh"
+go_tier_env "fleet tests" "$build"
 [ "$(id -u)" -eq 0 ] || skip "not root (the fake device nodes need mknod, the namespaces need root)"
-command -v go >/dev/null || skip "no Go toolchain (go 1.26 or newer at /usr/local/go/bin or on PATH)"
-gov=$(go env GOVERSION | sed -E 's/^go([0-9]+)\.([0-9]+).*/\1 \2/')
-read -r gomaj gomin <<<"$gov"
-[ "$gomaj" -gt 1 ] || [ "$gomin" -ge 26 ] || skip "Go $(go env GOVERSION) is older than 1.26, which k8s.io/kubernetes 1.37 needs"
 for tool in unshare ip openssl; do
         command -v "$tool" >/dev/null || skip "no $tool (Debian: util-linux, iproute2, openssl)"
 done
 unshare --net --mount --pid --fork true 2>/dev/null || skip "cannot make network, mount and PID namespaces"
-
-cache=${CDIPLUG_GO_CACHE:-$build/go}
-mkdir -p "$cache"
-export GOMODCACHE="$cache/mod" GOCACHE="$cache/build" GOFLAGS=-modcacherw GOTOOLCHAIN=local
-export CGO_ENABLED=0
 cd "$here"
 unformatted=$(gofmt -l cmd/fleet)
 [ -z "$unformatted" ] || { echo "gofmt: not formatted: $unformatted" >&2; exit 1; }

@@ -18,21 +18,10 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 build=$(cd "${1:-$top/build}" && pwd)
-export PATH="/usr/local/go/bin:$PATH"
-
-skip() { echo "helm tests skipped: $*" >&2; exit 77; }
-
-[ -x "$build/cdiplug" ] || { echo "no cdiplug binary in $build: build it first" >&2; exit 1; }
-command -v go >/dev/null || skip "no Go toolchain (go 1.26 or newer at /usr/local/go/bin or on PATH)"
-gov=$(go env GOVERSION | sed -E 's/^go([0-9]+)\.([0-9]+).*/\1 \2/')
-read -r gomaj gomin <<<"$gov"
-[ "$gomaj" -gt 1 ] || [ "$gomin" -ge 26 ] || skip "Go $(go env GOVERSION) is older than 1.26, which go.mod names"
+# shellcheck source=SCRIPTDIR/../lib/go.sh
+. "$top/tests/lib/go.sh"
+go_tier_env "helm tests" "$build"
 python3 -c 'import yaml' 2>/dev/null || { echo "python3 with yaml (python3-yaml) is needed: tests/deps.sh" >&2; exit 1; }
-
-cache=${CDIPLUG_GO_CACHE:-$build/go}
-mkdir -p "$cache"
-export GOMODCACHE="$cache/mod" GOCACHE="$cache/build" GOFLAGS=-modcacherw GOTOOLCHAIN=local
-export CGO_ENABLED=0
 cd "$here"
 
 unformatted=$(gofmt -l .)

@@ -1,0 +1,36 @@
+# SPDX-License-Identifier: Apache-2.0
+# shellcheck shell=bash
+# What every Go tier shares (tests/k8s/run.sh, tests/helm/run.sh,
+# tests/cluster/run.sh and fleet.sh), sourced:
+#
+#   go_tier_env WHAT BUILD
+#                       Go on the PATH (/usr/local/go/bin first), the
+#                       cdiplug binary in BUILD (exit 1 without it), Go
+#                       1.26 or newer (else skip), and the module and
+#                       build caches under ${CDIPLUG_GO_CACHE:-BUILD/go}
+#                       (kept between the steps of one run, never shared
+#                       with another checkout) exported, their top in
+#                       $cache; builds without cgo.
+#   skip REASON...      "WHAT skipped: REASON" on stderr, exit 77.
+go_tier_what="Go tests"
+
+skip() {
+        echo "$go_tier_what skipped: $*" >&2
+        exit 77
+}
+
+go_tier_env() {
+        local build=$2 gov gomaj gomin
+        go_tier_what=$1
+        export PATH="/usr/local/go/bin:$PATH"
+        [ -x "$build/cdiplug" ] || { echo "no cdiplug binary in $build: build it first" >&2; exit 1; }
+        command -v go >/dev/null || skip "no Go toolchain (go 1.26 or newer at /usr/local/go/bin or on PATH)"
+        gov=$(go env GOVERSION | sed -E 's/^go([0-9]+)\.([0-9]+).*/\1 \2/')
+        read -r gomaj gomin <<<"$gov"
+        [ "$gomaj" -gt 1 ] || [ "$gomin" -ge 26 ] ||
+                skip "Go $(go env GOVERSION) is older than 1.26, which the pinned modules need"
+        cache=${CDIPLUG_GO_CACHE:-$build/go}
+        mkdir -p "$cache"
+        export GOMODCACHE="$cache/mod" GOCACHE="$cache/build" GOFLAGS=-modcacherw GOTOOLCHAIN=local
+        export CGO_ENABLED=0
+}
