@@ -12,6 +12,11 @@
 #                       with another checkout) exported, their top in
 #                       $cache; builds without cgo.
 #   skip REASON...      "WHAT skipped: REASON" on stderr, exit 77.
+#   go_prefetch TOP CACHE
+#                       the modules of every Go tier into CACHE/mod, for
+#                       tests/run-all.sh to fetch in the background while
+#                       the C builds run; quiet about failures, which each
+#                       tier meets again (from the cache) and reports.
 go_tier_what="Go tests"
 
 skip() {
@@ -33,4 +38,14 @@ go_tier_env() {
         mkdir -p "$cache"
         export GOMODCACHE="$cache/mod" GOCACHE="$cache/build" GOFLAGS=-modcacherw GOTOOLCHAIN=local
         export CGO_ENABLED=0
+}
+
+go_prefetch() {
+        local top=$1 cache=$2 m
+        export PATH="/usr/local/go/bin:$PATH"
+        command -v go >/dev/null || return 0
+        export GOMODCACHE="$cache/mod" GOFLAGS=-modcacherw GOTOOLCHAIN=local
+        for m in k8s:go.1.34.mod k8s:go.mod helm:go.mod cluster:go.mod cluster/containerd:go.mod; do
+                (cd "$top/tests/${m%%:*}" && go mod download -modfile="${m##*:}") || true
+        done
 }
