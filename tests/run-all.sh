@@ -10,17 +10,15 @@ cd "$(dirname "$0")/.."
 tests/deps.sh
 jobs=$(nproc)
 # The Go tiers' modules (hundreds of MB on a fresh machine) are fetched in
-# the background while the C builds run, and what the tiers compile is
-# compiled there too at the lowest priority, on the CPU the C tests leave
-# idle; the tiers, last, find it in the cache.
+# the background while the C builds run; the tiers, last, find them in the
+# cache.
 # shellcheck source=SCRIPTDIR/lib/go.sh
 . tests/lib/go.sh
 gocache=${CDIPLUG_GO_CACHE:-$PWD/build/go}
 mkdir -p "$gocache"
-rm -f "$gocache/.fetched"
-(go_prepare "$PWD" "$gocache") >build/go-prepare.log 2>&1 &
-prepare=$!
-trap 'go_kill_tree "$prepare"' EXIT
+(go_prefetch "$PWD" "$gocache") >build/go-prefetch.log 2>&1 &
+prefetch=$!
+trap 'go_kill_tree "$prefetch"' EXIT
 echo "== format (clang-format-14, .clang-format)"
 find base cdi daemon proto resources sandbox tests -name '*.[ch]' -print0 |
         xargs -0 clang-format-14 --dry-run --Werror
@@ -83,10 +81,7 @@ go_tier() {
                 exit "$rc"
         fi
 }
-# The downloads must be over (the compiling goes on beside the tiers).
-while [ ! -e "$gocache/.fetched" ] && kill -0 "$prepare" 2>/dev/null; do
-        sleep 1
-done
+wait "$prefetch" || true
 # Real Kubernetes as the peer: the kubelet's device manager and DRA
 # manager, the API server's validation, the CDI library, at the oldest and
 # newest supported releases.

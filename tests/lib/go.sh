@@ -12,15 +12,15 @@
 #                       with another checkout) exported, their top in
 #                       $cache; builds without cgo.
 #   skip REASON...      "WHAT skipped: REASON" on stderr, exit 77.
-#   go_prepare TOP CACHE
-#                       for tests/run-all.sh to run in the background from
-#                       its start: the modules of every Go tier into
-#                       CACHE/mod (then CACHE/.fetched is made), then, at
-#                       the lowest priority, what every tier compiles, in
-#                       their order, into the build cache: the downloads
-#                       and much of the compiling happen on CPU the C tests
-#                       leave idle. Quiet about failures, which each tier
-#                       meets again (from the cache) and reports.
+#   go_prefetch TOP CACHE
+#                       the modules of every Go tier into CACHE/mod, for
+#                       tests/run-all.sh to run in the background from its
+#                       start, so the downloads happen while the C builds
+#                       run. Quiet about failures, which each tier meets
+#                       again (from the cache) and reports. (Compiling the
+#                       tiers' packages there too, at nice 19, was tried
+#                       and measured: on two hyperthreads it slowed the C
+#                       tests by 20-40% for as much as it saved.)
 #   go_kill_tree PID    PID and every process under it.
 go_tier_what="Go tests"
 
@@ -45,25 +45,14 @@ go_tier_env() {
         export CGO_ENABLED=0
 }
 
-go_prepare() {
-        local top=$1 cache=$2 m tmp
+go_prefetch() {
+        local top=$1 cache=$2 m
         export PATH="/usr/local/go/bin:$PATH"
         command -v go >/dev/null || return 0
-        export GOMODCACHE="$cache/mod" GOCACHE="$cache/build" GOFLAGS=-modcacherw GOTOOLCHAIN=local
-        export CGO_ENABLED=0
+        export GOMODCACHE="$cache/mod" GOFLAGS=-modcacherw GOTOOLCHAIN=local
         for m in k8s:go.1.34.mod k8s:go.mod helm:go.mod cluster:go.mod cluster/containerd:go.mod; do
                 (cd "$top/tests/${m%%:*}" && go mod download -modfile="${m##*:}") || true
         done
-        touch "$cache/.fetched"
-        # The same packages, flags and environment as the tiers, so the
-        # cache entries are theirs; the outputs are thrown away (a tier
-        # links its own).
-        tmp=$(mktemp -d /tmp/cdiplug-go-prepare.XXXXXX)
-        (cd "$top/tests/k8s" && nice -n 19 go test -c -modfile=go.1.34.mod -tags k8s_1_34 -o "$tmp/a.test" .) || true
-        (cd "$top/tests/k8s" && nice -n 19 go test -c -modfile=go.mod -tags k8s_1_37 -o "$tmp/b.test" .) || true
-        (cd "$top/tests/helm" && nice -n 19 go test -c -o "$tmp/h.test" .) || true
-        (cd "$top/tests/cluster" && nice -n 19 ./build.sh "$tmp/cluster") || true
-        rm -rf "$tmp"
 }
 
 go_kill_tree() {
