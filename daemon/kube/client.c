@@ -99,15 +99,6 @@ int kube_new(const struct kube_settings *s, struct kube **ret) {
         return kube_new_at(s, NULL, ret);
 }
 
-bool kube_stopping(struct kube *k) {
-        bool stop;
-
-        pthread_mutex_lock(&k->mu);
-        stop = k->stop;
-        pthread_mutex_unlock(&k->mu);
-        return stop;
-}
-
 static void drain_inbox(struct kube *k) {
         struct kube_inbox *in;
 

@@ -387,7 +387,7 @@ int kube_resolve_pins(struct kube *k, struct curl_slist **ret);
  * it up again before the next attempt (cdiplug-kube is woken for it). */
 void kube_resolve_ask(struct kube *k);
 
-/* client.c: kube_free() began: the threads end their loops. */
+/* xfer.c: kube_free() began: the threads end their loops. */
 bool kube_stopping(struct kube *k);
 
 /* claim.c: start cdiplug-claims (with a driver); stop and join it (after

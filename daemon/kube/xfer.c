@@ -446,6 +446,15 @@ static size_t keep_error(struct kube_xfer *x, const char *p, size_t n) {
         return all;
 }
 
+bool kube_stopping(struct kube *k) {
+        bool stop;
+
+        pthread_mutex_lock(&k->mu);
+        stop = k->stop;
+        pthread_mutex_unlock(&k->mu);
+        return stop;
+}
+
 size_t kube_xfer_lines(struct kube_xfer *x, const char *p, size_t n,
                        void (*event)(struct kube_xfer *x, const char *line, size_t len)) {
         size_t used = 0;
