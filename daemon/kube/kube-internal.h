@@ -387,9 +387,6 @@ int kube_resolve_pins(struct kube *k, struct curl_slist **ret);
  * it up again before the next attempt (cdiplug-kube is woken for it). */
 void kube_resolve_ask(struct kube *k);
 
-/* xfer.c: kube_free() began: the threads end their loops. */
-bool kube_stopping(struct kube *k);
-
 /* claim.c: start cdiplug-claims (with a driver); stop and join it (after
  * k->stop was set; also when it never started), then answer every lookup
  * still waiting or in flight with -ECANCELED. */
@@ -397,6 +394,8 @@ int kube_claims_start(struct kube *k);
 void kube_claims_stop(struct kube *k);
 
 /* xfer.c */
+/* kube_free() began: the threads end their loops. */
+bool kube_stopping(struct kube *k);
 /* On either thread: the token is re-read before the next request (after
  * a 401). */
 void kube_token_stale(struct kube *k);
