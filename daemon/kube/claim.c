@@ -218,6 +218,18 @@ static void slot_clear(struct kube *k, size_t i) {
         pthread_mutex_unlock(&k->mu);
 }
 
+/* Slot i's transfer is ended and its claim answered -ECANCELED (why). */
+static void slot_cancel(struct kube *k, size_t i, const char *why) {
+        struct kube_xfer *x = k->claim_x[i];
+
+        if (!x)
+                return;
+        slot_clear(k, i);
+        claim_fail(k, x->claim, -ECANCELED, "%s", why);
+        x->claim = NULL;
+        kube_xfer_free(x);
+}
+
 /* Lookups whose asker gave up: out of the queue, or their transfer
  * ended, and answered -ECANCELED. */
 static void drop_cancelled(struct kube *k) {
@@ -247,16 +259,9 @@ static void drop_cancelled(struct kube *k) {
                 gone = q->next;
                 claim_fail(k, q, -ECANCELED, "the Prepare that asked gave up waiting");
         }
-        for (size_t i = 0; i < KUBE_CLAIMS_RUNNING; i++) {
-                struct kube_xfer *x = k->claim_x[i];
-
-                if (!ended[i] || !x)
-                        continue;
-                slot_clear(k, i);
-                claim_fail(k, x->claim, -ECANCELED, "the Prepare that asked gave up waiting");
-                x->claim = NULL;
-                kube_xfer_free(x);
-        }
+        for (size_t i = 0; i < KUBE_CLAIMS_RUNNING; i++)
+                if (ended[i])
+                        slot_cancel(k, i, "the Prepare that asked gave up waiting");
 }
 
 void kube_claim_cancel(struct kube *k, void *ctx) {
@@ -323,7 +328,7 @@ static void claim_done(struct kube *k, struct kube_xfer *x, CURLcode rc) {
         kube_count_error(k, cls, x);
         if (cls == KUBE_ERR_UNAUTHORIZED && code == 401 && !q->retried) {
                 /* The token rotated under us: re-read it and ask again. */
-                k->token_stale = true;
+                kube_token_stale(k);
                 q->retried = true;
                 claim_start(k, q);
                 return;
@@ -451,16 +456,8 @@ void kube_claims_stop(struct kube *k) {
                 k->claims_started = false;
         }
         /* Transfers still in flight, then the queue: each is answered. */
-        for (size_t i = 0; i < KUBE_CLAIMS_RUNNING; i++) {
-                struct kube_xfer *x = k->claim_x[i];
-
-                if (!x)
-                        continue;
-                slot_clear(k, i);
-                claim_fail(k, x->claim, -ECANCELED, "the API client is stopping");
-                x->claim = NULL;
-                kube_xfer_free(x);
-        }
+        for (size_t i = 0; i < KUBE_CLAIMS_RUNNING; i++)
+                slot_cancel(k, i, "the API client is stopping");
         while ((q = k->queue)) {
                 k->queue = q->next;
                 claim_fail(k, q, -ECANCELED, "the API client is stopping");

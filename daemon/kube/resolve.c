@@ -289,10 +289,8 @@ int kube_resolve_pins(struct kube *k, struct curl_slist **ret) {
 
         *ret = NULL;
         pthread_mutex_lock(&k->net_mu);
-        if (k->resolve_named && !k->resolve) {
-                k->resolve_due = true;
+        if (k->resolve_named && !k->resolve)
                 r = -EHOSTUNREACH;
-        }
         /* A copy each: cdiplug-kube may pin new addresses (freeing the
          * list) before a transfer made on cdiplug-claims has started. */
         for (const struct curl_slist *l = k->resolve; l && r == 0; l = l->next) {
@@ -303,8 +301,8 @@ int kube_resolve_pins(struct kube *k, struct curl_slist **ret) {
                         copy = n;
         }
         pthread_mutex_unlock(&k->net_mu);
-        if (r == -EHOSTUNREACH && k->multi)
-                sym_curl_multi_wakeup(k->multi);
+        if (r == -EHOSTUNREACH)
+                kube_resolve_ask(k);
         if (r < 0) {
                 sym_curl_slist_free_all(copy);
                 return r;
