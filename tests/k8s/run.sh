@@ -63,9 +63,9 @@ for r in "${releases[@]}"; do
         # cache instead of compiling Kubernetes again), beside the run: it
         # first analyses every package under test, a minute of CPU, while
         # the tests mostly wait on the kubelet's timers. At nice 10: below
-        # the tests, so their timing is theirs, and above the builds CI
-        # runs at 19 beside everything (the matrix, run-all's Go
-        # prepare), which would otherwise keep the tests' result waiting.
+        # the tests, so their timing is theirs, and above the build matrix
+        # CI runs at 19 beside everything, which would otherwise keep the
+        # tests' result waiting.
         nice -n 10 go vet -modfile="$modfile" -tags "$tag" . >"$cache/vet-$version.log" 2>&1 &
         vet=$!
         echo "== k8s $version: run"

@@ -40,8 +40,15 @@ go_tier_env() {
         [ "$gomaj" -gt 1 ] || [ "$gomin" -ge 26 ] ||
                 skip "Go $(go env GOVERSION) is older than 1.26, which the pinned modules need"
         cache=${CDIPLUG_GO_CACHE:-$build/go}
-        mkdir -p "$cache"
-        export GOMODCACHE="$cache/mod" GOCACHE="$cache/build" GOFLAGS=-modcacherw GOTOOLCHAIN=local
+        go_cache_env "$cache"
+}
+
+# go_cache_env CACHE: the environment every Go command here runs in, the
+# module and build caches under CACHE; the same for the tiers and the
+# prefetch, so what one downloads the other finds.
+go_cache_env() {
+        mkdir -p "$1"
+        export GOMODCACHE="$1/mod" GOCACHE="$1/build" GOFLAGS=-modcacherw GOTOOLCHAIN=local
         export CGO_ENABLED=0
 }
 
@@ -49,7 +56,7 @@ go_prefetch() {
         local top=$1 cache=$2 m
         export PATH="/usr/local/go/bin:$PATH"
         command -v go >/dev/null || return 0
-        export GOMODCACHE="$cache/mod" GOFLAGS=-modcacherw GOTOOLCHAIN=local
+        go_cache_env "$cache"
         for m in k8s:go.1.34.mod k8s:go.mod helm:go.mod cluster:go.mod cluster/containerd:go.mod; do
                 (cd "$top/tests/${m%%:*}" && go mod download -modfile="${m##*:}") || true
         done
