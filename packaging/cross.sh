@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
-# packaging/cross.sh ARCH OUTDIR [--test] [--image]
+# packaging/cross.sh ARCH OUTDIR [--test] [--image] [--root-only]
 #
 # Build cdiplug's .deb and .rpm for ARCH (arm64, or amd64) from this source
 # tree and leave them in OUTDIR, on an amd64 Debian 12 as root:
@@ -32,6 +32,9 @@
 #            and build the image cdiplug:VERSION-ARCH with podman
 #            (deploy/Containerfile.rootfs); deploy/multiarch-image.sh puts
 #            both architectures into one manifest.
+#   --root-only  make the build root (or find it made) and stop: .ci/run
+#            makes both roots in the background while the tests run, as
+#            the download they mostly are needs little CPU.
 #
 # Environment:
 #   CDIPLUG_CROSS_ROOTS=DIR   where the build roots live (CI: a fresh one per run)
@@ -48,7 +51,7 @@ repo=$(dirname "$here")
 export LC_ALL=C.UTF-8 DEBIAN_FRONTEND=noninteractive
 
 usage() {
-	echo "usage: $0 arm64|amd64 OUTDIR [--test] [--image]" >&2
+	echo "usage: $0 arm64|amd64 OUTDIR [--test] [--image] [--root-only]" >&2
 	exit 2
 }
 [ $# -ge 2 ] || usage
@@ -57,10 +60,12 @@ outdir=$2
 shift 2
 run_tests=0
 make_image=0
+root_only=0
 for a in "$@"; do
 	case "$a" in
 	--test) run_tests=1 ;;
 	--image) make_image=1 ;;
+	--root-only) root_only=1 ;;
 	*) usage ;;
 	esac
 done
@@ -195,6 +200,7 @@ binfmt() {
 
 check "host tools (mmdebstrap, qemu-user-static)" host_tools || finish
 check "build root $root" make_root || finish
+[ "$root_only" = 0 ] || finish
 if [ "$arch" != amd64 ]; then
 	check "binfmt_misc runs $arch programs (qemu)" binfmt || finish
 fi

@@ -49,6 +49,7 @@ if ! ./build.sh "$bin"; then
         exit 1
 fi
 echo "== cluster: built in $((SECONDS - t0)) s"
+go_build_only && exit 0
 
 run="$build/cluster"
 rm -rf "$run"

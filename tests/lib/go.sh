@@ -22,6 +22,11 @@
 #                       and measured: on two hyperthreads it slowed the C
 #                       tests by 20-40% for as much as it saved.)
 #   go_kill_tree PID    PID and every process under it.
+#   go_build_only       true when CDIPLUG_GO_STAGE=build: the tier builds
+#                       what it would run (into the shared caches) and
+#                       stops there, exit 0 once built. tests/run-all.sh's
+#                       build lane runs the tiers so, ahead of their runs;
+#                       a run after it finds everything built.
 go_tier_what="Go tests"
 
 skip() {
@@ -60,6 +65,10 @@ go_prefetch() {
         for m in k8s:go.1.34.mod k8s:go.mod helm:go.mod cluster:go.mod cluster/containerd:go.mod; do
                 (cd "$top/tests/${m%%:*}" && go mod download -modfile="${m##*:}") || true
         done
+}
+
+go_build_only() {
+        [ "${CDIPLUG_GO_STAGE:-}" = build ]
 }
 
 go_kill_tree() {
