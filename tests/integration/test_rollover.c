@@ -24,6 +24,7 @@
 #include "dra.h"
 #include "env.h"
 #include "fakeapi.h"
+#include "http.h"
 #include "kubelet.h"
 #include "logwait.h"
 #include "rpc.h"
@@ -66,14 +67,21 @@ static const char config[] =
         " \"match\": [ { \"path\": \"/dev/ttyS*\" } ] },"
         " { \"name\": \"" USB "\", \"match\": [ { \"path\": \"/dev/bus/usb/*/*\" } ] } ] }";
 
+/* Where the next instance spawned serves /metrics ("": it does not). */
+static char metrics_addr[32];
+
 /* One instance, with POD_UID uid (NULL: unset), logging to the env's log. */
 static void spawn(const char *uid) {
         if (uid)
                 cr_assert_eq(setenv("POD_UID", uid, 1), 0);
         else
                 unsetenv("POD_UID");
-        env_spawn(&e, "--kubelet-root", kroot, "--node-name", NODE, "--kubeconfig", kubeconfig,
-                  NULL);
+        if (*metrics_addr)
+                env_spawn(&e, "--kubelet-root", kroot, "--node-name", NODE, "--kubeconfig",
+                          kubeconfig, "--metrics-address", metrics_addr, NULL);
+        else
+                env_spawn(&e, "--kubelet-root", kroot, "--node-name", NODE, "--kubeconfig",
+                          kubeconfig, NULL);
 }
 
 /* Instance A runs and is registered both ways; the env is then B's. */
@@ -380,6 +388,44 @@ Test(rollover, the_two_instances_share_one_checkpoint) {
         got = checkpoint_uids();
         cr_expect_str_eq(got, "uid-3,uid-4");
         socks_free(&a);
+        socks_free(&b);
+}
+
+/* Whether the page at port says n claims are prepared, within WAIT_MS. */
+static bool wait_prepared_claims(int port, int n) {
+        char want[64];
+
+        snprintf(want, sizeof(want), "\ncdiplug_dra_prepared_claims %d\n", n);
+        for (int i = 0; i < WAIT_MS / 20; i++) {
+                _cleanup_free_ char *body = NULL;
+                if (http_get(port, "/metrics", &body) == 200 && strstr(body, want))
+                        return true;
+                usleep(20000); /* a bounded wait for a condition, not a timing */
+        }
+        return false;
+}
+
+/* Between its own calls, A follows what B does to the checkpoint (it
+ * reads it again on each rename into place): what A counts, and keeps in
+ * its CDI specs for prepared claims, is never a call behind. */
+Test(rollover, the_old_instance_follows_the_new_ones_checkpoint_between_calls) {
+        char tag_b[9];
+        int port = http_free_port();
+
+        snprintf(metrics_addr, sizeof(metrics_addr), "127.0.0.1:%d", port);
+        start_a(UID_A);
+        metrics_addr[0] = '\0';
+        cr_assert_eq(log_wait(log_a, "metrics: serving", WAIT_MS), 0);
+        cr_assert(wait_prepared_claims(port, 0));
+        cfg_instance_tag(UID_B, tag_b);
+        spawn(UID_B);
+        cr_assert_eq(tk_dra_wait_registered(kd, DRIVER, 2, WAIT_MS), 0, "B never registered");
+        struct socks b = socks_of(tag_b);
+        call_on(b.dra, "c1", "uid-1", true);
+        call_on(b.dra, "c2", "uid-2", true);
+        cr_expect(wait_prepared_claims(port, 2), "A never saw B prepare two claims");
+        call_on(b.dra, "c1", "uid-1", false);
+        cr_expect(wait_prepared_claims(port, 1), "A never saw B unprepare one");
         socks_free(&b);
 }
 
