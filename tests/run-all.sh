@@ -71,8 +71,8 @@ cmake --build build-ubsan -j "$jobs" >/dev/null
 # in the foreground, each once the lane has built its tier, so the later
 # tiers build beside the earlier ones' runs instead of after them. The
 # lane only warms the caches: each run builds again (up to date in
-# seconds), and a build that failed in the lane fails there again, said
-# in the log.
+# seconds), so a build that failed in the lane fails again in its run,
+# which reports it (the lane's own output: build/go-lane/TIER.log).
 wait "$prefetch" || true
 go_lane=build/go-lane
 rm -rf "$go_lane"

@@ -76,12 +76,9 @@ static void spawn(const char *uid) {
                 cr_assert_eq(setenv("POD_UID", uid, 1), 0);
         else
                 unsetenv("POD_UID");
-        if (*metrics_addr)
-                env_spawn(&e, "--kubelet-root", kroot, "--node-name", NODE, "--kubeconfig",
-                          kubeconfig, "--metrics-address", metrics_addr, NULL);
-        else
-                env_spawn(&e, "--kubelet-root", kroot, "--node-name", NODE, "--kubeconfig",
-                          kubeconfig, NULL);
+        /* Without a metrics address the arguments end (NULL) before it. */
+        env_spawn(&e, "--kubelet-root", kroot, "--node-name", NODE, "--kubeconfig", kubeconfig,
+                  *metrics_addr ? "--metrics-address" : NULL, metrics_addr, NULL);
 }
 
 /* Instance A runs and is registered both ways; the env is then B's. */
